@@ -1,0 +1,193 @@
+"""The :class:`Dataset` container: raw features, integer labels, schema."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from robustce.data.schema import Schema, infer_schema
+from robustce.errors import ValidationError
+from robustce.utils import check_random_state
+
+__all__ = ["Dataset", "from_frame"]
+
+
+@dataclass
+class Dataset:
+    """Raw features (``frame``), labels 0..K-1 (``target``) and the feature ``schema``.
+
+    ``class_names[k]`` is the original label of class ``k``; ``groups`` optionally tags each
+    row with a period or population (loan year, school, original/corrected data) for shift
+    protocols. Index labels are kept through splits and become ``query_id`` in explanations.
+    """
+
+    frame: pd.DataFrame
+    target: pd.Series
+    schema: Schema
+    name: str = "custom"
+    class_names: tuple[Any, ...] = (0, 1)
+    description: str = ""
+    groups: pd.Series | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.frame) != len(self.target):
+            raise ValidationError(
+                f"frame has {len(self.frame)} rows but target has {len(self.target)}"
+            )
+        if not self.frame.index.equals(self.target.index):
+            raise ValidationError("frame and target must share the same index")
+        if self.groups is not None and not self.frame.index.equals(self.groups.index):
+            raise ValidationError("groups must share the frame's index")
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({self.name!r}, rows={len(self)}, features={len(self.schema)}, "
+            f"classes={list(self.class_names)})"
+        )
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def y(self) -> np.ndarray:
+        return self.target.to_numpy(dtype=np.int64)
+
+    def subset(self, rows: Any) -> Dataset:
+        """Rows selected by a boolean mask, positions (ndarray of ints) or index labels."""
+        rows_arr = np.asarray(rows)
+        if rows_arr.dtype == bool:
+            if len(rows_arr) != len(self):
+                raise ValidationError("boolean mask length does not match the dataset")
+            pos = np.flatnonzero(rows_arr)
+        elif isinstance(rows, pd.Index):
+            pos = self.frame.index.get_indexer(rows)
+            if (pos < 0).any():
+                raise ValidationError("some index labels are not in the dataset")
+        else:
+            pos = rows_arr.astype(np.int64)
+        return replace(
+            self,
+            frame=self.frame.iloc[pos],
+            target=self.target.iloc[pos],
+            groups=None if self.groups is None else self.groups.iloc[pos],
+            meta=dict(self.meta),
+        )
+
+    def split(
+        self,
+        test_size: float = 0.2,
+        random_state: int | np.random.Generator | None = None,
+        stratify: bool = True,
+    ) -> tuple[Dataset, Dataset]:
+        """Random train/test split (stratified by class by default); index labels kept."""
+        if not 0 < test_size < 1:
+            raise ValidationError(f"test_size must be in (0, 1), got {test_size}")
+        rng = check_random_state(random_state)
+        n = len(self)
+        y = self.y
+        if stratify:
+            test_pos = []
+            for k in np.unique(y):
+                members = np.flatnonzero(y == k)
+                n_test = int(round(test_size * len(members)))
+                test_pos.append(rng.permutation(members)[:n_test])
+            test = np.sort(np.concatenate(test_pos))
+        else:
+            test = np.sort(rng.permutation(n)[: int(round(test_size * n))])
+        is_test = np.zeros(n, dtype=bool)
+        is_test[test] = True
+        if is_test.all() or not is_test.any():
+            raise ValidationError(f"test_size={test_size} leaves an empty split of {n} rows")
+        return self.subset(~is_test), self.subset(is_test)
+
+    def by_group(self) -> dict[Any, Dataset]:
+        """One dataset per value of ``groups`` (sorted)."""
+        if self.groups is None:
+            raise ValidationError(f"dataset {self.name!r} has no groups")
+        return {g: self.subset((self.groups == g).to_numpy()) for g in sorted(self.groups.unique())}
+
+    def describe(self) -> dict[str, Any]:
+        """Rows, columns, kinds and class balance (used by ``robustce datasets describe``)."""
+        counts = np.bincount(self.y, minlength=self.n_classes)
+        return {
+            "name": self.name,
+            "rows": len(self),
+            "columns": len(self.schema),
+            "kinds": self.schema.describe(),
+            "class_balance": {
+                str(self.class_names[k]): int(c) for k, c in enumerate(counts)
+            },
+            "description": self.description,
+        }
+
+
+def encode_labels(
+    labels: pd.Series, positive: Any = None, class_names: Sequence[Any] | None = None
+) -> tuple[pd.Series, tuple[Any, ...]]:
+    """Map raw labels to 0..K-1. ``class_names`` fixes the order; ``positive`` (binary)
+    names the label that becomes class 1."""
+    if labels.isna().any():
+        raise ValidationError(f"target column {labels.name!r} has missing values")
+    uniq = [v.item() if isinstance(v, np.generic) else v for v in pd.unique(labels)]
+    if class_names is None:
+        try:
+            class_names = sorted(uniq)
+        except TypeError:
+            class_names = sorted(uniq, key=str)
+        if positive is not None:
+            if positive not in class_names:
+                raise ValidationError(
+                    f"positive label {positive!r} not among target values {class_names}"
+                )
+            if len(class_names) != 2:
+                raise ValidationError("positive= is only meaningful for binary targets")
+            class_names = [c for c in class_names if c != positive] + [positive]
+    class_names = tuple(class_names)
+    unknown = set(uniq) - set(class_names)
+    if unknown:
+        raise ValidationError(f"target has labels {sorted(unknown, key=str)} not in {class_names}")
+    if len(class_names) < 2:
+        raise ValidationError(f"target {labels.name!r} needs at least two classes")
+    mapping = {c: i for i, c in enumerate(class_names)}
+    codes = labels.map(mapping).astype(np.int64)
+    return codes, class_names
+
+
+def from_frame(
+    df: pd.DataFrame,
+    target: str,
+    schema: Schema | None = None,
+    *,
+    name: str = "custom",
+    positive: Any = None,
+    description: str = "",
+    **infer: Any,
+) -> Dataset:
+    """A :class:`Dataset` from a user's DataFrame with a ``target`` column.
+
+    The schema is inferred (see :func:`robustce.data.infer_schema`; keyword arguments such as
+    ``immutable=["age"]`` pass through) unless given; then the frame is validated against it.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise ValidationError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    if target not in df.columns:
+        raise ValidationError(f"target column {target!r} not in the frame; columns: {list(df.columns)}")
+    features = df.drop(columns=[target])
+    y, class_names = encode_labels(df[target], positive=positive)
+    if schema is None:
+        schema = infer_schema(features, **infer)
+    elif infer:
+        raise ValidationError(f"schema given; inference options {sorted(infer)} would be ignored")
+    schema.validate(features)
+    features = features[schema.names]
+    return Dataset(features, y.rename(target), schema, name=name, class_names=class_names,
+                   description=description)

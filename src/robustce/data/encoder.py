@@ -1,0 +1,305 @@
+"""Encoder between raw DataFrames and model space ``[0, 1]^d``.
+
+* continuous / integer: min-max scaled by the schema bounds, ``x = (v - lower) / (upper - lower)``
+  (a constant feature, ``lower == upper``, encodes as 0);
+* categorical: one-hot block, one column per category;
+* ordinal with ``k`` levels: thermometer code, ``k - 1`` columns, column ``j`` is 1 iff the level
+  index is ``>= j + 1`` (or, with ``ordinal_encoding="integer"``, one column ``index / (k - 1)``);
+* binary: one column, 0 for ``categories[0]`` and 1 for ``categories[1]``.
+
+Non-negative model inputs make the interval encoding of a ReLU network exact, which is why model
+space is the unit box. The encoder also exposes what solvers need: one :class:`FeatureBlock` per
+feature (its column slice, kind, actionability, integer grid) and per-column masks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from robustce.data.schema import Actionability, Feature, FeatureKind, Schema, level_codes
+from robustce.errors import NotFittedError, ValidationError
+
+__all__ = ["Encoder", "FeatureBlock"]
+
+OrdinalEncoding = Literal["thermometer", "integer"]
+
+
+@dataclass(frozen=True)
+class FeatureBlock:
+    """Where one raw feature lives in model space."""
+
+    feature: Feature
+    start: int
+    stop: int
+    encoding: str  # "scaled", "onehot", "thermometer", "integer_levels", "binary"
+
+    @property
+    def name(self) -> str:
+        return self.feature.name
+
+    @property
+    def kind(self) -> FeatureKind:
+        return self.feature.kind
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.start, self.stop)
+
+    @property
+    def width(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def actionability(self) -> Actionability:
+        return self.feature.actionability
+
+    @property
+    def n_steps(self) -> int | None:
+        """For single-column grid encodings, the number of grid steps over [0, 1]
+        (integer features: upper - lower; integer-coded ordinals: k - 1); else None."""
+        if self.feature.kind is FeatureKind.INTEGER:
+            return int(self.feature.upper - self.feature.lower)
+        if self.encoding == "integer_levels":
+            return self.feature.n_levels - 1
+        return None
+
+
+class Encoder:
+    """Raw DataFrame <-> array in [0, 1]^d, following a :class:`Schema`.
+
+    ``fit`` checks the frame against the schema and lays out the columns; the scaling comes
+    from the schema bounds so that the same schema always gives the same encoding.
+    """
+
+    def __init__(self, schema: Schema, *, ordinal_encoding: OrdinalEncoding = "thermometer"):
+        if not isinstance(schema, Schema):
+            raise ValidationError(f"Encoder needs a Schema, got {type(schema).__name__}")
+        if ordinal_encoding not in ("thermometer", "integer"):
+            raise ValidationError(
+                f"ordinal_encoding must be 'thermometer' or 'integer', got {ordinal_encoding!r}"
+            )
+        self.schema = schema
+        self.ordinal_encoding = ordinal_encoding
+
+    # --- fitting ------------------------------------------------------------------------
+    def fit(self, frame: pd.DataFrame | None = None) -> Encoder:
+        if frame is not None:
+            self.schema.validate(frame)
+        blocks, columns, start = [], [], 0
+        for f in self.schema:
+            if f.kind.is_numeric:
+                enc, names = "scaled", [f.name]
+            elif f.kind is FeatureKind.BINARY:
+                enc, names = "binary", [f.name]
+            elif f.kind is FeatureKind.CATEGORICAL:
+                enc, names = "onehot", [f"{f.name}={c}" for c in f.categories]
+            elif self.ordinal_encoding == "thermometer":
+                enc, names = "thermometer", [f"{f.name}>={c}" for c in f.categories[1:]]
+            else:
+                enc, names = "integer_levels", [f.name]
+            blocks.append(FeatureBlock(f, start, start + len(names), enc))
+            columns.extend(names)
+            start += len(names)
+        self.blocks_: list[FeatureBlock] = blocks
+        self.columns_: list[str] = columns
+        self.n_features_out_: int = start
+        masks = {a: np.zeros(start, dtype=bool) for a in Actionability}
+        for b in blocks:
+            masks[b.actionability][b.slice] = True
+        self.immutable_mask_ = masks[Actionability.IMMUTABLE]
+        self.increasing_mask_ = masks[Actionability.INCREASE]
+        self.decreasing_mask_ = masks[Actionability.DECREASE]
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "blocks_"):
+            raise NotFittedError("this Encoder is not fitted; call fit(frame) first")
+
+    # --- structure for solvers ----------------------------------------------------------
+    @property
+    def feature_slices(self) -> dict[str, slice]:
+        self._check_fitted()
+        return {b.name: b.slice for b in self.blocks_}
+
+    def block(self, name: str) -> FeatureBlock:
+        self._check_fitted()
+        for b in self.blocks_:
+            if b.name == name:
+                return b
+        raise ValidationError(f"no feature named {name!r}; features are {self.schema.names}")
+
+    @property
+    def lower_(self) -> np.ndarray:
+        self._check_fitted()
+        return np.zeros(self.n_features_out_)
+
+    @property
+    def upper_(self) -> np.ndarray:
+        self._check_fitted()
+        return np.ones(self.n_features_out_)
+
+    @property
+    def feature_of_column_(self) -> np.ndarray:
+        """For each encoded column, the index of its raw feature."""
+        self._check_fitted()
+        out = np.empty(self.n_features_out_, dtype=np.int64)
+        for i, b in enumerate(self.blocks_):
+            out[b.slice] = i
+        return out
+
+    @property
+    def column_ranges_(self) -> np.ndarray:
+        """Raw range (upper - lower) behind each scaled column; 1 for other columns."""
+        self._check_fitted()
+        out = np.ones(self.n_features_out_)
+        for b in self.blocks_:
+            if b.encoding == "scaled":
+                out[b.start] = b.feature.upper - b.feature.lower
+        return out
+
+    # --- transforms ---------------------------------------------------------------------
+    def transform(self, frame: pd.DataFrame) -> np.ndarray:
+        """Encode raw rows; raises :class:`ValidationError` naming bad columns/values."""
+        self._check_fitted()
+        self.schema.validate(frame)
+        X = np.zeros((len(frame), self.n_features_out_), dtype=np.float64)
+        for b in self.blocks_:
+            f, col = b.feature, frame[b.name]
+            if b.encoding == "scaled":
+                span = f.upper - f.lower
+                v = col.to_numpy(dtype=float)
+                X[:, b.start] = (v - f.lower) / span if span > 0 else 0.0
+                continue
+            codes = level_codes(col, f)
+            if b.encoding == "binary":
+                X[:, b.start] = codes
+            elif b.encoding == "onehot":
+                X[np.arange(len(frame)), b.start + codes] = 1.0
+            elif b.encoding == "thermometer":
+                X[:, b.slice] = codes[:, None] >= np.arange(1, f.n_levels)[None, :]
+            else:
+                X[:, b.start] = codes / max(f.n_levels - 1, 1)
+        return X
+
+    def fit_transform(self, frame: pd.DataFrame) -> np.ndarray:
+        return self.fit(frame).transform(frame)
+
+    def check_array(self, X: Any, *, name: str = "X") -> np.ndarray:
+        """Validate an encoded array: 2-D float, right width, finite."""
+        self._check_fitted()
+        arr = np.asarray(X, dtype=np.float64)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        if arr.ndim != 2 or arr.shape[1] != self.n_features_out_:
+            raise ValidationError(
+                f"{name} must have shape (n, {self.n_features_out_}) in model space, "
+                f"got {np.shape(X)}"
+            )
+        if not np.isfinite(arr).all():
+            raise ValidationError(f"{name} contains NaN or infinite values")
+        return arr
+
+    def level_indices(self, X: np.ndarray) -> np.ndarray:
+        """Decode each feature to a number: the raw value for numeric features, the level
+        index for the others. Shape (n, n_features). Assumes a valid (projected) encoding."""
+        self._check_fitted()
+        X = self.check_array(X)
+        out = np.empty((len(X), len(self.blocks_)))
+        for i, b in enumerate(self.blocks_):
+            f = b.feature
+            if b.encoding == "scaled":
+                v = f.lower + np.clip(X[:, b.start], 0, 1) * (f.upper - f.lower)
+                out[:, i] = np.round(v) if f.kind is FeatureKind.INTEGER else v
+            elif b.encoding == "binary":
+                out[:, i] = X[:, b.start] >= 0.5
+            elif b.encoding == "onehot":
+                out[:, i] = np.argmax(X[:, b.slice], axis=1)
+            elif b.encoding == "thermometer":
+                out[:, i] = (X[:, b.slice] >= 0.5).sum(axis=1)
+            else:
+                out[:, i] = np.round(np.clip(X[:, b.start], 0, 1) * (f.n_levels - 1))
+        return out
+
+    def inverse_transform(self, X: Any, index: pd.Index | None = None) -> pd.DataFrame:
+        """Decode model-space rows to raw rows: integers rounded, labels restored, dtypes kept.
+
+        Rows that are not exact encodings are decoded to their nearest valid raw row
+        (values clipped to bounds, one-hot by argmax, thermometer by counting ones).
+        """
+        values = self.level_indices(X)
+        cols: dict[str, Any] = {}
+        for i, b in enumerate(self.blocks_):
+            f = b.feature
+            if f.kind.is_numeric:
+                col = pd.Series(values[:, i])
+                if f.kind is FeatureKind.INTEGER and (f.dtype is None or "int" in f.dtype):
+                    col = col.astype(np.int64)
+            else:
+                cats = np.empty(f.n_levels, dtype=object)
+                cats[:] = list(f.categories)
+                col = pd.Series(cats[values[:, i].astype(np.int64)], dtype=object)
+            cols[f.name] = _restore_dtype(col, f)
+        out = pd.DataFrame(cols)
+        if index is not None:
+            out.index = index
+        return out
+
+    def project(self, X: Any) -> np.ndarray:
+        """Nearest valid encoding of each row (clip, snap integers to their grid, one-hot by
+        argmax, thermometer made monotone). Pure numpy; used after gradient search."""
+        self._check_fitted()
+        X = np.clip(self.check_array(X), 0.0, 1.0)
+        out = X.copy()
+        for b in self.blocks_:
+            x = X[:, b.slice]
+            if b.encoding == "scaled" and b.kind is FeatureKind.INTEGER:
+                steps = b.n_steps
+                out[:, b.start] = np.round(x[:, 0] * steps) / steps if steps else 0.0
+            elif b.encoding == "scaled" and b.feature.lower == b.feature.upper:
+                out[:, b.start] = 0.0
+            elif b.encoding == "binary":
+                out[:, b.start] = x[:, 0] >= 0.5
+            elif b.encoding == "onehot":
+                onehot = np.zeros_like(x)
+                onehot[np.arange(len(x)), np.argmax(x, axis=1)] = 1.0
+                out[:, b.slice] = onehot
+            elif b.encoding == "thermometer":
+                level = (x >= 0.5).sum(axis=1)
+                out[:, b.slice] = level[:, None] >= np.arange(1, b.width + 1)[None, :]
+            elif b.encoding == "integer_levels":
+                steps = b.n_steps
+                out[:, b.start] = np.round(x[:, 0] * steps) / steps if steps else 0.0
+        return out
+
+    # --- (de)serialisation --------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": self.schema.to_dict(), "ordinal_encoding": self.ordinal_encoding}
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> Encoder:
+        return cls(Schema.from_dict(spec["schema"]),
+                   ordinal_encoding=spec.get("ordinal_encoding", "thermometer")).fit()
+
+    def __repr__(self) -> str:
+        d = getattr(self, "n_features_out_", "unfitted")
+        return f"Encoder({len(self.schema)} features -> d={d}, ordinal={self.ordinal_encoding!r})"
+
+
+def _restore_dtype(col: pd.Series, f: Feature) -> pd.Series:
+    dtype = f.dtype
+    if dtype is None:
+        return col
+    if dtype == "category":
+        return pd.Series(
+            pd.Categorical(col, categories=list(f.categories),
+                           ordered=f.kind is FeatureKind.ORDINAL)
+        )
+    try:
+        return col.astype(dtype)
+    except (TypeError, ValueError):
+        return col

@@ -1,0 +1,46 @@
+"""Error hierarchy: every error robustce raises on purpose derives from :class:`RobustCEError`."""
+
+from __future__ import annotations
+
+
+class RobustCEError(Exception):
+    """Base class of all robustce errors."""
+
+
+class ValidationError(RobustCEError, ValueError):
+    """Bad user input: wrong columns, NaNs, out-of-range parameters, unseen categories."""
+
+
+class SchemaError(ValidationError):
+    """A feature schema is inconsistent or does not match the data."""
+
+
+class UnknownDatasetError(ValidationError, KeyError):
+    """A dataset name is not in the registry."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class DatasetUnavailableError(RobustCEError, OSError):
+    """A dataset file is missing and cannot be downloaded (offline, or checksum mismatch)."""
+
+
+class ChecksumError(DatasetUnavailableError):
+    """A downloaded or cached file does not match its recorded checksum."""
+
+
+class NotFittedError(RobustCEError, AttributeError):
+    """An object was used before ``fit``."""
+
+
+class UnsupportedModelError(RobustCEError, TypeError):
+    """The model cannot provide what was asked (e.g. a ReLU network view of a tree)."""
+
+
+class SolverError(RobustCEError, RuntimeError):
+    """A MILP/SMT backend failed or is not installed."""
+
+
+class ConfigError(ValidationError):
+    """A benchmark/CLI configuration is invalid (unknown key, wrong type)."""

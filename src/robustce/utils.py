@@ -1,0 +1,41 @@
+"""Small shared helpers: random state handling, atomic file writes."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from robustce.errors import ValidationError
+
+__all__ = ["atomic_write", "check_random_state"]
+
+
+def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
+    """``None`` -> fresh generator, ``int`` -> seeded generator, ``Generator`` -> itself."""
+    if random_state is None or isinstance(random_state, int | np.integer):
+        return np.random.default_rng(None if random_state is None else int(random_state))
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    raise ValidationError(
+        f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}"
+    )
+
+
+@contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator:
+    """Write to a temporary file beside ``path`` and rename it into place on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
