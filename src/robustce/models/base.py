@@ -1,0 +1,94 @@
+"""The model protocol every explainer and certifier relies on.
+
+A model owns its :class:`~robustce.data.Encoder` (``model.encoder``) and accepts either raw
+DataFrames or arrays already in model space ``[0, 1]^d``. Labels are integers 0..K-1 (the
+dataset's ``class_names`` give their meaning). Binary models have one logit (class 1 iff
+logit > 0); K-class models have K logits.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from robustce.data.encoder import Encoder
+from robustce.errors import NotFittedError, UnsupportedModelError
+from robustce.models.network import ReLUNetwork, class_margin
+
+__all__ = ["Model"]
+
+
+class Model(ABC):
+    """Base class: ``predict``, ``predict_proba``, ``logits`` on raw or encoded inputs."""
+
+    encoder: Encoder
+    class_names: tuple[Any, ...] = (0, 1)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+    def _check_fitted(self) -> None:
+        if getattr(self, "encoder", None) is None or not hasattr(self.encoder, "blocks_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted; call fit() first")
+
+    def encode(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        """Raw DataFrame -> model space; arrays are taken as already encoded (validated)."""
+        self._check_fitted()
+        if isinstance(X, pd.DataFrame):
+            return self.encoder.transform(X)
+        return self.encoder.check_array(X)
+
+    @abstractmethod
+    def logits(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        """Scores of shape (n, 1) for binary models, (n, K) otherwise."""
+
+    def predict_proba(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        """Class probabilities, shape (n, K)."""
+        z = self.logits(X)
+        if z.shape[1] == 1:
+            p1 = 1.0 / (1.0 + np.exp(-np.clip(z[:, 0], -500, 500)))
+            return np.column_stack([1.0 - p1, p1])
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        """Labels 0..K-1."""
+        z = self.logits(X)
+        return (z[:, 0] > 0).astype(np.int64) if z.shape[1] == 1 else np.argmax(z, axis=1)
+
+    def margin(self, X: pd.DataFrame | np.ndarray, target_class: int) -> np.ndarray:
+        """> 0 iff ``target_class`` is predicted (see :func:`class_margin`)."""
+        return class_margin(self.logits(X), target_class)
+
+    def network(self) -> ReLUNetwork:
+        """The ReLU-network view of this model (only for ReLU MLPs and linear models)."""
+        raise UnsupportedModelError(
+            f"{type(self).__name__} has no ReLU-network view; exact Δ-robustness needs an MLP "
+            "or a logistic regression"
+        )
+
+    @property
+    def differentiable(self) -> bool:
+        """Whether :meth:`torch_logits` is available (gradient-based explainers need it)."""
+        try:
+            self.network()
+        except UnsupportedModelError:
+            return False
+        return True
+
+    def torch_logits(self, X):  # noqa: ANN001, ANN201 - torch types kept lazy
+        """Differentiable logits of a float64 torch tensor in model space."""
+        import torch
+
+        h = X
+        layers = self.network().weights
+        for i, (W, b) in enumerate(layers):
+            h = h @ torch.as_tensor(W, dtype=h.dtype).T + torch.as_tensor(b, dtype=h.dtype)
+            if i < len(layers) - 1:
+                h = torch.relu(h)
+        return h

@@ -1,0 +1,172 @@
+"""``MLP``: a PyTorch ReLU network trained on a :class:`~robustce.data.Dataset`.
+
+Inference goes through the float64 numpy view (:meth:`MLP.network`), the same view every
+certifier reads, so "valid" means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from robustce.data.dataset import Dataset
+from robustce.data.encoder import Encoder
+from robustce.errors import ValidationError
+from robustce.models.base import Model
+from robustce.models.network import ReLUNetwork
+from robustce.utils import check_random_state
+
+__all__ = ["MLP"]
+
+
+def _build_module(n_inputs: int, hidden: Sequence[int], n_outputs: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    prev = n_inputs
+    for h in hidden:
+        layers += [nn.Linear(prev, h), nn.ReLU()]
+        prev = h
+    layers.append(nn.Linear(prev, n_outputs))
+    return nn.Sequential(*layers)
+
+
+class MLP(Model):
+    """ReLU multi-layer perceptron with logit outputs (1 for binary, K for K classes).
+
+    Parameters follow scikit-learn conventions: stored in ``__init__``, work in ``fit``.
+    Training: Adam on (binary) cross-entropy, mini-batches shuffled by ``random_state``;
+    deterministic on CPU for a given seed.
+    """
+
+    def __init__(
+        self,
+        hidden_layers: Sequence[int] = (20, 10),
+        *,
+        epochs: int = 50,
+        batch_size: int = 64,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        random_state: int | None = 0,
+        ordinal_encoding: str = "thermometer",
+    ):
+        self.hidden_layers = tuple(int(h) for h in hidden_layers)
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.random_state = random_state
+        self.ordinal_encoding = ordinal_encoding
+        self.encoder: Encoder | None = None
+        self._check_params()
+
+    def _check_params(self) -> None:
+        if any(h < 1 for h in self.hidden_layers):
+            raise ValidationError(f"hidden layer sizes must be positive, got {self.hidden_layers}")
+        for name in ("epochs", "batch_size"):
+            if int(getattr(self, name)) < 1:
+                raise ValidationError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValidationError(f"lr must be positive, got {self.lr}")
+        if self.weight_decay < 0:
+            raise ValidationError(f"weight_decay must be >= 0, got {self.weight_decay}")
+
+    def get_params(self) -> dict[str, Any]:
+        return {
+            "hidden_layers": list(self.hidden_layers),
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+            "random_state": self.random_state,
+            "ordinal_encoding": self.ordinal_encoding,
+        }
+
+    # --- training -----------------------------------------------------------------------
+    def fit(self, data: Dataset, encoder: Encoder | None = None) -> MLP:
+        """Fit an encoder on ``data.schema`` (or use ``encoder``) and train from scratch."""
+        if not isinstance(data, Dataset):
+            raise ValidationError(f"fit expects a robustce Dataset, got {type(data).__name__}")
+        self._check_params()
+        self.encoder = encoder if encoder is not None else Encoder(
+            data.schema, ordinal_encoding=self.ordinal_encoding).fit(data.frame)
+        self.class_names = tuple(data.class_names)
+        X = self.encoder.transform(data.frame)
+        n_out = 1 if self.n_classes == 2 else self.n_classes
+        seed = int(check_random_state(self.random_state).integers(2**31 - 1))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.module_ = _build_module(X.shape[1], self.hidden_layers, n_out)
+        self._train(X, data.y, self.epochs, seed)
+        return self
+
+    def fit_more(self, data: Dataset | tuple[np.ndarray, np.ndarray], epochs: int,
+                 random_state: int | None = None, lr: float | None = None) -> MLP:
+        """Continue training the current weights (incremental update / fine-tuning)."""
+        self._check_fitted()
+        if isinstance(data, Dataset):
+            X, y = self.encoder.transform(data.frame), data.y
+        else:
+            X, y = self.encoder.check_array(data[0]), np.asarray(data[1], dtype=np.int64)
+        seed = int(check_random_state(random_state).integers(2**31 - 1))
+        self._train(X, y, int(epochs), seed, lr=lr)
+        return self
+
+    def _train(self, X: np.ndarray, y: np.ndarray, epochs: int, seed: int,
+               lr: float | None = None) -> None:
+        if len(X) == 0:
+            raise ValidationError("cannot train on an empty dataset")
+        module = self.module_
+        binary = module[-1].out_features == 1
+        Xt = torch.as_tensor(X, dtype=torch.float32)
+        yt = torch.tensor(np.asarray(y), dtype=torch.float32 if binary else torch.long)
+        loss_fn = nn.BCEWithLogitsLoss() if binary else nn.CrossEntropyLoss()
+        opt = torch.optim.Adam(module.parameters(), lr=lr or self.lr,
+                               weight_decay=self.weight_decay)
+        gen = torch.Generator().manual_seed(seed)
+        bs = int(self.batch_size)
+        module.train()
+        for _ in range(epochs):
+            perm = torch.randperm(len(Xt), generator=gen)
+            for s in range(0, len(Xt), bs):
+                idx = perm[s:s + bs]
+                out = module(Xt[idx])
+                loss = loss_fn(out[:, 0], yt[idx]) if binary else loss_fn(out, yt[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        module.eval()
+        self._network = None
+
+    # --- inference ----------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        super()._check_fitted()
+        if not hasattr(self, "module_"):
+            from robustce.errors import NotFittedError
+
+            raise NotFittedError("this MLP is not fitted; call fit() first")
+
+    def network(self) -> ReLUNetwork:
+        """Weights as float64 numpy arrays (W of shape (out, in)), cached until refit."""
+        self._check_fitted()
+        if getattr(self, "_network", None) is None:
+            linears = [m for m in self.module_ if isinstance(m, nn.Linear)]
+            self._network = ReLUNetwork(
+                [(m.weight.detach().double().numpy().copy(), m.bias.detach().double().numpy().copy())
+                 for m in linears]
+            )
+        return self._network
+
+    def logits(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        return self.network().forward(self.encode(X))
+
+    def torch_module(self) -> nn.Module:
+        """The trained torch module (float32)."""
+        self._check_fitted()
+        return self.module_
+
+    def __repr__(self) -> str:
+        return f"MLP(hidden_layers={self.hidden_layers}, epochs={self.epochs}, lr={self.lr})"
