@@ -1,0 +1,32 @@
+# Two commands for a fresh machine:  `make demo` (main job)  and  `make test` (test suite).
+# Both create .venv and install robustce into it on first use.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+DEMO_OUT ?= robustce-demo
+
+.PHONY: install demo test test-all lint bench
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	# torch pinned to the local CPU build first, so the package's range installs nothing more
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/robustce demo --out $(DEMO_OUT)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-all: $(STAMP)
+	$(PY) -m pytest -q -m "slow or not slow"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
