@@ -176,7 +176,7 @@ class Explanations:
                 "message": self.messages,
             }
         )
-        out.index.name = "query_id"
+        out = out.rename_axis("query_id")
         return out.join(self.certificates) if len(self.certificates.columns) else out
 
     def show(self, query_id: Any, file: Any = None) -> str:
@@ -209,9 +209,7 @@ class Explanations:
                 "certificate_columns": list(self.certificates.columns),
             }
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-            q = self.queries.copy()
-            q.index.name = "query_id"
-            q = q.reset_index()
+            q = self.queries.rename_axis("query_id").reset_index()
             enc_cols = [f"enc_{i}" for i in range(self.queries_encoded.shape[1])]
             pd.concat([q, pd.DataFrame(self.queries_encoded, columns=enc_cols)], axis=1).to_csv(
                 tmp / "queries.csv", index=False, float_format="%.17g")

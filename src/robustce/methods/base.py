@@ -94,10 +94,16 @@ class Explainer:
     @classmethod
     def param_names(cls) -> list[str]:
         """Constructor parameters beyond (model, data) — what configs may set."""
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p not in ("self", "model", "data")
-                and sig.parameters[p].kind not in (inspect.Parameter.VAR_KEYWORD,
-                                                   inspect.Parameter.VAR_POSITIONAL)]
+        names: list[str] = []
+        for klass in cls.__mro__:
+            if "__init__" not in vars(klass) or klass is object:
+                continue
+            params = inspect.signature(klass.__init__).parameters
+            names += [p for p, v in params.items() if p not in ("self", "model", "data", *names)
+                      and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+            if not any(v.kind is v.VAR_KEYWORD for v in params.values()):
+                break  # the parents' parameters are not passed through
+        return names
 
     def get_params(self) -> dict[str, Any]:
         out = {}
