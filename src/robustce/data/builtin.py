@@ -1,4 +1,6 @@
-"""Built-in datasets that need no download: synthetic loan data (the demo's default)."""
+"""Built-in datasets that need no download: synthetic loan data (the demo's default), 2-D toy
+sets (``moons``, ``circles``, ``blobs``) and scikit-learn's bundled tables (``breast_cancer``,
+``iris``, ``wine``)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,20 @@ import numpy as np
 import pandas as pd
 
 from robustce.data.dataset import Dataset
-from robustce.data.schema import Feature, FeatureKind, Schema
+from robustce.data.schema import Feature, FeatureKind, Schema, infer_schema
 from robustce.errors import ValidationError
 from robustce.utils import check_random_state
 
-__all__ = ["EDUCATION_LEVELS", "synthetic_loan"]
+__all__ = [
+    "EDUCATION_LEVELS",
+    "blobs",
+    "breast_cancer",
+    "circles",
+    "iris",
+    "moons",
+    "synthetic_loan",
+    "wine",
+]
 
 EDUCATION_LEVELS = ("none", "high_school", "bachelor", "master", "doctorate")
 HOUSING = ("mortgage", "own", "rent")
@@ -95,3 +106,133 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
                    class_names=("rejected", "approved"),
                    description="Synthetic loan applications (built in, see the docstring).",
                    meta={"n_samples": n})
+
+
+# ----------------------------------------------------------------------------------------
+# 2-D toy sets
+# ----------------------------------------------------------------------------------------
+
+
+def _sklearn_seed(random_state: int | np.random.Generator | None) -> int:
+    """An int seed for scikit-learn generators (ints pass through unchanged)."""
+    if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
+        return int(random_state)
+    return int(check_random_state(random_state).integers(2**31 - 1))
+
+
+def _check_toy(n_samples: int, noise: float) -> int:
+    if int(n_samples) < 4:
+        raise ValidationError(f"n_samples must be at least 4, got {n_samples}")
+    if not np.isfinite(noise) or noise < 0:
+        raise ValidationError(f"noise must be a finite number >= 0, got {noise}")
+    return int(n_samples)
+
+
+def _toy(name: str, X: np.ndarray, y: np.ndarray, description: str, meta: dict) -> Dataset:
+    frame = pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1]})
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    pad = 0.1 * np.maximum(hi - lo, 1e-9)
+    schema = Schema(
+        Feature(c, FeatureKind.CONTINUOUS, float(lo[i] - pad[i]), float(hi[i] + pad[i]))
+        for i, c in enumerate(frame.columns)
+    ).with_dtypes(frame)
+    target = pd.Series(np.asarray(y, dtype=np.int64), name="target")
+    classes = tuple(range(int(target.max()) + 1))
+    return Dataset(frame, target, schema, name=name, class_names=classes,
+                   description=description, meta=meta)
+
+
+_TOY_NOTE = ("Features x1, x2 continuous; bounds = observed range padded by 10% on each side "
+             "(room for counterfactuals).")
+
+
+def moons(n_samples: int = 500, noise: float = 0.2,
+          random_state: int | np.random.Generator | None = 0) -> Dataset:
+    """Two interleaving half circles (``sklearn.datasets.make_moons``). Class 1 = lower moon."""
+    from sklearn.datasets import make_moons
+
+    n = _check_toy(n_samples, noise)
+    X, y = make_moons(n_samples=n, noise=float(noise), random_state=_sklearn_seed(random_state))
+    return _toy("moons", X, y, f"2-D two moons (built in). {_TOY_NOTE}",
+                {"n_samples": n, "noise": float(noise)})
+
+
+def circles(n_samples: int = 500, noise: float = 0.1, factor: float = 0.5,
+            random_state: int | np.random.Generator | None = 0) -> Dataset:
+    """A small circle inside a large one (``make_circles``). Class 1 = inner circle."""
+    from sklearn.datasets import make_circles
+
+    n = _check_toy(n_samples, noise)
+    if not 0 < factor < 1:
+        raise ValidationError(f"factor must be in (0, 1), got {factor}")
+    X, y = make_circles(n_samples=n, noise=float(noise), factor=float(factor),
+                        random_state=_sklearn_seed(random_state))
+    return _toy("circles", X, y, f"2-D concentric circles (built in); class 1 = inner. "
+                f"{_TOY_NOTE}", {"n_samples": n, "noise": float(noise), "factor": factor})
+
+
+def blobs(n_samples: int = 500, noise: float = 1.0, centers: int = 2,
+          random_state: int | np.random.Generator | None = 0) -> Dataset:
+    """Gaussian blobs (``make_blobs``); ``noise`` is the clusters' standard deviation and
+    ``centers`` the number of classes (2 = binary)."""
+    from sklearn.datasets import make_blobs
+
+    n = _check_toy(n_samples, noise)
+    if int(centers) < 2:
+        raise ValidationError(f"centers must be at least 2, got {centers}")
+    X, y = make_blobs(n_samples=n, centers=int(centers), n_features=2,
+                      cluster_std=float(noise), random_state=_sklearn_seed(random_state))
+    return _toy("blobs", X, y, f"2-D Gaussian blobs, {int(centers)} classes (built in). "
+                f"{_TOY_NOTE}", {"n_samples": n, "noise": float(noise), "centers": int(centers)})
+
+
+# ----------------------------------------------------------------------------------------
+# scikit-learn's bundled tables
+# ----------------------------------------------------------------------------------------
+
+
+def _sklearn_table(name: str, bunch, description: str, **infer) -> Dataset:
+    frame = bunch.data.reset_index(drop=True)
+    frame.columns = [str(c) for c in frame.columns]
+    target = pd.Series(np.asarray(bunch.target, dtype=np.int64), name="target")
+    schema = infer_schema(frame, **infer).with_dtypes(frame)
+    return Dataset(frame, target, schema, name=name,
+                   class_names=tuple(str(c) for c in bunch.target_names),
+                   description=description)
+
+
+def breast_cancer() -> Dataset:
+    """Wisconsin diagnostic breast cancer (569 rows, 30 continuous features).
+    Class 1 = benign, class 0 = malignant (scikit-learn's coding)."""
+    from sklearn.datasets import load_breast_cancer
+
+    bunch = load_breast_cancer(as_frame=True)
+    return _sklearn_table(
+        "breast_cancer", bunch,
+        "Wisconsin diagnostic breast cancer (scikit-learn, 569 rows, 30 continuous "
+        "features). Class 1 = benign, class 0 = malignant.",
+        kinds=dict.fromkeys(bunch.data.columns, "continuous"))
+
+
+def iris() -> Dataset:
+    """Fisher's iris (150 rows, 4 continuous features, 3 classes)."""
+    from sklearn.datasets import load_iris
+
+    bunch = load_iris(as_frame=True)
+    return _sklearn_table(
+        "iris", bunch,
+        "Fisher's iris (scikit-learn, 150 rows, 4 continuous features). Multi-class: "
+        "0 = setosa, 1 = versicolor, 2 = virginica.",
+        kinds=dict.fromkeys(bunch.data.columns, "continuous"))
+
+
+def wine() -> Dataset:
+    """UCI wine recognition (178 rows, 13 numeric features, 3 cultivars)."""
+    from sklearn.datasets import load_wine
+
+    bunch = load_wine(as_frame=True)
+    return _sklearn_table(
+        "wine", bunch,
+        "UCI wine recognition (scikit-learn, 178 rows, 13 numeric features). Multi-class: "
+        "classes 0, 1, 2 = the three cultivars.",
+        kinds=dict.fromkeys(bunch.data.columns, "continuous"))
