@@ -1,7 +1,35 @@
-"""Models: the model protocol, the PyTorch MLP, the ReLU-network view."""
+"""Models: the model protocol, the PyTorch MLP, scikit-learn adapters, tree views, the
+ReLU-network view, save/load and retraining families (model-shift protocols)."""
 
 from robustce.models.base import Model
+from robustce.models.families import (
+    FamilyValidity,
+    ModelFamily,
+    group_family,
+    incremental_family,
+    proplace_family,
+    split_halves,
+)
 from robustce.models.mlp import MLP
 from robustce.models.network import ReLUNetwork
+from robustce.models.persistence import ModelFileError, load
+from robustce.models.sklearn import SklearnModel, wrap
+from robustce.models.trees import TreeView, forest_predict_proba
 
-__all__ = ["MLP", "Model", "ReLUNetwork"]
+__all__ = [
+    "MLP",
+    "FamilyValidity",
+    "Model",
+    "ModelFamily",
+    "ModelFileError",
+    "ReLUNetwork",
+    "SklearnModel",
+    "TreeView",
+    "forest_predict_proba",
+    "group_family",
+    "incremental_family",
+    "load",
+    "proplace_family",
+    "split_halves",
+    "wrap",
+]

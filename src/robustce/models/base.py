@@ -72,6 +72,14 @@ class Model(ABC):
             "or a logistic regression"
         )
 
+    def save(self, path, *, overwrite: bool = True):  # noqa: ANN001, ANN201
+        """Save to a directory (see :func:`robustce.models.load`); only models that own their
+        weights (``MLP``) support it."""
+        raise UnsupportedModelError(
+            f"{type(self).__name__} cannot be saved by robustce; save the underlying estimator "
+            "with its own tools (e.g. skops.io) and wrap it again after loading"
+        )
+
     @property
     def differentiable(self) -> bool:
         """Whether :meth:`torch_logits` is available (gradient-based explainers need it)."""

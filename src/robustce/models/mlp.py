@@ -2,11 +2,21 @@
 
 Inference goes through the float64 numpy view (:meth:`MLP.network`), the same view every
 certifier reads, so "valid" means the same thing everywhere.
+
+Determinism: training runs with one intra-op torch thread (restored afterwards), weights are
+initialised under a forked torch RNG seeded from ``random_state`` and mini-batches are shuffled
+by a private ``torch.Generator``; so one seed gives bit-identical weights on a CPU, whatever
+the global torch seed, the machine's thread count or joblib's ``n_jobs``. (Multi-threaded
+reductions would change the last bits, and for these small networks one thread is also the
+fastest.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import inspect
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +32,20 @@ from robustce.models.network import ReLUNetwork
 from robustce.utils import check_random_state
 
 __all__ = ["MLP"]
+
+
+_ADAM_FUSED = "fused" in inspect.signature(torch.optim.Adam).parameters
+
+
+@contextlib.contextmanager
+def _single_thread() -> Iterator[None]:
+    """Run torch with one intra-op thread (bit-reproducible and fastest for small nets)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _build_module(n_inputs: int, hidden: Sequence[int], n_outputs: int) -> nn.Sequential:
@@ -124,21 +148,25 @@ class MLP(Model):
         Xt = torch.as_tensor(X, dtype=torch.float32)
         yt = torch.tensor(np.asarray(y), dtype=torch.float32 if binary else torch.long)
         loss_fn = nn.BCEWithLogitsLoss() if binary else nn.CrossEntropyLoss()
-        opt = torch.optim.Adam(module.parameters(), lr=lr or self.lr,
-                               weight_decay=self.weight_decay)
+        if lr is not None and not lr > 0:
+            raise ValidationError(f"lr must be positive, got {lr}")
+        extra = {"fused": True} if _ADAM_FUSED else {}
         gen = torch.Generator().manual_seed(seed)
         bs = int(self.batch_size)
-        module.train()
-        for _ in range(epochs):
-            perm = torch.randperm(len(Xt), generator=gen)
-            for s in range(0, len(Xt), bs):
-                idx = perm[s:s + bs]
-                out = module(Xt[idx])
-                loss = loss_fn(out[:, 0], yt[idx]) if binary else loss_fn(out, yt[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        module.eval()
+        with _single_thread():
+            opt = torch.optim.Adam(module.parameters(), lr=lr or self.lr,
+                                   weight_decay=self.weight_decay, **extra)
+            module.train()
+            for _ in range(epochs):
+                perm = torch.randperm(len(Xt), generator=gen)
+                for s in range(0, len(Xt), bs):
+                    idx = perm[s:s + bs]
+                    out = module(Xt[idx])
+                    loss = loss_fn(out[:, 0], yt[idx]) if binary else loss_fn(out, yt[idx])
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            module.eval()
         self._network = None
 
     # --- inference ----------------------------------------------------------------------
@@ -167,6 +195,41 @@ class MLP(Model):
         """The trained torch module (float32)."""
         self._check_fitted()
         return self.module_
+
+    # --- persistence --------------------------------------------------------------------
+    def save(self, path: str | Path, *, overwrite: bool = True) -> Path:
+        """Save to the directory ``path``: ``model.json`` (class, parameters, encoder, class
+        names, format version, weights checksum) and ``weights.pt`` (a torch state dict).
+
+        No pickle: :func:`robustce.models.load` reads the weights with
+        ``torch.load(..., weights_only=True)``. The directory is written beside ``path`` and
+        renamed into place, so a crash never leaves a half-written model. An existing saved
+        model at ``path`` is replaced (unless ``overwrite=False``); any other existing
+        directory or file is left alone and an error raised.
+        """
+        from robustce.models.persistence import save_model
+
+        self._check_fitted()
+        return save_model(self, path, overwrite=overwrite)
+
+    def _state_dict(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().clone() for k, v in self.module_.state_dict().items()}
+
+    def _saved_params(self) -> dict[str, Any]:
+        return self.get_params()
+
+    @classmethod
+    def _from_saved(cls, params: dict[str, Any], encoder: Encoder, class_names: tuple[Any, ...],
+                    state: dict[str, torch.Tensor]) -> MLP:
+        model = cls(**params)
+        model.encoder = encoder
+        model.class_names = tuple(class_names)
+        n_out = 1 if len(class_names) == 2 else len(class_names)
+        model.module_ = _build_module(encoder.n_features_out_, model.hidden_layers, n_out)
+        model.module_.load_state_dict(state, strict=True)
+        model.module_.eval()
+        model._network = None
+        return model
 
     def __repr__(self) -> str:
         return f"MLP(hidden_layers={self.hidden_layers}, epochs={self.epochs}, lr={self.lr})"

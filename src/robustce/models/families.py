@@ -1,0 +1,436 @@
+"""Retraining families: the model shifts that robust CEs are evaluated against.
+
+A :class:`ModelFamily` is a list of models over one model space (one encoder) with the
+protocol that produced them, their seeds and accuracies. Protocols:
+
+* :func:`proplace_family` — PROPLACE §5 (after Dutta et al. 2022, Upadhyay et al. 2021): split
+  the data into random halves D1/D2; the base model is trained on D1; ``n_retrain`` models are
+  retrained on D1 ∪ D2 with new seeds ("new data arrived") and ``n_drop`` on D1 minus a
+  different random 1 % each ("leave-some-out").
+* :func:`incremental_family` — the base model fine-tuned for a few epochs on a random fraction
+  of D2 (``MLP.fit_more``; ``partial_fit`` for scikit-learn estimators that have it).
+* :func:`group_family` — one model per group of ``data.groups`` (temporal or population shift:
+  loan by year, German credit original vs corrected, student by school).
+
+Models are trained with joblib (``n_jobs``, default 1). Every model's seed and rows are drawn in
+the calling process before any training starts, and an MLP trains bit-reproducibly per seed
+(see :mod:`robustce.models.mlp`), so the family is the same for any ``n_jobs``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from robustce.data.dataset import Dataset
+from robustce.data.encoder import Encoder
+from robustce.errors import UnsupportedModelError, ValidationError
+from robustce.models.base import Model
+from robustce.models.mlp import MLP
+from robustce.utils import check_random_state
+
+__all__ = [
+    "FamilyValidity",
+    "ModelFamily",
+    "group_family",
+    "incremental_family",
+    "proplace_family",
+    "split_halves",
+]
+
+_SEED_MAX = 2**31 - 1
+
+
+class FamilyValidity(NamedTuple):
+    """Validity of CEs under a family: ``per_ce[j]`` is the fraction of models giving CE j its
+    target class (nan for rows that are not CEs, e.g. all-NaN rows), ``per_model[i]`` the
+    fraction of CEs model i accepts, ``mean`` the mean over both (PROPLACE's *vr*)."""
+
+    per_ce: np.ndarray
+    per_model: np.ndarray
+    mean: float
+
+
+@dataclass
+class ModelFamily:
+    """Models of one protocol: ``models[i]`` was trained with ``seeds[i]``; ``accuracies[i]``
+    is its accuracy on the test set given to the protocol (None without one)."""
+
+    models: list[Model]
+    protocol: str
+    seeds: list[int]
+    accuracies: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.models) == 0:
+            raise ValidationError("a ModelFamily needs at least one model")
+        if len(self.seeds) != len(self.models):
+            raise ValidationError(f"{len(self.seeds)} seeds for {len(self.models)} models")
+        if self.accuracies is not None:
+            self.accuracies = np.asarray(self.accuracies, dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.models)
+
+    def __iter__(self) -> Iterator[Model]:
+        return iter(self.models)
+
+    def __getitem__(self, i: int) -> Model:
+        return self.models[i]
+
+    def __repr__(self) -> str:
+        acc = "" if self.accuracies is None else (
+            f", accuracy={self.accuracies.mean():.3f}±{self.accuracies.std():.3f}")
+        return f"ModelFamily({self.protocol!r}, n_models={len(self)}{acc})"
+
+    # --- evaluation ---------------------------------------------------------------------
+    def _encoded(self, X: pd.DataFrame | np.ndarray) -> list[np.ndarray]:
+        """Model-space inputs for every model (encoding once per distinct encoder)."""
+        cache: dict[int, np.ndarray] = {}
+        out = []
+        for m in self.models:
+            key = id(m.encoder)
+            if key not in cache:
+                cache[key] = m.encode(X)
+            out.append(cache[key])
+        return out
+
+    def predict(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        """Labels of every model on every row, shape (n_models, n)."""
+        return np.stack([m.predict(Z) for m, Z in zip(self.models, self._encoded(X), strict=True)])
+
+    def score(self, data: Dataset) -> np.ndarray:
+        """Accuracy of every model on ``data``."""
+        if not isinstance(data, Dataset):
+            raise ValidationError(f"score expects a robustce Dataset, got {type(data).__name__}")
+        return (self.predict(data.frame) == data.y[None, :]).mean(axis=1)
+
+    def validity(self, cfs: pd.DataFrame | np.ndarray, target_class: int | Sequence[int] | np.ndarray
+                 ) -> FamilyValidity:
+        """Fraction of models that give each CE its ``target_class`` (one int, or one per row).
+
+        ``cfs`` is a raw frame or a model-space array; rows with missing values (queries
+        without a CE) get ``nan`` and are left out of the means.
+        """
+        if isinstance(cfs, pd.DataFrame):
+            present = ~cfs.isna().any(axis=1).to_numpy()
+            rows = cfs[present]
+            n = len(cfs)
+        else:
+            arr = np.asarray(cfs, dtype=np.float64)
+            if arr.ndim == 1:
+                arr = arr[None, :]
+            present = ~np.isnan(arr).any(axis=1)
+            rows = arr[present]
+            n = len(arr)
+        target = np.asarray(target_class)
+        if target.ndim == 0:
+            target = np.full(n, int(target))
+        if target.shape != (n,):
+            raise ValidationError(
+                f"target_class must be one int or one per CE ({n}), got shape {target.shape}")
+        per_ce = np.full(n, np.nan)
+        if not present.any():
+            return FamilyValidity(per_ce, np.full(len(self), np.nan), float("nan"))
+        ok = self.predict(rows) == target[present][None, :]
+        per_ce[present] = ok.mean(axis=0)
+        return FamilyValidity(per_ce, ok.mean(axis=1), float(ok.mean()))
+
+    def empirical_deltas(self, base: Any) -> np.ndarray:
+        """max ‖θ_base − θ_i‖_∞ for every model (see :func:`robustness.empirical_delta`)."""
+        from robustce.robustness.shift import empirical_delta
+
+        return np.array([empirical_delta(base, m) for m in self.models])
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"protocol": self.protocol, "n_models": len(self)}
+        if self.accuracies is not None:
+            out["accuracy_mean"] = float(self.accuracies.mean())
+            out["accuracy_std"] = float(self.accuracies.std())
+        return out
+
+
+# ----------------------------------------------------------------------------------------
+# Training helpers (module level so joblib can ship them to workers)
+# ----------------------------------------------------------------------------------------
+
+
+def _seeded(spec: Any, seed: int) -> Any:
+    """A fresh, unfitted model of ``spec`` with random_state=seed."""
+    if spec is None or isinstance(spec, dict):
+        return MLP(**{**(spec or {}), "random_state": seed})
+    if isinstance(spec, MLP):
+        return MLP(**{**spec.get_params(), "random_state": seed})
+    if hasattr(spec, "get_params") and hasattr(spec, "fit"):  # scikit-learn estimator
+        from sklearn.base import clone
+
+        est = clone(spec)
+        keys = [k for k in est.get_params(deep=True) if k == "random_state" or k.endswith("__random_state")]
+        if keys:
+            est.set_params(**{k: seed for k in keys})
+        return est
+    raise ValidationError(
+        f"model parameters must be a dict of MLP parameters, an MLP or a scikit-learn estimator, "
+        f"got {type(spec).__name__}"
+    )
+
+
+def _fit_one(spec: Any, data: Dataset, encoder: Encoder, seed: int) -> Model:
+    model = _seeded(spec, seed)
+    if isinstance(model, MLP):
+        return model.fit(data, encoder=encoder)
+    from robustce.models.sklearn import wrap
+
+    model.fit(encoder.transform(data.frame), data.y)
+    return wrap(model, encoder, class_names=data.class_names)
+
+
+def _fine_tune(base: Model, X: np.ndarray, y: np.ndarray, epochs: int, seed: int,
+               lr: float | None) -> Model:
+    if isinstance(base, MLP):
+        return copy.deepcopy(base).fit_more((X, y), epochs=epochs, random_state=seed, lr=lr)
+    from robustce.models.sklearn import SklearnModel, wrap
+
+    if not isinstance(base, SklearnModel) or not hasattr(base.final_, "partial_fit"):
+        raise UnsupportedModelError(
+            f"incremental updates need an MLP or a scikit-learn estimator with partial_fit, "
+            f"got {base!r}"
+        )
+    est = copy.deepcopy(base.estimator)
+    wrapped = wrap(est, base.encoder, class_names=base.class_names)
+    Z = wrapped._transform(X)
+    if lr is not None and "learning_rate_init" in wrapped.final_.get_params():
+        wrapped.final_.set_params(learning_rate_init=lr)
+    if "random_state" in wrapped.final_.get_params():
+        wrapped.final_.set_params(random_state=seed)
+    rng = np.random.default_rng(seed)
+    labels = wrapped.classes_[np.asarray(y, dtype=np.int64)]  # y holds class positions 0..K-1
+    for _ in range(int(epochs)):
+        perm = rng.permutation(len(Z))
+        wrapped.final_.partial_fit(Z[perm], labels[perm], classes=wrapped.classes_)
+    wrapped._network = None
+    return wrapped
+
+
+def _encoder_for(spec: Any, data: Dataset, encoder: Encoder | None) -> Encoder:
+    if encoder is not None:
+        return encoder
+    ordinal = "thermometer"
+    if isinstance(spec, dict):
+        ordinal = spec.get("ordinal_encoding", ordinal)
+    elif isinstance(spec, MLP):
+        ordinal = spec.ordinal_encoding
+    return Encoder(data.schema, ordinal_encoding=ordinal).fit(data.frame)
+
+
+def _run(tasks: list[tuple], n_jobs: int | None, fn: Any = _fit_one) -> list[Model]:
+    if n_jobs in (None, 1) or len(tasks) <= 1:
+        return [fn(*t) for t in tasks]
+    return Parallel(n_jobs=n_jobs)(delayed(fn)(*t) for t in tasks)
+
+
+def _seeds(rng: np.random.Generator, n: int) -> list[int]:
+    return [int(s) for s in rng.integers(0, _SEED_MAX, size=n)]
+
+
+def _accuracy(model: Model, test: Dataset) -> float:
+    return float((model.predict(test.frame) == test.y).mean())
+
+
+# ----------------------------------------------------------------------------------------
+# Protocols
+# ----------------------------------------------------------------------------------------
+
+
+def _halves(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    perm = rng.permutation(n)
+    half = n // 2
+    return np.sort(perm[:half]), np.sort(perm[half:])
+
+
+def split_halves(data: Dataset, random_state: int | np.random.Generator | None = 0
+                 ) -> tuple[Dataset, Dataset]:
+    """The random halves (D1, D2) that :func:`proplace_family` uses for the same int seed."""
+    if len(data) < 4:
+        raise ValidationError(f"need at least 4 rows to split into halves, got {len(data)}")
+    d1, d2 = _halves(len(data), check_random_state(random_state))
+    return data.subset(d1), data.subset(d2)
+
+
+def proplace_family(
+    data: Dataset,
+    base_params: dict[str, Any] | Any = None,
+    *,
+    n_retrain: int = 10,
+    n_drop: int = 10,
+    drop_fraction: float = 0.01,
+    test: Dataset | None = None,
+    encoder: Encoder | None = None,
+    random_state: int | np.random.Generator | None = 0,
+    n_jobs: int | None = 1,
+) -> tuple[Model, ModelFamily]:
+    """PROPLACE's retraining protocol. Returns ``(base_model, family)``.
+
+    ``data`` is split into random halves D1/D2 (the first draw of ``random_state``: the same
+    halves as :func:`split_halves`). The base model is trained on D1; ``n_retrain`` models on
+    D1 ∪ D2 with new seeds; ``n_drop`` on D1 minus a different random ``drop_fraction`` of its
+    rows each. ``base_params`` is a dict of :class:`MLP` parameters, an (unfitted) ``MLP`` or a
+    scikit-learn estimator (cloned, ``random_state`` set per model). With ``test`` the
+    accuracies of the family (and ``meta["base_accuracy"]``) are measured on it.
+    ``meta`` records the D1/D2 index labels, each model's training kind and dropped rows.
+    """
+    if not isinstance(data, Dataset):
+        raise ValidationError(f"proplace_family expects a robustce Dataset, got {type(data).__name__}")
+    if int(n_retrain) < 0 or int(n_drop) < 0 or int(n_retrain) + int(n_drop) == 0:
+        raise ValidationError(f"need n_retrain + n_drop >= 1, got {n_retrain} and {n_drop}")
+    if not 0 < drop_fraction < 1:
+        raise ValidationError(f"drop_fraction must be in (0, 1), got {drop_fraction}")
+    if len(data) < 4:
+        raise ValidationError(f"need at least 4 rows to split into halves, got {len(data)}")
+    rng = check_random_state(random_state)
+    d1_pos, d2_pos = _halves(len(data), rng)
+    enc = _encoder_for(base_params, data, encoder)
+    base_seed = _seeds(rng, 1)[0]
+    retrain_seeds = _seeds(rng, int(n_retrain))
+    drop_seeds = _seeds(rng, int(n_drop))
+    n_dropped = max(1, int(round(drop_fraction * len(d1_pos))))
+    drops = [np.sort(rng.choice(len(d1_pos), size=n_dropped, replace=False)) for _ in range(int(n_drop))]
+    d1 = data.subset(d1_pos)
+    tasks = [(base_params, d1, enc, base_seed)]
+    tasks += [(base_params, data, enc, s) for s in retrain_seeds]
+    for s, drop in zip(drop_seeds, drops, strict=True):
+        keep = np.ones(len(d1_pos), dtype=bool)
+        keep[drop] = False
+        tasks.append((base_params, d1.subset(keep), enc, s))
+    models = _run(tasks, n_jobs)
+    base, members = models[0], models[1:]
+    meta: dict[str, Any] = {
+        "d1_index": data.frame.index[d1_pos],
+        "d2_index": data.frame.index[d2_pos],
+        "kinds": ["retrain_full"] * int(n_retrain) + ["drop_subset"] * int(n_drop),
+        "dropped_index": [d1.frame.index[d] for d in drops],
+        "drop_fraction": drop_fraction,
+        "base_seed": base_seed,
+    }
+    family = ModelFamily(members, "proplace", retrain_seeds + drop_seeds, meta=meta)
+    if test is not None:
+        family.accuracies = family.score(test)
+        meta["base_accuracy"] = _accuracy(base, test)
+    return base, family
+
+
+def incremental_family(
+    base_model: Model,
+    data_d2: Dataset,
+    *,
+    fraction: float = 0.1,
+    epochs: int = 5,
+    n_models: int = 10,
+    lr: float | None = None,
+    test: Dataset | None = None,
+    random_state: int | np.random.Generator | None = 0,
+    n_jobs: int | None = 1,
+) -> ModelFamily:
+    """Incremental updates: ``n_models`` copies of ``base_model``, each fine-tuned for
+    ``epochs`` epochs on a different random ``fraction`` of ``data_d2`` with its own seed.
+
+    MLPs use :meth:`MLP.fit_more` (learning rate ``lr`` or the model's); wrapped scikit-learn
+    estimators with ``partial_fit`` (e.g. ``MLPClassifier``) get ``epochs`` shuffled passes.
+    ``meta["empirical_deltas"]`` holds each model's parameter shift from the base (when the
+    model has a network view) and ``meta["rows"]`` the index labels each model saw.
+    """
+    if not isinstance(base_model, Model):
+        raise ValidationError(f"base_model must be a robustce Model, got {type(base_model).__name__}")
+    if not isinstance(data_d2, Dataset):
+        raise ValidationError(f"data_d2 must be a robustce Dataset, got {type(data_d2).__name__}")
+    if not 0 < fraction <= 1:
+        raise ValidationError(f"fraction must be in (0, 1], got {fraction}")
+    if int(epochs) < 1 or int(n_models) < 1:
+        raise ValidationError(f"epochs and n_models must be positive, got {epochs} and {n_models}")
+    if lr is not None and not lr > 0:
+        raise ValidationError(f"lr must be positive, got {lr}")
+    rng = check_random_state(random_state)
+    X = base_model.encode(data_d2.frame)
+    y = data_d2.y
+    size = max(1, int(round(fraction * len(data_d2))))
+    seeds = _seeds(rng, int(n_models))
+    subsets = [np.sort(rng.choice(len(data_d2), size=size, replace=False)) for _ in range(int(n_models))]
+    tasks = [(base_model, X[rows], y[rows], int(epochs), s, lr)
+             for rows, s in zip(subsets, seeds, strict=True)]
+    models = _run(tasks, n_jobs, fn=_fine_tune)
+    meta: dict[str, Any] = {
+        "fraction": fraction,
+        "epochs": int(epochs),
+        "lr": lr,
+        "rows": [data_d2.frame.index[r] for r in subsets],
+    }
+    family = ModelFamily(models, "incremental", seeds, meta=meta)
+    try:
+        meta["empirical_deltas"] = family.empirical_deltas(base_model)
+    except UnsupportedModelError:
+        meta["empirical_deltas"] = None
+    if test is not None:
+        family.accuracies = family.score(test)
+        meta["base_accuracy"] = _accuracy(base_model, test)
+    return family
+
+
+def group_family(
+    data: Dataset,
+    params: dict[str, Any] | Any = None,
+    *,
+    test_size: float | None = 0.2,
+    encoder: Encoder | None = None,
+    random_state: int | np.random.Generator | None = 0,
+    n_jobs: int | None = 1,
+) -> ModelFamily:
+    """One model per group of ``data.groups`` (sorted group order), all in one model space.
+
+    Each group is split (stratified) into train/test with ``test_size``; the model is trained
+    on the group's train part and ``accuracies[i]`` is measured on its own test part
+    (``test_size=None`` trains on the whole group and records no accuracy).
+    ``meta["groups"]`` names the groups, ``meta["test_index"]`` holds each test part's labels.
+    """
+    if not isinstance(data, Dataset):
+        raise ValidationError(f"group_family expects a robustce Dataset, got {type(data).__name__}")
+    if data.groups is None:
+        raise ValidationError(
+            f"dataset {data.name!r} has no groups; group_family needs data.groups "
+            "(e.g. loan year, school, original/corrected)"
+        )
+    rng = check_random_state(random_state)
+    enc = _encoder_for(params, data, encoder)
+    parts = data.by_group()
+    if len(parts) < 1:
+        raise ValidationError("data.groups is empty")
+    seeds = _seeds(rng, len(parts))
+    split_seeds = _seeds(rng, len(parts))
+    tasks, tests = [], []
+    for (name, part), seed, split_seed in zip(parts.items(), seeds, split_seeds, strict=True):
+        if test_size is None:
+            train, test = part, None
+        else:
+            try:
+                train, test = part.split(test_size=test_size, random_state=split_seed)
+            except ValidationError as exc:
+                raise ValidationError(f"group {name!r} ({len(part)} rows) cannot be split: {exc}") from None
+        if len(np.unique(train.y)) < 2:
+            raise ValidationError(f"group {name!r} has a single class in its training part")
+        tasks.append((params, train, enc, seed))
+        tests.append(test)
+    models = _run(tasks, n_jobs)
+    meta: dict[str, Any] = {
+        "groups": list(parts),
+        "sizes": [len(p) for p in parts.values()],
+        "test_index": [None if t is None else t.frame.index for t in tests],
+    }
+    acc = None if test_size is None else np.array(
+        [_accuracy(m, t) for m, t in zip(models, tests, strict=True)])
+    return ModelFamily(models, "group", seeds, accuracies=acc, meta=meta)

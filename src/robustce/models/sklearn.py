@@ -1,0 +1,250 @@
+"""scikit-learn adapters: ``wrap(estimator, encoder)`` gives a fitted estimator the Model protocol.
+
+The estimator must have been fitted on the encoder's model-space arrays (``encoder.transform``
+of the raw frame), with the labels 0..K-1 of a :class:`~robustce.data.Dataset` or with any
+labels (``class_names`` then defaults to ``estimator.classes_``). Supported final estimators:
+
+* linear classifiers (``LogisticRegression`` and other ``LinearClassifierMixin`` models) —
+  ``network()`` is a one-layer ReLUNetwork: one logit (binary) or K logits (multinomial);
+* ``MLPClassifier`` with ``activation="relu"`` — ``network()`` has ``coefs_`` transposed; the
+  logistic output gives one logit, the softmax output K logits;
+* ``DecisionTreeClassifier``/``ExtraTreeClassifier`` and ``RandomForestClassifier``/
+  ``ExtraTreesClassifier`` — ``trees()`` gives :class:`TreeView` arrays; ``network()`` raises
+  :class:`UnsupportedModelError`.
+
+A ``Pipeline`` ending in one of them is accepted (it receives the encoded array). When its other
+steps are per-feature affine scalers (``StandardScaler``, ``MinMaxScaler`` with ``clip=False``,
+``MaxAbsScaler``, ``"passthrough"``) they are folded into ``network()`` and ``trees()``, which
+therefore stay in model space; other transformers make those views unavailable while
+``predict``/``logits`` keep working.
+
+Logits: linear models and MLPs give their pre-activation output scores. Trees and forests have
+none; their ``logits`` are log-odds ``log p1 - log p0`` (binary) or log-probabilities (K
+classes) of ``predict_proba`` (clipped at 1e-12), so that the margin is > 0 exactly when
+scikit-learn predicts the target class. ``predict_proba`` is always the estimator's own.
+
+Wrapped models are not saved by robustce (``save`` raises): persist the estimator with its own
+tools (e.g. ``skops.io``) and wrap it again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from robustce.data.encoder import Encoder
+from robustce.errors import NotFittedError, UnsupportedModelError, ValidationError
+from robustce.models.base import Model
+from robustce.models.network import ReLUNetwork
+from robustce.models.trees import TreeView, forest_predict_proba
+
+__all__ = ["SklearnModel", "wrap"]
+
+_EPS = 1e-12
+
+
+def _final_and_steps(estimator: Any) -> tuple[Any, list[Any]]:
+    from sklearn.pipeline import Pipeline
+
+    if isinstance(estimator, Pipeline):
+        steps = [s for _, s in estimator.steps]
+        return steps[-1], [s for s in steps[:-1] if s is not None and s != "passthrough"]
+    return estimator, []
+
+
+def _kind(final: Any) -> str:
+    from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+    from sklearn.linear_model._base import LinearClassifierMixin
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    if isinstance(final, MLPClassifier):
+        return "mlp"
+    if isinstance(final, DecisionTreeClassifier):  # ExtraTreeClassifier subclasses it
+        return "tree"
+    if isinstance(final, RandomForestClassifier | ExtraTreesClassifier):
+        return "forest"
+    if isinstance(final, LinearClassifierMixin):
+        return "linear"
+    raise UnsupportedModelError(
+        f"cannot wrap {type(final).__name__}: supported are LogisticRegression (and other linear "
+        "classifiers), MLPClassifier (ReLU), DecisionTreeClassifier, RandomForestClassifier, "
+        "ExtraTreesClassifier and Pipelines ending in one of them"
+    )
+
+
+def _affine_of(step: Any, d: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scale, shift) with step(x) = scale * x + shift, or None if the step is not such a scaler."""
+    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
+
+    if isinstance(step, StandardScaler):
+        scale = np.asarray(step.scale_, dtype=np.float64) if step.scale_ is not None else np.ones(d)
+        mean = np.asarray(step.mean_, dtype=np.float64) if step.mean_ is not None else np.zeros(d)
+        if not step.with_mean:
+            mean = np.zeros(d)
+        return 1.0 / scale, -mean / scale
+    if isinstance(step, MinMaxScaler) and not step.clip:
+        return np.asarray(step.scale_, dtype=np.float64), np.asarray(step.min_, dtype=np.float64)
+    if isinstance(step, MaxAbsScaler):
+        return 1.0 / np.asarray(step.scale_, dtype=np.float64), np.zeros(d)
+    return None
+
+
+class SklearnModel(Model):
+    """A fitted scikit-learn classifier (or Pipeline) over model space, with the Model protocol."""
+
+    def __init__(self, estimator: Any, encoder: Encoder, class_names: Any = None):
+        if not isinstance(encoder, Encoder):
+            raise ValidationError(f"wrap needs a robustce Encoder, got {type(encoder).__name__}")
+        if not hasattr(encoder, "blocks_"):
+            raise NotFittedError("the encoder is not fitted; call encoder.fit(frame) first")
+        final, steps = _final_and_steps(estimator)
+        self.kind = _kind(final)
+        if not hasattr(final, "classes_"):
+            raise NotFittedError(f"{type(final).__name__} is not fitted; fit it on encoder.transform(frame)")
+        n_in = getattr(estimator, "n_features_in_", None)
+        if n_in is not None and n_in != encoder.n_features_out_:
+            raise ValidationError(
+                f"the estimator was fitted on {n_in} features but the encoder gives "
+                f"{encoder.n_features_out_}; fit it on encoder.transform(frame)"
+            )
+        classes = np.asarray(final.classes_)
+        if classes.ndim != 1 or getattr(final, "n_outputs_", 1) != 1:
+            raise UnsupportedModelError("multi-output / multi-label estimators are not supported")
+        if self.kind == "mlp":
+            if final.activation != "relu":
+                raise UnsupportedModelError(
+                    f"MLPClassifier(activation={final.activation!r}) is not supported: only ReLU "
+                    "networks have an exact ReLUNetwork view; refit with activation='relu'"
+                )
+            if final.out_activation_ not in ("logistic", "softmax") or (
+                    final.out_activation_ == "logistic" and len(classes) != 2):
+                raise UnsupportedModelError("multi-label MLPClassifier models are not supported")
+        self.estimator = estimator
+        self.final_ = final
+        self.steps_ = steps
+        self.encoder = encoder
+        self.classes_ = classes
+        if class_names is None:
+            class_names = tuple(c.item() if isinstance(c, np.generic) else c for c in classes)
+        self.class_names = tuple(class_names)
+        if len(self.class_names) != len(classes):
+            raise ValidationError(
+                f"class_names has {len(self.class_names)} entries but the estimator has "
+                f"{len(classes)} classes"
+            )
+        self._network: ReLUNetwork | None = None
+
+    # --- helpers ------------------------------------------------------------------------
+    def _transform(self, Z: np.ndarray) -> np.ndarray:
+        for step in self.steps_:
+            Z = step.transform(Z)
+        return Z
+
+    def _affine(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Composition of the pipeline's scalers as (scale, shift); None if not affine."""
+        d = self.encoder.n_features_out_
+        scale, shift = np.ones(d), np.zeros(d)
+        for step in self.steps_:
+            aff = _affine_of(step, d)
+            if aff is None:
+                return None
+            a, c = aff
+            scale, shift = a * scale, a * shift + c
+        return scale, shift
+
+    # --- Model protocol -----------------------------------------------------------------
+    def logits(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        Z = self._transform(self.encode(X))
+        if self.kind == "linear":
+            s = np.asarray(self.final_.decision_function(Z), dtype=np.float64)
+            return s[:, None] if s.ndim == 1 else s
+        if self.kind == "mlp":
+            return self._mlp_forward(Z)
+        p = np.clip(np.asarray(self.final_.predict_proba(Z), dtype=np.float64), _EPS, 1.0)
+        if p.shape[1] == 2:
+            return (np.log(p[:, 1]) - np.log(p[:, 0]))[:, None]
+        return np.log(p)
+
+    def predict_proba(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        Z = self._transform(self.encode(X))
+        if hasattr(self.final_, "predict_proba"):
+            try:
+                return np.asarray(self.final_.predict_proba(Z), dtype=np.float64)
+            except AttributeError:  # e.g. a linear model without probabilities
+                pass
+        return super().predict_proba(X)
+
+    def _mlp_layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        f = self.final_
+        return [(np.asarray(W, dtype=np.float64).T, np.asarray(b, dtype=np.float64))
+                for W, b in zip(f.coefs_, f.intercepts_, strict=True)]
+
+    def _mlp_forward(self, Z: np.ndarray) -> np.ndarray:
+        h = np.asarray(Z, dtype=np.float64)
+        layers = self._mlp_layers()
+        for i, (W, b) in enumerate(layers):
+            h = h @ W.T + b
+            if i < len(layers) - 1:
+                h = np.maximum(h, 0.0)
+        return h
+
+    def network(self) -> ReLUNetwork:
+        """ReLU-network view in model space (linear models and ReLU MLPs; scalers folded in)."""
+        if self._network is not None:
+            return self._network
+        if self.kind in ("tree", "forest"):
+            raise UnsupportedModelError(
+                f"{type(self.final_).__name__} has no ReLU-network view; use trees() (MACE) or a "
+                "model-agnostic explainer"
+            )
+        if self.kind == "linear":
+            W = np.atleast_2d(np.asarray(self.final_.coef_, dtype=np.float64))
+            b = np.atleast_1d(np.asarray(self.final_.intercept_, dtype=np.float64)).reshape(-1)
+            if b.shape[0] != W.shape[0]:
+                b = np.broadcast_to(b, (W.shape[0],)).copy()
+            layers = [(W, b)]
+        else:
+            layers = self._mlp_layers()
+        aff = self._affine()
+        if aff is None:
+            raise UnsupportedModelError(
+                "the pipeline's preprocessing is not a per-feature affine scaler "
+                f"({[type(s).__name__ for s in self.steps_]}); no ReLU-network view in model space"
+            )
+        scale, shift = aff
+        W0, b0 = layers[0]
+        layers[0] = (W0 * scale[None, :], b0 + W0 @ shift)
+        self._network = ReLUNetwork(layers)
+        return self._network
+
+    def trees(self) -> list[TreeView]:
+        """The tree(s) as :class:`TreeView` arrays in model space (one for a single tree)."""
+        if self.kind not in ("tree", "forest"):
+            raise UnsupportedModelError(f"{type(self.final_).__name__} is not a tree ensemble")
+        aff = self._affine()
+        if aff is None:
+            raise UnsupportedModelError(
+                "the pipeline's preprocessing is not a per-feature affine scaler; no tree view in model space"
+            )
+        scale, shift = aff
+        if np.any(scale <= 0):
+            raise UnsupportedModelError("a scaler with non-positive scale would flip tree thresholds")
+        ident = np.all(scale == 1.0) and np.all(shift == 0.0)
+        kw = {} if ident else {"scale": scale, "shift": shift}
+        estimators = [self.final_] if self.kind == "tree" else list(self.final_.estimators_)
+        return [TreeView.from_sklearn(e.tree_, **kw) for e in estimators]
+
+    def tree_predict_proba(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        """``predict_proba`` recomputed from :meth:`trees` (equals the estimator's)."""
+        return forest_predict_proba(self.trees(), self.encode(X))
+
+    def __repr__(self) -> str:
+        return f"SklearnModel({type(self.final_).__name__}, kind={self.kind!r})"
+
+
+def wrap(estimator: Any, encoder: Encoder, class_names: Any = None) -> SklearnModel:
+    """Wrap a fitted scikit-learn classifier (or Pipeline) trained on ``encoder``'s model space."""
+    return SklearnModel(estimator, encoder, class_names=class_names)

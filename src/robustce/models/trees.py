@@ -1,0 +1,161 @@
+"""``TreeView``: a decision tree as plain arrays in model space (what MACE encodes).
+
+Node ``i`` is a leaf iff ``left[i] == -1``. At an internal node a row goes left iff
+``x[feature[i]] <= threshold[i]``; ``value[i]`` is the class distribution of the training rows
+that reached node ``i`` (rows sum to 1). A forest predicts the mean of its trees' leaf
+distributions, like scikit-learn's ``RandomForestClassifier.predict_proba``.
+
+scikit-learn compares ``float32(x) <= t``. The thresholds here are shifted to the largest
+float64 ``t'`` with ``x <= t' ⟺ float32(x) <= t`` for every float64 ``x``, so that the plain
+real-valued comparison (the one an SMT or MILP encoding uses) reproduces scikit-learn's routing
+exactly. The shift is below 3e-8 relative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from robustce.errors import ValidationError
+
+__all__ = ["TreeView", "float32_threshold", "forest_predict_proba"]
+
+
+def float32_threshold(threshold: np.ndarray) -> np.ndarray:
+    """Largest float64 ``t'`` with ``x <= t'`` ⟺ ``float32(x) <= t`` for all float64 ``x``."""
+    t = np.asarray(threshold, dtype=np.float64)
+    f = t.astype(np.float32)
+    f = np.where(f.astype(np.float64) > t, np.nextafter(f, np.float32(-np.inf)), f)  # largest f32 <= t
+    g = np.nextafter(f, np.float32(np.inf))  # next float32 above
+    with np.errstate(over="ignore", invalid="ignore"):
+        mid = (f.astype(np.float64) + g.astype(np.float64)) / 2.0  # exact in float64
+    even = (f.view(np.uint32) & 1) == 0  # ties round to even: a tie goes to f iff f is even
+    out = np.where(even, mid, np.nextafter(mid, -np.inf))
+    return np.where(np.isfinite(t), out, t)
+
+
+@dataclass(frozen=True, eq=False)
+class TreeView:
+    """Arrays of one binary decision tree over model-space inputs."""
+
+    feature: np.ndarray  # (n_nodes,) int64, -1 at leaves
+    threshold: np.ndarray  # (n_nodes,) float64, go left iff x[feature] <= threshold; nan at leaves
+    left: np.ndarray  # (n_nodes,) int64 child index, -1 at leaves
+    right: np.ndarray  # (n_nodes,) int64 child index, -1 at leaves
+    value: np.ndarray  # (n_nodes, n_classes) class distribution
+    n_features: int
+
+    def __post_init__(self) -> None:
+        n = len(self.feature)
+        for name in ("threshold", "left", "right"):
+            if len(getattr(self, name)) != n:
+                raise ValidationError(
+                    f"TreeView: {name} has {len(getattr(self, name))} entries, expected {n}")
+        if self.value.ndim != 2 or self.value.shape[0] != n:
+            raise ValidationError(f"TreeView: value must have shape ({n}, n_classes), got {self.value.shape}")
+        internal = self.left >= 0
+        if np.any((self.right >= 0) != internal):
+            raise ValidationError("TreeView: a node has exactly one child")
+        if np.any(self.feature[internal] < 0) or np.any(self.feature[internal] >= self.n_features):
+            raise ValidationError("TreeView: an internal node tests a feature out of range")
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.feature)
+
+    @property
+    def n_classes(self) -> int:
+        return self.value.shape[1]
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.left < 0
+
+    @property
+    def leaves(self) -> np.ndarray:
+        return np.flatnonzero(self.is_leaf)
+
+    def depth(self) -> int:
+        """Length of the longest root-to-leaf path (a lone leaf has depth 0)."""
+        return max((len(p) for _, p in self.paths()), default=0)
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Leaf index reached by every row (vectorised level by level)."""
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X[None, :]
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValidationError(f"inputs must have shape (n, {self.n_features}), got {np.shape(X)}")
+        node = np.zeros(len(X), dtype=np.int64)
+        rows = np.arange(len(X))
+        active = ~self.is_leaf[node]
+        while active.any():
+            r, nd = rows[active], node[active]
+            go_left = X[r, self.feature[nd]] <= self.threshold[nd]
+            node[r] = np.where(go_left, self.left[nd], self.right[nd])
+            active = ~self.is_leaf[node]
+        return node
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Leaf class distribution of every row, shape (n, n_classes)."""
+        return self.value[self.apply(X)]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.argmax(self.predict_proba(X), axis=1)
+
+    def paths(self) -> list[tuple[int, list[tuple[int, float, bool]]]]:
+        """Every leaf with its path from the root: ``(leaf, [(feature, threshold, went_left)])``.
+
+        ``went_left`` means the path satisfies ``x[feature] <= threshold``; otherwise it
+        satisfies ``x[feature] > threshold``. (The characteristic formula of the tree is the
+        disjunction over leaves of the conjunction of their path conditions.)
+        """
+        out: list[tuple[int, list[tuple[int, float, bool]]]] = []
+        stack: list[tuple[int, list[tuple[int, float, bool]]]] = [(0, [])]
+        while stack:
+            node, path = stack.pop()
+            if self.left[node] < 0:
+                out.append((node, path))
+                continue
+            f, t = int(self.feature[node]), float(self.threshold[node])
+            stack.append((int(self.right[node]), [*path, (f, t, False)]))
+            stack.append((int(self.left[node]), [*path, (f, t, True)]))
+        return sorted(out)
+
+    @classmethod
+    def from_sklearn(cls, tree, scale: np.ndarray | None = None,  # noqa: ANN001
+                     shift: np.ndarray | None = None) -> TreeView:
+        """View of a fitted scikit-learn tree (``estimator.tree_``).
+
+        With ``scale``/``shift`` the tree was fitted on ``z = scale * x + shift`` (``scale > 0``,
+        e.g. a StandardScaler in front of it); thresholds are mapped back to ``x``.
+        """
+        t = tree
+        if t.n_outputs != 1:
+            raise ValidationError("multi-output trees are not supported")
+        left = np.asarray(t.children_left, dtype=np.int64)
+        right = np.asarray(t.children_right, dtype=np.int64)
+        leaf = left < 0
+        feature = np.where(leaf, -1, np.asarray(t.feature, dtype=np.int64))
+        thr = float32_threshold(np.asarray(t.threshold, dtype=np.float64))
+        if scale is not None:
+            f = np.maximum(feature, 0)
+            thr = (thr - shift[f]) / scale[f]
+        thr = np.where(leaf, np.nan, thr)
+        value = np.asarray(t.value, dtype=np.float64)[:, 0, :]
+        sums = value.sum(axis=1, keepdims=True)
+        value = np.divide(value, sums, out=np.zeros_like(value), where=sums > 0)
+        return cls(feature, thr, np.where(leaf, -1, left), np.where(leaf, -1, right), value,
+                   int(t.n_features))
+
+
+def forest_predict_proba(trees: Sequence[TreeView], X: np.ndarray) -> np.ndarray:
+    """Mean of the trees' leaf distributions (scikit-learn forests' ``predict_proba``)."""
+    if len(trees) == 0:
+        raise ValidationError("a forest needs at least one tree")
+    total = trees[0].predict_proba(X)
+    for tree in trees[1:]:
+        total = total + tree.predict_proba(X)
+    return total / len(trees)
