@@ -1,0 +1,231 @@
+"""``NearestNeighbour``: the closest training point the model assigns to the target class.
+
+The baseline of PROPLACE, MACE and the diverse-CE papers: for a query x with target class t,
+
+    x' = argmin_{z ∈ D_t(x)} ‖z − x‖_p,
+
+where D_t(x) holds the training points z with model(z) = t that are *reachable* from x: equal
+to x on every immutable column, and not lower (higher) on increase-only (decrease-only) columns.
+
+How it stays fast (batch first):
+
+* per target class, the candidates are encoded, classified and de-duplicated once, and one
+  ``scipy.spatial.cKDTree`` is built over them (lazily, on the first query of that class);
+* immutable columns are handled *inside* the tree: candidates are grouped by their immutable
+  values (rounded to 1e-9) and the tree's coordinates are the mutable columns plus the group id
+  times L, with L larger than any distance within the unit box. Every candidate of the query's
+  own group is therefore nearer than any other candidate, and the first neighbours the tree
+  returns are exactly the query's group, in order of distance;
+* all queries of a class are sent to the tree in one call; increase/decrease-only constraints
+  are checked on the returned neighbours with one vectorised mask, and only the queries that
+  still lack ``n_neighbours`` reachable candidates are asked again with twice as many
+  neighbours, until their group is exhausted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from robustce.errors import ValidationError
+from robustce.explanations import QueryResult
+from robustce.methods.base import ACTION_TOL, Explainer
+
+__all__ = ["NearestNeighbour"]
+
+_P = {"l1": 1.0, "l2": 2.0, "linf": np.inf}
+_KEY_DECIMALS = 9
+_MAX_BLOCK = 1_000_000  # neighbours (rows × k) per tree query, to bound memory
+
+
+@dataclass
+class _ClassIndex:
+    """The candidates of one target class and their tree."""
+
+    X: np.ndarray            # (m, d) encoded candidates (unique rows)
+    source: np.ndarray       # (m,) position of each candidate in the training data
+    group: np.ndarray        # (m,) immutable-group id of each candidate
+    keys: np.ndarray         # (G, n_immutable) rounded immutable values of each group
+    group_size: np.ndarray   # (G,)
+    tree: cKDTree | None
+
+
+class NearestNeighbour(Explainer):
+    """Nearest training point in the target class (per the model), reachable from the query.
+
+    Parameters
+    ----------
+    model, data : the classifier and its training :class:`~robustce.data.Dataset` (required;
+        its rows are the candidate CEs).
+    target_class : int or None — desired class (binary default: the other class).
+    n_neighbours : int — how many CEs to return per query (the nearest ones, distinct rows).
+    norm : "l1", "l2" or "linf" — distance in model space [0, 1]^d.
+    time_limit, random_state, n_jobs : see :class:`~robustce.methods.base.Explainer`
+        (the search is deterministic and vectorised; ``n_jobs`` is not used).
+
+    Certificate columns (``certificate_columns``)
+    ----------------------------------------------
+    distance : ‖x' − x‖_p of the rank-0 CE (NaN if none).
+    n_candidates : training points of the target class with the query's immutable values
+        (the search space before increase/decrease-only filtering).
+    training_index : index label in ``data.frame`` of the rank-0 CE.
+
+    Statuses: ``found``; ``infeasible`` — no training point the model puts in the target class
+    is reachable from the query (same immutables, monotone constraints respected).
+    """
+
+    name: ClassVar[str] = "nearest_neighbour"
+    certificate_columns: ClassVar[tuple[str, ...]] = ("distance", "n_candidates", "training_index")
+
+    def __init__(self, model: Any, data: Any = None, *, n_neighbours: int = 1, norm: str = "l1",
+                 **kwargs: Any):
+        super().__init__(model, data, **kwargs)
+        if data is None:
+            raise ValidationError("NearestNeighbour needs the training data (data=) to search")
+        if int(n_neighbours) < 1:
+            raise ValidationError(f"n_neighbours must be a positive integer, got {n_neighbours}")
+        if norm not in _P:
+            raise ValidationError(f"norm must be one of {sorted(_P)}, got {norm!r}")
+        self.n_neighbours = int(n_neighbours)
+        self.norm = norm
+        self._X_train: np.ndarray | None = None
+        self._pred_train: np.ndarray | None = None
+        self._indices: dict[int, _ClassIndex] = {}
+
+    # --- index ----------------------------------------------------------------------------
+    def _training(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._X_train is None:
+            self._X_train = self.encoder.transform(self.data.frame)
+            self._pred_train = self.model.predict(self._X_train)
+        return self._X_train, self._pred_train
+
+    def _mutable(self) -> np.ndarray:
+        return ~self.encoder.immutable_mask_
+
+    def _scale(self) -> float:
+        """L: the group-id coordinate's step; larger than any within-group distance for
+        queries in [-1, 2]^d and candidates in [0, 1]^d (per coordinate ≤ 2)."""
+        return 4.0 * (int(self._mutable().sum()) + 1)
+
+    def index(self, target_class: int) -> _ClassIndex:
+        """The candidates and KD-tree of ``target_class`` (built once, then cached)."""
+        t = int(target_class)
+        if t in self._indices:
+            return self._indices[t]
+        X, pred = self._training()
+        rows = np.flatnonzero(pred == t)
+        cand, first = np.unique(X[rows], axis=0, return_index=True) if len(rows) else (
+            np.zeros((0, X.shape[1])), np.zeros(0, dtype=np.int64))
+        source = rows[first]
+        imm = self.encoder.immutable_mask_
+        keys_all = np.round(cand[:, imm], _KEY_DECIMALS)
+        if imm.any() and len(cand):
+            keys, group = np.unique(keys_all, axis=0, return_inverse=True)
+            group = group.reshape(-1)
+        else:
+            keys = np.zeros((1 if len(cand) else 0, int(imm.sum())))
+            group = np.zeros(len(cand), dtype=np.int64)
+        tree = None
+        if len(cand):
+            coords = np.column_stack([cand[:, self._mutable()], self._scale() * group])
+            tree = cKDTree(coords)
+        idx = _ClassIndex(cand, source, group.astype(np.int64), keys,
+                          np.bincount(group, minlength=len(keys)), tree)
+        self._indices[t] = idx
+        return idx
+
+    def _query_groups(self, idx: _ClassIndex, X: np.ndarray) -> np.ndarray:
+        """Group id of each query's immutable values among the candidates' groups (-1: none)."""
+        imm = self.encoder.immutable_mask_
+        if len(idx.keys) == 0:
+            return np.full(len(X), -1, dtype=np.int64)
+        if not imm.any():
+            return np.zeros(len(X), dtype=np.int64)
+        q = np.round(X[:, imm], _KEY_DECIMALS)
+        both = np.vstack([idx.keys, q])
+        _, inv = np.unique(both, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        to_group = np.full(inv.max() + 1, -1, dtype=np.int64)
+        to_group[inv[: len(idx.keys)]] = np.arange(len(idx.keys))
+        return to_group[inv[len(idx.keys):]]
+
+    # --- search -----------------------------------------------------------------------------
+    def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+        mutable = self._mutable()
+        if np.any(X[:, mutable] < -1.0) or np.any(X[:, mutable] > 2.0):
+            raise ValidationError("queries must lie in model space [0, 1]^d")
+        results: list[QueryResult | None] = [None] * len(X)
+        for t in np.unique(targets):
+            rows = np.flatnonzero(targets == t)
+            idx = self.index(int(t))
+            groups = self._query_groups(idx, X[rows])
+            found = self._search(idx, X[rows], groups)
+            for j, r in enumerate(rows):
+                results[r] = self._result(idx, X[r], groups[j], found[j])
+        return results
+
+    def _search(self, idx: _ClassIndex, X: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:
+        """Candidate positions (nearest first, ≤ n_neighbours) per query."""
+        out = [np.zeros(0, dtype=np.int64) for _ in range(len(X))]
+        todo = np.flatnonzero(groups >= 0)
+        if len(todo) == 0:
+            return out
+        enc = self.encoder
+        monotone = enc.increasing_mask_.any() or enc.decreasing_mask_.any()
+        coords = np.column_stack([X[:, self._mutable()], self._scale() * groups])
+        m = len(idx.X)
+        k = min(m, self.n_neighbours * (4 if monotone else 1))
+        while len(todo):
+            k = min(k, m)
+            step = max(1, _MAX_BLOCK // k)
+            settled = np.zeros(len(todo), dtype=bool)
+            for s in range(0, len(todo), step):
+                chunk = todo[s:s + step]
+                _, nbr = idx.tree.query(coords[chunk], k=k, p=_P[self.norm])
+                nbr = np.asarray(nbr).reshape(-1, k)
+                valid = nbr < m  # m marks missing neighbours (never when k <= m)
+                safe = np.where(valid, nbr, 0)
+                same = valid & (idx.group[safe] == groups[chunk][:, None])
+                ok = same & self._reachable(X[chunk], idx.X, safe) if monotone else same
+                rank = np.cumsum(ok, axis=1)
+                take = ok & (rank <= self.n_neighbours)
+                # settled: enough reachable candidates, or the query's group is exhausted
+                # (same-group candidates come first, so any other one means none is left)
+                done = (rank[:, -1] >= self.n_neighbours) | (~same).any(axis=1) | (k >= m)
+                for j in np.flatnonzero(done):
+                    out[chunk[j]] = nbr[j][take[j]]
+                settled[s:s + step] = done
+            todo = todo[~settled]
+            k *= 2
+        return out
+
+    def _reachable(self, X: np.ndarray, cand: np.ndarray, nbr: np.ndarray) -> np.ndarray:
+        """(q, k): candidate nbr[i, j] respects increase/decrease-only for query i."""
+        enc = self.encoder
+        ok = np.ones(nbr.shape, dtype=bool)
+        for mask, sign in ((enc.increasing_mask_, 1.0), (enc.decreasing_mask_, -1.0)):
+            if mask.any():
+                diff = cand[:, mask][nbr] - X[:, None, mask]
+                ok &= np.all(sign * diff >= -ACTION_TOL, axis=2)
+        return ok
+
+    def _result(self, idx: _ClassIndex, x: np.ndarray, group: int, pos: np.ndarray) -> QueryResult:
+        n_cand = int(idx.group_size[group]) if group >= 0 else 0
+        if len(pos) == 0:
+            why = ("no training point in the target class shares the query's immutable values"
+                   if n_cand == 0 else
+                   f"none of the {n_cand} training points in the target class with the query's "
+                   "immutable values respects the increase/decrease-only features")
+            return QueryResult("infeasible", certificate={"distance": np.nan, "n_candidates": n_cand,
+                                                          "training_index": None}, message=why)
+        cfs = idx.X[pos]
+        dist = np.linalg.norm(cfs - x[None, :], ord=_P[self.norm], axis=1)
+        order = np.argsort(dist, kind="stable")
+        cfs, pos = cfs[order], pos[order]
+        label = self.data.frame.index[idx.source[pos[0]]]
+        return QueryResult("found", cfs, {"distance": float(dist[order[0]]), "n_candidates": n_cand,
+                                          "training_index": label.item() if hasattr(label, "item")
+                                          else label})
