@@ -1,0 +1,575 @@
+"""Benchmark configuration: parse and validate a TOML file or a plain dict *before* any work.
+
+Every problem is reported as a :class:`~robustce.errors.ConfigError` whose message starts with
+the key path of the offending entry, e.g. ``methods[1].params.lam: unknown parameter``. The
+schema (documented in ``docs/benchmark.md``)::
+
+    name = "baselines"            # optional, used in reports
+    seeds = [0, 1, 2]             # required; one run of every (dataset, method) per seed
+    metrics = ["validity", ...]   # optional; default: every registered metric
+    n_jobs = 1                    # optional; joblib workers over cells
+    backend = "loky"              # optional; any joblib backend name ("dask", "threading", ...)
+    out_dir = "results/baselines" # optional; relative paths are relative to the config file
+    on_error = "record"           # or "raise": what a failing cell does
+    data_home = "../shared/datasets"   # optional; where file datasets are read from
+
+    [model]                       # MLP parameters (random_state comes from the seed)
+    hidden_layers = [20, 10]
+    epochs = 30
+
+    [split]
+    test_size = 0.2
+
+    [queries]
+    n = 20                        # first n test rows predicted as `from_class`
+    from_class = 0
+    target_class = 1              # optional; binary default: the other class
+
+    [evaluation]
+    delta = 0.05                  # ParameterShift for Δ-validity (omit to skip)
+    lof_neighbors = 10
+    [evaluation.retrain]          # model family for validity after retraining (omit to skip)
+    n_models = 5
+
+    [[datasets]]
+    name = "synthetic_loan"
+    params = { n_samples = 1000 }
+
+    [[methods]]
+    name = "wachter"
+    label = "Wachter"             # optional; must be unique
+    params = { lam = 0.1 }
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import json
+import math
+import tomllib
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from robustce.errors import ConfigError, RobustCEError
+from robustce.evaluation.registry import get_method, method_name
+
+__all__ = [
+    "BenchmarkConfig",
+    "DatasetEntry",
+    "MethodEntry",
+    "available_metric_names",
+    "load_config",
+    "parse_config",
+]
+
+TOP_KEYS = {"name", "seeds", "metrics", "n_jobs", "backend", "out_dir", "on_error", "data_home",
+            "model", "split", "queries", "evaluation", "datasets", "methods"}
+MODEL_SKIP = {"self", "random_state"}
+SPLIT_KEYS = {"test_size": float, "stratify": bool}
+QUERY_KEYS = {"n": int, "from_class": int, "target_class": int}
+EVAL_KEYS = {"delta", "lof_neighbors", "retrain"}
+RETRAIN_KEYS = {"protocol": str, "n_models": int, "n_retrain": int, "n_drop": int,
+                "drop_fraction": float}
+RETRAIN_PROTOCOLS = ("proplace", "seeds")
+# parameters set by the runner, never from a config
+RUNNER_SET = {"random_state"}
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    name: str
+    label: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MethodEntry:
+    name: str  # canonical registry name
+    label: str  # unique label in tables and cell file names
+    cls: type
+    params: dict[str, Any] = field(default_factory=dict)  # as written in the config
+    index: int = 0
+
+    def build_params(self, seed: int) -> dict[str, Any]:
+        """Constructor keyword arguments for one seed (``shift`` tables become ParameterShift)."""
+        out = {k: _convert_param(k, v) for k, v in self.params.items()}
+        if "random_state" in self.cls.param_names() and "random_state" not in out:
+            out["random_state"] = int(seed)
+        return out
+
+
+@dataclass
+class BenchmarkConfig:
+    """A validated benchmark configuration. ``raw`` is the normalised dict it came from."""
+
+    name: str
+    seeds: list[int]
+    datasets: list[DatasetEntry]
+    methods: list[MethodEntry]
+    metrics: list[str] | None
+    model: dict[str, Any]
+    split: dict[str, Any]
+    queries: dict[str, Any]
+    evaluation: dict[str, Any]
+    n_jobs: int = 1
+    backend: str | None = None
+    out_dir: Path | None = None
+    on_error: str = "record"
+    data_home: Path | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def cells(self) -> list[tuple[DatasetEntry, int, MethodEntry]]:
+        """Every (dataset, seed, method) cell in a fixed order."""
+        return [(d, s, m) for d in self.datasets for s in self.seeds for m in self.methods]
+
+    def group_fingerprint(self, dataset: DatasetEntry, seed: int) -> str:
+        """Hash of everything that determines a (dataset, seed) context (data, model, queries)."""
+        return _digest({"dataset": dataset.name, "params": dataset.params, "seed": seed,
+                        "model": self.model, "split": self.split, "queries": self.queries,
+                        "evaluation": self.evaluation, "metrics": self.metrics})
+
+    def cell_fingerprint(self, dataset: DatasetEntry, seed: int, method: MethodEntry) -> str:
+        """Hash of everything that determines one cell's result; a stale cell is recomputed."""
+        return _digest({"group": self.group_fingerprint(dataset, seed), "method": method.name,
+                        "params": method.params})
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+
+
+# --- entry points -----------------------------------------------------------------------------
+def load_config(path: str | Path) -> BenchmarkConfig:
+    """Read and validate a TOML benchmark configuration."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return parse_config(raw, base_dir=path.parent)
+
+
+def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path | None = None
+                 ) -> BenchmarkConfig:
+    """Validate a config dict (same schema as the TOML file). Raises :class:`ConfigError`."""
+    if isinstance(raw, BenchmarkConfig):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"config must be a table/dict, got {type(raw).__name__}")
+    raw = copy.deepcopy(dict(raw))
+    _no_unknown(raw, TOP_KEYS, "")
+    base = Path(base_dir) if base_dir is not None else None
+
+    name = _typed(raw.get("name", "benchmark"), str, "name")
+    seeds = _seeds(raw.get("seeds"))
+    n_jobs = _typed(raw.get("n_jobs", 1), int, "n_jobs")
+    if n_jobs == 0:
+        raise ConfigError("n_jobs: must be non-zero (-1 = all cores)")
+    backend = raw.get("backend")
+    if backend is not None:
+        backend = _typed(backend, str, "backend")
+        _check_backend(backend, "backend")
+    on_error = _typed(raw.get("on_error", "record"), str, "on_error")
+    if on_error not in ("record", "raise"):
+        raise ConfigError(f"on_error: must be 'record' or 'raise', got {on_error!r}")
+    out_dir = _path(raw.get("out_dir"), "out_dir", base)
+    data_home = _path(raw.get("data_home"), "data_home", base)
+
+    model = _model(raw.get("model", {}))
+    split = _simple_table(raw.get("split", {}), SPLIT_KEYS, "split")
+    if not 0 < split.get("test_size", 0.2) < 1:
+        raise ConfigError(f"split.test_size: must be in (0, 1), got {split['test_size']}")
+    queries = _simple_table(raw.get("queries", {}), QUERY_KEYS, "queries")
+    queries.setdefault("n", 20)
+    queries.setdefault("from_class", 0)
+    if queries["n"] < 1:
+        raise ConfigError(f"queries.n: must be a positive integer, got {queries['n']}")
+    evaluation = _evaluation(raw.get("evaluation", {}))
+    metrics = _metrics(raw.get("metrics"))
+    datasets = _datasets(raw.get("datasets"))
+    methods = _methods(raw.get("methods"))
+
+    normalised = {
+        "name": name, "seeds": seeds, "metrics": metrics, "n_jobs": n_jobs, "backend": backend,
+        "on_error": on_error, "model": model, "split": split, "queries": queries,
+        "evaluation": evaluation,
+        "datasets": [{"name": d.name, "label": d.label, "params": d.params} for d in datasets],
+        "methods": [{"name": m.name, "label": m.label, "params": m.params} for m in methods],
+    }
+    return BenchmarkConfig(name=name, seeds=seeds, datasets=datasets, methods=methods,
+                           metrics=metrics, model=model, split=split, queries=queries,
+                           evaluation=evaluation, n_jobs=n_jobs, backend=backend, out_dir=out_dir,
+                           on_error=on_error, data_home=data_home, raw=normalised)
+
+
+# --- sections -----------------------------------------------------------------------------
+def _no_unknown(table: Mapping[str, Any], allowed: set[str], path: str) -> None:
+    for key in table:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else str(key)
+            raise ConfigError(f"{where}: unknown key; allowed: {', '.join(sorted(allowed))}")
+
+
+def _table(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path}: expected a table, got {type(value).__name__}")
+    return dict(value)
+
+
+def _typed(value: Any, typ: type, path: str) -> Any:
+    if not _matches(value, typ):
+        raise ConfigError(f"{path}: expected {_type_name(typ)}, got {_show(value)}")
+    return float(value) if typ is float else value
+
+
+def _show(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def _seeds(value: Any) -> list[int]:
+    if value is None:
+        raise ConfigError("seeds: required (a list of integers, e.g. seeds = [0, 1, 2])")
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"seeds: expected a non-empty list of integers, got {_show(value)}")
+    for i, s in enumerate(value):
+        if not _matches(s, int) or s < 0:
+            raise ConfigError(f"seeds[{i}]: expected a non-negative integer, got {_show(s)}")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"seeds: duplicates in {value}")
+    return [int(s) for s in value]
+
+
+def _path(value: Any, path: str, base: Path | None) -> Path | None:
+    if value is None:
+        return None
+    _typed(value, str, path)
+    p = Path(value).expanduser()
+    return p if p.is_absolute() or base is None else base / p
+
+
+def _check_backend(backend: str, path: str) -> None:
+    from joblib.parallel import BACKENDS, EXTERNAL_BACKENDS
+
+    if backend not in BACKENDS and backend not in EXTERNAL_BACKENDS:
+        known = sorted(set(BACKENDS) | set(EXTERNAL_BACKENDS))
+        raise ConfigError(f"{path}: unknown joblib backend {backend!r}; known: {', '.join(known)}")
+
+
+def _model(value: Any) -> dict[str, Any]:
+    from robustce.models.mlp import MLP
+
+    table = _table(value, "model")
+    kind = table.pop("kind", "mlp")
+    if kind != "mlp":
+        raise ConfigError(f"model.kind: only 'mlp' is supported, got {kind!r}")
+    if "random_state" in table:
+        raise ConfigError("model.random_state: set by `seeds`, not in the model table")
+    _check_params(table, MLP.__init__, "model", skip=MODEL_SKIP)
+    try:
+        MLP(**table)
+    except RobustCEError as exc:
+        raise ConfigError(f"model: {exc}") from None
+    return table
+
+
+def _simple_table(value: Any, keys: Mapping[str, type], path: str) -> dict[str, Any]:
+    table = _table(value, path)
+    _no_unknown(table, set(keys), path)
+    return {k: _typed(v, keys[k], f"{path}.{k}") for k, v in table.items()}
+
+
+def _evaluation(value: Any) -> dict[str, Any]:
+    table = _table(value, "evaluation")
+    _no_unknown(table, EVAL_KEYS, "evaluation")
+    out: dict[str, Any] = {}
+    if "delta" in table:
+        delta = _typed(table["delta"], float, "evaluation.delta")
+        if not math.isfinite(delta) or delta <= 0:
+            raise ConfigError(f"evaluation.delta: must be a positive number, got {delta}")
+        out["delta"] = delta
+    out["lof_neighbors"] = _typed(table.get("lof_neighbors", 10), int, "evaluation.lof_neighbors")
+    if out["lof_neighbors"] < 1:
+        raise ConfigError("evaluation.lof_neighbors: must be a positive integer")
+    if "retrain" in table:
+        out["retrain"] = _retrain(table["retrain"])
+    return out
+
+
+def _retrain(value: Any) -> dict[str, Any]:
+    path = "evaluation.retrain"
+    retrain = _simple_table(value, RETRAIN_KEYS, path)
+    protocol = retrain.setdefault("protocol", "proplace")
+    if protocol not in RETRAIN_PROTOCOLS:
+        raise ConfigError(f"{path}.protocol: expected one of {RETRAIN_PROTOCOLS}, got {protocol!r}")
+    allowed = ({"protocol", "n_retrain", "n_drop", "drop_fraction"} if protocol == "proplace"
+               else {"protocol", "n_models", "drop_fraction"})
+    for key in retrain:
+        if key not in allowed:
+            raise ConfigError(f"{path}.{key}: not a parameter of protocol {protocol!r}; "
+                              f"allowed: {', '.join(sorted(allowed))}")
+    if protocol == "proplace":
+        retrain.setdefault("n_retrain", 5)
+        retrain.setdefault("n_drop", 5)
+        retrain.setdefault("drop_fraction", 0.01)
+        if retrain["n_retrain"] < 0 or retrain["n_drop"] < 0 or retrain["n_retrain"] + retrain["n_drop"] < 1:
+            raise ConfigError(f"{path}: need n_retrain + n_drop >= 1 (both non-negative)")
+        if not 0 < retrain["drop_fraction"] < 1:
+            raise ConfigError(f"{path}.drop_fraction: must be in (0, 1)")
+    else:
+        retrain.setdefault("n_models", 5)
+        retrain.setdefault("drop_fraction", 0.0)
+        if retrain["n_models"] < 1:
+            raise ConfigError(f"{path}.n_models: must be a positive integer")
+        if not 0 <= retrain["drop_fraction"] < 1:
+            raise ConfigError(f"{path}.drop_fraction: must be in [0, 1)")
+    return retrain
+
+
+def available_metric_names() -> list[str]:
+    """Names of the registered metrics (from :mod:`robustce.evaluation.metrics`)."""
+    try:
+        from robustce.evaluation.metrics import available_metrics
+    except ImportError as exc:
+        raise ConfigError(f"the metrics module is not available: {exc}") from None
+    return list(available_metrics())
+
+
+def _metrics(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"metrics: expected a non-empty list of metric names, got {_show(value)}")
+    known = available_metric_names()
+    for i, m in enumerate(value):
+        if not isinstance(m, str):
+            raise ConfigError(f"metrics[{i}]: expected a metric name, got {_show(m)}")
+        if m not in known:
+            raise ConfigError(f"metrics[{i}]: unknown metric {m!r}; available: {', '.join(known)}")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"metrics: duplicates in {value}")
+    return list(value)
+
+
+def _datasets(value: Any) -> list[DatasetEntry]:
+    from robustce.data.registry import get_spec, list_datasets
+
+    if value is None:
+        raise ConfigError("datasets: required (a list of [[datasets]] tables or names)")
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"datasets: expected a non-empty list, got {_show(value)}")
+    out: list[DatasetEntry] = []
+    for i, entry in enumerate(value):
+        path = f"datasets[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        entry = _table(entry, path)
+        _no_unknown(entry, {"name", "label", "params"}, path)
+        if "name" not in entry:
+            raise ConfigError(f"{path}.name: required")
+        name = _typed(entry["name"], str, f"{path}.name")
+        try:
+            spec = get_spec(name)
+        except RobustCEError:
+            known = ", ".join(s.name for s in list_datasets())
+            raise ConfigError(f"{path}.name: unknown dataset {name!r}; available: {known}") from None
+        params = _table(entry.get("params", {}), f"{path}.params")
+        _check_params(params, spec.loader, f"{path}.params", skip={"data_home"})
+        label = _typed(entry.get("label", name), str, f"{path}.label")
+        out.append(DatasetEntry(name=name, label=label, params=params))
+    _unique([d.label for d in out], "datasets", "label")
+    return out
+
+
+def _methods(value: Any) -> list[MethodEntry]:
+    if value is None:
+        raise ConfigError("methods: required (a list of [[methods]] tables or names)")
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"methods: expected a non-empty list, got {_show(value)}")
+    out: list[MethodEntry] = []
+    for i, entry in enumerate(value):
+        path = f"methods[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        entry = _table(entry, path)
+        _no_unknown(entry, {"name", "label", "params"}, path)
+        if "name" not in entry:
+            raise ConfigError(f"{path}.name: required")
+        raw_name = _typed(entry["name"], str, f"{path}.name")
+        try:
+            cls = get_method(raw_name)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}.name: {exc}") from None
+        name = method_name(raw_name)
+        params = _table(entry.get("params", {}), f"{path}.params")
+        for k in RUNNER_SET & set(params):
+            raise ConfigError(f"{path}.params.{k}: set by `seeds`, not per method")
+        _check_params(params, cls, f"{path}.params", allowed=cls.param_names())
+        for k, v in params.items():
+            try:
+                _convert_param(k, v)
+            except RobustCEError as exc:
+                raise ConfigError(f"{path}.params.{k}: {exc}") from None
+        label = _typed(entry.get("label", name), str, f"{path}.label")
+        out.append(MethodEntry(name=name, label=label, cls=cls, params=params, index=i))
+    _unique([m.label for m in out], "methods", "label")
+    return out
+
+
+def _unique(labels: Sequence[str], path: str, what: str) -> None:
+    seen: set[str] = set()
+    for i, lab in enumerate(labels):
+        if lab in seen:
+            raise ConfigError(f"{path}[{i}].{what}: duplicate {lab!r}; give each entry a unique label")
+        if not lab or any(c in lab for c in "/\\\0") or lab.startswith("."):
+            raise ConfigError(f"{path}[{i}].{what}: {lab!r} cannot be used in file names")
+        seen.add(lab)
+
+
+# --- parameter checking --------------------------------------------------------------------
+def _signature_info(func_or_cls: Any) -> dict[str, tuple[Any, Any]]:
+    """name -> (type hint or None, default) of a function, or of a class's constructor chain
+    (following ``**kwargs`` up the MRO like :meth:`Explainer.param_names`)."""
+    if isinstance(func_or_cls, type):
+        funcs = []
+        for klass in func_or_cls.__mro__:
+            if "__init__" not in vars(klass) or klass is object:
+                continue
+            funcs.append(klass.__init__)
+            params = inspect.signature(klass.__init__).parameters.values()
+            if not any(p.kind is p.VAR_KEYWORD for p in params):
+                break
+    else:
+        funcs = [func_or_cls]
+    out: dict[str, tuple[Any, Any]] = {}
+    for func in funcs:
+        try:
+            hints = typing.get_type_hints(func)
+        except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to defaults
+            hints = {}
+        for name, p in inspect.signature(func).parameters.items():
+            if name in ("self", "model", "data") or name in out or p.kind in (
+                    p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            out[name] = (hints.get(name), p.default)
+    return out
+
+
+def _check_params(params: Mapping[str, Any], func: Any, path: str, *,
+                  allowed: Sequence[str] | None = None, skip: set[str] = frozenset()) -> None:
+    """Names against the signature of ``func`` (or ``allowed``), values against its annotations
+    (falling back to the type of the default)."""
+    info = _signature_info(func)
+    names = [n for n in (allowed if allowed is not None else info) if n not in skip]
+    for key, value in params.items():
+        if key not in names:
+            raise ConfigError(f"{path}.{key}: unknown parameter; allowed: {', '.join(names) or '(none)'}")
+        hint, default = info.get(key, (None, inspect.Parameter.empty))
+        if key == "shift" or _mentions(hint, "ParameterShift"):
+            if not (_matches(value, float) or isinstance(value, Mapping)):
+                raise ConfigError(f"{path}.{key}: wrong type: expected a number (δ) or a table "
+                                  f"{{delta = ...}}, got {_show(value)}")
+            continue
+        if hint is not None:
+            ok = _matches_hint(value, hint)
+        elif default is not inspect.Parameter.empty and default is not None:
+            ok = _matches_hint(value, type(default))
+        else:
+            ok = True
+        if ok is False:
+            expected = _hint_name(hint) if hint is not None else _type_name(type(default))
+            raise ConfigError(f"{path}.{key}: wrong type: expected {expected}, got {_show(value)}")
+
+
+def _mentions(hint: Any, name: str) -> bool:
+    if hint is None:
+        return False
+    if isinstance(hint, type):
+        return hint.__name__ == name
+    return any(_mentions(a, name) for a in typing.get_args(hint))
+
+
+def _matches(value: Any, typ: type) -> bool:
+    if typ is bool:
+        return isinstance(value, bool)
+    if typ is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if typ is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, typ)
+
+
+def _matches_hint(value: Any, hint: Any) -> bool | None:
+    """True/False when the hint can be checked against a TOML value, None when it cannot."""
+    if hint is Any or hint is inspect.Parameter.empty:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        results = [_matches_hint(value, a) for a in args]
+        if any(r is True for r in results):
+            return True
+        return None if any(r is None for r in results) else False
+    if origin is typing.Literal:
+        return value in args
+    if origin in (list, tuple, Sequence, typing.Sequence) or hint in (list, tuple):
+        if not isinstance(value, list | tuple):
+            return False
+        if args and args[-1] is not Ellipsis and origin is tuple and len(args) != len(value):
+            return False
+        item = args[0] if args else None
+        if item is None:
+            return True
+        results = [_matches_hint(v, item) for v in value]
+        return False if any(r is False for r in results) else True
+    if origin in (dict, Mapping) or hint in (dict, Mapping):
+        return isinstance(value, Mapping)
+    if hint in (int, float, bool, str):
+        return _matches(value, hint)
+    if isinstance(hint, type):
+        if hint.__module__.startswith("numpy"):
+            return None
+        return isinstance(value, hint) or None
+    return None
+
+
+def _type_name(typ: type) -> str:
+    return {int: "an integer", float: "a number", bool: "true/false", str: "a string"}.get(
+        typ, typ.__name__)
+
+
+def _hint_name(hint: Any) -> str:
+    if isinstance(hint, type):
+        return _type_name(hint)
+    return str(hint).replace("typing.", "")
+
+
+def _convert_param(key: str, value: Any) -> Any:
+    """TOML value -> constructor argument. ``shift`` may be δ or a table of ParameterShift."""
+    if key == "shift" and value is not None:
+        from robustce.robustness.shift import ParameterShift
+
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"delta", "biases"}
+            if unknown:
+                raise ConfigError(f"unknown ParameterShift keys {sorted(unknown)}; allowed: delta, biases")
+            if "delta" not in value:
+                raise ConfigError("a shift table needs `delta`")
+            return ParameterShift(**value)
+        return ParameterShift(delta=float(value))
+    return value

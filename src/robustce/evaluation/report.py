@@ -1,0 +1,429 @@
+"""Reports: the summary table as plain text and Markdown, and a self-contained HTML page.
+
+Input is the table of :meth:`BenchmarkResult.table` — rows (dataset, method), columns
+(metric, "mean"/"std") — or any frame of that shape. Figures are drawn with matplotlib's Agg
+canvas (no pyplot, no display, thread-safe) and embedded in the HTML as base64 PNG, so the file
+can be mailed around on its own; the Markdown report links PNG files written beside it.
+
+Figures: cost vs robustness per method (a proximity metric against Δ-validity or validity
+after retraining), validity after retraining, time per query, and — given a model on a 2-D
+dataset — the decision boundary with each method's counterfactuals.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from robustce.utils import atomic_write
+
+__all__ = [
+    "COST_METRICS",
+    "RETRAIN_METRICS",
+    "ROBUSTNESS_METRICS",
+    "figure_bars",
+    "figure_cost_robustness",
+    "figure_toy",
+    "figure_to_data_uri",
+    "format_table",
+    "markdown_table",
+    "pick_metric",
+    "render_html",
+    "render_markdown",
+    "write_report",
+]
+
+#: preferred metric names per role, most preferred first (first present one is used)
+COST_METRICS = ("proximity_l1", "raw_l1", "k_distance_l1", "proximity_l2", "raw_l2", "l1")
+ROBUSTNESS_METRICS = ("v_delta", "vr")
+RETRAIN_METRICS = ("vr",)
+TIME_METRICS = ("time", "time_s")
+COUNT_COLUMNS = ("n", "errors")
+
+
+# --- tables -------------------------------------------------------------------------------------
+def _metrics_of(table: pd.DataFrame) -> list[str]:
+    if not isinstance(table.columns, pd.MultiIndex):
+        return [str(c) for c in table.columns]
+    out: list[str] = []
+    for m in table.columns.get_level_values(0):
+        if m not in out:
+            out.append(str(m))
+    return out
+
+
+def _cell(table: pd.DataFrame, row: Any, metric: str, stat: str = "mean") -> float:
+    try:
+        v = table.loc[row, (metric, stat)] if isinstance(table.columns, pd.MultiIndex) \
+            else (table.loc[row, metric] if stat == "mean" else float("nan"))
+    except KeyError:
+        return float("nan")
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _fmt_num(v: float, digits: int) -> str:
+    if v is None or not math.isfinite(v):
+        return "–"
+    if v != 0 and (abs(v) >= 10 ** (digits + 2) or abs(v) < 10 ** (-digits)):
+        return f"{v:.{digits}g}"
+    return f"{v:.{digits}f}"
+
+
+def _row_strings(table: pd.DataFrame, digits: int) -> tuple[list[str], list[list[str]]]:
+    metrics = _metrics_of(table)
+    index_names = [str(n) if n is not None else "" for n in table.index.names]
+    header = [*index_names, *metrics]
+    rows = []
+    for key in table.index:
+        keys = list(key) if isinstance(key, tuple) else [key]
+        cells = [str(k) for k in keys]
+        for m in metrics:
+            mean, std = _cell(table, key, m, "mean"), _cell(table, key, m, "std")
+            if m in COUNT_COLUMNS:
+                cells.append("–" if not math.isfinite(mean) else str(int(round(mean))))
+            elif math.isfinite(std):
+                if math.isfinite(mean) and abs(std) <= 1e-9 * max(abs(mean), 1e-300):
+                    std = 0.0  # float noise of identical values
+                cells.append(f"{_fmt_num(mean, digits)} ± {_fmt_num(std, digits)}")
+            else:
+                cells.append(_fmt_num(mean, digits))
+        rows.append(cells)
+    return header, rows
+
+
+def format_table(table: pd.DataFrame, digits: int = 3) -> str:
+    """Plain-text table, ``mean ± std`` per metric, columns aligned."""
+    if table is None or len(table) == 0:
+        return "(no results)"
+    header, rows = _row_strings(table, digits)
+    widths = [max(len(header[j]), *(len(r[j]) for r in rows)) for j in range(len(header))]
+    n_index = table.index.nlevels
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if j < n_index else c.rjust(w)
+                         for j, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), sep, *(line(r) for r in rows)])
+
+
+def markdown_table(table: pd.DataFrame, digits: int = 3) -> str:
+    """GitHub-flavoured Markdown table, ``mean ± std`` per metric."""
+    if table is None or len(table) == 0:
+        return "_no results_"
+    header, rows = _row_strings(table, digits)
+    n_index = table.index.nlevels
+    esc = [[c.replace("|", "\\|") for c in r] for r in [header, *rows]]
+    align = ["---" if j < n_index else "---:" for j in range(len(header))]
+    lines = ["| " + " | ".join(esc[0]) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
+    return "\n".join(lines)
+
+
+def pick_metric(table_or_names: pd.DataFrame | Sequence[str], candidates: Sequence[str],
+                substrings: Sequence[str] = ()) -> str | None:
+    """The first of ``candidates`` present (then the first name containing a substring)."""
+    names = _metrics_of(table_or_names) if isinstance(table_or_names, pd.DataFrame) \
+        else list(table_or_names)
+    for c in candidates:
+        if c in names:
+            return c
+    for sub in substrings:
+        for n in names:
+            if sub in n.lower():
+                return n
+    return None
+
+
+# --- figures ------------------------------------------------------------------------------------
+def _figure(width: float = 6.4, height: float = 4.2):  # noqa: ANN202 - matplotlib type kept lazy
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_to_data_uri(fig: Any) -> str:
+    """``data:image/png;base64,...`` of a matplotlib figure."""
+    return "data:image/png;base64," + base64.b64encode(figure_png(fig)).decode("ascii")
+
+
+def figure_png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def _methods_and_datasets(table: pd.DataFrame) -> tuple[list[Any], list[Any]]:
+    if table.index.nlevels == 2:
+        return list(dict.fromkeys(table.index.get_level_values(0))), \
+            list(dict.fromkeys(table.index.get_level_values(1)))
+    return [None], list(table.index)
+
+
+def _key(dataset: Any, method: Any) -> Any:
+    return method if dataset is None else (dataset, method)
+
+
+def figure_cost_robustness(table: pd.DataFrame, cost: str | None = None,
+                           robustness: str | None = None) -> Any | None:
+    """Scatter of mean cost against mean robustness, one point per method (with std bars),
+    one panel per dataset. ``None`` when the table has neither metric."""
+    cost = cost or pick_metric(table, COST_METRICS, ("l1", "proxim", "dist", "cost"))
+    robustness = robustness or pick_metric(table, ROBUSTNESS_METRICS, ("delta", "robust", "retrain"))
+    if cost is None or robustness is None:
+        return None
+    datasets, methods = _methods_and_datasets(table)
+    fig = _figure(4.2 * len(datasets) + 1.2, 4.0)
+    axes = fig.subplots(1, len(datasets), squeeze=False)[0]
+    colors = _colors(len(methods))
+    for ax, d in zip(axes, datasets, strict=True):
+        for color, m in zip(colors, methods, strict=True):
+            k = _key(d, m)
+            x, y = _cell(table, k, cost), _cell(table, k, robustness)
+            if not (math.isfinite(x) and math.isfinite(y)):
+                continue
+            xe, ye = _cell(table, k, cost, "std"), _cell(table, k, robustness, "std")
+            ax.errorbar(x, y, xerr=xe if math.isfinite(xe) else None,
+                        yerr=ye if math.isfinite(ye) else None, fmt="o", color=color,
+                        capsize=3, label=str(m), markersize=7)
+            ax.annotate(str(m), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        ax.set_xlabel(f"{cost} (lower is cheaper)")
+        ax.set_ylabel(f"{robustness} (higher is more robust)")
+        ax.set_title("cost vs robustness" + (f" — {d}" if d is not None else ""))
+        ax.grid(alpha=0.3)
+    axes[-1].legend(fontsize=8, loc="best")
+    return fig
+
+
+def figure_bars(table: pd.DataFrame, metric: str | None, *, title: str | None = None,
+                log: bool = False, ylim: tuple[float, float] | None = None) -> Any | None:
+    """Bar chart of one metric per method (± std), grouped by dataset."""
+    if metric is None or metric not in _metrics_of(table):
+        return None
+    datasets, methods = _methods_and_datasets(table)
+    means = np.array([[_cell(table, _key(d, m), metric) for m in methods] for d in datasets])
+    if not np.isfinite(means).any():
+        return None
+    stds = np.array([[_cell(table, _key(d, m), metric, "std") for m in methods] for d in datasets])
+    fig = _figure(max(4.5, 1.1 * len(methods) * len(datasets) + 1.5), 3.8)
+    ax = fig.subplots()
+    width = 0.8 / len(datasets)
+    x = np.arange(len(methods))
+    for i, d in enumerate(datasets):
+        err = np.where(np.isfinite(stds[i]), stds[i], 0.0)
+        ax.bar(x + i * width - 0.4 + width / 2, np.nan_to_num(means[i]), width, yerr=err,
+               capsize=3, label=str(d) if d is not None else None,
+               color=_colors(len(datasets))[i] if len(datasets) > 1 else _colors(len(methods)))
+    ax.set_xticks(x, [str(m) for m in methods], rotation=20, ha="right")
+    ax.set_ylabel(metric)
+    if log:
+        ax.set_yscale("log")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_title(title or metric)
+    ax.grid(axis="y", alpha=0.3)
+    if len(datasets) > 1:
+        ax.legend(fontsize=8)
+    return fig
+
+
+def figure_toy(model: Any, data: Any, explanations: Mapping[str, Any], *,
+               features: Sequence[str] | None = None, resolution: int = 150,
+               title: str = "counterfactuals on a 2-D toy dataset") -> Any:
+    """Decision regions of ``model`` on a 2-D dataset, training points, queries and every
+    method's counterfactuals (an arrow from each query to its first CE)."""
+    frame = data.frame
+    cols = list(features) if features is not None else list(frame.columns[:2])
+    if len(cols) != 2 or len(frame.columns) != 2:
+        raise ValueError(f"figure_toy needs a dataset with exactly two features, got {list(frame.columns)}")
+    x0, x1 = (frame[c].to_numpy(dtype=float) for c in cols)
+    pad0, pad1 = 0.1 * np.ptp(x0), 0.1 * np.ptp(x1)
+    g0 = np.linspace(x0.min() - pad0, x0.max() + pad0, resolution)
+    g1 = np.linspace(x1.min() - pad1, x1.max() + pad1, resolution)
+    G0, G1 = np.meshgrid(g0, g1)
+    grid = pd.DataFrame({cols[0]: G0.ravel(), cols[1]: G1.ravel()})
+    schema = getattr(model.encoder, "schema", None)
+    if schema is not None:  # stay inside the encoder's bounds
+        for c in cols:
+            f = schema[c]
+            grid[c] = grid[c].clip(f.lower, f.upper)
+    proba = model.predict_proba(grid)[:, -1].reshape(G0.shape)
+    fig = _figure(6.4, 5.0)
+    ax = fig.subplots()
+    cs = ax.contourf(G0, G1, proba, levels=np.linspace(0, 1, 11), cmap="RdBu", alpha=0.55)
+    ax.contour(G0, G1, proba, levels=[0.5], colors="k", linewidths=1.5)
+    fig.colorbar(cs, ax=ax, label="P(class 1)")
+    y = data.y
+    ax.scatter(x0, x1, c=np.where(y == 1, "#2166ac", "#b2182b"), s=6, alpha=0.25, linewidths=0)
+    first = True
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    for (label, expl), color, marker in zip(explanations.items(), _colors(len(explanations)),
+                                            markers * 4, strict=False):
+        q = expl.queries
+        if first:
+            ax.scatter(q[cols[0]], q[cols[1]], marker="x", c="k", s=40, label="queries", zorder=4)
+            first = False
+        cf = expl.counterfactuals
+        cf0 = cf[cf["cf_rank"] == 0]
+        ax.scatter(cf0[cols[0]], cf0[cols[1]], marker=marker, s=36, facecolors=color,
+                   edgecolors="k", linewidths=0.5, label=str(label), zorder=5)
+        for _, row in cf0.iterrows():
+            src = q.loc[row["query_id"]]
+            ax.annotate("", xy=(row[cols[0]], row[cols[1]]), xytext=(src[cols[0]], src[cols[1]]),
+                        arrowprops={"arrowstyle": "->", "color": color, "lw": 0.8, "alpha": 0.8})
+    ax.set_xlabel(cols[0])
+    ax.set_ylabel(cols[1])
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def _colors(n: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return [cmap(i % 10) for i in range(max(n, 1))][:n]
+
+
+# --- documents ---------------------------------------------------------------------------------
+def default_figures(table: pd.DataFrame) -> list[tuple[str, Any, str]]:
+    """(title, figure, caption) of the standard plots this table supports."""
+    out: list[tuple[str, Any, str]] = []
+    fig = figure_cost_robustness(table)
+    if fig is not None:
+        out.append(("Cost vs robustness", fig,
+                    "Mean proximity cost against mean robustness per method (bars: ±1 std over "
+                    "seeds and queries). Up and to the left is better."))
+    retrain = pick_metric(table, RETRAIN_METRICS, ("retrain",))
+    fig = figure_bars(table, retrain, title="validity after retraining", ylim=(0, 1.05))
+    if fig is not None:
+        out.append(("Validity after retraining", fig,
+                    f"`{retrain}`: share of retrained models that still give each CE its target class."))
+    tm = pick_metric(table, TIME_METRICS, ("time",))
+    fig = figure_bars(table, tm, title="time per query (s)", log=True)
+    if fig is not None:
+        out.append(("Runtime", fig, "Seconds per query (log scale)."))
+    return out
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
+max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.88em;margin:1em 0}
+th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+th{background:#f3f3f3}td.key,th.key{text-align:left}
+figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:.8em;overflow:auto}
+.meta{color:#666;font-size:.85em}
+"""
+
+
+def _html_table(table: pd.DataFrame, digits: int) -> str:
+    if table is None or len(table) == 0:
+        return "<p><em>no results</em></p>"
+    header, rows = _row_strings(table, digits)
+    n_index = table.index.nlevels
+    cls = ["key" if j < n_index else "" for j in range(len(header))]
+    head = "".join(f'<th class="{c}">{html.escape(h)}</th>' for c, h in zip(cls, header, strict=True))
+    body = "".join("<tr>" + "".join(f'<td class="{c}">{html.escape(v)}</td>'
+                                    for c, v in zip(cls, r, strict=True)) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(title: str, table: pd.DataFrame, figures: Sequence[tuple[str, Any, str]] = (), *,
+                notes: Sequence[str] = (), extra_tables: Mapping[str, pd.DataFrame] | None = None,
+                digits: int = 3) -> str:
+    """A self-contained HTML page: the table, figures embedded as base64 PNG, notes."""
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="meta">generated {datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")} '
+        f"by robustce {_version()}</p>",
+    ]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    parts += ["<h2>Summary (mean ± std)</h2>", _html_table(table, digits)]
+    for name, extra in (extra_tables or {}).items():
+        parts += [f"<h2>{html.escape(name)}</h2>", extra.to_html(border=0, na_rep="–",
+                                                                  float_format=lambda v: f"{v:.4g}")]
+    for fig_title, fig, caption in figures:
+        uri = fig if isinstance(fig, str) else figure_to_data_uri(fig)
+        parts += [f"<h2>{html.escape(fig_title)}</h2>", "<figure>",
+                  f'<img src="{uri}" alt="{html.escape(fig_title)}">',
+                  f"<figcaption>{html.escape(caption)}</figcaption></figure>"]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def render_markdown(title: str, table: pd.DataFrame, figures: Sequence[tuple[str, str, str]] = (), *,
+                    notes: Sequence[str] = (), digits: int = 3) -> str:
+    """Markdown: the table, notes and links to figure files (title, relative path, caption)."""
+    lines = [f"# {title}", ""]
+    lines += [f"- {n}" for n in notes]
+    if notes:
+        lines.append("")
+    lines += ["## Summary (mean ± std)", "", markdown_table(table, digits), ""]
+    for fig_title, path, caption in figures:
+        lines += [f"## {fig_title}", "", f"![{fig_title}]({path})", "", caption, ""]
+    return "\n".join(lines)
+
+
+def write_report(table: pd.DataFrame, out_dir: str | Path, *, title: str = "robustce benchmark",
+                 figures: Sequence[tuple[str, Any, str]] | None = None,
+                 notes: Sequence[str] = (), extra_tables: Mapping[str, pd.DataFrame] | None = None,
+                 digits: int = 3) -> dict[str, Path]:
+    """Write ``report.html`` (self-contained), ``report.md`` and ``figures/*.png`` to
+    ``out_dir``. ``figures`` default to :func:`default_figures`; extra ones (e.g.
+    :func:`figure_toy`) are (title, figure, caption) triples. Returns the paths."""
+    out = Path(out_dir)
+    figs = list(default_figures(table) if figures is None else figures)
+    md_figs = []
+    for i, (fig_title, fig, caption) in enumerate(figs):
+        png = figure_png(fig)
+        name = f"figures/{i:02d}_{_slug(fig_title)}.png"
+        with atomic_write(out / name, "wb") as fh:
+            fh.write(png)
+        md_figs.append((fig_title, name, caption))
+    html_figs = []
+    for (fig_title, _, caption), (_, name, _) in zip(figs, md_figs, strict=True):
+        uri = "data:image/png;base64," + base64.b64encode((out / name).read_bytes()).decode("ascii")
+        html_figs.append((fig_title, uri, caption))
+    paths = {"html": out / "report.html", "markdown": out / "report.md"}
+    with atomic_write(paths["html"]) as fh:
+        fh.write(render_html(title, table, html_figs, notes=notes, extra_tables=extra_tables,
+                             digits=digits))
+    with atomic_write(paths["markdown"]) as fh:
+        fh.write(render_markdown(title, table, md_figs, notes=notes, digits=digits))
+    paths["figures"] = out / "figures"
+    return paths
+
+
+def _slug(text: str) -> str:
+    s = "".join(c.lower() if c.isalnum() else "_" for c in text)
+    return "_".join(p for p in s.split("_") if p)[:40] or "figure"
+
+
+def _version() -> str:
+    try:
+        import robustce
+
+        return robustce.__version__
+    except Exception:  # noqa: BLE001
+        return "?"
