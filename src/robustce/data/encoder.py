@@ -214,6 +214,8 @@ class Encoder:
             f = b.feature
             if b.encoding == "scaled":
                 v = f.lower + np.clip(X[:, b.start], 0, 1) * (f.upper - f.lower)
+                # clip again: lower + 1.0 * (upper - lower) can exceed upper by one ulp
+                v = np.clip(v, f.lower, f.upper)
                 out[:, i] = np.round(v) if f.kind is FeatureKind.INTEGER else v
             elif b.encoding == "binary":
                 out[:, i] = X[:, b.start] >= 0.5
@@ -300,6 +302,13 @@ def _restore_dtype(col: pd.Series, f: Feature) -> pd.Series:
                            ordered=f.kind is FeatureKind.ORDINAL)
         )
     try:
-        return col.astype(dtype)
+        target = pd.api.types.pandas_dtype(dtype)
+    except TypeError:
+        return col
+    if pd.api.types.is_integer_dtype(target) and pd.api.types.is_float_dtype(col):
+        # a continuous feature stored as integers: round, never truncate (2.9999999 -> 3)
+        col = col.round()
+    try:
+        return col.astype(target)
     except (TypeError, ValueError):
         return col

@@ -314,7 +314,7 @@ def level_codes(col: pd.Series, feature: Feature) -> np.ndarray:
             pos = np.clip(pos, 0, len(cats) - 1)
             hit = cat_arr[order][pos] == vals
             return np.where(hit, order[pos], -1)
-    return pd.Categorical(values, categories=pd.Index(cats, dtype=object)).codes.astype(np.int64)
+    return pd.Index(cats, dtype=object).get_indexer(values).astype(np.int64)
 
 
 # ----------------------------------------------------------------------------------------
