@@ -1,0 +1,617 @@
+"""Exact Δ-robustness certification of counterfactuals (PROPLACE Def. 7, APΔS Alg. 4's test).
+
+Question: given a ReLU network θ, a counterfactual ``x`` (a fixed point) and the box
+Δ = {θ' : |θ' − θ| ≤ δ elementwise} (p = ∞), what is the worst-case target margin
+
+    m*(x) = min_{θ' ∈ Δ} margin_t(θ'(x))
+
+(binary: the logit for target 1, minus it for target 0; K classes: ``min_{j≠t} z_t − z_j``)?
+``x`` is Δ-robust iff ``m*(x) > 0``.
+
+Why the MILP is exact
+---------------------
+Write ``v⁰ = x`` and ``v^l`` for the post-ReLU activations. Every neuron ``i`` of layer ``l``
+owns its weight row and bias, so given the previous layer's values the neurons of layer ``l``
+choose their pre-activations *independently*. For a fixed previous layer ``v``, the set of
+values neuron ``i`` can take as its row ranges over the box is the interval
+
+    [ W⁻_i v⁺ + W⁺_i v⁻ + b⁻_i ,  W⁺_i v⁺ + W⁻_i v⁻ + b⁺_i ]      (v⁺ = max(v,0), v⁻ = min(v,0))
+
+(each product ``w·v_j`` is linear in ``w``, so its extremes sit at the box ends chosen by the
+sign of ``v_j``; the interval is connected because the row box is). For the hidden layers
+``v ≥ 0``, so the two ends are the *linear* functions ``lo_i(v) = W⁻_i v + b⁻_i`` and
+``hi_i(v) = W⁺_i v + b⁺_i``; for the first layer ``x`` is a constant, so its interval is a
+constant of either sign (the sign-aware rule — this is why inputs of any sign are fine for a
+fixed point). Hence the reachable set of activation vectors is exactly
+
+    { (v¹, …, v^L) : relu(lo(v^{l-1})) ≤ v^l ≤ relu(hi(v^{l-1})) for every layer },
+
+and the output margin for a chosen competitor ``j`` is minimised at ``lo_t(v^L) − hi_j(v^L)``.
+Each constraint is a ReLU of an affine function, which a MILP encodes exactly
+(:func:`robustce.solvers.encodings.encode_interval_network`): the left inequality is convex,
+the right one needs one binary per neuron whose upper end can change sign, with big-M from
+interval bounds. So the MILP optimum over the interval network *equals* the true worst case over
+Δ — it is not a relaxation. Per-neuron interval propagation alone (``IntervalNetwork.bounds``)
+is only a sound lower bound: it lets different neurons of the next layer see the same
+activation at different ends of its range.
+
+A witness is read off the MILP solution: layer by layer, with the activations the witness
+itself produces, each neuron's weight row is interpolated between its lower-end and upper-end
+choice so that its pre-activation equals the MILP's value. The witness lies in Δ by
+construction and is checked by a plain forward pass.
+
+Procedure (per batch, vectorised where it can be)
+-------------------------------------------------
+1. interval propagation for all counterfactuals at once: lower bound of the margin > 0 →
+   ``robust`` (``decided_by="interval"``);
+2. the base network and a cheap sign-gradient attack on the weights (vertices of Δ, batched
+   over counterfactuals): a realisation that flips the prediction → ``not_robust`` with that
+   witness (``decided_by="attack"``);
+3. the MILP for the rest (``decided_by="milp"``). A timed-out MILP still decides when its dual
+   bound is positive (robust) or its incumbent flips (not robust); otherwise the status is
+   ``timeout`` — never robust.
+
+With ``precheck=False`` every counterfactual goes to the MILP and ``value`` is the exact worst
+case everywhere; otherwise ``value`` is NaN where steps 1–2 decided and ``lower`` / ``upper``
+bracket the worst case.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from robustce.errors import ValidationError
+from robustce.models.network import ReLUNetwork, class_margin
+from robustce.robustness.shift import IntervalNetwork, ParameterShift, as_network
+from robustce.solvers.encodings import InputVars, encode_interval_network
+from robustce.solvers.milp import MILP, SolveResult, SolveStatus, check_solver
+
+__all__ = [
+    "DeltaStatus",
+    "ExactResult",
+    "exact_worst_case",
+    "is_delta_robust",
+    "resolve_targets",
+    "sign_attack",
+]
+
+
+class DeltaStatus(StrEnum):
+    """Outcome of the exact Δ-test for one counterfactual. Only ``ROBUST`` is a proof."""
+
+    ROBUST = "robust"
+    NOT_ROBUST = "not_robust"  # with a witness network in Δ that flips the prediction
+    TIMEOUT = "timeout"  # the MILP hit its time limit without deciding
+    INCONCLUSIVE = "inconclusive"  # worst case within solver tolerance of 0, no flipping witness
+    ERROR = "error"  # solver failure or unusable input row
+
+
+@dataclass
+class ExactResult:
+    """Per-counterfactual outcome of :func:`exact_worst_case` (arrays of length n).
+
+    ``value``: exact worst-case target margin over Δ (NaN where not computed by a MILP solved
+    to optimality). ``lower`` / ``upper``: certified bounds on it (``lower`` from intervals or the
+    MILP dual bound; ``upper`` attained by a concrete network: the base, an attack or the
+    witness). ``status``: :class:`DeltaStatus` values; ``solver_status``: the MILP's
+    :class:`~robustce.solvers.SolveStatus` (None where no MILP ran). ``decided_by``:
+    ``"interval"``, ``"attack"``, ``"milp"`` or ``""`` (undecided). ``witness``: a
+    :class:`ReLUNetwork` in Δ attaining ``upper`` (None for interval decisions).
+    ``time``: seconds spent per counterfactual (MILP and witness; the batched prechecks are
+    shared and reported in ``meta["precheck_time"]``).
+    """
+
+    value: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    status: np.ndarray
+    solver_status: list[SolveStatus | None]
+    decided_by: np.ndarray
+    witness: list[ReLUNetwork | None]
+    time: np.ndarray
+    target_class: np.ndarray
+    shift: ParameterShift
+    solver: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    @property
+    def robust(self) -> np.ndarray:
+        """True only where Δ-robustness is proven."""
+        return np.array([s == DeltaStatus.ROBUST for s in self.status], dtype=bool)
+
+    @property
+    def not_robust(self) -> np.ndarray:
+        return np.array([s == DeltaStatus.NOT_ROBUST for s in self.status], dtype=bool)
+
+    def certificate(self, i: int) -> dict[str, Any]:
+        """What counterfactual ``i``'s claim was computed with — enough to re-check it."""
+        ss = self.solver_status[i]
+        return {
+            "delta": self.shift.delta,
+            "p": "inf",
+            "biases": self.shift.biases,
+            "target_class": int(self.target_class[i]),
+            "status": str(self.status[i]),
+            "decided_by": str(self.decided_by[i]),
+            "solver": self.solver if ss is not None else None,
+            "solver_status": None if ss is None else str(ss),
+            "value": _num(self.value[i]),
+            "lower": _num(self.lower[i]),
+            "upper": _num(self.upper[i]),
+            "time": float(self.time[i]),
+            "tol": self.meta.get("tol"),
+        }
+
+    def certificates(self) -> list[dict[str, Any]]:
+        return [self.certificate(i) for i in range(len(self))]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per counterfactual: the certificate fields."""
+        return pd.DataFrame(self.certificates())
+
+
+def _num(v: float) -> float | None:
+    v = float(v)
+    return None if math.isnan(v) else v
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def resolve_targets(net: ReLUNetwork, X: np.ndarray, target_class: Any) -> np.ndarray:
+    """Per-row target classes: an int, an array, or None (the class ``net`` predicts)."""
+    n = len(X)
+    if target_class is None:
+        return net.predict(X).astype(np.int64)
+    t = np.asarray(target_class)
+    if t.ndim == 0:
+        t = np.full(n, int(t), dtype=np.int64)
+    else:
+        t = t.astype(np.int64).reshape(-1)
+        if t.shape[0] != n:
+            raise ValidationError(f"target_class has {t.shape[0]} entries for {n} inputs")
+    k = net.n_outputs
+    valid = (t >= 0) & (t <= 1) if k == 1 else (t >= 0) & (t < k)
+    if not valid.all():
+        raise ValidationError(
+            f"target_class out of range for a {'binary' if k == 1 else f'{k}-class'} network: "
+            f"{np.unique(t[~valid]).tolist()}"
+        )
+    return t
+
+
+def _margin_terms(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per row and competitor j, a sound lower bound of the margin term (binary: one column).
+    Shape (n, K) for K classes with +inf at j = t; (n, 1) for binary."""
+    n = lo.shape[0]
+    if lo.shape[1] == 1:
+        return np.where(t == 1, lo[:, 0], -hi[:, 0])[:, None]
+    terms = lo[np.arange(n), t][:, None] - hi
+    terms[np.arange(n), t] = np.inf
+    return terms
+
+
+def _margin(logits: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """class_margin with per-row targets (logits (..., n, K))."""
+    if logits.shape[-1] == 1:
+        z = logits[..., 0]
+        return np.where(t == 1, z, -z)
+    n = logits.shape[-2]
+    rows = np.arange(n)
+    zt = logits[..., rows, t]
+    other = logits.copy()
+    other[..., rows, t] = -np.inf
+    return zt - other.max(axis=-1)
+
+
+def _flips(net: ReLUNetwork, x: np.ndarray, t: int) -> tuple[bool, float]:
+    """Whether ``net`` does not predict ``t`` at ``x`` (predict semantics), and its margin."""
+    z = net.forward(x[None, :])
+    m = float(class_margin(z, int(t))[0])
+    pred = int(net.predict(x[None, :])[0])
+    return pred != int(t), m
+
+
+def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift, target_class: Any,
+                steps: int = 4, chunk_elements: int = 4_000_000
+                ) -> tuple[np.ndarray, list[list[tuple[np.ndarray, np.ndarray]]]]:
+    """A cheap falsifier: iterated sign-gradient steps on the weights (each a vertex of Δ),
+    batched over rows. Returns the best (lowest) margin per row and, per row, its weights.
+
+    Not a proof of anything; it only supplies concrete networks in Δ that often flip
+    non-robust counterfactuals without a MILP.
+    """
+    net = as_network(network)
+    X = net.check_inputs(X)
+    t = resolve_targets(net, X, target_class)
+    n = len(X)
+    n_params = sum(W.size + b.size for W, b in net.weights)
+    step = max(1, int(chunk_elements // max(n_params, 1)))
+    best = np.full(n, np.inf)
+    best_w: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
+    delta, db = shift.delta, shift._bias_delta()
+    base = net.weights
+    L = len(base)
+    for s0 in range(0, n, step):
+        xs, ts = X[s0:s0 + step], t[s0:s0 + step]
+        m = len(xs)
+        Ws = [np.broadcast_to(W, (m,) + W.shape).copy() for W, _ in base]
+        bs = [np.broadcast_to(b, (m,) + b.shape).copy() for _, b in base]
+        cbest = np.full(m, np.inf)
+        cw: list[Any] = [None] * m
+        for it in range(steps + 1):
+            hs = [xs]
+            pre = []
+            h = xs
+            for li in range(L):
+                z = np.einsum("noi,ni->no", Ws[li], h) + bs[li]
+                pre.append(z)
+                h = np.maximum(z, 0.0) if li < L - 1 else z
+                if li < L - 1:
+                    hs.append(h)
+            marg = _margin(h, ts)
+            better = marg < cbest
+            if better.any():
+                cbest[better] = marg[better]
+                for r in np.flatnonzero(better):
+                    cw[r] = [(Ws[li][r].copy(), bs[li][r].copy()) for li in range(L)]
+            if it == steps:
+                break
+            # gradient of the margin w.r.t. the output logits
+            if h.shape[1] == 1:
+                g = np.where(ts == 1, 1.0, -1.0)[:, None]
+            else:
+                other = h.copy()
+                other[np.arange(m), ts] = -np.inf
+                jstar = other.argmax(axis=1)
+                g = np.zeros_like(h)
+                g[np.arange(m), ts] = 1.0
+                g[np.arange(m), jstar] -= 1.0
+            new_W, new_b = [None] * L, [None] * L
+            for li in range(L - 1, -1, -1):
+                gW = g[:, :, None] * hs[li][:, None, :]
+                new_W[li] = base[li][0][None] - delta * np.sign(gW)
+                new_b[li] = base[li][1][None] - db * np.sign(g)
+                if li > 0:
+                    g = np.einsum("noi,no->ni", Ws[li], g) * (pre[li - 1] > 0)
+            Ws, bs = new_W, new_b
+        best[s0:s0 + m] = cbest
+        for r in range(m):
+            best_w[s0 + r] = cw[r]
+    return best, best_w
+
+
+def _witness_from_activations(inn: IntervalNetwork, base: ReLUNetwork, x: np.ndarray,
+                              post: list[np.ndarray], out_choice: dict[int, str]) -> ReLUNetwork:
+    """A network in Δ whose hidden pre-activations match the MILP's activations ``post``
+    (interpolating each row between its lower- and upper-end choice) and whose output rows in
+    ``out_choice`` sit at the given end ('lo' / 'hi'); other output rows keep the base."""
+    h = np.asarray(x, dtype=np.float64)
+    weights = []
+    last = len(inn.layers) - 1
+    for li, (Wl, Wu, bl, bu) in enumerate(inn.layers):
+        pos = h >= 0
+        w_lo = np.where(pos[None, :], Wl, Wu)
+        w_hi = np.where(pos[None, :], Wu, Wl)
+        z_lo, z_hi = w_lo @ h + bl, w_hi @ h + bu
+        width = z_hi - z_lo
+        if li < last:
+            target = np.asarray(post[li], dtype=np.float64)
+            target = np.where(target > 0, target, np.minimum(z_lo, 0.0))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frac = np.where(width > 0, (target - z_lo) / width, 0.0)
+            frac = np.clip(frac, 0.0, 1.0)
+            W = w_lo + frac[:, None] * (w_hi - w_lo)
+            b = bl + frac * (bu - bl)
+            h = np.maximum(W @ h + b, 0.0)
+        else:
+            W0, b0 = base.weights[-1]
+            W, b = W0.copy(), b0.copy()
+            for k, end in out_choice.items():
+                if end == "lo":
+                    W[k], b[k] = w_lo[k], bl[k]
+                else:
+                    W[k], b[k] = w_hi[k], bu[k]
+        weights.append((W, b))
+    return ReLUNetwork(weights)
+
+
+# --- the MILP engine -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Solved:
+    value: float
+    lower: float
+    status: SolveStatus
+    witness: ReLUNetwork | None
+    witness_margin: float
+    flips: bool
+    time: float
+    message: str = ""
+
+
+class _DeltaMILP:
+    """Builds and solves the worst-case MILP for single counterfactuals.
+
+    ``mode="rebuild"``: one model per counterfactual with the input as a constant (first layer
+    reduces to variable bounds; tightest per-point big-M). ``mode="reuse"``: one model for the
+    whole batch with input variables over the batch's bounding box; per counterfactual only
+    bounds change (inputs fixed, activation bounds tightened, binaries of neurons stable at that
+    point fixed).
+    """
+
+    def __init__(self, net: ReLUNetwork, inn: IntervalNetwork, shift: ParameterShift, *, solver: str,
+                 time_limit: float, threads: int, mode: str, box: tuple[np.ndarray, np.ndarray] | None,
+                 mip_gap: float, abs_gap: float):
+        self.net, self.inn, self.shift = net, inn, shift
+        self.solver, self.time_limit, self.threads = solver, time_limit, threads
+        self.mode = mode
+        self.mip_gap, self.abs_gap = mip_gap, abs_gap
+        self.shared: tuple[MILP, Any] | None = None
+        if mode == "reuse":
+            if box is None:
+                raise ValidationError("reuse mode needs an input box")
+            milp = self._new_milp()
+            enc = encode_interval_network(milp, inn, _input_vars(milp, box), plain=False)
+            self.shared = (milp, enc)
+
+    def _new_milp(self) -> MILP:
+        return MILP(self.solver, time_limit=self.time_limit, threads=self.threads,
+                    mip_gap=self.mip_gap, abs_gap=self.abs_gap)
+
+    def _model_for(self, x: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[MILP, Any]:
+        if self.shared is None:
+            milp = self._new_milp()
+            enc = encode_interval_network(milp, self.inn, x, bounds=bounds, plain=False)
+            return milp, enc
+        milp, enc = self.shared
+        milp.set_var_bounds(enc.inputs, x, x)
+        # tighten hidden activations to this point's bounds; fix binaries of stable neurons
+        cols, lbs, ubs = [], [], []
+        prev_lo, prev_hi = None, None
+        for li, layer in enumerate(enc.hidden):
+            L, U = bounds[li]
+            if li == 0:
+                hi_min = U  # fixed point: the upper end is a constant
+            else:
+                _, Wu, _, bu = self.inn.layers[li]
+                hi_min = np.maximum(Wu, 0) @ prev_lo + np.minimum(Wu, 0) @ prev_hi + bu
+            vlo, vhi = np.maximum(L, 0.0), np.maximum(U, 0.0)
+            cols.append(layer.post)
+            lbs.append(np.minimum(vlo, vhi))
+            ubs.append(vhi)
+            has_b = layer.binary >= 0
+            if has_b.any():
+                bl = np.zeros(has_b.sum())
+                bu_ = np.ones(has_b.sum())
+                on = hi_min[has_b] >= 0
+                off = U[has_b] <= 0
+                bl[on] = 1.0
+                bu_[off] = 0.0
+                bl = np.minimum(bl, bu_)
+                cols.append(layer.binary[has_b])
+                lbs.append(bl)
+                ubs.append(bu_)
+            prev_lo, prev_hi = vlo, vhi
+        if cols:
+            milp.set_var_bounds(np.concatenate(cols), np.concatenate(lbs), np.concatenate(ubs))
+        return milp, enc
+
+    def solve(self, x: np.ndarray, t: int, bounds: list[tuple[np.ndarray, np.ndarray]],
+              terms: np.ndarray, deadline_s: float, decide_only: bool, tol: float) -> _Solved:
+        t0 = time.perf_counter()
+        milp, enc = self._model_for(x, bounds)
+        k = self.net.n_outputs
+        if k == 1:
+            jobs = [(0, None)]
+        else:
+            js = [j for j in np.argsort(terms) if j != t]
+            jobs = [(int(j), float(terms[j])) for j in js]
+        best_val, best_sol, best_job = math.inf, None, None
+        lower = math.inf
+        status_all = SolveStatus.OPTIMAL
+        message = ""
+        for j, term_lb in jobs:
+            if term_lb is not None and term_lb >= best_val:
+                lower = min(lower, term_lb)
+                continue  # cannot beat the incumbent
+            if decide_only and best_val <= 0:
+                lower = min(lower, term_lb if term_lb is not None else -math.inf)
+                continue
+            remaining = deadline_s - (time.perf_counter() - t0)
+            if remaining <= 1e-3:
+                status_all = SolveStatus.TIME_LIMIT
+                lower = min(lower, term_lb if term_lb is not None else -math.inf)
+                continue
+            if k == 1:
+                if t == 1:
+                    milp.set_objective(enc.out_lower[[0]], [1.0], sense="min")
+                else:
+                    milp.set_objective(enc.out_upper[[0]], [-1.0], sense="min")
+            else:
+                milp.set_objective(np.array([enc.out_lower[t], enc.out_upper[j]]), [1.0, -1.0], sense="min")
+            res: SolveResult = milp.solve(time_limit=max(remaining, 1e-3))
+            if res.status is not SolveStatus.OPTIMAL:
+                if status_all is SolveStatus.OPTIMAL or res.status is SolveStatus.ERROR:
+                    status_all = res.status
+                message = res.message
+            b = res.bound if math.isfinite(res.bound) else -math.inf
+            if res.status is SolveStatus.OPTIMAL and not math.isfinite(res.bound):
+                b = res.objective
+            if res.status is SolveStatus.INFEASIBLE:
+                # cannot happen for a consistent encoding; treat as a solver failure
+                status_all, message = SolveStatus.ERROR, "worst-case MILP reported infeasible"
+                b = -math.inf
+            lower = min(lower, b)
+            if res.has_solution and res.objective < best_val:
+                best_val, best_sol, best_job = res.objective, res.values, j
+        witness, wm, flips = None, math.nan, False
+        if best_sol is not None:
+            post = [best_sol[layer.post] for layer in enc.hidden]
+            if k == 1:
+                choice = {0: "lo" if t == 1 else "hi"}
+            else:
+                choice = {t: "lo", best_job: "hi"}
+            witness = _witness_from_activations(self.inn, self.net, x, post, choice)
+            flips, wm = _flips(witness, x, t)
+        return _Solved(best_val if best_sol is not None else math.nan, lower, status_all, witness, wm,
+                       flips, time.perf_counter() - t0, message)
+
+
+def _input_vars(milp: MILP, box: tuple[np.ndarray, np.ndarray]) -> InputVars:
+    lo, hi = box
+    idx = milp.add_vars(len(lo), lo, hi)
+    return InputVars(idx, lo, hi)
+
+
+# --- public API ------------------------------------------------------------------------------------
+
+
+def _check_rows(net: ReLUNetwork, X: Any, model: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(X, pd.DataFrame):
+        if model is None or not hasattr(model, "encode"):
+            raise ValidationError("a DataFrame of counterfactuals needs a model with an encoder")
+        X = model.encode(X)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[None, :]
+    if X.ndim != 2 or X.shape[1] != net.n_inputs:
+        raise ValidationError(f"counterfactuals must have shape (n, {net.n_inputs}), got {X.shape}")
+    bad = ~np.isfinite(X).all(axis=1)
+    return X, bad
+
+
+def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: Any = 1, *,
+                     solver: str = "highs", time_limit: float = 10.0, precheck: bool = True,
+                     decide_only: bool = False, mode: str = "rebuild", threads: int = 1,
+                     tol: float = 1e-6, attack_steps: int = 4, mip_gap: float = 1e-9,
+                     abs_gap: float = 1e-9) -> ExactResult:
+    """Exact worst-case target margin of each row of ``X`` over the shift set Δ.
+
+    Parameters
+    ----------
+    network : a :class:`ReLUNetwork` or a model with ``.network()``.
+    X : counterfactuals in model space, shape (n, d) (a DataFrame needs a model). Rows with
+        NaN get status ``error``.
+    shift : :class:`ParameterShift` (p = ∞).
+    target_class : int, per-row array, or None (the base network's prediction per row).
+    solver : ``"highs"`` or ``"gurobi"``.
+    time_limit : seconds of MILP time per counterfactual (all competitor classes together).
+    precheck : decide by intervals / the base network / a weight attack before any MILP.
+    decide_only : stop as soon as the sign of the worst case is known (multi-class: skip
+        competitor classes once one flips) — faster, ``value`` may then be an upper bound only.
+    mode : ``"rebuild"`` (a model per counterfactual, tightest bounds) or ``"reuse"`` (one model,
+        per-counterfactual bound changes).
+    tol : a MILP lower bound must exceed ``tol`` to prove robustness (solver tolerances).
+    """
+    if not isinstance(shift, ParameterShift):
+        raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
+    solver = check_solver(solver)
+    if mode not in ("rebuild", "reuse"):
+        raise ValidationError(f"mode must be 'rebuild' or 'reuse', got {mode!r}")
+    if not (float(time_limit) > 0 and math.isfinite(float(time_limit))):
+        raise ValidationError(f"time_limit must be a positive finite number, got {time_limit}")
+    net = as_network(network)
+    X, bad = _check_rows(net, X, network)
+    n = len(X)
+    Xc = np.where(bad[:, None], 0.0, X)
+    t = resolve_targets(net, Xc, target_class)
+
+    value = np.full(n, np.nan)
+    lower = np.full(n, -np.inf)
+    upper = np.full(n, np.inf)
+    status = np.full(n, DeltaStatus.TIMEOUT, dtype=object)
+    decided = np.full(n, "", dtype=object)
+    solver_status: list[SolveStatus | None] = [None] * n
+    witness: list[ReLUNetwork | None] = [None] * n
+    times = np.zeros(n)
+    status[bad] = DeltaStatus.ERROR
+
+    t_pre = time.perf_counter()
+    inn = shift.interval(net)
+    bounds = inn.layer_bounds(Xc)
+    terms = _margin_terms(bounds[-1][0], bounds[-1][1], t)
+    lower_iv = terms.min(axis=1)
+    lower[:] = lower_iv
+    base_margin = _margin(net.forward(Xc), t)
+    upper[:] = base_margin
+    todo = ~bad
+    if precheck:
+        rob = todo & (lower_iv > 0)
+        status[rob], decided[rob] = DeltaStatus.ROBUST, "interval"
+        todo &= ~rob
+        base_flip = todo & (net.predict(Xc) != t)
+        for i in np.flatnonzero(base_flip):
+            status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", net.copy()
+        todo &= ~base_flip
+        if todo.any() and attack_steps > 0:
+            idx = np.flatnonzero(todo)
+            am, aw = sign_attack(net, Xc[idx], shift, t[idx], steps=attack_steps)
+            for r, i in enumerate(idx):
+                cand = ReLUNetwork(aw[r])
+                flips, m = _flips(cand, Xc[i], t[i])
+                upper[i] = min(upper[i], m)
+                if flips:
+                    status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", cand
+                    todo[i] = False
+    precheck_time = time.perf_counter() - t_pre
+
+    idx = np.flatnonzero(todo)
+    if idx.size:
+        box = (Xc[idx].min(axis=0), Xc[idx].max(axis=0)) if mode == "reuse" else None
+        engine = _DeltaMILP(net, inn, shift, solver=solver, time_limit=float(time_limit), threads=threads,
+                            mode=mode, box=box, mip_gap=mip_gap, abs_gap=abs_gap)
+        for i in idx:
+            b_i = [(lo[i], hi[i]) for lo, hi in bounds]
+            r = engine.solve(Xc[i], int(t[i]), b_i, terms[i], float(time_limit), decide_only, tol)
+            times[i] = r.time
+            solver_status[i] = r.status
+            lower[i] = max(lower[i], r.lower)
+            decided[i] = "milp"
+            if r.witness is not None:
+                witness[i] = r.witness
+                upper[i] = min(upper[i], r.witness_margin)
+            if r.status is SolveStatus.OPTIMAL:
+                value[i] = r.value
+            if r.witness is not None and r.flips:
+                status[i] = DeltaStatus.NOT_ROBUST
+            elif lower[i] > tol:
+                status[i] = DeltaStatus.ROBUST
+            elif r.status is SolveStatus.OPTIMAL:
+                status[i] = DeltaStatus.INCONCLUSIVE
+            elif r.status in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
+                status[i] = DeltaStatus.TIMEOUT
+                decided[i] = ""
+            else:
+                status[i] = DeltaStatus.ERROR
+                decided[i] = ""
+    meta = {"precheck_time": precheck_time, "tol": tol, "mode": mode, "precheck": precheck,
+            "decide_only": decide_only, "time_limit": float(time_limit)}
+    return ExactResult(value, lower, upper, status, solver_status, decided, witness, times, t, shift,
+                       solver, meta)
+
+
+def is_delta_robust(model: Any, cfs: Any, shift: ParameterShift, target_class: Any = None, *,
+                    solver: str = "highs", time_limit: float = 10.0, return_result: bool = False,
+                    **kwargs: Any) -> np.ndarray | tuple[np.ndarray, ExactResult]:
+    """Exact Δ-robustness of counterfactuals: True only where proven (a timeout, an error or an
+    inconclusive answer is never robust).
+
+    ``target_class=None`` uses the class the model predicts for each counterfactual (robust
+    then means: every network in Δ agrees with it). With ``return_result`` also returns the
+    :class:`ExactResult` (statuses, witnesses, certificates).
+    """
+    kwargs.setdefault("decide_only", True)
+    res = exact_worst_case(model, cfs, shift, target_class, solver=solver, time_limit=time_limit, **kwargs)
+    return (res.robust, res) if return_result else res.robust

@@ -1,0 +1,455 @@
+"""MILP encodings of ReLU networks, of their interval abstractions, and of input domains.
+
+One encoder serves both kinds of network. An *interval network* (PROPLACE Def. 5, MILP (6))
+has every weight in ``[W⁻, W⁺]`` and bias in ``[b⁻, b⁺]``; a plain network is the special case
+``W⁻ = W⁺``. For a layer with non-negative inputs ``v`` (post-ReLU activations, or inputs in
+``[0, 1]``), the pre-activation of neuron ``i`` can take exactly the values
+
+    lo_i(v) = W⁻_i v + b⁻_i   ...   hi_i(v) = W⁺_i v + b⁺_i
+
+and, since every neuron owns its weight row, neurons choose independently. So the set of
+reachable post-activations is ``relu(lo_i(v)) <= v'_i <= relu(hi_i(v))``: the left inequality is
+convex (one row, no binary); the right one needs a binary only when ``hi_i`` can change sign over
+the domain. Big-M constants come from interval bounds (:meth:`IntervalNetwork.layer_bounds`
+over the input box) — never a fixed constant — and neurons that are stable over the box get no
+binary at all. For a plain network this is the usual big-M ReLU encoding
+(``v >= z, v <= z - L(1 - s), v <= U s``).
+
+Inputs of any sign are handled *sign-aware*: for input ``x_j <= 0`` the lower end uses ``W⁺``
+and the upper end ``W⁻``; a variable input whose box straddles 0 is split exactly,
+``x = x⁺ - x⁻`` with a binary choosing the side. A fixed point input needs no variables at
+all: the first layer's pre-activation range is the constant interval
+``[W⁻x⁺ + W⁺x⁻ + b⁻, W⁺x⁺ + W⁻x⁻ + b⁺]`` and its activations become bounded variables.
+
+:func:`encode_input_domain` encodes model space with the encoder's structure (one-hot groups,
+integer grids, thermometer ordinals, binaries, immutable and monotone features).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from robustce.errors import ValidationError
+from robustce.models.network import ReLUNetwork
+from robustce.robustness.shift import IntervalNetwork, ParameterShift, as_network
+from robustce.solvers.milp import MILP
+
+__all__ = [
+    "InputDomain",
+    "InputVars",
+    "LayerEncoding",
+    "NetworkEncoding",
+    "encode_input_domain",
+    "encode_interval_network",
+    "encode_network",
+    "encode_shifted_network",
+    "plain_interval",
+]
+
+@dataclass(frozen=True)
+class InputVars:
+    """Input variables of an encoding and the box they range over (used for big-M)."""
+
+    index: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def __post_init__(self) -> None:
+        idx = np.asarray(self.index, dtype=np.int64).reshape(-1)
+        lo = np.asarray(self.lower, dtype=np.float64).reshape(-1)
+        hi = np.asarray(self.upper, dtype=np.float64).reshape(-1)
+        if not (idx.shape == lo.shape == hi.shape):
+            raise ValidationError("InputVars: index, lower and upper must have the same length")
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+            raise ValidationError("InputVars: input bounds must be finite (big-M comes from them)")
+        object.__setattr__(self, "index", idx)
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+
+
+@dataclass
+class LayerEncoding:
+    """One hidden layer: post-ReLU variables, binaries (-1 where the neuron is stable) and the
+    bounds used: pre-activation range ``[lower, upper]`` and ``upper_min`` = min of the upper-end
+    pre-activation ``hi(v)`` over the domain (equal to ``lower`` for plain networks)."""
+
+    post: np.ndarray
+    binary: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    upper_min: np.ndarray
+    lower_max: np.ndarray
+
+    @property
+    def n_binaries(self) -> int:
+        return int((self.binary >= 0).sum())
+
+
+@dataclass
+class NetworkEncoding:
+    """Variables of an encoded (interval) network. ``out_lower`` / ``out_upper``: the output
+    logits at the lower / upper end of their weight intervals (the same variables for a plain
+    network, also available as ``outputs``)."""
+
+    inputs: np.ndarray | None
+    hidden: list[LayerEncoding]
+    out_lower: np.ndarray
+    out_upper: np.ndarray
+    out_bounds: tuple[np.ndarray, np.ndarray]
+    plain: bool
+    aux: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outputs(self) -> np.ndarray:
+        if not self.plain:
+            raise ValidationError("an interval network has two output sets: out_lower and out_upper")
+        return self.out_lower
+
+    @property
+    def n_binaries(self) -> int:
+        return sum(layer.n_binaries for layer in self.hidden) + int(self.aux.get("n_sign_binaries", 0))
+
+
+def plain_interval(network: Any) -> IntervalNetwork:
+    """The degenerate interval network of a plain network (``W⁻ = W⁺ = W``)."""
+    net = as_network(network)
+    return IntervalNetwork([(W, W, b, b) for W, b in net.weights])
+
+
+def encode_network(milp: MILP, network: Any, inputs: InputVars | np.ndarray,
+                   *, bounds: list[tuple[np.ndarray, np.ndarray]] | None = None) -> NetworkEncoding:
+    """Encode a plain ReLU network (fixed weights) on ``inputs``."""
+    return encode_interval_network(milp, plain_interval(network), inputs, bounds=bounds, plain=True)
+
+
+def encode_shifted_network(milp: MILP, network: Any, shift: ParameterShift,
+                           inputs: InputVars | np.ndarray,
+                           *, bounds: list[tuple[np.ndarray, np.ndarray]] | None = None
+                           ) -> NetworkEncoding:
+    """Encode the interval network of ``shift`` around ``network`` (PROPLACE MILP (6) with the
+    weights eliminated). With a fixed input point it is exact: its optimum over any linear
+    objective of the outputs equals the optimum over all networks in Δ (see
+    :mod:`robustce.robustness.exact`)."""
+    if not isinstance(shift, ParameterShift):
+        raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
+    return encode_interval_network(milp, shift.interval(network), inputs, bounds=bounds, plain=False)
+
+
+# --- linear expressions over the previous layer ------------------------------------------------
+
+
+@dataclass
+class _Expr:
+    """Per-neuron lower-end and upper-end pre-activations as ``A @ x[cols] + c``."""
+
+    cols: np.ndarray
+    A_lo: np.ndarray
+    c_lo: np.ndarray
+    A_hi: np.ndarray
+    c_hi: np.ndarray
+    box_lo: np.ndarray  # bounds of the variables in cols (for ranges)
+    box_hi: np.ndarray
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(min lo, max lo, min hi, max hi) over the variables' box (sound)."""
+        lo_min = self.c_lo + _min_affine(self.A_lo, self.box_lo, self.box_hi)
+        lo_max = self.c_lo - _min_affine(-self.A_lo, self.box_lo, self.box_hi)
+        hi_min = self.c_hi + _min_affine(self.A_hi, self.box_lo, self.box_hi)
+        hi_max = self.c_hi - _min_affine(-self.A_hi, self.box_lo, self.box_hi)
+        return lo_min, lo_max, hi_min, hi_max
+
+
+def _min_affine(A: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    if A.shape[1] == 0:
+        return np.zeros(A.shape[0])
+    return np.maximum(A, 0) @ lo + np.minimum(A, 0) @ hi
+
+
+def _first_layer_expr(milp: MILP, inputs: InputVars | np.ndarray, Wl, Wu, bl, bu, plain: bool,
+                      aux: dict[str, Any]) -> tuple[_Expr, np.ndarray | None]:
+    if not isinstance(inputs, InputVars):
+        x = np.asarray(inputs, dtype=np.float64).reshape(-1)
+        if x.shape[0] != Wl.shape[1]:
+            raise ValidationError(f"input point has {x.shape[0]} entries, the network takes {Wl.shape[1]}")
+        if not np.isfinite(x).all():
+            raise ValidationError("input point contains NaN or infinite values")
+        xp, xn = np.maximum(x, 0), np.minimum(x, 0)
+        m = Wl.shape[0]
+        empty = np.zeros((m, 0))
+        return _Expr(np.zeros(0, dtype=np.int64), empty, Wl @ xp + Wu @ xn + bl, empty,
+                     Wu @ xp + Wl @ xn + bu, np.zeros(0), np.zeros(0)), None
+    idx, lo, hi = inputs.index, inputs.lower, inputs.upper
+    if idx.shape[0] != Wl.shape[1]:
+        raise ValidationError(f"{idx.shape[0]} input variables given, the network takes {Wl.shape[1]}")
+    if plain or np.all(lo >= 0):
+        return _Expr(idx, Wl, bl.copy(), Wu, bu.copy(), lo, hi), idx
+    # sign-aware: x >= 0 -> (W⁻, W⁺); x <= 0 -> (W⁺, W⁻); straddling -> exact split x = p - n
+    nonneg, nonpos = lo >= 0, hi <= 0
+    mixed = ~(nonneg | nonpos)
+    A_lo = np.where(nonneg[None, :], Wl, Wu)
+    A_hi = np.where(nonneg[None, :], Wu, Wl)
+    cols, box_lo, box_hi = idx.copy(), lo.copy(), hi.copy()
+    if mixed.any():
+        k = int(mixed.sum())
+        mlo, mhi = lo[mixed], hi[mixed]
+        pos = milp.add_vars(k, 0.0, mhi)
+        neg = milp.add_vars(k, 0.0, -mlo)
+        sgn = milp.add_vars(k, 0.0, 1.0, "B")
+        r = np.arange(k)
+        # x - p + n = 0;  p - hi*s <= 0;  n + lo*s <= -lo  (n <= -lo (1 - s))
+        milp.add_constrs_coo(np.concatenate([r, r, r]),
+                             np.concatenate([idx[mixed], pos, neg]),
+                             np.concatenate([np.ones(k), -np.ones(k), np.ones(k)]), k, 0.0, 0.0)
+        milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([pos, sgn]),
+                             np.concatenate([np.ones(k), -mhi]), k, -np.inf, 0.0)
+        milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([neg, sgn]),
+                             np.concatenate([np.ones(k), mlo]), k, -np.inf, -mlo)
+        A_lo = np.concatenate([np.where(mixed[None, :], 0.0, A_lo), Wl[:, mixed], -Wu[:, mixed]], axis=1)
+        A_hi = np.concatenate([np.where(mixed[None, :], 0.0, A_hi), Wu[:, mixed], -Wl[:, mixed]], axis=1)
+        cols = np.concatenate([cols, pos, neg])
+        box_lo = np.concatenate([np.where(mixed, 0.0, box_lo), np.zeros(2 * k)])
+        box_hi = np.concatenate([np.where(mixed, 0.0, box_hi), mhi, -mlo])
+        aux["n_sign_binaries"] = k
+        aux["sign_split"] = (np.flatnonzero(mixed), pos, neg, sgn)
+    return _Expr(cols, A_lo, bl.copy(), A_hi, bu.copy(), box_lo, box_hi), idx
+
+
+def _rows_with_diag(milp: MILP, diag_vars: np.ndarray, A: np.ndarray, cols: np.ndarray,
+                    extra: tuple[np.ndarray, np.ndarray] | None, lb, ub) -> None:
+    """Rows ``lb <= v_i - A_i x[cols] (+ extra_i s_i) <= ub`` for all i, built in one batch."""
+    m, k = A.shape
+    r_diag = np.arange(m)
+    rr = [r_diag, np.repeat(r_diag, k)]
+    cc = [diag_vars, np.tile(cols, m)]
+    vv = [np.ones(m), -A.ravel()]
+    if extra is not None:
+        evars, evals = extra
+        rr.append(r_diag)
+        cc.append(evars)
+        vv.append(evals)
+    milp.add_constrs_coo(np.concatenate(rr), np.concatenate(cc), np.concatenate(vv), m, lb, ub)
+
+
+def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars | np.ndarray, *,
+                            bounds: list[tuple[np.ndarray, np.ndarray]] | None = None,
+                            plain: bool = False) -> NetworkEncoding:
+    """Encode an interval network (or, with ``plain=True`` and ``W⁻ = W⁺``, a plain one).
+
+    ``inputs``: :class:`InputVars` (variables over a box) or a fixed point (1-D array).
+    ``bounds``: per-layer pre-activation bounds ``(lo, hi)`` for this input (as returned by
+    :meth:`IntervalNetwork.layer_bounds` for one row); computed when not given.
+    """
+    layers = inn.layers
+    aux: dict[str, Any] = {}
+    if bounds is None:
+        if isinstance(inputs, InputVars):
+            bounds = inn.layer_bounds(inputs.lower, inputs.upper)
+        else:
+            bounds = inn.layer_bounds(np.asarray(inputs, dtype=np.float64).reshape(1, -1))
+    bounds = [(np.asarray(lo).reshape(-1), np.asarray(hi).reshape(-1)) for lo, hi in bounds]
+    if len(bounds) != len(layers):
+        raise ValidationError(f"bounds has {len(bounds)} layers, the network {len(layers)}")
+
+    Wl, Wu, bl, bu = layers[0]
+    expr, input_idx = _first_layer_expr(milp, inputs, Wl, Wu, bl, bu, plain, aux)
+    hidden: list[LayerEncoding] = []
+    last = len(layers) - 1
+    for li in range(len(layers)):
+        L, U = bounds[li]
+        lo_min, lo_max, hi_min, hi_max = expr.ranges()
+        L = np.maximum(L, lo_min) if expr.cols.size else lo_min
+        U = np.minimum(U, hi_max) if expr.cols.size else hi_max
+        hi_min = np.maximum(hi_min, L)
+        lo_max = np.minimum(lo_max, U)
+        m = L.shape[0]
+        if li == last:
+            if plain:
+                y = milp.add_vars(m, L, np.maximum(U, L))
+                _rows_with_diag(milp, y, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+                return NetworkEncoding(input_idx, hidden, y, y, (L, U), True, aux)
+            y_lo = milp.add_vars(m, L, np.maximum(lo_max, L))
+            y_hi = milp.add_vars(m, np.minimum(hi_min, U), U)
+            _rows_with_diag(milp, y_lo, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+            _rows_with_diag(milp, y_hi, expr.A_hi, expr.cols, None, expr.c_hi, expr.c_hi)
+            return NetworkEncoding(input_idx, hidden, y_lo, y_hi, (L, U), False, aux)
+
+        v_lo, v_hi = np.maximum(L, 0.0), np.maximum(U, 0.0)
+        v = milp.add_vars(m, v_lo, v_hi)
+        binary = np.full(m, -1, dtype=np.int64)
+        if expr.cols.size:
+            dead = U <= 0.0
+            need_lo_row = ~dead & (lo_max > 0)  # v >= lo(x) is implied by v >= 0 otherwise
+            if plain:
+                active = ~dead & (L >= 0)
+                need_lo_row &= ~active
+                if active.any():
+                    _rows_with_diag(milp, v[active], expr.A_lo[active], expr.cols, None,
+                                    expr.c_lo[active], expr.c_lo[active])
+            else:
+                active = np.zeros(m, dtype=bool)
+            if need_lo_row.any():
+                s = need_lo_row
+                _rows_with_diag(milp, v[s], expr.A_lo[s], expr.cols, None, expr.c_lo[s], np.inf)
+            hi_pos = ~dead & ~active & (hi_min >= 0)
+            if hi_pos.any():
+                s = hi_pos
+                _rows_with_diag(milp, v[s], expr.A_hi[s], expr.cols, None, -np.inf, expr.c_hi[s])
+            unstable = ~dead & ~active & (hi_min < 0)
+            if unstable.any():
+                s = unstable
+                k = int(s.sum())
+                b = milp.add_vars(k, 0.0, 1.0, "B")
+                binary[s] = b
+                Lh = hi_min[s]
+                # v - hi(x) - Lh*b <= -Lh      (v <= hi(x) - Lh (1 - b))
+                _rows_with_diag(milp, v[s], expr.A_hi[s], expr.cols, (b, -Lh), -np.inf,
+                                expr.c_hi[s] - Lh)
+                # v - U b <= 0
+                r = np.arange(k)
+                milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([v[s], b]),
+                                     np.concatenate([np.ones(k), -U[s]]), k, -np.inf, 0.0)
+        hidden.append(LayerEncoding(v, binary, L, U, hi_min, lo_max))
+        Wl, Wu, bl, bu = layers[li + 1]
+        expr = _Expr(v, Wl, bl.copy(), Wu, bu.copy(), v_lo, v_hi)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --- input domains ----------------------------------------------------------------------------
+
+
+@dataclass
+class InputDomain:
+    """Model-space input variables with the encoder's structure.
+
+    ``column_kind`` per column: ``"continuous"``, ``"grid"`` (integer grid ``z / steps``),
+    ``"binary"`` (0/1: binary, one-hot and thermometer columns) or ``"fixed"``.
+    """
+
+    vars: InputVars
+    column_kind: np.ndarray
+    grid_steps: np.ndarray  # steps of grid columns, 0 elsewhere
+    grid_vars: np.ndarray  # integer variable per grid column, -1 elsewhere
+
+    @property
+    def index(self) -> np.ndarray:
+        return self.vars.index
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self.vars.lower
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self.vars.upper
+
+
+def _grid_bounds(lo: np.ndarray, hi: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    eps = 1e-9
+    return np.ceil(lo * steps - eps), np.floor(hi * steps + eps)
+
+
+def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None, *,
+                        lower: np.ndarray | None = None, upper: np.ndarray | None = None,
+                        actionability: bool = True) -> InputDomain:
+    """Input variables for model space.
+
+    ``space``: a fitted :class:`~robustce.data.Encoder` (structured domain), a model with an
+    ``encoder``, or an int ``d`` (plain box, default ``[0, 1]^d``). With a ``query`` (1-D,
+    model space) and ``actionability``, immutable features are fixed to the query and
+    increase-/decrease-only features bounded by it. ``lower`` / ``upper`` (per column)
+    intersect the box.
+    """
+    encoder = getattr(space, "encoder", space)
+    if isinstance(space, int | np.integer):
+        encoder = None
+        d = int(space)
+    elif hasattr(encoder, "blocks_"):
+        d = int(encoder.n_features_out_)
+    else:
+        raise ValidationError(
+            f"space must be a fitted Encoder, a model with one, or a number of columns; got "
+            f"{type(space).__name__}")
+    lo = np.zeros(d) if lower is None else np.asarray(lower, dtype=np.float64).reshape(-1).copy()
+    hi = np.ones(d) if upper is None else np.asarray(upper, dtype=np.float64).reshape(-1).copy()
+    if encoder is not None:
+        lo, hi = np.maximum(lo, 0.0), np.minimum(hi, 1.0)
+    if lo.shape[0] != d or hi.shape[0] != d:
+        raise ValidationError(f"lower/upper must have {d} entries")
+    q = None
+    if query is not None:
+        q = np.asarray(query, dtype=np.float64).reshape(-1)
+        if q.shape[0] != d or not np.isfinite(q).all():
+            raise ValidationError(f"query must be a finite vector of {d} model-space values")
+    kind = np.full(d, "continuous", dtype=object)
+    steps = np.zeros(d, dtype=np.int64)
+    fixed = np.zeros(d, dtype=bool)
+    onehot_groups: list[np.ndarray] = []
+    thermo_groups: list[np.ndarray] = []
+    if encoder is not None:
+        for blk in encoder.blocks_:
+            cols = np.arange(blk.start, blk.stop)
+            enc = blk.encoding
+            if enc in ("binary", "onehot", "thermometer"):
+                kind[cols] = "binary"
+                if enc == "onehot":
+                    onehot_groups.append(cols)
+                elif enc == "thermometer" and len(cols) > 1:
+                    thermo_groups.append(cols)
+            elif blk.n_steps is not None:
+                if blk.n_steps > 0:
+                    kind[cols], steps[cols] = "grid", blk.n_steps
+                else:
+                    fixed[cols] = True
+            elif enc == "scaled" and blk.feature.lower == blk.feature.upper:
+                fixed[cols] = True
+            if q is not None and actionability:
+                act = str(blk.actionability.value if hasattr(blk.actionability, "value")
+                          else blk.actionability)
+                if act == "immutable":
+                    lo[cols], hi[cols] = q[cols], q[cols]
+                    fixed[cols] = True
+                elif act == "increase":
+                    lo[cols] = np.maximum(lo[cols], q[cols])
+                elif act == "decrease":
+                    hi[cols] = np.minimum(hi[cols], q[cols])
+        const = fixed & (lo < hi)  # constant features (zero-width scale) encode as 0
+        lo[const] = hi[const] = np.clip(0.0, lo[const], hi[const])
+    if np.any(lo > hi + 1e-12):
+        bad = int(np.argmax(lo > hi + 1e-12))
+        raise ValidationError(f"empty input box at column {bad}: [{lo[bad]}, {hi[bad]}]")
+    hi = np.maximum(lo, hi)
+    kind[fixed] = "fixed"
+    vt = np.where(kind == "binary", "B", "C")
+    x = milp.add_vars(d, lo, hi, vt)
+    grid_vars = np.full(d, -1, dtype=np.int64)
+    g = np.flatnonzero(kind == "grid")
+    if g.size:
+        zlo, zhi = _grid_bounds(lo[g], hi[g], steps[g])
+        z = milp.add_vars(g.size, zlo, np.maximum(zhi, zlo), "I")  # empty grid -> infeasible row
+        grid_vars[g] = z
+        r = np.arange(g.size)
+        # x - z / steps = 0
+        milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([x[g], z]),
+                             np.concatenate([np.ones(g.size), -1.0 / steps[g]]), g.size, 0.0, 0.0)
+    for cols in onehot_groups:
+        milp.add_constrs_coo(np.zeros(len(cols), dtype=np.int64), x[cols], np.ones(len(cols)), 1, 1.0, 1.0)
+    if thermo_groups:
+        rr, cc, vv = [], [], []
+        n_rows = 0
+        for cols in thermo_groups:
+            k = len(cols) - 1
+            r = np.arange(n_rows, n_rows + k)
+            rr += [r, r]
+            cc += [x[cols[:-1]], x[cols[1:]]]
+            vv += [np.ones(k), -np.ones(k)]
+            n_rows += k
+        milp.add_constrs_coo(np.concatenate(rr), np.concatenate(cc), np.concatenate(vv), n_rows, 0.0, np.inf)
+    return InputDomain(InputVars(x, lo, hi), kind, steps, grid_vars)
+
+
+def network_of(model: Any) -> ReLUNetwork:
+    """The ReLUNetwork view of a model or network."""
+    return as_network(model)
