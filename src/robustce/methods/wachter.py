@@ -1,0 +1,301 @@
+"""``Wachter``: gradient search for a nearby valid counterfactual (Wachter, Mittelstadt & Russell).
+
+For a query x with target class t, Wachter et al. minimise over x'
+
+    L(x'; λ) = λ · ℓ(m_t(x')) + Σ_j w_j |x'_j − x_j|,
+
+where m_t is the target-class margin of the model's logits (binary: ±z; K classes:
+z_t − max_{j≠t} z_j, see :func:`~robustce.models.network.class_margin`), ℓ a validity loss and
+w_j per-column weights of the L1 proximity term (uniform; inverse median absolute deviation,
+Wachter's choice; or inverse range). λ starts at ``lam_init`` and is multiplied by
+``lam_schedule`` for every query that has no valid CE after ``max_iter`` steps, at most
+``max_lambda_steps`` times.
+
+Implementation (batch first): all queries are optimised together in one float64 torch tensor
+with Adam (``model.torch_logits``); each query has its own λ. Immutable columns are frozen by
+zeroing their gradient; after every step the point is clipped to [0, 1] and projected onto the
+increase/decrease-only constraints (x'_j ≥ x_j, resp. ≤). Every ``check_every`` steps the
+points are projected to valid encodings (``encoder.project``: integer grid, one-hot argmax,
+monotone thermometers) and checked by a plain forward pass; the first valid projected point of
+a query is its CE and the query stops. Queries still without a valid CE at the end get
+``not_found`` (``timeout`` when the time budget ran out first).
+
+Validity losses ``loss``: ``"hinge"`` — ℓ = max(0, κ − m_t) (κ = ``margin``); ``"bce"`` — the
+(binary) cross-entropy of the margin shifted by κ, ℓ = log(1 + exp(κ − m_t)).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from robustce.errors import UnsupportedModelError, ValidationError
+from robustce.explanations import QueryResult
+from robustce.methods.base import ACTION_TOL, Explainer
+from robustce.models.network import class_margin
+
+__all__ = ["Wachter"]
+
+
+class Wachter(Explainer):
+    """Gradient-based counterfactual search with an L1 proximity term (Wachter et al. 2017).
+
+    Parameters
+    ----------
+    model : a differentiable model (``model.differentiable``: ReLU MLPs, linear models).
+    data : training Dataset; needed only for ``distance_weights="mad"`` or ``"range"``.
+    lam_init : float > 0 — initial λ (weight of the validity term).
+    lam_schedule : float > 1 — λ is multiplied by this after each round without a valid CE.
+    max_lambda_steps : int — number of λ rounds (caps the search).
+    max_iter : int — Adam steps per λ round.
+    lr : float — Adam learning rate (model space is [0, 1]^d).
+    loss : "hinge" or "bce" — validity loss ℓ on the target margin.
+    margin : float ≥ 0 — κ, the target margin the loss asks for (logit units).
+    distance_weights : None (uniform), "mad" (1/median absolute deviation per model-space
+        column of the training data; columns with zero MAD use 1/std, then 1), "range"
+        (1/(max − min) of the training data; zero ranges use 1), or an array of d weights ≥ 0.
+    check_every : int — validity (after projection) is checked every this many steps.
+    init_noise : float ≥ 0 — std of Gaussian noise added to the mutable columns of the start
+        point (0: start at the query; the search is then fully deterministic).
+    straight_through : bool — evaluate the validity term at the projected point
+        (``encoder.project``) with a straight-through gradient, so that the loss asks for a
+        valid *encoding*, not a valid relaxation (one-hot mass split between categories,
+        integers between grid points). Off: the classic relaxed loss.
+    target_class, time_limit, random_state, n_jobs : see
+        :class:`~robustce.methods.base.Explainer`. The time limit applies to the batch (all
+        queries advance together); ``n_jobs`` is not used.
+
+    Certificate columns (``certificate_columns``)
+    ----------------------------------------------
+    distance : Σ_j w_j |x'_j − x_j| of the returned CE (NaN if none).
+    margin : target-class margin m_t(x') of the returned CE (> 0 means valid).
+    lambda : the λ in force when the CE was found (or the last one tried).
+    n_iter : optimisation steps spent on the query.
+    """
+
+    name: ClassVar[str] = "wachter"
+    certificate_columns: ClassVar[tuple[str, ...]] = ("distance", "margin", "lambda", "n_iter")
+
+    def __init__(
+        self,
+        model: Any,
+        data: Any = None,
+        *,
+        lam_init: float = 0.1,
+        lam_schedule: float = 2.0,
+        max_lambda_steps: int = 10,
+        max_iter: int = 200,
+        lr: float = 0.02,
+        loss: str = "hinge",
+        margin: float = 0.05,
+        distance_weights: Any = None,
+        check_every: int = 1,
+        init_noise: float = 0.0,
+        straight_through: bool = True,
+        **kwargs: Any,
+    ):
+        super().__init__(model, data, **kwargs)
+        if not model.differentiable:
+            raise UnsupportedModelError(
+                f"Wachter needs a differentiable model (torch_logits); {type(model).__name__} "
+                "has no ReLU-network view — use NearestNeighbour or a MILP method instead")
+        if not lam_init > 0:
+            raise ValidationError(f"lam_init must be positive, got {lam_init}")
+        if not lam_schedule > 1:
+            raise ValidationError(f"lam_schedule must be > 1 (λ is multiplied by it), got {lam_schedule}")
+        for label, value in (("max_lambda_steps", max_lambda_steps), ("max_iter", max_iter),
+                             ("check_every", check_every)):
+            if int(value) < 1:
+                raise ValidationError(f"{label} must be a positive integer, got {value}")
+        if not lr > 0:
+            raise ValidationError(f"lr must be positive, got {lr}")
+        if loss not in ("hinge", "bce"):
+            raise ValidationError(f"loss must be 'hinge' or 'bce', got {loss!r}")
+        if margin < 0:
+            raise ValidationError(f"margin must be >= 0, got {margin}")
+        if init_noise < 0:
+            raise ValidationError(f"init_noise must be >= 0, got {init_noise}")
+        self.lam_init = float(lam_init)
+        self.lam_schedule = float(lam_schedule)
+        self.max_lambda_steps = int(max_lambda_steps)
+        self.max_iter = int(max_iter)
+        self.lr = float(lr)
+        self.loss = loss
+        self.margin = float(margin)
+        self.distance_weights = distance_weights
+        self.check_every = int(check_every)
+        self.init_noise = float(init_noise)
+        self.straight_through = bool(straight_through)
+        self.weights_ = self._weights(distance_weights)
+
+    def get_params(self) -> dict[str, Any]:
+        out = super().get_params()
+        if isinstance(self.distance_weights, np.ndarray):
+            out["distance_weights"] = self.distance_weights.tolist()
+        return out
+
+    def _weights(self, spec: Any) -> np.ndarray:
+        d = self.encoder.n_features_out_
+        if spec is None:
+            return np.ones(d)
+        if isinstance(spec, str):
+            if spec not in ("mad", "range"):
+                raise ValidationError(f"distance_weights must be None, 'mad', 'range' or an array, "
+                                      f"got {spec!r}")
+            if self.data is None:
+                raise ValidationError(f"distance_weights={spec!r} needs the training data (data=)")
+            X = self.encoder.transform(self.data.frame)
+            if spec == "mad":
+                scale = np.median(np.abs(X - np.median(X, axis=0)), axis=0)
+                std = X.std(axis=0)
+                scale = np.where(scale > 0, scale, np.where(std > 0, std, 1.0))
+            else:
+                scale = X.max(axis=0) - X.min(axis=0)
+                scale = np.where(scale > 0, scale, 1.0)
+            return 1.0 / scale
+        w = np.asarray(spec, dtype=np.float64).reshape(-1)
+        if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValidationError(f"distance_weights must be {d} finite non-negative numbers")
+        return w
+
+    # --- search -----------------------------------------------------------------------------
+    def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+        import torch
+
+        n = len(X)
+        rng = self._rng()
+        free = ~self.encoder.immutable_mask_
+        start = X.copy()
+        if self.init_noise > 0:
+            noise = rng.normal(0.0, self.init_noise, size=X.shape) * free
+            start = self._constrain_np(np.clip(X + noise, 0.0, 1.0), X)
+        lam = np.full(n, self.lam_init)
+        n_iter = np.zeros(n, dtype=np.int64)
+        best: list[np.ndarray | None] = [None] * n
+        done = np.zeros(n, dtype=bool)
+        current = start.copy()
+        threads = torch.get_num_threads()
+        # the tensors are small (queries × d, hidden widths): thread hand-offs cost more than
+        # they save, and on a busy machine they dominate — run the loop single-threaded
+        torch.set_num_threads(1)
+        try:
+            timed_out = self._optimise(X, targets, lam, n_iter, best, done, current)
+        finally:
+            torch.set_num_threads(threads)
+        return [self._result(X[i], int(targets[i]), best[i], lam[i], n_iter[i], timed_out)
+                for i in range(n)]
+
+    def _optimise(self, X: np.ndarray, targets: np.ndarray, lam: np.ndarray, n_iter: np.ndarray,
+                  best: list, done: np.ndarray, current: np.ndarray) -> bool:
+        """Adam rounds over all queries; fills ``best``/``done``/``lam``/``n_iter`` in place.
+        Returns whether the time limit stopped the search."""
+        import torch
+
+        enc = self.encoder
+        free = ~enc.immutable_mask_
+        inc, dec = enc.increasing_mask_, enc.decreasing_mask_
+        t0 = time.perf_counter()
+        timed_out = False
+        w_all = torch.as_tensor(self.weights_, dtype=torch.float64)
+        free_t = torch.as_tensor(free, dtype=torch.float64)
+        inc_t, dec_t, fixed_t = (torch.as_tensor(a) for a in (inc, dec, ~free))
+        with torch.enable_grad():
+            for rnd in range(self.max_lambda_steps):
+                active = np.flatnonzero(~done)
+                if len(active) == 0 or timed_out:
+                    break
+                if rnd > 0:
+                    lam[active] *= self.lam_schedule
+                xa = torch.as_tensor(X[active], dtype=torch.float64)
+                lam_t = torch.as_tensor(lam[active], dtype=torch.float64)
+                ta = targets[active]
+                var = torch.tensor(current[active], dtype=torch.float64, requires_grad=True)
+                opt = torch.optim.Adam([var], lr=self.lr)
+                live = np.ones(len(active), dtype=bool)
+                live_t = torch.ones(len(active), 1, dtype=torch.float64)
+                for it in range(self.max_iter):
+                    inp = var
+                    if self.straight_through:
+                        proj = torch.as_tensor(enc.project(var.detach().numpy()))
+                        inp = var + (proj - var).detach()
+                    logits = self.model.torch_logits(inp)
+                    m = self._torch_margin(logits, ta)
+                    if self.loss == "hinge":
+                        v = torch.relu(self.margin - m)
+                    else:
+                        v = torch.nn.functional.softplus(self.margin - m)
+                    dist = ((var - xa).abs() * w_all).sum(dim=1)
+                    total = (lam_t * v + dist).sum()
+                    opt.zero_grad()
+                    total.backward()
+                    var.grad.mul_(free_t).mul_(live_t)
+                    opt.step()
+                    with torch.no_grad():
+                        var.clamp_(0.0, 1.0)
+                        if inc.any():
+                            var[:, inc_t] = torch.maximum(var[:, inc_t], xa[:, inc_t])
+                        if dec.any():
+                            var[:, dec_t] = torch.minimum(var[:, dec_t], xa[:, dec_t])
+                        var[:, fixed_t] = xa[:, fixed_t]
+                    n_iter[active[live]] += 1
+                    if (it + 1) % self.check_every == 0 or it + 1 == self.max_iter:
+                        cand = enc.project(var.detach().numpy())
+                        ok = live & (self.model.predict(cand) == ta) & self._actionable_rows(
+                            X[active], cand)
+                        for j in np.flatnonzero(ok):
+                            best[active[j]] = cand[j]
+                        done[active[ok]] = True
+                        live &= ~ok
+                        if ok.any():
+                            live_t = torch.as_tensor(live, dtype=torch.float64)[:, None]
+                        if not live.any():
+                            break
+                    if time.perf_counter() - t0 > self.time_limit:
+                        timed_out = True
+                        break
+                current[active] = var.detach().numpy()
+        return timed_out
+
+    def _constrain_np(self, Z: np.ndarray, X: np.ndarray) -> np.ndarray:
+        enc = self.encoder
+        Z = Z.copy()
+        Z[:, enc.increasing_mask_] = np.maximum(Z[:, enc.increasing_mask_], X[:, enc.increasing_mask_])
+        Z[:, enc.decreasing_mask_] = np.minimum(Z[:, enc.decreasing_mask_], X[:, enc.decreasing_mask_])
+        Z[:, enc.immutable_mask_] = X[:, enc.immutable_mask_]
+        return Z
+
+    def _actionable_rows(self, X: np.ndarray, C: np.ndarray) -> np.ndarray:
+        enc = self.encoder
+        diff = C - X
+        ok = np.all(np.abs(diff[:, enc.immutable_mask_]) <= ACTION_TOL, axis=1)
+        ok &= np.all(diff[:, enc.increasing_mask_] >= -ACTION_TOL, axis=1)
+        ok &= np.all(diff[:, enc.decreasing_mask_] <= ACTION_TOL, axis=1)
+        return ok
+
+    def _torch_margin(self, logits: Any, targets: np.ndarray) -> Any:
+        import torch
+
+        t = torch.as_tensor(targets, dtype=torch.long)
+        if logits.shape[1] == 1:
+            return (2.0 * t.to(logits.dtype) - 1.0) * logits[:, 0]
+        zt = logits.gather(1, t[:, None])[:, 0]
+        others = logits.masked_fill(torch.nn.functional.one_hot(t, logits.shape[1]).bool(),
+                                    -torch.inf)
+        return zt - others.max(dim=1).values
+
+    def _result(self, x: np.ndarray, target: int, cf: np.ndarray | None, lam: float, n_iter: int,
+                timed_out: bool) -> QueryResult:
+        if cf is None:
+            status = "timeout" if timed_out else "not_found"
+            why = (f"time limit of {self.time_limit:g} s reached" if timed_out else
+                   f"no valid CE after {self.max_lambda_steps} λ rounds of {self.max_iter} steps "
+                   f"(last λ = {lam:g})")
+            return QueryResult(status, None, {"distance": np.nan, "margin": np.nan,
+                                              "lambda": float(lam), "n_iter": int(n_iter)},
+                               message=why)
+        margin = float(class_margin(self.model.logits(cf[None, :]), target)[0])
+        dist = float(np.sum(self.weights_ * np.abs(cf - x)))
+        return QueryResult("found", cf[None, :], {"distance": dist, "margin": margin,
+                                                  "lambda": float(lam), "n_iter": int(n_iter)})
