@@ -197,7 +197,7 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     if queries["n"] < 1:
         raise ConfigError(f"queries.n: must be a positive integer, got {queries['n']}")
     evaluation = _evaluation(raw.get("evaluation", {}))
-    metrics = _metrics(raw.get("metrics"))
+    metrics = _metrics(raw.get("metrics"), evaluation)
     datasets = _datasets(raw.get("datasets"))
     methods = _methods(raw.get("methods"))
 
@@ -301,6 +301,11 @@ def _evaluation(value: Any) -> dict[str, Any]:
         if not math.isfinite(delta) or delta <= 0:
             raise ConfigError(f"evaluation.delta: must be a positive number, got {delta}")
         out["delta"] = delta
+        try:
+            from robustce.robustness import is_delta_robust  # noqa: F401
+        except ImportError:
+            raise ConfigError("evaluation.delta: Δ-validity needs the exact Δ-test "
+                              "(robustce.robustness.is_delta_robust), not available here") from None
     out["lof_neighbors"] = _typed(table.get("lof_neighbors", 10), int, "evaluation.lof_neighbors")
     if out["lof_neighbors"] < 1:
         raise ConfigError("evaluation.lof_neighbors: must be a positive integer")
@@ -348,7 +353,11 @@ def available_metric_names() -> list[str]:
     return list(available_metrics())
 
 
-def _metrics(value: Any) -> list[str] | None:
+_NEEDS_HINT = {"family": "an [evaluation.retrain] table", "shift": "evaluation.delta",
+               "perturbed": "perturbed queries, which the benchmark runner does not produce"}
+
+
+def _metrics(value: Any, evaluation: Mapping[str, Any]) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not value:
@@ -359,9 +368,24 @@ def _metrics(value: Any) -> list[str] | None:
             raise ConfigError(f"metrics[{i}]: expected a metric name, got {_show(m)}")
         if m not in known:
             raise ConfigError(f"metrics[{i}]: unknown metric {m!r}; available: {', '.join(known)}")
+        have = {"data"} | ({"family"} if "retrain" in evaluation else set()) \
+            | ({"shift"} if "delta" in evaluation else set())
+        missing = sorted(_metric_needs(m) - have)
+        if missing:
+            raise ConfigError(f"metrics[{i}]: metric {m!r} needs "
+                              f"{' and '.join(_NEEDS_HINT.get(n, n) for n in missing)}")
     if len(set(value)) != len(value):
         raise ConfigError(f"metrics: duplicates in {value}")
     return list(value)
+
+
+def _metric_needs(name: str) -> set[str]:
+    try:
+        from robustce.evaluation.metrics import METRICS
+    except ImportError:  # pragma: no cover
+        return set()
+    spec = METRICS.get(name)
+    return set(getattr(spec, "needs", ()) or ())
 
 
 def _datasets(value: Any) -> list[DatasetEntry]:

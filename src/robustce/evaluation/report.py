@@ -28,6 +28,7 @@ from robustce.utils import atomic_write
 
 __all__ = [
     "COST_METRICS",
+    "HEADLINE_COLUMNS",
     "RETRAIN_METRICS",
     "ROBUSTNESS_METRICS",
     "figure_bars",
@@ -47,6 +48,9 @@ COST_METRICS = ("proximity_l1", "raw_l1", "k_distance_l1", "proximity_l2", "raw_
 ROBUSTNESS_METRICS = ("v_delta", "vr")
 RETRAIN_METRICS = ("vr",)
 TIME_METRICS = ("time", "time_s")
+#: the columns a terminal summary shows when every metric was computed
+HEADLINE_COLUMNS = ("coverage", "validity", "proximity_l1", "raw_l1", "sparsity", "lof", "vr",
+                    "v_delta", "time", "time_s", "n", "errors")
 COUNT_COLUMNS = ("n", "errors")
 
 

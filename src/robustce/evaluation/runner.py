@@ -206,7 +206,7 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         return record, None
     t0 = time.perf_counter()
     try:
-        from robustce.evaluation.metrics import evaluate, summarise
+        from robustce.evaluation.metrics import check_metrics, evaluate, summarise
 
         explainer = method.cls(ctx.model, ctx.train, **method.build_params(ctx.seed))
         if getattr(explainer, "trainable", False):
@@ -214,9 +214,13 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         t_explain = time.perf_counter()
         expl = explainer.explain(ctx.queries)
         explain_s = time.perf_counter() - t_explain
-        per_query = evaluate(expl, ctx.model, data=ctx.train, family=ctx.family, shift=ctx.shift,
-                             metrics=config.metrics,
-                             lof_neighbors=config.evaluation.get("lof_neighbors", 10))
+        if len(expl.counterfactuals):
+            per_query = evaluate(expl, ctx.model, data=ctx.train, family=ctx.family,
+                                 shift=ctx.shift, metrics=config.metrics,
+                                 lof_neighbors=config.evaluation.get("lof_neighbors", 10))
+        else:  # no CE for any query: nothing to measure, coverage says it
+            names = check_metrics(config.metrics, data=ctx.train, family=ctx.family, shift=ctx.shift)
+            per_query = pd.DataFrame(columns=names, index=pd.Index([], name="query_id"), dtype=float)
         summary = summarise(per_query, expl)
     except Exception as exc:
         if config.on_error == "raise":
@@ -315,13 +319,14 @@ def run_benchmark(
     backend: str | None = None,
     progress: bool = True,
     retry_errors: bool = False,
+    resume: bool = True,
 ) -> BenchmarkResult:
     """Run (or resume) a benchmark. ``config`` is validated before anything else happens.
 
     ``out_dir`` (or the config's ``out_dir``) receives ``cells/*.json``, ``explanations/``,
     ``config.json``, ``per_query.csv`` and ``table.csv``. ``n_jobs``/``backend`` override the
     config's. Cells already on disk with a matching fingerprint are skipped (error cells too,
-    unless ``retry_errors``).
+    unless ``retry_errors``); ``resume=False`` recomputes every cell.
     """
     config = parse_config(config)
     out = Path(out_dir) if out_dir is not None else config.out_dir
@@ -344,7 +349,7 @@ def run_benchmark(
     for d, s, m in config.cells():
         rec = _read_cell(out / "cells" / f"{cell_id(d.label, s, m.label)}.json")
         fresh = rec is not None and rec.get("fingerprint") == config.cell_fingerprint(d, s, m)
-        if fresh and (rec.get("ok") or not retry_errors):
+        if resume and fresh and (rec.get("ok") or not retry_errors):
             continue
         pending.append((d, s, m))
     groups: list[tuple[DatasetEntry, int]] = []
@@ -452,8 +457,8 @@ class BenchmarkResult:
         """
         keys = self._method_order()
         pq = self.per_query
-        metrics = [m for m in self.metric_names if m in pq.columns
-                   and pd.api.types.is_numeric_dtype(pq[m])]
+        metrics = [m for m in self.metric_names if m not in pq.columns
+                   or pd.api.types.is_numeric_dtype(pq[m])]
         cells = self.per_cell()
         rows: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
         for d, m in keys:
@@ -464,7 +469,8 @@ class BenchmarkResult:
             row[("coverage", "mean")], row[("coverage", "std")] = _mean_std(cov)
             q = pq[(pq["dataset"] == d) & (pq["method"] == m)]
             for name in metrics:
-                row[(name, "mean")], row[(name, "std")] = _mean_std(q[name])
+                values = q[name] if name in q.columns else pd.Series(dtype=float)
+                row[(name, "mean")], row[(name, "std")] = _mean_std(values)
             if "time" not in metrics:  # the metric gives it per query; else per cell
                 tq = ok["time_per_query_s"].astype(float) if len(ok) else pd.Series(dtype=float)
                 row[("time_s", "mean")], row[("time_s", "std")] = _mean_std(tq)
@@ -487,11 +493,27 @@ class BenchmarkResult:
                 seen.append((c["dataset"], c["method"]))
         return seen
 
-    def format(self, digits: int = 3) -> str:
-        """The table as plain text: ``mean ± std`` per metric."""
+    def display_table(self, columns: Any = None) -> pd.DataFrame:
+        """The table restricted to ``columns`` (default: the config's metrics, or the headline
+        ones — coverage, validity, proximity, plausibility, robustness, time — when the
+        config computed every metric)."""
+        from robustce.evaluation.report import HEADLINE_COLUMNS
+
+        table = self.table()
+        if len(table) == 0:
+            return table
+        if columns is None:
+            if self.config is not None and self.config.metrics is not None:
+                return table
+            columns = HEADLINE_COLUMNS
+        keep = [c for c in columns if c in table.columns.get_level_values(0)]
+        return table[keep]
+
+    def format(self, digits: int = 3, columns: Any = None) -> str:
+        """The (display) table as plain text: ``mean ± std`` per metric."""
         from robustce.evaluation.report import format_table
 
-        return format_table(self.table(), digits=digits)
+        return format_table(self.display_table(columns), digits=digits)
 
     def __repr__(self) -> str:
         return f"BenchmarkResult({self.name!r}, cells={len(self.cells)}, errors={len(self.errors)})"
