@@ -2,7 +2,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from robustce import data, datasets, errors, methods, models, robustness
+from robustce import data, datasets, errors, evaluation, methods, models, robustness
 from robustce.explanations import Explanations
 
 try:
@@ -16,6 +16,7 @@ __all__ = [
     "data",
     "datasets",
     "errors",
+    "evaluation",
     "methods",
     "models",
     "robustness",

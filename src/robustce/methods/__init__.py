@@ -1,5 +1,6 @@
 """Counterfactual explainers. All share :class:`Explainer` and return :class:`Explanations`."""
 
 from robustce.methods.base import Explainer, QueryResult
+from robustce.methods.nearest_neighbour import NearestNeighbour
 
-__all__ = ["Explainer", "QueryResult"]
+__all__ = ["Explainer", "NearestNeighbour", "QueryResult"]
