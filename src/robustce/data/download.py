@@ -281,9 +281,14 @@ def compute_checksums(root: str | os.PathLike, relpaths: Iterable[str] | None = 
 
 
 def fetch_url(url: str, timeout: float = 60.0) -> bytes:
-    """GET ``url`` and return its body. The only function here that touches the network."""
+    """GET ``url`` and return its body. Every download goes through this function, so
+    patching it (``robustce.data.download.fetch_url``) controls all network access."""
+    return _read_url(url, timeout)
+
+
+def _read_url(url: str, timeout: float) -> bytes:
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (https URLs only)
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
         return resp.read()
 
 

@@ -260,7 +260,7 @@ class Schema:
                     if lo < f.lower or hi > f.upper:
                         raise ValidationError(
                             f"column {f.name!r} has values outside its bounds "
-                            f"[{f.lower}, {f.upper}]: min {lo}, max {hi}"
+                            f"[{f.lower:g}, {f.upper:g}]: min {lo:g}, max {hi:g}"
                         )
             else:
                 codes = level_codes(col, f)
