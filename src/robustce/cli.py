@@ -95,6 +95,311 @@ def _cmd_datasets_describe(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------------------
+# demo, explain, certify, benchmark
+# ----------------------------------------------------------------------------------------
+
+
+def _add_demo(sub: Any) -> None:
+    p = sub.add_parser(
+        "demo", help="train, explain, evaluate and report on built-in data (no download)",
+        description="Train an MLP on the built-in synthetic loan data, explain rejected "
+                    "applicants with every available method, evaluate validity, proximity, "
+                    "plausibility and robustness, print the table and write an HTML + Markdown "
+                    "report and the explanations.")
+    p.add_argument("--out", metavar="DIR", default="robustce-demo",
+                   help="output directory (default: ./robustce-demo)")
+    p.add_argument("--quick", action="store_true", help="smaller data, model and query set (seconds)")
+    p.add_argument("--delta", type=float, default=None, metavar="D",
+                   help="parameter-shift δ for the robust methods and Δ-validity (default 0.03)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_demo)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from robustce.evaluation.demo import DEFAULT_DELTA, run_demo
+
+    delta = DEFAULT_DELTA if args.delta is None else args.delta
+    if not delta > 0:
+        raise _user_error(f"--delta must be positive, got {args.delta}")
+    run_demo(args.out, quick=args.quick, delta=delta, progress=not args.no_progress)
+    return EXIT_OK
+
+
+def _add_explain(sub: Any) -> None:
+    p = sub.add_parser(
+        "explain", help="explain queries with one method and save the Explanations",
+        description="Explain queries with one method; the Explanations directory goes to --out "
+                    "(a model trained here is saved to OUT/model).")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (robustce datasets list)")
+    src.add_argument("--data", metavar="CSV", help="your own data as CSV (needs --target)")
+    p.add_argument("--target", metavar="COL", help="target column of --data")
+    p.add_argument("--data-home", metavar="DIR", default=None, help="folder holding dataset files")
+    p.add_argument("--model", metavar="DIR", default=None,
+                   help="a saved model (model.save); default: train an MLP on the training split")
+    p.add_argument("--method", metavar="NAME", required=True,
+                   help="method name, e.g. nearest_neighbour, wachter, milp_nearest, milp_robust")
+    p.add_argument("--param", metavar="K=V", action="append", default=[],
+                   help="method parameter (repeatable); V is read as TOML (0.1, [1,2], true), "
+                        "else as a string; shift=D means ParameterShift(delta=D)")
+    q = p.add_mutually_exclusive_group()
+    q.add_argument("--queries", metavar="N", type=int, default=None,
+                   help="explain the first N test rows predicted as --from-class (default 10)")
+    q.add_argument("--queries-file", metavar="CSV", default=None,
+                   help="raw rows to explain (the dataset's feature columns)")
+    p.add_argument("--from-class", type=int, default=0, metavar="K",
+                   help="with --queries: pick rows the model predicts as class K (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="split, training and method seed (default 0)")
+    p.add_argument("--test-size", type=float, default=0.2, help="test share of the split (default 0.2)")
+    p.add_argument("--out", metavar="DIR", required=True, help="Explanations directory to write")
+    p.add_argument("--show", type=int, default=3, metavar="K", help="print the CEs of K queries")
+    p.set_defaults(func=_cmd_explain)
+
+
+def _user_error(message: str) -> Exception:
+    from robustce.errors import ValidationError
+
+    return ValidationError(message)
+
+
+def _read_csv(path: str, what: str) -> Any:
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise _user_error(f"{what} file not found: {path}") from None
+    except (OSError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
+        raise _user_error(f"{what} file {path} cannot be read as CSV: {exc}") from None
+
+
+def _parse_params(items: Sequence[str]) -> dict[str, Any]:
+    import tomllib
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise _user_error(f"--param {item!r}: expected KEY=VALUE")
+        try:
+            value = tomllib.loads(f"v = {text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text.strip()
+        out[key] = value
+    return out
+
+
+def _load_dataset(args: argparse.Namespace) -> Any:
+    from robustce.data.dataset import from_frame
+    from robustce.data.registry import load
+
+    if args.dataset is not None:
+        if args.target is not None:
+            raise _user_error("--target goes with --data (a registered dataset knows its target)")
+        return load(args.dataset, data_home=args.data_home)
+    if args.target is None:
+        raise _user_error("--data needs --target COL (the label column)")
+    frame = _read_csv(args.data, "--data")
+    return from_frame(frame, args.target, name=args.data)
+
+
+def _read_queries(path: str, schema: Any, target: str | None) -> Any:
+    frame = _read_csv(path, "--queries-file")
+    if len(frame) == 0:
+        raise _user_error(f"--queries-file {path} has no rows")
+    if "query_id" in frame.columns:
+        if not frame["query_id"].is_unique:
+            raise _user_error(f"--queries-file {path}: query_id values are not unique")
+        frame = frame.set_index("query_id")
+    if target is not None and target in frame.columns:
+        frame = frame.drop(columns=[target])
+    try:
+        schema.validate(frame)
+    except RobustCEError as exc:
+        raise _user_error(f"--queries-file {path}: {exc}") from None
+    return frame[schema.names]
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from robustce.evaluation.config import method_params
+    from robustce.evaluation.registry import get_method
+    from robustce.evaluation.runner import select_queries
+    from robustce.models import MLP
+    from robustce.models import load as load_model
+
+    if not 0 < args.test_size < 1:
+        raise _user_error(f"--test-size must be in (0, 1), got {args.test_size}")
+    if args.queries is not None and args.queries < 1:
+        raise _user_error(f"--queries must be a positive integer, got {args.queries}")
+    cls = get_method(args.method)
+    try:
+        params = method_params(cls, _parse_params(args.param), "--param")
+    except RobustCEError as exc:
+        raise _user_error(str(exc).replace("--param.", "--param ", 1)) from None
+    if "random_state" in cls.param_names():
+        params.setdefault("random_state", args.seed)
+
+    data = _load_dataset(args)
+    train, test = data.split(test_size=args.test_size, random_state=args.seed)
+    model = None if args.model is None else load_model(args.model)
+    if model is not None:
+        try:
+            model.encoder.transform(train.frame.iloc[:1])
+        except RobustCEError as exc:
+            raise _user_error(f"--model {args.model} does not fit the data: {exc}") from None
+    queries = None
+    if args.queries_file is not None:  # checked before any training
+        target = args.target or getattr(data.target, "name", None)
+        schema = model.encoder.schema if model is not None else data.schema
+        queries = _read_queries(args.queries_file, schema, target)
+    trained = model is None
+    if trained:
+        print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
+        model = MLP((20, 10), epochs=50, lr=5e-3, random_state=args.seed).fit(train)
+    if queries is None:
+        queries = select_queries(model, test, args.queries or 10, args.from_class)
+    explainer = cls(model, train, **params)
+    if getattr(explainer, "trainable", False):
+        explainer.fit(train)
+    expl = explainer.explain(queries)
+    out = expl.save(args.out)
+    if trained:
+        model.save(Path(out) / "model")
+    counts = {k: v for k, v in expl.status_counts().items() if v}
+    print(f"{expl.method}: {len(expl)} queries — " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for qid in list(expl.query_ids[: max(args.show, 0)]):
+        expl.show(qid)
+    print(f"explanations: {out}")
+    if trained:
+        print(f"model:        {Path(out) / 'model'}")
+    return EXIT_OK
+
+
+def _add_certify(sub: Any) -> None:
+    p = sub.add_parser(
+        "certify", help="exact Δ-robustness certificates for saved explanations",
+        description="Check every counterfactual of an Explanations directory for Δ-robustness "
+                    "under a parameter shift of size δ (exact MILP test); print the "
+                    "certificates and write them as CSV.")
+    p.add_argument("explanations", metavar="EXPLANATIONS_DIR")
+    p.add_argument("--model", metavar="DIR", default=None,
+                   help="the saved model the CEs are for (default: EXPLANATIONS_DIR/model)")
+    p.add_argument("--delta", type=float, required=True, metavar="D",
+                   help="every weight and bias may move by ±D")
+    p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                   help="MILP seconds per counterfactual (default 10)")
+    p.add_argument("--exact-value", action="store_true",
+                   help="solve every MILP to get the worst-case margin (no interval/attack shortcut)")
+    p.add_argument("--out", metavar="CSV", default=None,
+                   help="certificates file (default: EXPLANATIONS_DIR/certificates_delta<D>.csv)")
+    p.set_defaults(func=_cmd_certify)
+
+
+def _cmd_certify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from robustce.explanations import Explanations
+    from robustce.models import load as load_model
+    from robustce.robustness.shift import ParameterShift
+    from robustce.utils import atomic_write
+
+    try:
+        from robustce.robustness import exact_worst_case
+    except ImportError:
+        from robustce.robustness.exact import exact_worst_case
+
+    shift = ParameterShift(delta=args.delta)
+    if not args.time_limit > 0:
+        raise _user_error(f"--time-limit must be positive, got {args.time_limit}")
+    expl = Explanations.load(args.explanations)
+    model_dir = Path(args.model) if args.model else Path(args.explanations) / "model"
+    if args.model is None and not model_dir.exists():
+        raise _user_error(f"no model given and {model_dir} does not exist; pass --model DIR")
+    model = load_model(model_dir)
+    cfs = expl.counterfactuals_encoded
+    if cfs.shape[1] != model.encoder.n_features_out_:
+        raise _user_error(f"the explanations have {cfs.shape[1]} model-space columns but the model "
+                          f"expects {model.encoder.n_features_out_}; wrong --model?")
+    rows = expl.counterfactuals[["query_id", "cf_rank"]].reset_index(drop=True)
+    if len(cfs) == 0:
+        print("no counterfactuals to certify")
+        return EXIT_OK
+    targets = expl.target_class.loc[rows["query_id"]].to_numpy()
+    res = exact_worst_case(model, cfs, shift, targets, time_limit=args.time_limit,
+                           precheck=not args.exact_value)
+    table = pd.concat([rows, res.to_frame().drop(columns=["p", "biases"], errors="ignore")], axis=1)
+    table.insert(2, "valid", model.predict(cfs) == targets)
+    for col in ("value", "lower", "upper", "time"):
+        if col in table.columns:
+            table[col] = pd.to_numeric(table[col], errors="coerce")
+    out = Path(args.out) if args.out else Path(args.explanations) / f"certificates_delta{args.delta:g}.csv"
+    with atomic_write(out) as fh:
+        table.to_csv(fh, index=False)
+    show = table[["query_id", "cf_rank", "valid", "status", "decided_by", "lower", "upper", "value",
+                  "time"]]
+    with pd.option_context("display.max_rows", 200, "display.width", 120):
+        print(show.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    counts = table["status"].value_counts()
+    print()
+    print(f"δ = {args.delta:g}: {len(table)} counterfactuals — "
+          + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    print(f"certificates: {out}")
+    return EXIT_OK
+
+
+def _add_benchmark(sub: Any) -> None:
+    p = sub.add_parser(
+        "benchmark", help="run a benchmark (methods × datasets × seeds) from a TOML config",
+        description="Run or resume a benchmark described by a TOML file (see docs/benchmark.md): "
+                    "finished cells are skipped; the table is printed and an HTML + Markdown "
+                    "report written to the output directory. Exit code 1 if some cells failed.")
+    p.add_argument("config", metavar="CONFIG.toml")
+    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: config out_dir)")
+    p.add_argument("--n-jobs", type=int, default=None, metavar="N", help="parallel workers (-1 = all cores)")
+    p.add_argument("--backend", default=None, metavar="NAME",
+                   help="joblib backend: loky (default), threading, dask, ...")
+    p.add_argument("--retry-errors", action="store_true", help="recompute cells that failed before")
+    p.add_argument("--fresh", action="store_true", help="recompute every cell")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML/Markdown report")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_benchmark)
+
+
+def _cmd_benchmark(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from robustce.errors import ConfigError
+    from robustce.evaluation.config import load_config
+    from robustce.evaluation.report import write_report
+    from robustce.evaluation.runner import run_benchmark
+
+    config = load_config(args.config)
+    out = Path(args.out) if args.out else config.out_dir
+    if out is None:
+        raise ConfigError(f"{args.config} has no out_dir; pass --out DIR")
+    if args.n_jobs == 0:
+        raise ConfigError("--n-jobs must be non-zero (-1 = all cores)")
+    result = run_benchmark(config, out, n_jobs=args.n_jobs, backend=args.backend,
+                           progress=not args.no_progress, retry_errors=args.retry_errors,
+                           resume=not args.fresh)
+    print(result.format())
+    for err in result.errors:
+        print(f"warning: {err['cell']} failed: {err.get('error', '?')}", file=sys.stderr)
+    if not args.no_report:
+        paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",
+                             notes=[f"seeds: {config.seeds}",
+                                    "mean ± std over seeds and queries with a CE; coverage per seed"])
+        print(f"report: {paths['html']}")
+    print(f"results: {out}")
+    return 1 if result.errors else EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------
 # parser and entry point
 # ----------------------------------------------------------------------------------------
 
@@ -116,6 +421,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(func=_help_of(parser))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_datasets(sub)
+    _add_demo(sub)
+    _add_explain(sub)
+    _add_certify(sub)
+    _add_benchmark(sub)
     return parser
 
 

@@ -66,6 +66,7 @@ __all__ = [
     "available_metric_names",
     "load_config",
     "parse_config",
+    "method_params",
 ]
 
 TOP_KEYS = {"name", "seeds", "metrics", "n_jobs", "backend", "out_dir", "on_error", "data_home",
@@ -581,6 +582,22 @@ def _hint_name(hint: Any) -> str:
     if isinstance(hint, type):
         return _type_name(hint)
     return str(hint).replace("typing.", "")
+
+
+def method_params(cls: type, params: Mapping[str, Any], path: str = "params") -> dict[str, Any]:
+    """Check config-style ``params`` (names, types) for explainer ``cls`` and convert them to
+    constructor arguments (``shift`` → ParameterShift). Raises :class:`ConfigError` naming
+    ``path.key``."""
+    for k in RUNNER_SET & set(params):
+        raise ConfigError(f"{path}.{k}: set by the seed, not as a parameter")
+    _check_params(params, cls, path, allowed=cls.param_names())
+    out = {}
+    for k, v in params.items():
+        try:
+            out[k] = _convert_param(k, v)
+        except RobustCEError as exc:
+            raise ConfigError(f"{path}.{k}: {exc}") from None
+    return out
 
 
 def _convert_param(key: str, value: Any) -> Any:
