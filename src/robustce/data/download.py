@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import io
 import json
 import logging
@@ -333,7 +334,7 @@ def _download(relpath: str, target_dir: Path, searched: list[Path]) -> Path:
         log.info("downloading %s from %s", relpath, url)
         try:
             data = fetch_url(url)
-        except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, bad URLs
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError, timeouts…
             failures.append(f"{url}: {exc}")
             continue
         try:
