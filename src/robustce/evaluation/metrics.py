@@ -460,10 +460,22 @@ def set_distance_max(S1: np.ndarray, S2: np.ndarray, norm: str = "l1") -> float:
     return float(0.5 * (D.min(axis=1).max() + D.min(axis=0).max()))
 
 
+def _rows(C: Any, n_rows: int, d: int | None = None) -> np.ndarray:
+    """C as a 2-D float array of ``n_rows`` rows (an empty C keeps its width, or ``d``)."""
+    C = np.asarray(C, dtype=np.float64)
+    if C.ndim == 2 and len(C) == n_rows:
+        return C
+    if C.size == 0 and n_rows == 0:
+        return np.zeros((0, C.shape[-1] if C.ndim == 2 else (d or 0)))
+    if n_rows == 0 or C.size % n_rows:
+        raise ValidationError(f"{C.size} values cannot form {n_rows} CE rows")
+    return C.reshape(n_rows, -1)
+
+
 def _padded(C: np.ndarray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Long-format sets (rows C, set id ``owner`` in [0, n)) -> (n, k_max, d) and a mask."""
-    C = np.asarray(C, dtype=np.float64).reshape(len(owner), -1)
     owner = np.asarray(owner, dtype=np.int64)
+    C = _rows(C, len(owner))
     counts = np.bincount(owner, minlength=n)
     k = max(int(counts.max(initial=0)), 1)
     order = np.argsort(owner, kind="stable")
@@ -482,7 +494,7 @@ def k_distance_batch(X: np.ndarray, C: np.ndarray, owner: np.ndarray, norm: str 
     NaN for queries without CEs."""
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     owner = np.asarray(owner, dtype=np.int64)
-    d = lp_distance(np.asarray(C, dtype=np.float64).reshape(len(owner), -1), X[owner], norm)
+    d = lp_distance(_rows(C, len(owner), X.shape[1]), X[owner], norm)
     counts = np.bincount(owner, minlength=len(X))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.bincount(owner, weights=d, minlength=len(X)) / np.where(counts, counts, np.nan)
@@ -516,8 +528,9 @@ def set_distances_batch(C1: np.ndarray, owner1: np.ndarray, C2: np.ndarray, owne
     s2 = np.where(m2, to1, 0.0).sum(axis=1) / np.maximum(c2, 1)
     mx1 = np.where(m1, to2, -np.inf).max(axis=1)
     mx2 = np.where(m2, to1, -np.inf).max(axis=1)
-    total = np.where(ok, 0.5 * (s1 + s2), np.nan)
-    worst = np.where(ok, 0.5 * (mx1 + mx2), np.nan)
+    with np.errstate(invalid="ignore"):
+        total = np.where(ok, 0.5 * (s1 + s2), np.nan)
+        worst = np.where(ok, 0.5 * (mx1 + mx2), np.nan)
     return total, worst
 
 
