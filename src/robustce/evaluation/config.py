@@ -303,8 +303,10 @@ def _evaluation(value: Any) -> dict[str, Any]:
             raise ConfigError(f"evaluation.delta: must be a positive number, got {delta}")
         out["delta"] = delta
         try:
-            from robustce.robustness import is_delta_robust  # noqa: F401
-        except ImportError:
+            from robustce.evaluation.metrics import _exact_test
+
+            _exact_test()
+        except (ImportError, RobustCEError):
             raise ConfigError("evaluation.delta: Δ-validity needs the exact Δ-test "
                               "(robustce.robustness.is_delta_robust), not available here") from None
     out["lof_neighbors"] = _typed(table.get("lof_neighbors", 10), int, "evaluation.lof_neighbors")

@@ -43,8 +43,10 @@ class DemoResult:
 
 def _has_exact_test() -> bool:
     try:
-        from robustce.robustness import is_delta_robust  # noqa: F401
-    except ImportError:
+        from robustce.evaluation.metrics import _exact_test
+
+        _exact_test()
+    except Exception:  # noqa: BLE001 - not importable, or no solver
         return False
     return True
 

@@ -77,18 +77,29 @@ def _cell(table: pd.DataFrame, row: Any, metric: str, stat: str = "mean") -> flo
         return float("nan")
 
 
-def _fmt_num(v: float, digits: int) -> str:
+def _fmt_num(v: float, digits: int, fixed: bool = True) -> str:
     if v is None or not math.isfinite(v):
         return "–"
-    if v != 0 and (abs(v) >= 10 ** (digits + 2) or abs(v) < 10 ** (-digits)):
-        return f"{v:.{digits}g}"
-    return f"{v:.{digits}f}"
+    if fixed:
+        return f"{v:.{digits}f}"
+    return f"{v:.{digits}g}"
+
+
+def _fixed(values: Sequence[float], digits: int) -> bool:
+    """Fixed decimals unless the column's magnitude is too small or too large for them."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v) and v != 0]
+    if not finite:
+        return True
+    scale = max(finite)
+    return 10 ** -(digits - 1) <= scale < 10 ** (digits + 3)
 
 
 def _row_strings(table: pd.DataFrame, digits: int) -> tuple[list[str], list[list[str]]]:
     metrics = _metrics_of(table)
     index_names = [str(n) if n is not None else "" for n in table.index.names]
     header = [*index_names, *metrics]
+    fixed = {m: m not in TIME_METRICS and _fixed([_cell(table, k, m) for k in table.index], digits)
+             for m in metrics}
     rows = []
     for key in table.index:
         keys = list(key) if isinstance(key, tuple) else [key]
@@ -100,9 +111,9 @@ def _row_strings(table: pd.DataFrame, digits: int) -> tuple[list[str], list[list
             elif math.isfinite(std):
                 if math.isfinite(mean) and abs(std) <= 1e-9 * max(abs(mean), 1e-300):
                     std = 0.0  # float noise of identical values
-                cells.append(f"{_fmt_num(mean, digits)} ± {_fmt_num(std, digits)}")
+                cells.append(f"{_fmt_num(mean, digits, fixed[m])} ± {_fmt_num(std, digits, fixed[m])}")
             else:
-                cells.append(_fmt_num(mean, digits))
+                cells.append(_fmt_num(mean, digits, fixed[m]))
         rows.append(cells)
     return header, rows
 
