@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,15 +38,29 @@ __all__ = ["MLP"]
 _ADAM_FUSED = "fused" in inspect.signature(torch.optim.Adam).parameters
 
 
+_THREADS_LOCK = threading.Lock()
+_THREADS_STATE = {"users": 0, "before": 1}
+
+
 @contextlib.contextmanager
 def _single_thread() -> Iterator[None]:
-    """Run torch with one intra-op thread (bit-reproducible and fastest for small nets)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    """Run torch with one intra-op thread (bit-reproducible and fastest for small nets).
+
+    Reference-counted, so concurrent trainings in threads (joblib's threading backend) all run
+    single-threaded and the caller's setting is restored when the last one finishes.
+    """
+    with _THREADS_LOCK:
+        if _THREADS_STATE["users"] == 0:
+            _THREADS_STATE["before"] = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _THREADS_STATE["users"] += 1
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        with _THREADS_LOCK:
+            _THREADS_STATE["users"] -= 1
+            if _THREADS_STATE["users"] == 0:
+                torch.set_num_threads(_THREADS_STATE["before"])
 
 
 def _build_module(n_inputs: int, hidden: Sequence[int], n_outputs: int) -> nn.Sequential:

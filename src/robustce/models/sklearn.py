@@ -14,9 +14,10 @@ labels (``class_names`` then defaults to ``estimator.classes_``). Supported fina
 
 A ``Pipeline`` ending in one of them is accepted (it receives the encoded array). When its other
 steps are per-feature affine scalers (``StandardScaler``, ``MinMaxScaler`` with ``clip=False``,
-``MaxAbsScaler``, ``"passthrough"``) they are folded into ``network()`` and ``trees()``, which
-therefore stay in model space; other transformers make those views unavailable while
-``predict``/``logits`` keep working.
+``MaxAbsScaler``, ``"passthrough"``) they are folded into ``network()`` (exact up to float64
+rounding) and ``trees()`` (thresholds pulled back through the pipeline's own ``transform``, so
+routing matches scikit-learn bit for bit), which therefore stay in model space; other
+transformers make those views unavailable while ``predict``/``logits`` keep working.
 
 Logits: linear models and MLPs give their pre-activation output scores. Trees and forests have
 none; their ``logits`` are log-odds ``log p1 - log p0`` (binary) or log-probabilities (K
@@ -111,7 +112,8 @@ class SklearnModel(Model):
                 f"{encoder.n_features_out_}; fit it on encoder.transform(frame)"
             )
         classes = np.asarray(final.classes_)
-        if classes.ndim != 1 or getattr(final, "n_outputs_", 1) != 1:
+        if classes.dtype == object and classes.size and isinstance(classes[0], np.ndarray) or (
+                self.kind in ("tree", "forest") and getattr(final, "n_outputs_", 1) != 1):
             raise UnsupportedModelError("multi-output / multi-label estimators are not supported")
         if self.kind == "mlp":
             if final.activation != "relu":
@@ -229,20 +231,72 @@ class SklearnModel(Model):
             raise UnsupportedModelError(
                 "the pipeline's preprocessing is not a per-feature affine scaler; no tree view in model space"
             )
-        scale, shift = aff
+        scale, _ = aff
         if np.any(scale <= 0):
             raise UnsupportedModelError("a scaler with non-positive scale would flip tree thresholds")
-        ident = np.all(scale == 1.0) and np.all(shift == 0.0)
-        kw = {} if ident else {"scale": scale, "shift": shift}
+        pullback = self._pullback if self.steps_ else None
         estimators = [self.final_] if self.kind == "tree" else list(self.final_.estimators_)
-        return [TreeView.from_sklearn(e.tree_, **kw) for e in estimators]
+        return [TreeView.from_sklearn(e.tree_, pullback=pullback) for e in estimators]
+
+    def _pullback(self, feature: np.ndarray, threshold: np.ndarray) -> np.ndarray:
+        """Largest model-space x with float32(steps(x)[feature]) <= threshold, per node.
+
+        The scalers are increasing per feature and IEEE rounding is monotone, so the set of
+        such x is a half-line; its end is found by bisection over the float64 values
+        themselves (the pipeline's own ``transform`` is the oracle), so routing matches
+        scikit-learn bit for bit.
+        """
+        d = self.encoder.n_features_out_
+        rows = np.arange(len(feature))
+        t = np.asarray(threshold, dtype=np.float64)
+
+        def passes(x: np.ndarray) -> np.ndarray:  # float32(step(x)) <= t, vectorised over nodes
+            Z = np.zeros((len(x), d))
+            Z[rows, feature] = x
+            z = self._transform(Z)[rows, feature]
+            return z.astype(np.float32) <= t
+
+        scale, shift = self._affine()
+        guess = (t - shift[feature]) / scale[feature]
+        width = 1e-6 * (np.abs(guess) + 1.0)
+        lo, hi = guess - width, guess + width
+        for _ in range(60):  # widen until passes(lo) and not passes(hi)
+            bad_lo, bad_hi = ~passes(lo), passes(hi)
+            if not (bad_lo.any() or bad_hi.any()):
+                break
+            width = np.where(bad_lo | bad_hi, width * 16.0, width)
+            lo = np.where(bad_lo, guess - width, lo)
+            hi = np.where(bad_hi, guess + width, hi)
+        else:
+            raise UnsupportedModelError("could not map tree thresholds back through the pipeline")
+        klo, khi = _float_key(lo), _float_key(hi)
+        while np.any(khi - klo > 1):
+            mid = klo + (khi - klo) // 2
+            ok = passes(_key_float(mid))
+            klo, khi = np.where(ok, mid, klo), np.where(ok, khi, mid)
+        return _key_float(klo)
 
     def tree_predict_proba(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
         """``predict_proba`` recomputed from :meth:`trees` (equals the estimator's)."""
         return forest_predict_proba(self.trees(), self.encode(X))
 
     def __repr__(self) -> str:
-        return f"SklearnModel({type(self.final_).__name__}, kind={self.kind!r})"
+        final = getattr(self, "final_", None)
+        return f"SklearnModel({type(final).__name__}, kind={getattr(self, 'kind', None)!r})"
+
+
+_INT64_MIN = np.int64(np.iinfo(np.int64).min)
+
+
+def _float_key(x: np.ndarray) -> np.ndarray:
+    """float64 -> int64 keys in the same order (consecutive floats have consecutive keys)."""
+    i = np.asarray(x, dtype=np.float64).view(np.int64)
+    return np.where(i < 0, _INT64_MIN - i, i)
+
+
+def _key_float(k: np.ndarray) -> np.ndarray:
+    k = np.asarray(k, dtype=np.int64)
+    return np.where(k < 0, _INT64_MIN - k, k).view(np.float64)
 
 
 def wrap(estimator: Any, encoder: Encoder, class_names: Any = None) -> SklearnModel:

@@ -13,8 +13,9 @@ exactly. The shift is below 3e-8 relative.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -125,12 +126,13 @@ class TreeView:
         return sorted(out)
 
     @classmethod
-    def from_sklearn(cls, tree, scale: np.ndarray | None = None,  # noqa: ANN001
-                     shift: np.ndarray | None = None) -> TreeView:
+    def from_sklearn(cls, tree: Any,
+                     pullback: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> TreeView:
         """View of a fitted scikit-learn tree (``estimator.tree_``).
 
-        With ``scale``/``shift`` the tree was fitted on ``z = scale * x + shift`` (``scale > 0``,
-        e.g. a StandardScaler in front of it); thresholds are mapped back to ``x``.
+        ``pullback(feature, threshold)`` maps the thresholds of internal nodes to model space
+        when the tree was fitted on transformed inputs (a scaler in a Pipeline); by default
+        the tree saw model space and :func:`float32_threshold` is applied.
         """
         t = tree
         if t.n_outputs != 1:
@@ -139,11 +141,13 @@ class TreeView:
         right = np.asarray(t.children_right, dtype=np.int64)
         leaf = left < 0
         feature = np.where(leaf, -1, np.asarray(t.feature, dtype=np.int64))
-        thr = float32_threshold(np.asarray(t.threshold, dtype=np.float64))
-        if scale is not None:
-            f = np.maximum(feature, 0)
-            thr = (thr - shift[f]) / scale[f]
-        thr = np.where(leaf, np.nan, thr)
+        raw = np.asarray(t.threshold, dtype=np.float64)
+        thr = np.full(len(raw), np.nan)
+        internal = ~leaf
+        if pullback is None:
+            thr[internal] = float32_threshold(raw[internal])
+        elif internal.any():
+            thr[internal] = pullback(feature[internal], raw[internal])
         value = np.asarray(t.value, dtype=np.float64)[:, 0, :]
         sums = value.sum(axis=1, keepdims=True)
         value = np.divide(value, sums, out=np.zeros_like(value), where=sums > 0)
