@@ -41,6 +41,19 @@ _KEY_DECIMALS = 9
 _MAX_BLOCK = 1_000_000  # neighbours (rows × k) per tree query, to bound memory
 
 
+def _unique_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(unique rows, index of each one's first occurrence, inverse) of a 2-D float array —
+    by bytes (a void view), several times faster than ``np.unique(axis=0)``. ``-0.0`` is
+    normalised to ``0.0`` first so equal numbers have equal bytes."""
+    A = np.ascontiguousarray(A + 0.0)
+    if A.shape[1] == 0:
+        n = len(A)
+        return A[:1], np.zeros(min(n, 1), dtype=np.int64), np.zeros(n, dtype=np.int64)
+    view = A.view(np.dtype((np.void, A.itemsize * A.shape[1]))).ravel()
+    _, first, inverse = np.unique(view, return_index=True, return_inverse=True)
+    return A[first], first, inverse.reshape(-1)
+
+
 @dataclass
 class _ClassIndex:
     """The candidates of one target class and their tree."""
@@ -93,6 +106,7 @@ class NearestNeighbour(Explainer):
         self.norm = norm
         self._X_train: np.ndarray | None = None
         self._pred_train: np.ndarray | None = None
+        self._labels: np.ndarray | None = None
         self._indices: dict[int, _ClassIndex] = {}
 
     # --- index ----------------------------------------------------------------------------
@@ -100,6 +114,7 @@ class NearestNeighbour(Explainer):
         if self._X_train is None:
             self._X_train = self.encoder.transform(self.data.frame)
             self._pred_train = self.model.predict(self._X_train)
+            self._labels = self.data.frame.index.to_numpy()
         return self._X_train, self._pred_train
 
     def _mutable(self) -> np.ndarray:
@@ -117,14 +132,12 @@ class NearestNeighbour(Explainer):
             return self._indices[t]
         X, pred = self._training()
         rows = np.flatnonzero(pred == t)
-        cand, first = np.unique(X[rows], axis=0, return_index=True) if len(rows) else (
-            np.zeros((0, X.shape[1])), np.zeros(0, dtype=np.int64))
+        cand, first = (_unique_rows(X[rows])[:2] if len(rows) else
+                       (np.zeros((0, X.shape[1])), np.zeros(0, dtype=np.int64)))
         source = rows[first]
         imm = self.encoder.immutable_mask_
-        keys_all = np.round(cand[:, imm], _KEY_DECIMALS)
         if imm.any() and len(cand):
-            keys, group = np.unique(keys_all, axis=0, return_inverse=True)
-            group = group.reshape(-1)
+            keys, _, group = _unique_rows(np.round(cand[:, imm], _KEY_DECIMALS))
         else:
             keys = np.zeros((1 if len(cand) else 0, int(imm.sum())))
             group = np.zeros(len(cand), dtype=np.int64)
@@ -145,9 +158,7 @@ class NearestNeighbour(Explainer):
         if not imm.any():
             return np.zeros(len(X), dtype=np.int64)
         q = np.round(X[:, imm], _KEY_DECIMALS)
-        both = np.vstack([idx.keys, q])
-        _, inv = np.unique(both, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        _, _, inv = _unique_rows(np.vstack([idx.keys, q]))
         to_group = np.full(inv.max() + 1, -1, dtype=np.int64)
         to_group[inv[: len(idx.keys)]] = np.arange(len(idx.keys))
         return to_group[inv[len(idx.keys):]]
@@ -162,14 +173,26 @@ class NearestNeighbour(Explainer):
             rows = np.flatnonzero(targets == t)
             idx = self.index(int(t))
             groups = self._query_groups(idx, X[rows])
-            found = self._search(idx, X[rows], groups)
+            pos = self._search(idx, X[rows], groups)  # (q, n_neighbours), -1 = none
+            count = (pos >= 0).sum(axis=1)
+            cfs = idx.X[np.maximum(pos, 0)]  # (q, n_neighbours, d)
+            dist0 = np.linalg.norm(cfs[:, 0] - X[rows], ord=_P[self.norm], axis=1)
+            n_cand = np.where(groups >= 0, idx.group_size[np.maximum(groups, 0)], 0)
+            labels = self._labels[idx.source[np.maximum(pos[:, 0], 0)]] if len(idx.X) else None
             for j, r in enumerate(rows):
-                results[r] = self._result(idx, X[r], groups[j], found[j])
+                if count[j]:
+                    label = labels[j]
+                    cert = {"distance": float(dist0[j]), "n_candidates": int(n_cand[j]),
+                            "training_index": label.item() if hasattr(label, "item") else label}
+                    results[r] = QueryResult("found", cfs[j, :count[j]], cert)
+                else:
+                    results[r] = self._infeasible(int(n_cand[j]))
         return results
 
-    def _search(self, idx: _ClassIndex, X: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:
-        """Candidate positions (nearest first, ≤ n_neighbours) per query."""
-        out = [np.zeros(0, dtype=np.int64) for _ in range(len(X))]
+    def _search(self, idx: _ClassIndex, X: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """Candidate positions per query, nearest first: shape (q, n_neighbours), -1 padded."""
+        nb = self.n_neighbours
+        out = np.full((len(X), nb), -1, dtype=np.int64)
         todo = np.flatnonzero(groups >= 0)
         if len(todo) == 0:
             return out
@@ -177,7 +200,7 @@ class NearestNeighbour(Explainer):
         monotone = enc.increasing_mask_.any() or enc.decreasing_mask_.any()
         coords = np.column_stack([X[:, self._mutable()], self._scale() * groups])
         m = len(idx.X)
-        k = min(m, self.n_neighbours * (4 if monotone else 1))
+        k = min(m, nb * (4 if monotone else 1))
         while len(todo):
             k = min(k, m)
             step = max(1, _MAX_BLOCK // k)
@@ -191,12 +214,16 @@ class NearestNeighbour(Explainer):
                 same = valid & (idx.group[safe] == groups[chunk][:, None])
                 ok = same & self._reachable(X[chunk], idx.X, safe) if monotone else same
                 rank = np.cumsum(ok, axis=1)
-                take = ok & (rank <= self.n_neighbours)
                 # settled: enough reachable candidates, or the query's group is exhausted
                 # (same-group candidates come first, so any other one means none is left)
-                done = (rank[:, -1] >= self.n_neighbours) | (~same).any(axis=1) | (k >= m)
-                for j in np.flatnonzero(done):
-                    out[chunk[j]] = nbr[j][take[j]]
+                done = (rank[:, -1] >= nb) | (~same).any(axis=1) | (k >= m)
+                # the first nb reachable neighbours of each row, in tree (distance) order
+                cols = np.argsort(~ok, axis=1, kind="stable")[:, :nb]
+                picked = np.take_along_axis(safe, cols, axis=1)
+                picked[np.arange(picked.shape[1])[None, :] >= np.minimum(rank[:, -1], nb)[:, None]] = -1
+                if picked.shape[1] < nb:  # k < nb only when the class has fewer points
+                    picked = np.pad(picked, ((0, 0), (0, nb - picked.shape[1])), constant_values=-1)
+                out[chunk[done]] = picked[done]
                 settled[s:s + step] = done
             todo = todo[~settled]
             k *= 2
@@ -212,20 +239,11 @@ class NearestNeighbour(Explainer):
                 ok &= np.all(sign * diff >= -ACTION_TOL, axis=2)
         return ok
 
-    def _result(self, idx: _ClassIndex, x: np.ndarray, group: int, pos: np.ndarray) -> QueryResult:
-        n_cand = int(idx.group_size[group]) if group >= 0 else 0
-        if len(pos) == 0:
-            why = ("no training point in the target class shares the query's immutable values"
-                   if n_cand == 0 else
-                   f"none of the {n_cand} training points in the target class with the query's "
-                   "immutable values respects the increase/decrease-only features")
-            return QueryResult("infeasible", certificate={"distance": np.nan, "n_candidates": n_cand,
-                                                          "training_index": None}, message=why)
-        cfs = idx.X[pos]
-        dist = np.linalg.norm(cfs - x[None, :], ord=_P[self.norm], axis=1)
-        order = np.argsort(dist, kind="stable")
-        cfs, pos = cfs[order], pos[order]
-        label = self.data.frame.index[idx.source[pos[0]]]
-        return QueryResult("found", cfs, {"distance": float(dist[order[0]]), "n_candidates": n_cand,
-                                          "training_index": label.item() if hasattr(label, "item")
-                                          else label})
+    @staticmethod
+    def _infeasible(n_cand: int) -> QueryResult:
+        why = ("no training point in the target class shares the query's immutable values"
+               if n_cand == 0 else
+               f"none of the {n_cand} training points in the target class with the query's "
+               "immutable values respects the increase/decrease-only features")
+        return QueryResult("infeasible", certificate={"distance": np.nan, "n_candidates": n_cand,
+                                                      "training_index": None}, message=why)
