@@ -149,6 +149,10 @@ def _add_explain(sub: Any) -> None:
                    help="raw rows to explain (the dataset's feature columns)")
     p.add_argument("--from-class", type=int, default=0, metavar="K",
                    help="with --queries: pick rows the model predicts as class K (default 0)")
+    p.add_argument("--hidden", default="20,10", metavar="H1,H2",
+                   help="hidden layer sizes of the MLP trained without --model (default 20,10)")
+    p.add_argument("--epochs", type=int, default=50, metavar="N",
+                   help="training epochs of the MLP trained without --model (default 50)")
     p.add_argument("--seed", type=int, default=0, help="split, training and method seed (default 0)")
     p.add_argument("--test-size", type=float, default=0.2, help="test share of the split (default 0.2)")
     p.add_argument("--out", metavar="DIR", required=True, help="Explanations directory to write")
@@ -232,6 +236,12 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     if not 0 < args.test_size < 1:
         raise _user_error(f"--test-size must be in (0, 1), got {args.test_size}")
+    try:
+        hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
+    except ValueError:
+        raise _user_error(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
+    if not hidden or min(hidden) < 1 or args.epochs < 1:
+        raise _user_error("--hidden needs positive layer sizes and --epochs a positive integer")
     if args.queries is not None and args.queries < 1:
         raise _user_error(f"--queries must be a positive integer, got {args.queries}")
     cls = get_method(args.method)
@@ -258,7 +268,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     trained = model is None
     if trained:
         print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
-        model = MLP((20, 10), epochs=50, lr=5e-3, random_state=args.seed).fit(train)
+        model = MLP(hidden, epochs=args.epochs, lr=5e-3, random_state=args.seed).fit(train)
     if queries is None:
         queries = select_queries(model, test, args.queries or 10, args.from_class)
     explainer = cls(model, train, **params)
