@@ -21,3 +21,24 @@ __all__ = [
     "evaluate",
     "summarise",
 ]
+
+# benchmark runner, configs, method registry and reports
+from robustce.evaluation.config import BenchmarkConfig, load_config, parse_config  # noqa: E402
+from robustce.evaluation.registry import available_methods, get_method, register_method  # noqa: E402
+from robustce.evaluation.report import format_table, markdown_table, write_report  # noqa: E402
+from robustce.evaluation.runner import BenchmarkResult, load_results, run_benchmark  # noqa: E402
+
+__all__ += [
+    "BenchmarkConfig",
+    "BenchmarkResult",
+    "available_methods",
+    "format_table",
+    "get_method",
+    "load_config",
+    "load_results",
+    "markdown_table",
+    "parse_config",
+    "register_method",
+    "run_benchmark",
+    "write_report",
+]
