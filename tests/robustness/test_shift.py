@@ -176,6 +176,29 @@ def test_interval_uses_delta_on_weights_and_biases():
     assert inet.margin_lower_bound(np.array([[1.0, -1.0]]), 0)[0] == pytest.approx(-4.25)
 
 
+def test_margin_lower_bound_takes_one_target_per_row():
+    rng = np.random.default_rng(5)
+    for n_out in (1, 3):
+        net = random_network(rng, [4, 6, n_out])
+        X = rng.uniform(0, 1, size=(9, 4))
+        inet = ParameterShift(0.05).interval(net)
+        n_classes = max(2, n_out)
+        targets = rng.integers(0, n_classes, size=9)
+        per_row = inet.margin_lower_bound(X, targets)
+        for c in range(n_classes):
+            np.testing.assert_array_equal(per_row[targets == c], inet.margin_lower_bound(X, c)[targets == c])
+        # sound: every sampled realisation's margin is above the bound
+        margins = ParameterShift(0.05).sample(net, 100, random_state=0).forward(X)
+        from robustce.models.network import class_margin
+
+        for c in range(n_classes):
+            assert np.all(class_margin(margins, c)[:, targets == c] >= per_row[targets == c] - TOL)
+        with pytest.raises(ValidationError, match="target_class"):
+            inet.margin_lower_bound(X, n_classes)
+        with pytest.raises(ValidationError, match="one per row"):
+            inet.margin_lower_bound(X, targets[:3])
+
+
 def test_empirical_delta_matches_a_hand_computation():
     a = ReLUNetwork([(np.array([[1.0, 2.0], [0.0, -1.0]]), np.array([0.0, 1.0])),
                      (np.array([[1.0, 1.0]]), np.array([0.5]))])

@@ -201,13 +201,26 @@ class IntervalNetwork:
         """Sound (lower, upper) logits for inputs X (or the boxes [X, X_upper])."""
         return self.layer_bounds(X, X_upper)[-1]
 
-    def margin_lower_bound(self, X: np.ndarray, target_class: int) -> np.ndarray:
-        """A sound lower bound of the target-class margin over Δ (binary or multi-class)."""
+    def margin_lower_bound(self, X: np.ndarray, target_class: int | np.ndarray) -> np.ndarray:
+        """A sound lower bound of the target-class margin over Δ (binary or multi-class);
+        ``target_class`` is one class or one per row."""
         lo, hi = self.bounds(X)
-        if lo.shape[1] == 1:
-            return lo[:, 0] if target_class == 1 else -hi[:, 0]
-        others = np.delete(hi, target_class, axis=1)
-        return lo[:, target_class] - others.max(axis=1)
+        n, k = lo.shape
+        t = np.asarray(target_class)
+        if t.ndim == 0:
+            t = np.full(n, int(t))
+        if t.shape != (n,):
+            raise ValidationError(f"target_class must be one int or one per row ({n}), got shape {t.shape}")
+        t = t.astype(np.int64)
+        n_classes = 2 if k == 1 else k
+        if np.any((t < 0) | (t >= n_classes)):
+            raise ValidationError(f"target_class must be in [0, {n_classes}), got {np.unique(t).tolist()}")
+        if k == 1:
+            return np.where(t == 1, lo[:, 0], -hi[:, 0])
+        rows = np.arange(n)
+        others = hi.copy()
+        others[rows, t] = -np.inf
+        return lo[rows, t] - others.max(axis=1)
 
 
 def _interval_affine(lo: np.ndarray, hi: np.ndarray, Wl: np.ndarray, Wu: np.ndarray,
