@@ -408,7 +408,9 @@ _LOF_CACHE_SIZE = 8
 
 def _lof_scorer(data: Dataset, encoder: Encoder, n_neighbors: int) -> LOFScorer:
     """A cached :class:`LOFScorer` for (data, encoder, n_neighbors): repeated evaluations of
-    several methods on one dataset fit each class's LOF once."""
+    several methods on one dataset fit each class's LOF once. The cache is keyed on object
+    identity (held by weak references, 8 entries); a Dataset changed in place after a first
+    evaluation is not re-read — pass a new Dataset object instead."""
     key = (id(data), id(encoder), int(n_neighbors))
     hit = _LOF_CACHE.get(key)
     if hit is not None and hit[0]() is data and hit[1]() is encoder and len(data) == hit[2]._X.shape[0]:
