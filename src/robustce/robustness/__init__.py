@@ -1,5 +1,13 @@
 """Robustness: shift sets, interval bounds, exact Δ-test, probabilistic certificates."""
 
+from robustce.robustness.enumeration import EnumerationResult, enumerate_delta
+from robustce.robustness.exact import (
+    DeltaStatus,
+    ExactResult,
+    exact_worst_case,
+    is_delta_robust,
+)
+from robustce.robustness.maxdelta import MaxDeltaResult, max_provable_delta
 from robustce.robustness.shift import (
     IntervalNetwork,
     ParameterShift,
@@ -7,4 +15,17 @@ from robustce.robustness.shift import (
     empirical_delta,
 )
 
-__all__ = ["IntervalNetwork", "ParameterShift", "SampledNetworks", "empirical_delta"]
+__all__ = [
+    "DeltaStatus",
+    "EnumerationResult",
+    "ExactResult",
+    "IntervalNetwork",
+    "MaxDeltaResult",
+    "ParameterShift",
+    "SampledNetworks",
+    "empirical_delta",
+    "enumerate_delta",
+    "exact_worst_case",
+    "is_delta_robust",
+    "max_provable_delta",
+]

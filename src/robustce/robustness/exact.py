@@ -71,13 +71,14 @@ from robustce.errors import ValidationError
 from robustce.models.network import ReLUNetwork, class_margin
 from robustce.robustness.shift import IntervalNetwork, ParameterShift, as_network
 from robustce.solvers.encodings import InputVars, encode_interval_network
-from robustce.solvers.milp import MILP, SolveResult, SolveStatus, check_solver
+from robustce.solvers.milp import MILP, SolveStatus, check_solver
 
 __all__ = [
     "DeltaStatus",
     "ExactResult",
     "exact_worst_case",
     "is_delta_robust",
+    "point_layer_bounds",
     "resolve_targets",
     "sign_attack",
 ]
@@ -222,11 +223,13 @@ def _flips(net: ReLUNetwork, x: np.ndarray, t: int) -> tuple[bool, float]:
     return pred != int(t), m
 
 
-def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift, target_class: Any,
-                steps: int = 4, chunk_elements: int = 4_000_000
+def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift | np.ndarray, target_class: Any,
+                steps: int = 4, chunk_elements: int = 4_000_000, biases: bool = True
                 ) -> tuple[np.ndarray, list[list[tuple[np.ndarray, np.ndarray]]]]:
     """A cheap falsifier: iterated sign-gradient steps on the weights (each a vertex of Δ),
     batched over rows. Returns the best (lowest) margin per row and, per row, its weights.
+    ``shift``: a :class:`ParameterShift`, or per-row radii δ (then ``biases`` says whether
+    biases move too).
 
     Not a proof of anything; it only supplies concrete networks in Δ that often flip
     non-robust counterfactuals without a MILP.
@@ -235,16 +238,22 @@ def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift, target_class
     X = net.check_inputs(X)
     t = resolve_targets(net, X, target_class)
     n = len(X)
+    if isinstance(shift, ParameterShift):
+        deltas = np.full(n, shift.delta)
+        biases = shift.biases
+    else:
+        deltas = np.broadcast_to(np.asarray(shift, dtype=np.float64), (n,)).copy()
     n_params = sum(W.size + b.size for W, b in net.weights)
     step = max(1, int(chunk_elements // max(n_params, 1)))
     best = np.full(n, np.inf)
     best_w: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
-    delta, db = shift.delta, shift._bias_delta()
     base = net.weights
     L = len(base)
     for s0 in range(0, n, step):
         xs, ts = X[s0:s0 + step], t[s0:s0 + step]
         m = len(xs)
+        dW = deltas[s0:s0 + step][:, None, None]
+        dB = dW[:, :, 0] if biases else 0.0
         Ws = [np.broadcast_to(W, (m,) + W.shape).copy() for W, _ in base]
         bs = [np.broadcast_to(b, (m,) + b.shape).copy() for _, b in base]
         cbest = np.full(m, np.inf)
@@ -280,8 +289,8 @@ def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift, target_class
             new_W, new_b = [None] * L, [None] * L
             for li in range(L - 1, -1, -1):
                 gW = g[:, :, None] * hs[li][:, None, :]
-                new_W[li] = base[li][0][None] - delta * np.sign(gW)
-                new_b[li] = base[li][1][None] - db * np.sign(g)
+                new_W[li] = base[li][0][None] - dW * np.sign(gW)
+                new_b[li] = base[li][1][None] - dB * np.sign(g)
                 if li > 0:
                     g = np.einsum("noi,no->ni", Ws[li], g) * (pre[li - 1] > 0)
             Ws, bs = new_W, new_b
@@ -367,8 +376,10 @@ class _DeltaMILP:
             self.shared = (milp, enc)
 
     def _new_milp(self) -> MILP:
+        # feasibility jump costs more than it finds on these small MILPs (measured)
+        opts = {"mip_heuristic_run_feasibility_jump": False} if self.solver == "highs" else {}
         return MILP(self.solver, time_limit=self.time_limit, threads=self.threads,
-                    mip_gap=self.mip_gap, abs_gap=self.abs_gap)
+                    mip_gap=self.mip_gap, abs_gap=self.abs_gap, options=opts)
 
     def _model_for(self, x: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[MILP, Any]:
         if self.shared is None:
@@ -410,63 +421,69 @@ class _DeltaMILP:
 
     def solve(self, x: np.ndarray, t: int, bounds: list[tuple[np.ndarray, np.ndarray]],
               terms: np.ndarray, deadline_s: float, decide_only: bool, tol: float) -> _Solved:
+        """Worst case for one counterfactual. Binary: one MILP. K classes: one MILP per
+        competitor ``j`` (objective ``lo_t − hi_j``), in order of their interval bounds, skipping
+        those whose bound cannot beat the incumbent. ``decide_only``: each MILP only decides the
+        sign (cutoff at ``tol``, stop at the first incumbent ≤ 0)."""
         t0 = time.perf_counter()
         milp, enc = self._model_for(x, bounds)
         k = self.net.n_outputs
         if k == 1:
-            jobs = [(0, None)]
+            jobs: list[tuple[int, float]] = [(0, -math.inf)]
         else:
-            js = [j for j in np.argsort(terms) if j != t]
-            jobs = [(int(j), float(terms[j])) for j in js]
+            jobs = [(int(j), float(terms[j])) for j in np.argsort(terms, kind="stable") if j != t]
         best_val, best_sol, best_job = math.inf, None, None
         lower = math.inf
-        status_all = SolveStatus.OPTIMAL
+        failed: SolveStatus | None = None
         message = ""
         for j, term_lb in jobs:
-            if term_lb is not None and term_lb >= best_val:
-                lower = min(lower, term_lb)
-                continue  # cannot beat the incumbent
-            if decide_only and best_val <= 0:
-                lower = min(lower, term_lb if term_lb is not None else -math.inf)
+            if term_lb >= best_val or (decide_only and best_val <= 0):
+                lower = min(lower, term_lb)  # cannot change the answer
                 continue
             remaining = deadline_s - (time.perf_counter() - t0)
             if remaining <= 1e-3:
-                status_all = SolveStatus.TIME_LIMIT
-                lower = min(lower, term_lb if term_lb is not None else -math.inf)
+                failed = failed or SolveStatus.TIME_LIMIT
+                lower = min(lower, term_lb)
                 continue
             if k == 1:
-                if t == 1:
-                    milp.set_objective(enc.out_lower[[0]], [1.0], sense="min")
-                else:
-                    milp.set_objective(enc.out_upper[[0]], [-1.0], sense="min")
+                col, coef = (enc.out_lower[0], 1.0) if t == 1 else (enc.out_upper[0], -1.0)
+                milp.set_objective([col], [coef], sense="min")
             else:
-                milp.set_objective(np.array([enc.out_lower[t], enc.out_upper[j]]), [1.0, -1.0], sense="min")
-            res: SolveResult = milp.solve(time_limit=max(remaining, 1e-3))
-            if res.status is not SolveStatus.OPTIMAL:
-                if status_all is SolveStatus.OPTIMAL or res.status is SolveStatus.ERROR:
-                    status_all = res.status
-                message = res.message
-            b = res.bound if math.isfinite(res.bound) else -math.inf
-            if res.status is SolveStatus.OPTIMAL and not math.isfinite(res.bound):
-                b = res.objective
-            if res.status is SolveStatus.INFEASIBLE:
-                # cannot happen for a consistent encoding; treat as a solver failure
-                status_all, message = SolveStatus.ERROR, "worst-case MILP reported infeasible"
-                b = -math.inf
+                milp.set_objective([enc.out_lower[t], enc.out_upper[j]], [1.0, -1.0], sense="min")
+            if decide_only:
+                res = milp.solve(time_limit=remaining, cutoff=tol, target=0.0)
+            else:
+                cut = best_val + 1e-9 if math.isfinite(best_val) else None
+                res = milp.solve(time_limit=remaining, cutoff=cut)
+            st = res.status
+            if st in (SolveStatus.OPTIMAL, SolveStatus.CUTOFF):
+                b = res.bound if math.isfinite(res.bound) else res.objective
+            elif st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT, SolveStatus.TARGET):
+                b = max(res.bound, term_lb) if math.isfinite(res.bound) else term_lb
+                if st is not SolveStatus.TARGET:
+                    failed = failed or st
+                    message = res.message
+            else:  # infeasible / unbounded cannot happen for a consistent encoding
+                b = term_lb
+                failed, message = SolveStatus.ERROR, f"worst-case MILP: {st.value} ({res.message})"
             lower = min(lower, b)
             if res.has_solution and res.objective < best_val:
                 best_val, best_sol, best_job = res.objective, res.values, j
         witness, wm, flips = None, math.nan, False
         if best_sol is not None:
             post = [best_sol[layer.post] for layer in enc.hidden]
-            if k == 1:
-                choice = {0: "lo" if t == 1 else "hi"}
-            else:
-                choice = {t: "lo", best_job: "hi"}
+            choice = {0: "lo" if t == 1 else "hi"} if k == 1 else {t: "lo", best_job: "hi"}
             witness = _witness_from_activations(self.inn, self.net, x, post, choice)
             flips, wm = _flips(witness, x, t)
-        return _Solved(best_val if best_sol is not None else math.nan, lower, status_all, witness, wm,
-                       flips, time.perf_counter() - t0, message)
+        if failed is not None:
+            status = failed
+        elif decide_only and best_sol is not None and best_val <= 0:
+            status = SolveStatus.TARGET
+        else:
+            status = SolveStatus.OPTIMAL
+        exact = status is SolveStatus.OPTIMAL and not decide_only and best_sol is not None
+        return _Solved(best_val if exact else math.nan, lower, status, witness, wm, flips,
+                       time.perf_counter() - t0, message)
 
 
 def _input_vars(milp: MILP, box: tuple[np.ndarray, np.ndarray]) -> InputVars:
@@ -492,6 +509,146 @@ def _check_rows(net: ReLUNetwork, X: Any, model: Any = None) -> tuple[np.ndarray
     return X, bad
 
 
+def point_layer_bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, biases: bool = True,
+                       chunk_elements: int = 4_000_000) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Interval pre-activation bounds of every layer at point inputs ``X`` with a *per-row*
+    radius ``deltas`` (sign-aware first layer, exact per neuron; chunked over rows)."""
+    X = np.asarray(X, dtype=np.float64)
+    deltas = np.asarray(deltas, dtype=np.float64).reshape(-1)
+    n = len(X)
+    if n and np.all(deltas == deltas[0]):
+        return ParameterShift(float(deltas[0]), biases=biases).interval(net).layer_bounds(X)
+    out: list[tuple[np.ndarray, np.ndarray]] = [
+        (np.empty((n, W.shape[0])), np.empty((n, W.shape[0]))) for W, _ in net.weights]
+    width = max(W.size for W, _ in net.weights)
+    step = max(1, int(chunk_elements // max(width, 1)))
+    last = len(net.weights) - 1
+    for s0 in range(0, n, step):
+        x, d = X[s0:s0 + step], deltas[s0:s0 + step]
+        db = d if biases else np.zeros_like(d)
+        W, b = net.weights[0]
+        centre = x @ W.T + b
+        rad = (d * np.abs(x).sum(axis=1) + db)[:, None]
+        lo, hi = centre - rad, centre + rad
+        out[0][0][s0:s0 + step], out[0][1][s0:s0 + step] = lo, hi
+        for li in range(1, last + 1):
+            vlo, vhi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+            W, b = net.weights[li]
+            Wl = W[None] - d[:, None, None]
+            Wu = W[None] + d[:, None, None]
+            lo = (np.einsum("noi,ni->no", np.maximum(Wl, 0), vlo)
+                  + np.einsum("noi,ni->no", np.minimum(Wl, 0), vhi) + b - db[:, None])
+            hi = (np.einsum("noi,ni->no", np.maximum(Wu, 0), vhi)
+                  + np.einsum("noi,ni->no", np.minimum(Wu, 0), vlo) + b + db[:, None])
+            out[li][0][s0:s0 + step], out[li][1][s0:s0 + step] = lo, hi
+    return out
+
+
+@dataclass
+class _Certified:
+    value: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    status: np.ndarray
+    solver_status: list[SolveStatus | None]
+    decided: np.ndarray
+    witness: list[ReLUNetwork | None]
+    time: np.ndarray
+    precheck_time: float
+
+
+def _certify(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray, deltas: np.ndarray,
+             biases: bool, *, solver: str, time_limit: float, precheck: bool, decide_only: bool,
+             mode: str, threads: int, tol: float, attack_steps: int, mip_gap: float,
+             abs_gap: float) -> _Certified:
+    """The Δ-test for rows with per-row radii ``deltas`` (see the module docstring)."""
+    n = len(X)
+    value = np.full(n, np.nan)
+    lower = np.full(n, -np.inf)
+    upper = np.full(n, np.inf)
+    status = np.full(n, DeltaStatus.TIMEOUT, dtype=object)
+    decided = np.full(n, "", dtype=object)
+    solver_status: list[SolveStatus | None] = [None] * n
+    witness: list[ReLUNetwork | None] = [None] * n
+    times = np.zeros(n)
+    status[bad] = DeltaStatus.ERROR
+
+    t_pre = time.perf_counter()
+    bounds = point_layer_bounds(net, X, deltas, biases)
+    terms = _margin_terms(bounds[-1][0], bounds[-1][1], t)
+    lower_iv = terms.min(axis=1)
+    lower[:] = lower_iv
+    upper[:] = _margin(net.forward(X), t)
+    todo = ~bad
+    if precheck:
+        rob = todo & (lower_iv > 0)
+        status[rob], decided[rob] = DeltaStatus.ROBUST, "interval"
+        todo &= ~rob
+        base_flip = todo & (net.predict(X) != t)
+        for i in np.flatnonzero(base_flip):
+            status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", net.copy()
+        todo &= ~base_flip
+        if todo.any() and attack_steps > 0:
+            idx = np.flatnonzero(todo)
+            _, aw = sign_attack(net, X[idx], deltas[idx], t[idx], steps=attack_steps, biases=biases)
+            for r, i in enumerate(idx):
+                cand = ReLUNetwork(aw[r])
+                flips, m = _flips(cand, X[i], t[i])
+                upper[i] = min(upper[i], m)
+                if flips:
+                    status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", cand
+                    todo[i] = False
+    precheck_time = time.perf_counter() - t_pre
+
+    idx_all = np.flatnonzero(todo)
+    for d in np.unique(deltas[idx_all]):
+        idx = idx_all[deltas[idx_all] == d]
+        shift = ParameterShift(float(d), biases=biases)
+        inn = shift.interval(net)
+        box = (X[idx].min(axis=0), X[idx].max(axis=0)) if mode == "reuse" else None
+        engine = _DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit, threads=threads,
+                            mode=mode, box=box, mip_gap=mip_gap, abs_gap=abs_gap)
+        for i in idx:
+            b_i = [(lo[i], hi[i]) for lo, hi in bounds]
+            r = engine.solve(X[i], int(t[i]), b_i, terms[i], time_limit, decide_only, tol)
+            times[i] = r.time
+            solver_status[i] = r.status
+            lower[i] = max(lower[i], r.lower)
+            decided[i] = "milp"
+            if r.witness is not None:
+                witness[i] = r.witness
+                upper[i] = min(upper[i], r.witness_margin)
+            if math.isfinite(r.value):
+                value[i] = r.value
+            if r.witness is not None and r.flips:
+                status[i] = DeltaStatus.NOT_ROBUST
+            elif lower[i] >= tol:
+                status[i] = DeltaStatus.ROBUST
+            elif r.status in (SolveStatus.OPTIMAL, SolveStatus.TARGET, SolveStatus.CUTOFF):
+                status[i] = DeltaStatus.INCONCLUSIVE
+            elif r.status in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
+                status[i], decided[i] = DeltaStatus.TIMEOUT, ""
+            else:
+                status[i], decided[i] = DeltaStatus.ERROR, ""
+    return _Certified(value, lower, upper, status, solver_status, decided, witness, times, precheck_time)
+
+
+def _check_options(shift: Any, solver: str, mode: str, time_limit: Any, tol: float) -> str:
+    if not isinstance(shift, ParameterShift):
+        raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
+    if mode not in ("rebuild", "reuse"):
+        raise ValidationError(f"mode must be 'rebuild' or 'reuse', got {mode!r}")
+    try:
+        tl = float(time_limit)
+    except (TypeError, ValueError):
+        raise ValidationError(f"time_limit must be a positive number, got {time_limit!r}") from None
+    if not (tl > 0 and math.isfinite(tl)):
+        raise ValidationError(f"time_limit must be a positive finite number, got {time_limit}")
+    if not tol > 0:
+        raise ValidationError(f"tol must be positive, got {tol}")
+    return check_solver(solver)
+
+
 def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: Any = 1, *,
                      solver: str = "highs", time_limit: float = 10.0, precheck: bool = True,
                      decide_only: bool = False, mode: str = "rebuild", threads: int = 1,
@@ -509,97 +666,26 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     solver : ``"highs"`` or ``"gurobi"``.
     time_limit : seconds of MILP time per counterfactual (all competitor classes together).
     precheck : decide by intervals / the base network / a weight attack before any MILP.
-    decide_only : stop as soon as the sign of the worst case is known (multi-class: skip
-        competitor classes once one flips) — faster, ``value`` may then be an upper bound only.
+    decide_only : only decide the sign of the worst case (MILPs with a cutoff at ``tol`` that
+        stop at the first flipping incumbent) — much faster; ``value`` is then NaN.
     mode : ``"rebuild"`` (a model per counterfactual, tightest bounds) or ``"reuse"`` (one model,
         per-counterfactual bound changes).
-    tol : a MILP lower bound must exceed ``tol`` to prove robustness (solver tolerances).
+    tol : a MILP lower bound must reach ``tol`` to prove robustness (solver tolerances).
+    mip_gap, abs_gap : optimality gaps of the MILPs (tiny: ``value`` is meant to be exact).
     """
-    if not isinstance(shift, ParameterShift):
-        raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
-    solver = check_solver(solver)
-    if mode not in ("rebuild", "reuse"):
-        raise ValidationError(f"mode must be 'rebuild' or 'reuse', got {mode!r}")
-    if not (float(time_limit) > 0 and math.isfinite(float(time_limit))):
-        raise ValidationError(f"time_limit must be a positive finite number, got {time_limit}")
+    solver = _check_options(shift, solver, mode, time_limit, tol)
     net = as_network(network)
     X, bad = _check_rows(net, X, network)
-    n = len(X)
     Xc = np.where(bad[:, None], 0.0, X)
     t = resolve_targets(net, Xc, target_class)
-
-    value = np.full(n, np.nan)
-    lower = np.full(n, -np.inf)
-    upper = np.full(n, np.inf)
-    status = np.full(n, DeltaStatus.TIMEOUT, dtype=object)
-    decided = np.full(n, "", dtype=object)
-    solver_status: list[SolveStatus | None] = [None] * n
-    witness: list[ReLUNetwork | None] = [None] * n
-    times = np.zeros(n)
-    status[bad] = DeltaStatus.ERROR
-
-    t_pre = time.perf_counter()
-    inn = shift.interval(net)
-    bounds = inn.layer_bounds(Xc)
-    terms = _margin_terms(bounds[-1][0], bounds[-1][1], t)
-    lower_iv = terms.min(axis=1)
-    lower[:] = lower_iv
-    base_margin = _margin(net.forward(Xc), t)
-    upper[:] = base_margin
-    todo = ~bad
-    if precheck:
-        rob = todo & (lower_iv > 0)
-        status[rob], decided[rob] = DeltaStatus.ROBUST, "interval"
-        todo &= ~rob
-        base_flip = todo & (net.predict(Xc) != t)
-        for i in np.flatnonzero(base_flip):
-            status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", net.copy()
-        todo &= ~base_flip
-        if todo.any() and attack_steps > 0:
-            idx = np.flatnonzero(todo)
-            am, aw = sign_attack(net, Xc[idx], shift, t[idx], steps=attack_steps)
-            for r, i in enumerate(idx):
-                cand = ReLUNetwork(aw[r])
-                flips, m = _flips(cand, Xc[i], t[i])
-                upper[i] = min(upper[i], m)
-                if flips:
-                    status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", cand
-                    todo[i] = False
-    precheck_time = time.perf_counter() - t_pre
-
-    idx = np.flatnonzero(todo)
-    if idx.size:
-        box = (Xc[idx].min(axis=0), Xc[idx].max(axis=0)) if mode == "reuse" else None
-        engine = _DeltaMILP(net, inn, shift, solver=solver, time_limit=float(time_limit), threads=threads,
-                            mode=mode, box=box, mip_gap=mip_gap, abs_gap=abs_gap)
-        for i in idx:
-            b_i = [(lo[i], hi[i]) for lo, hi in bounds]
-            r = engine.solve(Xc[i], int(t[i]), b_i, terms[i], float(time_limit), decide_only, tol)
-            times[i] = r.time
-            solver_status[i] = r.status
-            lower[i] = max(lower[i], r.lower)
-            decided[i] = "milp"
-            if r.witness is not None:
-                witness[i] = r.witness
-                upper[i] = min(upper[i], r.witness_margin)
-            if r.status is SolveStatus.OPTIMAL:
-                value[i] = r.value
-            if r.witness is not None and r.flips:
-                status[i] = DeltaStatus.NOT_ROBUST
-            elif lower[i] > tol:
-                status[i] = DeltaStatus.ROBUST
-            elif r.status is SolveStatus.OPTIMAL:
-                status[i] = DeltaStatus.INCONCLUSIVE
-            elif r.status in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
-                status[i] = DeltaStatus.TIMEOUT
-                decided[i] = ""
-            else:
-                status[i] = DeltaStatus.ERROR
-                decided[i] = ""
-    meta = {"precheck_time": precheck_time, "tol": tol, "mode": mode, "precheck": precheck,
+    deltas = np.full(len(Xc), shift.delta)
+    c = _certify(net, Xc, bad, t, deltas, shift.biases, solver=solver, time_limit=float(time_limit),
+                 precheck=precheck, decide_only=decide_only, mode=mode, threads=threads, tol=tol,
+                 attack_steps=attack_steps, mip_gap=mip_gap, abs_gap=abs_gap)
+    meta = {"precheck_time": c.precheck_time, "tol": tol, "mode": mode, "precheck": precheck,
             "decide_only": decide_only, "time_limit": float(time_limit)}
-    return ExactResult(value, lower, upper, status, solver_status, decided, witness, times, t, shift,
-                       solver, meta)
+    return ExactResult(c.value, c.lower, c.upper, c.status, c.solver_status, c.decided, c.witness, c.time,
+                       t, shift, solver, meta)
 
 
 def is_delta_robust(model: Any, cfs: Any, shift: ParameterShift, target_class: Any = None, *,
@@ -610,7 +696,8 @@ def is_delta_robust(model: Any, cfs: Any, shift: ParameterShift, target_class: A
 
     ``target_class=None`` uses the class the model predicts for each counterfactual (robust
     then means: every network in Δ agrees with it). With ``return_result`` also returns the
-    :class:`ExactResult` (statuses, witnesses, certificates).
+    :class:`ExactResult` (statuses, witnesses, certificates). Other keyword arguments go to
+    :func:`exact_worst_case` (``decide_only`` defaults to True here).
     """
     kwargs.setdefault("decide_only", True)
     res = exact_worst_case(model, cfs, shift, target_class, solver=solver, time_limit=time_limit, **kwargs)

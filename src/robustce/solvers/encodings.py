@@ -28,14 +28,15 @@ integer grids, thermometer ordinals, binaries, immutable and monotone features).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from robustce.errors import ValidationError
-from robustce.models.network import ReLUNetwork
-from robustce.robustness.shift import IntervalNetwork, ParameterShift, as_network
 from robustce.solvers.milp import MILP
+
+if TYPE_CHECKING:  # robustce.robustness imports this module; import it lazily at run time
+    from robustce.robustness.shift import IntervalNetwork, ParameterShift
 
 __all__ = [
     "InputDomain",
@@ -115,6 +116,8 @@ class NetworkEncoding:
 
 def plain_interval(network: Any) -> IntervalNetwork:
     """The degenerate interval network of a plain network (``W⁻ = W⁺ = W``)."""
+    from robustce.robustness.shift import IntervalNetwork, as_network
+
     net = as_network(network)
     return IntervalNetwork([(W, W, b, b) for W, b in net.weights])
 
@@ -133,6 +136,8 @@ def encode_shifted_network(milp: MILP, network: Any, shift: ParameterShift,
     weights eliminated). With a fixed input point it is exact: its optimum over any linear
     objective of the outputs equals the optimum over all networks in Δ (see
     :mod:`robustce.robustness.exact`)."""
+    from robustce.robustness.shift import ParameterShift
+
     if not isinstance(shift, ParameterShift):
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
     return encode_interval_network(milp, shift.interval(network), inputs, bounds=bounds, plain=False)
@@ -448,8 +453,3 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
             n_rows += k
         milp.add_constrs_coo(np.concatenate(rr), np.concatenate(cc), np.concatenate(vv), n_rows, 0.0, np.inf)
     return InputDomain(InputVars(x, lo, hi), kind, steps, grid_vars)
-
-
-def network_of(model: Any) -> ReLUNetwork:
-    """The ReLUNetwork view of a model or network."""
-    return as_network(model)

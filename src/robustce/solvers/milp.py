@@ -59,6 +59,8 @@ class SolveStatus(StrEnum):
     UNBOUNDED = "unbounded"
     INFEASIBLE_OR_UNBOUNDED = "infeasible_or_unbounded"
     TIME_LIMIT = "time_limit"
+    CUTOFF = "cutoff"  # proven: no solution better than the cutoff (``bound`` = the cutoff)
+    TARGET = "target_reached"  # stopped at an incumbent at least as good as the target
     LIMIT = "limit"  # node / iteration / solution limit, interrupt
     ERROR = "error"
 
@@ -149,6 +151,7 @@ class _Options:
     seed: int
     presolve: bool
     feasibility_tol: float | None
+    extra: dict[str, Any]
 
 
 @dataclass
@@ -185,6 +188,9 @@ class _HighsBackend:
         if options.feasibility_tol is not None:
             self.h.setOptionValue("mip_feasibility_tolerance", float(options.feasibility_tol))
             self.h.setOptionValue("primal_feasibility_tolerance", float(options.feasibility_tol))
+        for key, val in options.extra.items():
+            if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:
+                raise SolverError(f"HiGHS rejected option {key}={val!r}")
         self.has_integers = False
 
     def load(self, m: _ModelData) -> None:
@@ -220,9 +226,13 @@ class _HighsBackend:
         val = np.fromiter(start.values(), dtype=np.float64, count=len(start))
         self.h.setSolution(len(idx), idx, val)
 
-    def solve(self, time_limit: float, sense: int) -> SolveResult:
+    def solve(self, time_limit: float, sense: int, cutoff: float | None = None,
+              target: float | None = None) -> SolveResult:
         hs, h = self._hs, self.h
         h.setOptionValue("time_limit", float(time_limit))
+        # HiGHS reads both options in its internal minimisation form (negated when maximising)
+        h.setOptionValue("objective_bound", sense * float(cutoff) if cutoff is not None else INF)
+        h.setOptionValue("objective_target", sense * float(target) if target is not None else -INF)
         t0 = time.perf_counter()
         try:
             run_status = h.run()
@@ -248,7 +258,18 @@ class _HighsBackend:
         message = h.modelStatusToString(ms)
         if run_status == hs.HighsStatus.kError and status is not SolveStatus.ERROR:
             message += " (run returned an error)"
+        if ms == M.kObjectiveTarget:
+            status = SolveStatus.TARGET
         info = h.getInfo()
+        if cutoff is not None and status in (SolveStatus.INFEASIBLE, SolveStatus.INFEASIBLE_OR_UNBOUNDED,
+                                             SolveStatus.OPTIMAL):
+            # with an objective bound HiGHS reports "infeasible" (or a stale optimum) when
+            # nothing beats it
+            beats = int(info.primal_solution_status) == 2 and \
+                sense * float(info.objective_function_value) < sense * float(cutoff)
+            if not beats:
+                return SolveResult(SolveStatus.CUTOFF, bound=float(cutoff), time=elapsed,
+                                   solver=self.name, message=message + " (nothing better than the cutoff)")
         has_sol = int(info.primal_solution_status) == 2 and status not in (
             SolveStatus.INFEASIBLE, SolveStatus.ERROR)
         values = np.asarray(h.getSolution().col_value, dtype=np.float64) if has_sol else None
@@ -297,6 +318,8 @@ class _GurobiBackend:
         model.Params.MIPGap = float(o.mip_gap)
         model.Params.MIPGapAbs = float(o.abs_gap)
         model.Params.Presolve = -1 if o.presolve else 0
+        for key, val in o.extra.items():
+            model.setParam(key, val)
         if o.feasibility_tol is not None:
             model.Params.FeasibilityTol = max(float(o.feasibility_tol), 1e-9)
             model.Params.IntFeasTol = max(float(o.feasibility_tol), 1e-9)
@@ -339,10 +362,13 @@ class _GurobiBackend:
         full[np.fromiter(start.keys(), dtype=np.int64)] = np.fromiter(start.values(), dtype=np.float64)
         self.x.Start = full
 
-    def solve(self, time_limit: float, sense: int) -> SolveResult:
+    def solve(self, time_limit: float, sense: int, cutoff: float | None = None,
+              target: float | None = None) -> SolveResult:
         gp, model = self.gp, self.model
         GRB = gp.GRB
         model.Params.TimeLimit = float(time_limit)
+        model.Params.Cutoff = float(cutoff) if cutoff is not None else sense * GRB.INFINITY
+        model.Params.BestObjStop = float(target) if target is not None else -sense * GRB.INFINITY
         t0 = time.perf_counter()
         try:
             model.optimize()
@@ -364,11 +390,14 @@ class _GurobiBackend:
             GRB.ITERATION_LIMIT: SolveStatus.LIMIT,
             GRB.SOLUTION_LIMIT: SolveStatus.LIMIT,
             GRB.INTERRUPTED: SolveStatus.LIMIT,
-            GRB.USER_OBJ_LIMIT: SolveStatus.LIMIT,
+            GRB.USER_OBJ_LIMIT: SolveStatus.TARGET,
             GRB.WORK_LIMIT: SolveStatus.LIMIT,
-            GRB.CUTOFF: SolveStatus.LIMIT,
+            GRB.CUTOFF: SolveStatus.CUTOFF,
         }
         status = mapping.get(st, SolveStatus.ERROR)
+        if status is SolveStatus.CUTOFF:
+            return SolveResult(status, bound=float(cutoff), time=elapsed, solver=self.name,
+                               message="nothing better than the cutoff")
         has_sol = model.SolCount > 0 and status not in (SolveStatus.INFEASIBLE, SolveStatus.ERROR)
         values = np.asarray(self.x.X, dtype=np.float64) if has_sol else None
         objective = float(model.ObjVal) if has_sol else math.nan
@@ -426,11 +455,13 @@ class MILP:
     seed : the backend's random seed.
     presolve : whether the backend presolves.
     feasibility_tol : primal / integrality feasibility tolerance (backend default if None).
+    options : backend-specific parameters passed through (HiGHS option names or Gurobi
+        parameter names), e.g. ``{"mip_heuristic_run_feasibility_jump": False}``.
     """
 
     def __init__(self, solver: str = "highs", *, time_limit: float = 60.0, threads: int = 1,
                  mip_gap: float = 1e-6, abs_gap: float = 1e-9, seed: int = 0, presolve: bool = True,
-                 feasibility_tol: float | None = None):
+                 feasibility_tol: float | None = None, options: dict[str, Any] | None = None):
         self.solver = check_solver(solver)
         self.time_limit = _check_time_limit(time_limit)
         if int(threads) < 1:
@@ -438,7 +469,7 @@ class MILP:
         if not (0 <= mip_gap < 1) or abs_gap < 0:
             raise ValidationError(f"mip_gap must be in [0, 1) and abs_gap >= 0, got {mip_gap}, {abs_gap}")
         self._options = _Options(self.time_limit, int(threads), float(mip_gap), float(abs_gap),
-                                 int(seed), bool(presolve), feasibility_tol)
+                                 int(seed), bool(presolve), feasibility_tol, dict(options or {}))
         self._lb: list[np.ndarray] = []
         self._ub: list[np.ndarray] = []
         self._vt: list[np.ndarray] = []
@@ -622,9 +653,16 @@ class MILP:
         self._start = dict(zip(c[keep].tolist(), v[keep].tolist(), strict=True))
 
     # -- solving ----------------------------------------------------------------------------------
-    def solve(self, time_limit: float | None = None) -> SolveResult:
+    def solve(self, time_limit: float | None = None, *, cutoff: float | None = None,
+              target: float | None = None) -> SolveResult:
         """Solve under ``time_limit`` seconds (default: the model's). Never raises for solver
-        trouble: an ``ERROR`` result says what happened."""
+        trouble: an ``ERROR`` result says what happened.
+
+        ``cutoff``: only solutions strictly better than it matter (below it when minimising);
+        if none exists the status is ``CUTOFF`` and ``bound`` is the cutoff — a proof that the
+        optimum is no better. ``target``: stop as soon as an incumbent at least as good is found
+        (status ``TARGET``). Both turn an optimisation into a faster decision.
+        """
         limit = self.time_limit if time_limit is None else _check_time_limit(time_limit)
         data = self._materialise()
         if self._backend is None:
@@ -646,7 +684,7 @@ class MILP:
             self._loaded = True
         if self._start:
             self._backend.set_start(self._start)
-        result = self._backend.solve(limit, data.sense)
+        result = self._backend.solve(limit, data.sense, cutoff, target)
         self.last_result = result
         return result
 
