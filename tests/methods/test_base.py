@@ -132,3 +132,25 @@ def test_param_names_come_from_the_constructor():
     assert Returns.param_names() == ["cfs", "status", "target_class", "time_limit",
                                      "random_state", "n_jobs"]
     assert Explainer.param_names() == ["target_class", "time_limit", "random_state", "n_jobs"]
+
+
+def test_revalidation_handles_mixed_batches(setup):
+    """Queries with no CE, all-valid CEs and partly invalid CEs in one batch (the last CE of the
+    batch invalid, followed by a query without CEs)."""
+    df, enc, model = setup
+    good = enc.transform(pd.DataFrame({"a": [3.0], "b": [1.0], "age": [20]}))[0]
+    bad = enc.transform(pd.DataFrame({"a": [0.0], "b": [0.0], "age": [20]}))[0]
+    plan = {0: np.vstack([good, bad]), 1: None, 2: np.vstack([good])}
+
+    class Planned(Explainer):
+        name = "planned"
+
+        def _explain_batch(self, X, targets):
+            return [QueryResult("found" if plan[i] is not None else "not_found", plan[i])
+                    for i in range(len(X))]
+
+    q = pd.DataFrame({"a": [0.0, 0.0, 0.0], "b": [0.0, 0.0, 0.0], "age": [20, 20, 20]})
+    res = Planned(model, target_class=1).explain(q)
+    assert list(res.status) == ["found", "not_found", "found"]
+    assert list(res.counterfactuals["query_id"]) == [0, 2]
+    assert "1 CE(s) failed" in res.messages[0] and res.messages[2] == ""

@@ -2,5 +2,6 @@
 
 from robustce.methods.base import Explainer, QueryResult
 from robustce.methods.nearest_neighbour import NearestNeighbour
+from robustce.methods.wachter import Wachter
 
-__all__ = ["Explainer", "NearestNeighbour", "QueryResult"]
+__all__ = ["Explainer", "NearestNeighbour", "QueryResult", "Wachter"]

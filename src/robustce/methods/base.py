@@ -143,11 +143,11 @@ class Explainer:
             if len(batch) != len(active):
                 raise RobustCEError(f"{type(self).__name__} returned {len(batch)} results "
                                     f"for {len(active)} queries")
-            for j, i in enumerate(active):
-                r = batch[j]
+            for r in batch:
                 if r.time is None:
                     r.time = elapsed / len(active)
-                results[i] = self._revalidate(X[i], int(targets[i]), r)
+            for i, r in zip(active, self._revalidate(X[active], targets[active], batch), strict=True):
+                results[i] = r
         meta = {
             "method": self.name,
             "class": type(self).__name__,
@@ -217,35 +217,61 @@ class Explainer:
         return frame, X
 
     def actionable(self, x: np.ndarray, cfs: np.ndarray, tol: float = ACTION_TOL) -> np.ndarray:
-        """Per CE row: immutable columns unchanged, increase/decrease-only respected."""
+        """Per CE row: immutable columns unchanged, increase/decrease-only respected.
+        ``x`` is one query (d,) or one query per CE row (m, d)."""
         enc = self.encoder
-        d = cfs - x[None, :]
+        d = cfs - (x[None, :] if x.ndim == 1 else x)
         ok = np.all(np.abs(d[:, enc.immutable_mask_]) <= tol, axis=1)
         ok &= np.all(d[:, enc.increasing_mask_] >= -tol, axis=1)
         ok &= np.all(d[:, enc.decreasing_mask_] <= tol, axis=1)
         return ok
 
-    def _revalidate(self, x: np.ndarray, target: int, r: QueryResult) -> QueryResult:
-        if r.cfs is None or len(r.cfs) == 0:
-            if r.status == "found":
-                return QueryResult("error", certificate=r.certificate, time=r.time,
-                                   message="method reported 'found' without a counterfactual")
-            r.cfs = None
-            return r
-        cfs = self.encoder.project(r.cfs)
-        valid = self.model.predict(cfs) == target
-        act = self.actionable(x, cfs)
+    def _revalidate(self, X: np.ndarray, targets: np.ndarray, batch: list[QueryResult]
+                    ) -> list[QueryResult]:
+        """Project every CE, check actionability and the forward pass — one vectorised pass
+        over all CEs of all queries — and drop the CEs that fail."""
+        sizes = np.array([0 if r.cfs is None else len(r.cfs) for r in batch])
+        owner = np.repeat(np.arange(len(batch)), sizes)
+        if sizes.sum():
+            cfs = self.encoder.project(np.vstack([r.cfs for r in batch if r.cfs is not None
+                                                  and len(r.cfs)]))
+            valid = self.model.predict(cfs) == targets[owner]
+            act = self.actionable(X[owner], cfs)
+        else:
+            cfs, valid, act = np.zeros((0, X.shape[1])), np.zeros(0, bool), np.zeros(0, bool)
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        def per_query(flags: np.ndarray) -> np.ndarray:
+            c = np.concatenate([[0], np.cumsum(flags)])
+            return c[starts[1:]] - c[starts[:-1]]
+
+        n_invalid, n_unact = per_query(~valid), per_query(valid & ~act)
         keep = valid & act
-        notes = []
-        if (~valid).any():
-            notes.append(f"{int((~valid).sum())} CE(s) failed the forward-pass check and were dropped")
-        if (valid & ~act).any():
-            notes.append(f"{int((valid & ~act).sum())} CE(s) broke actionability and were dropped")
-        message = "; ".join([m for m in [r.message, *notes] if m])
-        if not keep.any():
-            status = "error" if r.status == "found" else r.status
-            return QueryResult(status, None, r.certificate, r.time, message)
-        return QueryResult(r.status, cfs[keep], r.certificate, r.time, message)
+        out = []
+        for j, r in enumerate(batch):
+            if sizes[j] == 0:
+                if r.status == "found":
+                    r = QueryResult("error", certificate=r.certificate, time=r.time,
+                                    message="method reported 'found' without a counterfactual")
+                r.cfs = None
+                out.append(r)
+                continue
+            sl = slice(starts[j], starts[j + 1])
+            if n_invalid[j] == 0 and n_unact[j] == 0:  # the common case: all CEs pass
+                r.cfs = cfs[sl]
+                out.append(r)
+                continue
+            notes = [r.message] if r.message else []
+            if n_invalid[j]:
+                notes.append(f"{int(n_invalid[j])} CE(s) failed the forward-pass check and were dropped")
+            if n_unact[j]:
+                notes.append(f"{int(n_unact[j])} CE(s) broke actionability and were dropped")
+            kept = cfs[sl][keep[sl]]
+            if len(kept) == 0:
+                status = "error" if r.status == "found" else r.status
+                out.append(QueryResult(status, None, r.certificate, r.time, "; ".join(notes)))
+            else:
+                out.append(QueryResult(r.status, kept, r.certificate, r.time, "; ".join(notes)))
+        return out
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
