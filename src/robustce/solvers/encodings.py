@@ -204,14 +204,14 @@ def _first_layer_expr(milp: MILP, inputs: InputVars | np.ndarray, Wl, Wu, bl, bu
         neg = milp.add_vars(k, 0.0, -mlo)
         sgn = milp.add_vars(k, 0.0, 1.0, "B")
         r = np.arange(k)
-        # x - p + n = 0;  p - hi*s <= 0;  n + lo*s <= -lo  (n <= -lo (1 - s))
+        # x - p + n = 0;  p - hi*s <= 0;  n - lo*s <= -lo  (n <= -lo (1 - s))
         milp.add_constrs_coo(np.concatenate([r, r, r]),
                              np.concatenate([idx[mixed], pos, neg]),
                              np.concatenate([np.ones(k), -np.ones(k), np.ones(k)]), k, 0.0, 0.0)
         milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([pos, sgn]),
                              np.concatenate([np.ones(k), -mhi]), k, -np.inf, 0.0)
         milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([neg, sgn]),
-                             np.concatenate([np.ones(k), mlo]), k, -np.inf, -mlo)
+                             np.concatenate([np.ones(k), -mlo]), k, -np.inf, -mlo)
         A_lo = np.concatenate([np.where(mixed[None, :], 0.0, A_lo), Wl[:, mixed], -Wu[:, mixed]], axis=1)
         A_hi = np.concatenate([np.where(mixed[None, :], 0.0, A_hi), Wu[:, mixed], -Wl[:, mixed]], axis=1)
         cols = np.concatenate([cols, pos, neg])

@@ -1,0 +1,212 @@
+"""The MILP interface: building, solving, statuses, backends."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from robustce.errors import SolverError, ValidationError
+from robustce.solvers import MILP, SolveStatus, available_solvers, check_solver
+from robustce.solvers import milp as milp_module
+
+SOLVERS = ["highs"] + (["gurobi"] if "gurobi" in available_solvers() else [])
+
+
+def _knapsack(solver: str, n: int = 8, seed: int = 0, **kw) -> tuple[MILP, np.ndarray, np.ndarray, float]:
+    rng = np.random.default_rng(seed)
+    w = rng.integers(1, 20, size=n).astype(float)
+    v = rng.integers(1, 30, size=n).astype(float)
+    cap = float(w.sum() // 2)
+    m = MILP(solver, time_limit=10, **kw)
+    x = m.add_vars(n, 0, 1, "B")
+    m.add_constrs(w[None, :], ub=cap, cols=x)
+    m.set_objective(x, v, sense="max")
+    return m, w, v, cap
+
+
+def _brute_knapsack(w, v, cap):
+    n = len(w)
+    best = 0.0
+    for mask in range(1 << n):
+        sel = np.array([(mask >> i) & 1 for i in range(n)], dtype=bool)
+        if w[sel].sum() <= cap:
+            best = max(best, v[sel].sum())
+    return best
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_knapsack_matches_brute_force(solver):
+    for seed in range(3):
+        m, w, v, cap = _knapsack(solver, seed=seed)
+        r = m.solve()
+        if r.status is SolveStatus.ERROR and "licence" in r.message.lower():
+            pytest.skip(f"gurobi licence: {r.message}")
+        assert r.status is SolveStatus.OPTIMAL
+        assert r.objective == pytest.approx(_brute_knapsack(w, v, cap))
+        assert r.bound == pytest.approx(r.objective, abs=1e-6)
+        sel = r.values > 0.5
+        assert w[sel].sum() <= cap + 1e-9
+        assert r.solver == solver and r.time >= 0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_dense_sparse_and_coo_rows_agree(solver):
+    A = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, -1.0]])
+    results = []
+    for form in ("dense", "sparse", "coo"):
+        m = MILP(solver, time_limit=5)
+        x = m.add_vars(3, lb=[0, 0, -2], ub=[4, 4, 2], vtype=["I", "C", "C"])
+        if form == "dense":
+            m.add_constrs(A, lb=[1.5, -np.inf], ub=[np.inf, 0.5])
+        elif form == "sparse":
+            m.add_constrs(sp.csr_matrix(A), lb=[1.5, -np.inf], ub=[np.inf, 0.5], cols=x)
+        else:
+            r, c = np.nonzero(A)
+            m.add_constrs_coo(r, x[c], A[r, c], 2, lb=[1.5, -np.inf], ub=[np.inf, 0.5])
+        m.set_objective(x, [1.0, 1.0, 1.0])
+        res = m.solve()
+        assert res.status is SolveStatus.OPTIMAL
+        results.append(res.objective)
+    assert results[0] == pytest.approx(results[1]) == pytest.approx(results[2])
+
+
+def test_min_max_bounds_and_incremental_changes():
+    m = MILP(time_limit=5)
+    x = m.add_vars(2, 0, 3, "I")
+    m.add_constrs([[1, 2]], lb=1.5)
+    m.set_objective(x, [1, 1])
+    assert m.solve().objective == pytest.approx(1.0)
+    m.set_var_bounds([1], [0], [0])  # forwarded without a reload
+    r = m.solve()
+    assert r.objective == pytest.approx(2.0) and r.values[1] == pytest.approx(0.0)
+    m.set_objective(x, [1, 1], sense="max")
+    assert m.solve().objective == pytest.approx(3.0)
+    m.set_constr_bounds([0], 1.5, 2.5)
+    m.set_objective(x, [1, 0], sense="max")
+    assert m.solve().objective == pytest.approx(2.0)
+    # a structural change after solving reloads the model
+    y = m.add_vars(1, 0, 1, "B")
+    m.add_constrs(np.array([[1.0, 0.0, -1.0]]), ub=0.0)
+    m.set_objective(y, [1.0], sense="max")
+    assert m.solve().status is SolveStatus.INFEASIBLE
+    assert m.n_vars == 3 and m.n_constrs == 2 and m.n_integer == 3
+
+
+def test_lp_without_integers_reports_bound():
+    m = MILP(time_limit=5)
+    x = m.add_vars(2, 0, 10)
+    m.add_constrs([[1.0, 1.0]], lb=3.0)
+    m.set_objective(x, [2.0, 1.0], constant=0.5)
+    r = m.solve()
+    assert r.status is SolveStatus.OPTIMAL
+    assert r.objective == pytest.approx(3.5) and r.bound == pytest.approx(3.5)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_cutoff_and_target(solver):
+    for sense, sign in (("min", 1.0), ("max", -1.0)):
+        m = MILP(solver, time_limit=5)
+        x = m.add_vars(3, 0, 3, "I")
+        m.add_constrs([[1, 1, 1]], lb=1, ub=7.5)
+        m.set_objective(x, [1, 1, 1], sense=sense)
+        opt = m.solve().objective
+        assert opt == pytest.approx(1.0 if sense == "min" else 7.0)
+        r = m.solve(cutoff=opt - sign * 0.5)  # nothing beats a cutoff past the optimum
+        assert r.status is SolveStatus.CUTOFF and r.bound == pytest.approx(opt - sign * 0.5)
+        assert not r.has_solution
+        r = m.solve(cutoff=opt + sign * 3)
+        assert r.status is SolveStatus.OPTIMAL and r.objective == pytest.approx(opt)
+        r = m.solve()
+        assert r.status is SolveStatus.OPTIMAL and r.objective == pytest.approx(opt)
+
+
+def test_time_limit_gives_time_limit_status():
+    # a hard-ish random integer program cannot be solved in a millisecond
+    rng = np.random.default_rng(0)
+    n, k = 60, 40
+    m = MILP(time_limit=10)
+    x = m.add_vars(n, 0, 5, "I")
+    m.add_constrs(rng.integers(1, 30, size=(k, n)).astype(float), ub=rng.integers(100, 300, size=k) + 0.5)
+    m.set_objective(x, rng.integers(1, 40, size=n).astype(float), sense="max")
+    r = m.solve(time_limit=1e-3)
+    assert r.status in (SolveStatus.TIME_LIMIT, SolveStatus.OPTIMAL)
+    assert r.status is SolveStatus.TIME_LIMIT  # the point of the test
+    assert not r.is_optimal
+
+
+def test_warm_start_is_accepted():
+    m, w, v, cap = _knapsack("highs", n=10, seed=4)
+    m.set_start(np.zeros(10))
+    r = m.solve()
+    assert r.status is SolveStatus.OPTIMAL
+    assert r.objective == pytest.approx(_brute_knapsack(w, v, cap))
+
+
+def test_unknown_and_missing_backends(monkeypatch):
+    with pytest.raises(SolverError, match="unknown MILP solver"):
+        MILP("cplex")
+    with pytest.raises(SolverError):
+        check_solver(3)
+    monkeypatch.setattr(milp_module, "_gurobi_module", lambda: None)
+    with pytest.raises(SolverError, match="gurobipy is not installed"):
+        MILP("gurobi")
+    assert available_solvers() == ["highs"]
+    assert check_solver("HiGHS") == "highs"
+
+
+def test_bad_arguments():
+    with pytest.raises(ValidationError):
+        MILP(time_limit=0)
+    with pytest.raises(ValidationError):
+        MILP(time_limit=math.inf)
+    m = MILP()
+    with pytest.raises(ValidationError):
+        m.add_vars(2, lb=[0, 1], ub=[1, 0])
+    with pytest.raises(ValidationError):
+        m.add_vars(2, vtype="Q")
+    m.add_vars(2)
+    with pytest.raises(ValidationError):
+        m.add_constrs(np.ones((1, 3)))
+    with pytest.raises(ValidationError):
+        m.add_constrs_coo([0], [5], [1.0], 1)
+    with pytest.raises(ValidationError):
+        m.set_objective([0], [1.0], sense="up")
+    with pytest.raises(ValidationError):
+        m.solve(time_limit=-1)
+
+
+def test_batch_build_is_fast():
+    """50 000 coefficients in a handful of batch calls: well under a second."""
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    m = MILP()
+    x = m.add_vars(500, 0, 1)
+    b = m.add_vars(100, 0, 1, "B")
+    m.add_constrs(rng.normal(size=(100, 500)), ub=1.0, cols=x)
+    m.add_constrs(np.hstack([np.eye(100), -np.eye(100)]), ub=0.0, cols=np.concatenate([x[:100], b]))
+    m.set_objective(x, rng.normal(size=500))
+    m._materialise()
+    assert time.perf_counter() - t0 < 1.0
+    assert m.n_constrs == 200
+
+
+@pytest.mark.skipif("gurobi" not in available_solvers(), reason="gurobipy is not installed")
+def test_gurobi_quiet_and_agrees_on_lp(capfd):
+    vals = []
+    for solver in ("highs", "gurobi"):
+        m = MILP(solver, time_limit=5)
+        x = m.add_vars(3, 0, 4)
+        m.add_constrs([[1, 1, 0], [0, 1, 1]], lb=[2, 3])
+        m.set_objective(x, [1, 2, 1])
+        r = m.solve()
+        if r.status is SolveStatus.ERROR and "licence" in r.message.lower():
+            pytest.skip(f"gurobi licence: {r.message}")
+        vals.append(r.objective)
+        m.close()
+    assert vals[0] == pytest.approx(vals[1])
+    out = capfd.readouterr()
+    assert "Gurobi" not in out.out and "HiGHS" not in out.out
