@@ -160,7 +160,7 @@ class MLP(Model):
             raise ValidationError("cannot train on an empty dataset")
         module = self.module_
         binary = module[-1].out_features == 1
-        Xt = torch.as_tensor(X, dtype=torch.float32)
+        Xt = torch.tensor(X, dtype=torch.float32)  # a copy: joblib may pass read-only memmaps
         yt = torch.tensor(np.asarray(y), dtype=torch.float32 if binary else torch.long)
         loss_fn = nn.BCEWithLogitsLoss() if binary else nn.CrossEntropyLoss()
         if lr is not None and not lr > 0:
