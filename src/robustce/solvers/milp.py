@@ -261,8 +261,8 @@ class _HighsBackend:
         if ms == M.kObjectiveTarget:
             status = SolveStatus.TARGET
         info = h.getInfo()
-        if cutoff is not None and status in (SolveStatus.INFEASIBLE, SolveStatus.INFEASIBLE_OR_UNBOUNDED,
-                                             SolveStatus.OPTIMAL):
+        if cutoff is not None and (status in (SolveStatus.INFEASIBLE, SolveStatus.INFEASIBLE_OR_UNBOUNDED,
+                                              SolveStatus.OPTIMAL) or ms == M.kObjectiveBound):
             # with an objective bound HiGHS reports "infeasible" (or a stale optimum) when
             # nothing beats it
             beats = int(info.primal_solution_status) == 2 and \
