@@ -1,0 +1,130 @@
+"""``MILPRobust`` (MILP-R, Jiang et al. 2023, the baseline of PROPLACE and APΔS): the nearest
+counterfactual whose validity is *proven* under a model shift Δ.
+
+Loop per query: find the nearest CE with validity margin ``tau`` (:class:`MILPNearest`); run
+the exact Δ-test on it (:func:`robustce.robustness.exact_worst_case`); if it is not Δ-robust,
+raise the margin and repeat. The new margin is ``max(growth · tau, drop · (1 + slack))`` where
+``drop`` is how much the worst network in Δ lowered the last CE's margin — the least margin a
+point needs to survive a shift of that size. Capped at ``max_rounds`` rounds; a query whose
+margin cannot be raised further (the MILP becomes infeasible) or that runs out of rounds gets
+status ``no_robust_point``. A timed-out Δ-test never counts as robust.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from robustce.errors import ValidationError
+from robustce.explanations import QueryResult
+from robustce.methods.milp_nearest import MILPNearest, feature_distance
+from robustce.models.network import class_margin
+from robustce.robustness.exact import DeltaStatus, exact_worst_case
+from robustce.robustness.shift import ParameterShift
+
+__all__ = ["MILPRobust"]
+
+
+class MILPRobust(MILPNearest):
+    """Nearest CE that passes the exact Δ-robustness test (MILP-R).
+
+    Parameters
+    ----------
+    shift : :class:`~robustce.robustness.ParameterShift` or a number δ (p = ∞ box).
+    growth : factor by which the margin grows at least per round (> 1).
+    max_rounds : cap on nearest-CE / Δ-test rounds per query.
+    slack : relative safety added to the observed margin drop.
+    delta_time_limit : seconds per exact Δ-test (default: ``time_limit``).
+    norm, tau, weights, tie_break, solver, mip_gap, threads : as :class:`MILPNearest`
+        (``tau`` is the first round's margin).
+    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
+        is the total per query (all rounds).
+
+    Certificate columns (``certificate_columns``)
+    ----------------------------------------------
+    distance : distance of the returned CE from the query (``norm``).
+    delta, p : the shift set the CE is certified against.
+    delta_status : the exact Δ-test's status for the returned CE (``robust``).
+    worst_case_margin : proven lower bound of the CE's target margin over all of Δ.
+    tau : validity margin of the final round.
+    rounds : rounds used.
+    optimal : whether the last nearest-CE MILP was solved to optimality (for its ``tau``).
+    solver : the MILP backend.
+
+    Statuses: ``found`` (proven Δ-robust); ``infeasible`` (not even a valid CE exists);
+    ``no_robust_point`` (rounds exhausted, or no point reaches the needed margin);
+    ``timeout``; ``error``.
+    """
+
+    name: ClassVar[str] = "milp_robust"
+    certificate_columns: ClassVar[tuple[str, ...]] = (
+        "distance", "delta", "p", "delta_status", "worst_case_margin", "tau", "rounds", "optimal",
+        "solver")
+
+    def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
+                 growth: float = 2.0, max_rounds: int = 10, slack: float = 0.05,
+                 delta_time_limit: float | None = None, **kwargs: Any):
+        super().__init__(model, data, **kwargs)
+        if not isinstance(shift, ParameterShift):
+            try:
+                shift = ParameterShift(float(shift))
+            except (TypeError, ValueError):
+                raise ValidationError(f"shift must be a ParameterShift or a number, got {shift!r}") from None
+        if not float(growth) > 1:
+            raise ValidationError(f"growth must be > 1, got {growth}")
+        if int(max_rounds) < 1:
+            raise ValidationError(f"max_rounds must be >= 1, got {max_rounds}")
+        if slack < 0:
+            raise ValidationError(f"slack must be >= 0, got {slack}")
+        if delta_time_limit is not None and not delta_time_limit > 0:
+            raise ValidationError(f"delta_time_limit must be positive, got {delta_time_limit}")
+        self.shift = shift
+        self.growth = float(growth)
+        self.max_rounds = int(max_rounds)
+        self.slack = float(slack)
+        self.delta_time_limit = delta_time_limit
+
+    def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
+        t_start = time.perf_counter()
+        tau = self.tau
+        cert: dict[str, Any] = {c: math.nan for c in self.certificate_columns}
+        cert.update({"delta": self.shift.delta, "p": "inf", "solver": self.solver, "delta_status": None,
+                     "optimal": False})
+        last_msg = ""
+        for rnd in range(1, self.max_rounds + 1):
+            remaining = self.time_limit - (time.perf_counter() - t_start)
+            if remaining <= 1e-3:
+                cert["rounds"] = rnd - 1
+                return QueryResult("timeout", None, cert, message="time limit reached between rounds")
+            near = self._nearest(x, target, tau, remaining)
+            cert.update({"tau": tau, "rounds": rnd, "optimal": near.optimal})
+            if near.status == "infeasible":
+                if rnd == 1:
+                    return QueryResult("infeasible", None, cert, message=near.message or
+                                       "no actionable point is classified as the target")
+                return QueryResult("no_robust_point", None, cert,
+                                   message=f"no actionable point reaches margin {tau:.4g}; {last_msg}")
+            if near.status != "found":
+                return QueryResult(near.status, None, cert, message=near.message)
+            cf = near.cf
+            remaining = self.time_limit - (time.perf_counter() - t_start)
+            dtl = self.delta_time_limit or self.time_limit
+            test = exact_worst_case(self._network, cf[None], self.shift, target, solver=self.solver,
+                                    time_limit=max(min(dtl, remaining), 1e-3), decide_only=True)
+            status = test.status[0]
+            cert["delta_status"] = status.value
+            if status is DeltaStatus.ROBUST:
+                cert["worst_case_margin"] = float(test.lower[0])
+                cert["distance"] = float(feature_distance(self.encoder, x, cf[None], self.norm,
+                                                          self._weights())[0])
+                return QueryResult("found", cf[None], cert)
+            margin = float(class_margin(self._network.forward(cf[None]), target)[0])
+            worst = float(test.upper[0]) if math.isfinite(test.upper[0]) else -margin
+            drop = max(margin - worst, 0.0)
+            last_msg = f"round {rnd}: margin {margin:.4g}, worst case in Δ {worst:.4g} ({status.value})"
+            tau = max(self.growth * tau, drop * (1.0 + self.slack) + 1e-6)
+        return QueryResult("no_robust_point", None, cert,
+                           message=f"no Δ-robust CE within {self.max_rounds} rounds; {last_msg}")

@@ -1,0 +1,212 @@
+"""MILPNearest (Mohammadi et al.) and MILPRobust (MILP-R): optimal, valid, actionable, honest."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import robustce as rc
+from robustce.data import Feature, Schema, from_frame
+from robustce.methods.milp_nearest import MILPNearest, column_weights, feature_distance
+from robustce.methods.milp_robust import MILPRobust
+from robustce.models.network import class_margin
+from robustce.robustness import ParameterShift, is_delta_robust
+from robustce.solvers import MILP, SolveResult, SolveStatus, available_solvers
+
+# --- a tiny discrete world where brute force is possible ----------------------------------------
+
+LEVELS = ("low", "mid", "high")
+CATS = ("a", "b", "c")
+
+
+def _tiny_schema(immutable_all: bool = False, monotone: bool = True) -> Schema:
+    act = "immutable" if immutable_all else None
+    return Schema([
+        Feature("n", "integer", lower=0, upper=4, actionability=act or ("increase" if monotone else "free")),
+        Feature("level", "ordinal", categories=LEVELS, actionability=act or "free"),
+        Feature("cat", "categorical", categories=CATS, actionability=act or "free"),
+        Feature("flag", "binary", categories=(0, 1), actionability=act or "free"),
+    ])
+
+
+def _tiny_frame(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "n": rng.integers(0, 5, size=n),
+        "level": rng.choice(LEVELS, size=n),
+        "cat": rng.choice(CATS, size=n),
+        "flag": rng.integers(0, 2, size=n),
+    })
+    score = (frame["n"] / 4 + frame["level"].map({"low": 0, "mid": 0.5, "high": 1.0})
+             + (frame["cat"] == "b") * 0.7 - frame["flag"] * 0.6 + rng.normal(0, 0.2, size=n))
+    frame["y"] = (score > 1.0).astype(int)
+    return frame
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    frame = _tiny_frame(400, 0)
+    data = from_frame(frame, "y", _tiny_schema())
+    model = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    return data, model
+
+
+def _grid(encoder) -> np.ndarray:
+    rows = itertools.product(range(5), LEVELS, CATS, (0, 1))
+    frame = pd.DataFrame(list(rows), columns=["n", "level", "cat", "flag"])
+    return encoder.transform(frame)
+
+
+def _brute_force(model, q, target, norm, tau, actionable_fn):
+    G = _grid(model.encoder)
+    margin = class_margin(model.network().forward(G), target)
+    ok = (margin >= tau) & actionable_fn(q, G)
+    if not ok.any():
+        return None
+    return feature_distance(model.encoder, q, G[ok], norm).min()
+
+
+@pytest.mark.parametrize("norm", ["l1", "l0", "linf"])
+def test_equals_brute_force_on_a_discrete_domain(tiny, norm):
+    data, model = tiny
+    ex = MILPNearest(model, data, norm=norm, tau=1e-3, mip_gap=1e-9, time_limit=20)
+    res = ex.explain(data.frame.iloc[:40])
+    found = res.status == "found"
+    assert found.sum() >= 10
+    cfs = res.counterfactuals_encoded
+    owner = res.counterfactuals["query_id"].to_numpy()
+    Q = model.encoder.transform(data.frame.iloc[:40])
+    pos = {label: i for i, label in enumerate(data.frame.index[:40])}
+    for cf, label in zip(cfs, owner, strict=True):
+        i = pos[label]
+        target = 1 - int(model.predict(Q[i:i + 1])[0])
+        best = _brute_force(model, Q[i], target, norm, 1e-3, ex.actionable)
+        got = feature_distance(model.encoder, Q[i], cf[None], norm)[0]
+        assert got == pytest.approx(best, abs=1e-6), (label, norm)
+    # the queries the MILP calls infeasible have no valid actionable grid point
+    for label in res.status.index[res.status == "infeasible"]:
+        i = pos[label]
+        target = 1 - int(model.predict(Q[i:i + 1])[0])
+        assert _brute_force(model, Q[i], target, norm, 1e-3, ex.actionable) is None
+
+
+def test_no_farther_than_any_valid_training_point(diabetes_setup):
+    train, test, model = diabetes_setup
+    ex = MILPNearest(model, train, time_limit=20)
+    res = ex.explain(test.frame.iloc[:12])
+    assert (res.status == "found").sum() >= 8
+    Xtr = model.encoder.transform(train.frame)
+    w = column_weights(model.encoder)
+    Q = model.encoder.transform(test.frame.iloc[:12])
+    pos = {label: i for i, label in enumerate(test.frame.index[:12])}
+    for cf, label in zip(res.counterfactuals_encoded, res.counterfactuals["query_id"], strict=True):
+        i = pos[label]
+        target = 1 - int(model.predict(Q[i:i + 1])[0])
+        valid = (class_margin(model.network().forward(Xtr), target) >= ex.tau) & ex.actionable(Q[i], Xtr)
+        if not valid.any():
+            continue
+        d_train = feature_distance(model.encoder, Q[i], Xtr[valid], "l1", w).min()
+        d_cf = feature_distance(model.encoder, Q[i], cf[None], "l1", w)[0]
+        assert d_cf <= d_train * (1 + ex.mip_gap) + 1e-6
+    cert = res.certificates
+    assert {"distance", "bound", "gap", "optimal", "margin"} <= set(cert.columns)
+    found = res.status == "found"
+    assert (cert.loc[found, "margin"] >= ex.tau - 1e-6).all()
+    assert cert.loc[found, "optimal"].all()
+
+
+def test_statuses_for_bad_queries():
+    frame = _tiny_frame(300, 1)
+    data = from_frame(frame, "y", _tiny_schema(immutable_all=True))
+    model = rc.models.MLP((6,), epochs=20, random_state=0).fit(data)
+    ex = MILPNearest(model, data, time_limit=10)
+    res = ex.explain(data.frame.iloc[:20])
+    pred = model.predict(data.frame.iloc[:20])
+    # every query is either already in the target class (impossible here: binary, target = other)
+    # or has nothing to change: infeasible, per query, no exception
+    assert set(res.status) == {"infeasible"}
+    # with a fixed target class: already_target where the model agrees, infeasible elsewhere
+    for t in (0, 1):
+        res_t = MILPNearest(model, data, target_class=t, time_limit=10).explain(data.frame.iloc[:20])
+        assert set(res_t.status[pred == t]) <= {"already_target"}
+        assert set(res_t.status[pred != t]) <= {"infeasible"}
+        assert res_t.counterfactuals.empty
+
+
+def test_timeout_status(tiny, monkeypatch):
+    data, model = tiny
+
+    def timed_out(self, time_limit=None, *, cutoff=None, target=None):
+        return SolveResult(SolveStatus.TIME_LIMIT, time=0.0, solver="highs")
+
+    monkeypatch.setattr(MILP, "solve", timed_out)
+    res = MILPNearest(model, data, time_limit=1).explain(data.frame.iloc[:5])
+    assert set(res.status) <= {"timeout", "already_target"}
+    assert (res.status == "timeout").any()
+
+
+def test_bad_parameters(tiny):
+    data, model = tiny
+    with pytest.raises(rc.errors.ValidationError):
+        MILPNearest(model, data, norm="l2")
+    with pytest.raises(rc.errors.ValidationError):
+        MILPNearest(model, data, tau=0)
+    with pytest.raises(rc.errors.ValidationError):
+        MILPNearest(model, data, solver="cplex")
+    with pytest.raises(rc.errors.ValidationError):
+        MILPRobust(model, data, growth=1.0)
+    with pytest.raises(rc.errors.ValidationError):
+        MILPRobust(model, data, shift="big")
+
+
+@pytest.mark.skipif("gurobi" not in available_solvers(), reason="gurobipy is not installed")
+def test_gurobi_backend_gives_the_same_distances(tiny):
+    data, model = tiny
+    h = MILPNearest(model, data, mip_gap=1e-9, time_limit=20).explain(data.frame.iloc[:10])
+    g = MILPNearest(model, data, solver="gurobi", mip_gap=1e-9, time_limit=20).explain(data.frame.iloc[:10])
+    if (g.status == "error").any():
+        pytest.skip(f"gurobi failed (licence limit?): {g.summary() if hasattr(g, 'summary') else ''}")
+    assert list(h.status) == list(g.status)
+    found = h.status == "found"
+    assert np.allclose(h.certificates.loc[found, "distance"], g.certificates.loc[found, "distance"],
+                       atol=1e-6)
+
+
+# --- MILP-R -----------------------------------------------------------------------------------
+
+
+def test_milp_robust_ces_are_proven_and_survive_sampling(diabetes_setup):
+    train, test, model = diabetes_setup
+    shift = ParameterShift(0.01)
+    ex = MILPRobust(model, train, shift=shift, time_limit=30)
+    res = ex.explain(test.frame.iloc[:8])
+    found = res.status == "found"
+    assert found.sum() >= 4
+    cfs = res.counterfactuals_encoded
+    owner = res.counterfactuals["query_id"].to_numpy()
+    targets = res.target_class.loc[owner].to_numpy()
+    assert is_delta_robust(model, cfs, shift, targets, precheck=False).all()
+    margins = shift.sample(model.network(), 10_000, random_state=0).forward(cfs)
+    for j, t in enumerate(targets):
+        assert (class_margin(margins[:, j], int(t)) > 0).all()
+    cert = res.certificates.loc[found]
+    assert (cert["delta_status"] == "robust").all() and (cert["worst_case_margin"] > 0).all()
+    assert (cert["delta"] == 0.01).all() and (cert["rounds"] >= 1).all()
+    # robustness costs distance: never closer than the plain nearest CE
+    plain = MILPNearest(model, train, time_limit=30).explain(test.frame.iloc[:8])
+    both = found & (plain.status == "found")
+    assert (cert.loc[both, "distance"] >= plain.certificates.loc[both, "distance"] - 1e-6).all()
+
+
+def test_milp_robust_round_cap_gives_no_robust_point(tiny):
+    data, model = tiny
+    ex = MILPRobust(model, data, shift=ParameterShift(0.5), max_rounds=1, time_limit=20)
+    res = ex.explain(data.frame.iloc[:10])
+    statuses = set(res.status)
+    assert statuses <= {"no_robust_point", "already_target", "infeasible", "found"}
+    assert "no_robust_point" in statuses
+    for label in res.status.index[res.status == "no_robust_point"]:
+        assert res.certificates.loc[label, "rounds"] == 1
