@@ -636,8 +636,8 @@ def _certify(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray, de
 def _check_options(shift: Any, solver: str, mode: str, time_limit: Any, tol: float) -> str:
     if not isinstance(shift, ParameterShift):
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
-    if mode not in ("rebuild", "reuse"):
-        raise ValidationError(f"mode must be 'rebuild' or 'reuse', got {mode!r}")
+    if mode not in ("auto", "rebuild", "reuse"):
+        raise ValidationError(f"mode must be 'auto', 'rebuild' or 'reuse', got {mode!r}")
     try:
         tl = float(time_limit)
     except (TypeError, ValueError):
@@ -651,7 +651,7 @@ def _check_options(shift: Any, solver: str, mode: str, time_limit: Any, tol: flo
 
 def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: Any = 1, *,
                      solver: str = "highs", time_limit: float = 10.0, precheck: bool = True,
-                     decide_only: bool = False, mode: str = "rebuild", threads: int = 1,
+                     decide_only: bool = False, mode: str = "auto", threads: int = 1,
                      tol: float = 1e-6, attack_steps: int = 4, mip_gap: float = 1e-9,
                      abs_gap: float = 1e-9) -> ExactResult:
     """Exact worst-case target margin of each row of ``X`` over the shift set Δ.
@@ -668,12 +668,15 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     precheck : decide by intervals / the base network / a weight attack before any MILP.
     decide_only : only decide the sign of the worst case (MILPs with a cutoff at ``tol`` that
         stop at the first flipping incumbent) — much faster; ``value`` is then NaN.
-    mode : ``"rebuild"`` (a model per counterfactual, tightest bounds) or ``"reuse"`` (one model,
-        per-counterfactual bound changes).
+    mode : ``"rebuild"`` (a model per counterfactual, tightest bounds), ``"reuse"`` (one model per
+        batch, per-counterfactual bound changes) or ``"auto"``: reuse for decisions, rebuild for
+        exact values (the faster of the two in ``benchmarks/bench_exact.py``).
     tol : a MILP lower bound must reach ``tol`` to prove robustness (solver tolerances).
     mip_gap, abs_gap : optimality gaps of the MILPs (tiny: ``value`` is meant to be exact).
     """
     solver = _check_options(shift, solver, mode, time_limit, tol)
+    if mode == "auto":
+        mode = "reuse" if decide_only else "rebuild"
     net = as_network(network)
     X, bad = _check_rows(net, X, network)
     Xc = np.where(bad[:, None], 0.0, X)

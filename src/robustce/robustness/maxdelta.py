@@ -66,7 +66,7 @@ class MaxDeltaResult:
 
 def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_init: float = 1e-4,
                        delta_max: float = 10.0, biases: bool = True, solver: str = "highs",
-                       time_limit: float = 10.0, mode: str = "rebuild", tol: float = 1e-6,
+                       time_limit: float = 10.0, mode: str = "reuse", tol: float = 1e-6,
                        attack_steps: int = 4, threads: int = 1, max_rounds: int = 200) -> MaxDeltaResult:
     """Largest δ for which each counterfactual is provably Δ-robust (APΔS Algorithm 4).
 
