@@ -345,3 +345,25 @@ def test_sign_attack_stays_in_delta():
     for w in weights:
         assert shift.contains(net, ReLUNetwork(w))
     assert margins[0] == pytest.approx(class_margin(ReLUNetwork(weights[0]).forward(x[None]), t)[0])
+
+
+@pytest.mark.slow
+def test_soundness_on_larger_networks():
+    """Heavier variant: 8 inputs, two hidden layers of 8-12, 150 cases, stronger attack."""
+    rng = np.random.default_rng(77)
+    for case in range(150):
+        sizes = [8, int(rng.integers(8, 13)), int(rng.integers(8, 13)), 1 if rng.random() < 0.7 else 3]
+        net = ReLUNetwork([(rng.normal(size=(o, i)) / np.sqrt(i), rng.normal(size=o) * 0.2)
+                           for i, o in zip(sizes[:-1], sizes[1:], strict=True)])
+        x = rng.normal(size=8)
+        t = int(net.predict(x[None])[0])
+        shift = ParameterShift(float(np.exp(rng.uniform(np.log(0.005), np.log(0.1)))))
+        res = exact_worst_case(net, x[None], shift, t, time_limit=60)
+        st = res.status[0]
+        assert st in (DeltaStatus.ROBUST, DeltaStatus.NOT_ROBUST), (case, st)
+        if st is DeltaStatus.ROBUST:
+            assert sampled_margins(net, x, shift, t, seed=case).min() > 0
+            assert pgd_weight_attack(net, x, shift, t, steps=60, restarts=16, seed=case) > 0
+        else:
+            assert shift.contains(net, res.witness[0])
+            assert int(res.witness[0].predict(x[None])[0]) != t
