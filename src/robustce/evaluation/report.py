@@ -207,16 +207,15 @@ def figure_cost_robustness(table: pd.DataFrame, cost: str | None = None,
     axes = fig.subplots(1, len(datasets), squeeze=False)[0]
     colors = _colors(len(methods))
     for ax, d in zip(axes, datasets, strict=True):
-        for color, m in zip(colors, methods, strict=True):
+        for i, (color, m) in enumerate(zip(colors, methods, strict=True)):
             k = _key(d, m)
             x, y = _cell(table, k, cost), _cell(table, k, robustness)
             if not (math.isfinite(x) and math.isfinite(y)):
                 continue
             xe, ye = _cell(table, k, cost, "std"), _cell(table, k, robustness, "std")
             ax.errorbar(x, y, xerr=xe if math.isfinite(xe) else None,
-                        yerr=ye if math.isfinite(ye) else None, fmt="o", color=color,
-                        capsize=3, label=str(m), markersize=7)
-            ax.annotate(str(m), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+                        yerr=ye if math.isfinite(ye) else None, fmt=_MARKERS[i % len(_MARKERS)],
+                        color=color, capsize=3, label=str(m), markersize=8, alpha=0.85)
         ax.set_xlabel(f"{cost} (lower is cheaper)")
         ax.set_ylabel(f"{robustness} (higher is more robust)")
         ax.set_title("cost vs robustness" + (f" — {d}" if d is not None else ""))
@@ -286,9 +285,8 @@ def figure_toy(model: Any, data: Any, explanations: Mapping[str, Any], *,
     y = data.y
     ax.scatter(x0, x1, c=np.where(y == 1, "#2166ac", "#b2182b"), s=6, alpha=0.25, linewidths=0)
     first = True
-    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
     for (label, expl), color, marker in zip(explanations.items(), _colors(len(explanations)),
-                                            markers * 4, strict=False):
+                                            _MARKERS * 4, strict=False):
         q = expl.queries
         if first:
             ax.scatter(q[cols[0]], q[cols[1]], marker="x", c="k", s=40, label="queries", zorder=4)
@@ -306,6 +304,9 @@ def figure_toy(model: Any, data: Any, explanations: Mapping[str, Any], *,
     ax.set_title(title)
     ax.legend(fontsize=8, loc="best")
     return fig
+
+
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
 def _colors(n: int) -> list[Any]:
