@@ -78,6 +78,15 @@ def test_explain_saves_explanations_and_model(explained):
     assert (model.predict(found) == expl.target_class.loc[expl.counterfactuals["query_id"]].to_numpy()).all()
 
 
+def test_explain_with_a_saved_model(explained, tmp_path, capsys):
+    out = tmp_path / "w"
+    code = main(["explain", "--dataset", "moons", "--model", str(explained / "model"), "--method",
+                 "wachter", "--param", "max_iter=100", "--queries", "2", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert len(rc.Explanations.load(out)) == 2
+    assert not (out / "model").exists()  # nothing trained, nothing saved
+
+
 def test_certify_writes_certificates(explained, capsys, tmp_path):
     csv = tmp_path / "cert.csv"
     assert main(["certify", str(explained), "--delta", "0.01", "--out", str(csv)]) == 0
