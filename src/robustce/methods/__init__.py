@@ -1,7 +1,9 @@
 """Counterfactual explainers. All share :class:`Explainer` and return :class:`Explanations`."""
 
 from robustce.methods.base import Explainer, QueryResult
+from robustce.methods.milp_nearest import MILPNearest
+from robustce.methods.milp_robust import MILPRobust
 from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.wachter import Wachter
 
-__all__ = ["Explainer", "NearestNeighbour", "QueryResult", "Wachter"]
+__all__ = ["Explainer", "MILPNearest", "MILPRobust", "NearestNeighbour", "QueryResult", "Wachter"]
