@@ -154,7 +154,7 @@ def test_bad_parameters(tiny):
         MILPNearest(model, data, norm="l2")
     with pytest.raises(rc.errors.ValidationError):
         MILPNearest(model, data, tau=0)
-    with pytest.raises(rc.errors.ValidationError):
+    with pytest.raises(rc.errors.SolverError, match="unknown MILP solver"):
         MILPNearest(model, data, solver="cplex")
     with pytest.raises(rc.errors.ValidationError):
         MILPRobust(model, data, growth=1.0)

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from robustce.errors import SolverError, ValidationError
+from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.models.network import class_margin
@@ -131,10 +131,7 @@ class MILPNearest(Explainer):
             raise ValidationError(f"tie_break must be >= 0, got {tie_break}")
         if not 0 <= mip_gap < 1:
             raise ValidationError(f"mip_gap must be in [0, 1), got {mip_gap}")
-        try:
-            self.solver = check_solver(solver)
-        except SolverError as exc:
-            raise ValidationError(str(exc)) from exc
+        self.solver = check_solver(solver)  # SolverError for unknown / missing backends
         d = self.encoder.n_features_out_
         if weights is not None:
             w = np.asarray(weights, dtype=np.float64).reshape(-1)

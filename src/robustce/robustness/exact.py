@@ -474,7 +474,10 @@ class _DeltaMILP:
             post = [best_sol[layer.post] for layer in enc.hidden]
             choice = {0: "lo" if t == 1 else "hi"} if k == 1 else {t: "lo", best_job: "hi"}
             witness = _witness_from_activations(self.inn, self.net, x, post, choice)
-            flips, wm = _flips(witness, x, t)
+            if self.shift.contains(self.net, witness, atol=1e-9):
+                flips, wm = _flips(witness, x, t)
+            else:  # pragma: no cover - interpolation stays in the box by construction
+                witness, message = None, "witness left Δ (numerical); dropped"
         if failed is not None:
             status = failed
         elif decide_only and best_sol is not None and best_val <= 0:
