@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
+from robustce.utils import temp_dir_beside
 
 __all__ = ["STATUSES", "Explanations", "QueryResult"]
 
@@ -197,7 +197,7 @@ class Explanations:
         """Write the explanations to directory ``path`` atomically (JSON + CSV)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+        tmp = temp_dir_beside(path)
         try:
             meta = {
                 "format_version": FORMAT_VERSION,

@@ -12,7 +12,7 @@ import numpy as np
 
 from robustce.errors import ValidationError
 
-__all__ = ["atomic_write", "check_random_state"]
+__all__ = ["atomic_write", "check_random_state", "temp_dir_beside"]
 
 
 def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
@@ -32,6 +32,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh
@@ -39,3 +40,19 @@ def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def temp_dir_beside(path: str | os.PathLike, tag: str = "tmp") -> Path:
+    """A new hidden directory next to ``path`` (same filesystem, so it can be renamed into
+    place atomically), with the usual permissions rather than mkdtemp's 0700."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.{tag}-"))
+    os.chmod(tmp, 0o777 & ~_umask())
+    return tmp

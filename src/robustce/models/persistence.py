@@ -26,7 +26,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy as np
 
 from robustce.data.encoder import Encoder
 from robustce.errors import RobustCEError, UnsupportedModelError, ValidationError
+from robustce.utils import temp_dir_beside
 
 __all__ = ["FORMAT_VERSION", "ModelFileError", "load", "save_model"]
 
@@ -106,7 +106,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = True) -
     if not (params.get("random_state") is None or isinstance(params["random_state"], int | np.integer)):
         params["random_state"] = None  # a Generator has no JSON form; the weights are what matter
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.tmp-"))
+    tmp = temp_dir_beside(path, "tmp")
     try:
         state = model._state_dict()
         torch.save(state, tmp / WEIGHTS_FILE)
@@ -126,7 +126,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = True) -
             json.dump(meta, fh, indent=2, sort_keys=True)
             fh.write("\n")
         if path.exists():  # swap: old -> backup, new -> path, drop backup
-            backup = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.old-"))
+            backup = temp_dir_beside(path, "old")
             os.replace(path, backup / "model")
             try:
                 os.replace(tmp, path)
