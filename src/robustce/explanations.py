@@ -186,7 +186,7 @@ class Explanations:
                  + (f" ({self.messages[query_id]})" if self.messages[query_id] else "")]
         for rank, (_, cf) in enumerate(self.for_query(query_id).iterrows()):
             changed = [(c, query[c], cf[c]) for c in self.feature_names if not _same(query[c], cf[c])]
-            lines.append(f"  CE {rank}: " + ("no change" if not changed else ""))
+            lines.append(f"  CE {rank}:" + (" no change" if not changed else ""))
             lines.extend(f"    {c}: {_fmt(a)} → {_fmt(b)}" for c, a, b in changed)
         text = "\n".join(lines)
         print(text, file=file)
