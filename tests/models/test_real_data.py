@@ -76,6 +76,7 @@ def test_diabetes_families(shared_datasets):
 def test_adult_families_subsampled(shared_datasets):
     params = {"hidden_layers": (20, 10), "epochs": 8, "batch_size": 64, "lr": 5e-3}
     base, fam, inc, report, _ = _families("adult", params, n_rows=5_000)
+    assert len(fam) == 20 and len(inc) == 10
     n_inc_rows = round(0.1 * len(fam.meta["d2_index"]))
     steps = 5 * int(np.ceil(n_inc_rows / params["batch_size"]))
     _check(report, base_floor=0.8, family_floor=0.8, inc_lr=params["lr"], inc_steps=steps)
