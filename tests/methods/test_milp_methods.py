@@ -210,3 +210,77 @@ def test_milp_robust_round_cap_gives_no_robust_point(tiny):
     assert "no_robust_point" in statuses
     for label in res.status.index[res.status == "no_robust_point"]:
         assert res.certificates.loc[label, "rounds"] == 1
+
+
+class _FixedNet(rc.models.Model):
+    """A hand-built ReLU network over a fitted encoder."""
+
+    def __init__(self, encoder, weights):
+        self.encoder = encoder
+        self._net = rc.models.ReLUNetwork(weights)
+
+    def network(self):
+        return self._net
+
+    def logits(self, X):
+        return self._net.forward(self.encode(X))
+
+
+def test_milp_robust_bisects_the_margin_when_growth_overshoots():
+    # one feature x in [0, 1]; logit z = 1 · relu(2x) − 1, so the largest reachable margin is 1
+    # (x = 1). Under δ = 0.15 the worst network gives 0.85 · relu(1.85x − 0.15) − 1.15, positive
+    # iff x > 0.8124, i.e. margin z > 0.625. Round 1 (τ = 0.55) finds x = 0.775: not Δ-robust;
+    # the doubled margin 1.1 is unreachable; only a margin in (0.625, 1] gives a Δ-robust CE.
+    frame = pd.DataFrame({"x": np.linspace(0.0, 1.0, 11)})
+    schema = Schema([Feature("x", "continuous", lower=0.0, upper=1.0)])
+    enc = rc.data.Encoder(schema).fit(frame)
+    model = _FixedNet(enc, [(np.array([[2.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([-1.0]))])
+    shift = ParameterShift(0.15)
+    q = pd.DataFrame({"x": [0.0]}, index=["q"])
+    assert model.predict(q).tolist() == [0]
+    # the largest reachable margin, by brute force and by the MILP: 1.0 at x = 1
+    grid = np.linspace(0.0, 1.0, 10_001)[:, None]
+    assert class_margin(model.network().forward(grid), 1).max() == pytest.approx(1.0)
+    assert MILPNearest(model, tau=1.0, time_limit=10).explain(q).status["q"] == "found"
+    assert MILPNearest(model, tau=1.1, time_limit=10).explain(q).status["q"] == "infeasible"
+    # Δ-robust grid points exist, all above margin 0.625
+    robust = is_delta_robust(model, grid[::100], shift, 1, precheck=False)
+    assert robust.any() and (class_margin(model.network().forward(grid[::100][robust]), 1) > 0.62).all()
+
+    # growth alone overshoots: one raise (2 rounds) ends at the unreachable margin
+    two = MILPRobust(model, shift=shift, tau=0.55, growth=2.0, max_rounds=2, time_limit=20).explain(q)
+    assert two.status["q"] == "no_robust_point"
+    assert two.certificates.loc["q", "tau"] == pytest.approx(1.1)
+    assert "bisecting the margin between 0.55" in two.messages["q"]
+
+    res = MILPRobust(model, shift=shift, tau=0.55, growth=2.0, time_limit=20).explain(q)
+    assert res.status["q"] == "found"
+    cert = res.certificates.loc["q"]
+    assert cert["rounds"] == 3 and 0.625 < cert["tau"] < 1.0
+    assert cert["tau"] == pytest.approx(0.825)  # the midpoint of (0.55, 1.1)
+    assert cert["delta_status"] == "robust" and cert["worst_case_margin"] > 0
+    assert "bisection" in res.messages["q"]
+    cf = res.counterfactuals_encoded
+    assert cf[0, 0] == pytest.approx(0.9125, abs=1e-6)  # z = 2x − 1 = 0.825
+    assert cert["distance"] == pytest.approx(0.9125, abs=1e-6)
+    assert is_delta_robust(model, cf, shift, 1, precheck=False).all()
+    margins = shift.sample(model.network(), 10_000, random_state=0).forward(cf)
+    assert (class_margin(margins[:, 0], 1) > 0).all()
+
+
+def test_milp_robust_bisection_ends_with_no_robust_point_when_no_margin_works():
+    # same network, δ = 0.3: the worst network gives 0.7 · relu(1.7x − 0.3) − 1.3 < 0 on [0, 1],
+    # so no point is Δ-robust; the bisection must stop on its tolerance, not on the round cap
+    frame = pd.DataFrame({"x": np.linspace(0.0, 1.0, 11)})
+    enc = rc.data.Encoder(Schema([Feature("x", "continuous", lower=0.0, upper=1.0)])).fit(frame)
+    model = _FixedNet(enc, [(np.array([[2.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([-1.0]))])
+    q = pd.DataFrame({"x": [0.0]}, index=["q"])
+    ex = MILPRobust(model, shift=0.3, tau=0.55, max_rounds=40, bisect_tol=1e-2, time_limit=30)
+    res = ex.explain(q)
+    assert res.status["q"] == "no_robust_point"
+    assert "bisected the margin down to" in res.messages["q"]
+    cert = res.certificates.loc["q"]
+    assert cert["rounds"] < 40
+    assert 0.98 < cert["tau"] <= 1.1  # converged on the largest reachable margin, 1.0
+    with pytest.raises(rc.errors.ValidationError, match="bisect_tol"):
+        MILPRobust(model, bisect_tol=0)

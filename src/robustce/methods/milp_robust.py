@@ -5,9 +5,12 @@ Loop per query: find the nearest CE with validity margin ``tau`` (:class:`MILPNe
 the exact Δ-test on it (:func:`robustce.robustness.exact_worst_case`); if it is not Δ-robust,
 raise the margin and repeat. The new margin is ``max(growth · tau, drop · (1 + slack))`` where
 ``drop`` is how much the worst network in Δ lowered the last CE's margin — the least margin a
-point needs to survive a shift of that size. Capped at ``max_rounds`` rounds; a query whose
-margin cannot be raised further (the MILP becomes infeasible) or that runs out of rounds gets
-status ``no_robust_point``. A timed-out Δ-test never counts as robust.
+point needs to survive a shift of that size. When a raised margin is unreachable (the MILP
+becomes infeasible), the margin is bisected between the last reachable margin (whose CE was not
+Δ-robust) and the unreachable one: a Δ-robust CE may need a margin in between. Capped at
+``max_rounds`` rounds (raises and bisection steps together) and the time limit; a query that
+runs out of rounds, or whose bisection interval shrinks below ``bisect_tol`` without a Δ-robust
+CE, gets status ``no_robust_point``. A timed-out Δ-test never counts as robust.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ class MILPRobust(MILPNearest):
     ----------
     shift : :class:`~robustce.robustness.ParameterShift` or a number δ (p = ∞ box).
     growth : factor by which the margin grows at least per round (> 1).
-    max_rounds : cap on nearest-CE / Δ-test rounds per query.
+    max_rounds : cap on nearest-CE / Δ-test rounds per query (raises and bisection steps).
     slack : relative safety added to the observed margin drop.
+    bisect_tol : relative width ``(hi − lo) / hi`` at which the margin bisection stops
+        (in (0, 1); see below).
     delta_time_limit : seconds per exact Δ-test (default: ``time_limit``).
     norm, tau, weights, tie_break, solver, mip_gap, threads : as :class:`MILPNearest`
         (``tau`` is the first round's margin).
@@ -55,9 +60,18 @@ class MILPRobust(MILPNearest):
     optimal : whether the last nearest-CE MILP was solved to optimality (for its ``tau``).
     solver : the MILP backend.
 
+    Margin schedule: round 1 uses ``tau``. After a CE that is not Δ-robust the margin is raised
+    to ``max(growth · tau, drop · (1 + slack))``. If the raised margin is unreachable (the
+    nearest-CE MILP is proven infeasible), the rounds that follow bisect the margin between
+    ``lo`` — the largest margin whose CE was found but not Δ-robust — and ``hi`` — the smallest
+    margin proven unreachable: the midpoint is tried; a non-robust CE there raises ``lo``, an
+    infeasible MILP lowers ``hi``, a Δ-robust CE is returned. The bisection stops with
+    ``no_robust_point`` once ``(hi − lo) / hi < bisect_tol`` (the message gives the interval and
+    the last CE's worst case), or when ``max_rounds`` or the time limit run out.
+
     Statuses: ``found`` (proven Δ-robust); ``infeasible`` (not even a valid CE exists);
-    ``no_robust_point`` (rounds exhausted, or no point reaches the needed margin);
-    ``timeout``; ``error``.
+    ``no_robust_point`` (rounds exhausted, or the bisection found no margin between the last
+    reachable and the first unreachable one that gives a Δ-robust CE); ``timeout``; ``error``.
     """
 
     name: ClassVar[str] = "milp_robust"
@@ -67,7 +81,7 @@ class MILPRobust(MILPNearest):
 
     def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
                  growth: float = 2.0, max_rounds: int = 10, slack: float = 0.05,
-                 delta_time_limit: float | None = None, **kwargs: Any):
+                 bisect_tol: float = 1e-3, delta_time_limit: float | None = None, **kwargs: Any):
         super().__init__(model, data, **kwargs)
         if not isinstance(shift, ParameterShift):
             try:
@@ -80,12 +94,15 @@ class MILPRobust(MILPNearest):
             raise ValidationError(f"max_rounds must be >= 1, got {max_rounds}")
         if slack < 0:
             raise ValidationError(f"slack must be >= 0, got {slack}")
+        if not 0 < float(bisect_tol) < 1:
+            raise ValidationError(f"bisect_tol must be in (0, 1), got {bisect_tol}")
         if delta_time_limit is not None and not delta_time_limit > 0:
             raise ValidationError(f"delta_time_limit must be positive, got {delta_time_limit}")
         self.shift = shift
         self.growth = float(growth)
         self.max_rounds = int(max_rounds)
         self.slack = float(slack)
+        self.bisect_tol = float(bisect_tol)
         self.delta_time_limit = delta_time_limit
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
@@ -95,6 +112,8 @@ class MILPRobust(MILPNearest):
         cert.update({"delta": self.shift.delta, "p": "inf", "solver": self.solver, "delta_status": None,
                      "optimal": False})
         last_msg = ""
+        lo = math.nan  # largest margin whose CE was found but not Δ-robust
+        hi = math.inf  # smallest margin proven unreachable (after a raise)
         for rnd in range(1, self.max_rounds + 1):
             remaining = self.time_limit - (time.perf_counter() - t_start)
             if remaining <= 1e-3:
@@ -106,8 +125,14 @@ class MILPRobust(MILPNearest):
                 if rnd == 1:
                     return QueryResult("infeasible", None, cert, message=near.message or
                                        "no actionable point is classified as the target")
-                return QueryResult("no_robust_point", None, cert,
-                                   message=f"no actionable point reaches margin {tau:.4g}; {last_msg}")
+                hi = tau
+                if (hi - lo) / hi < self.bisect_tol:
+                    return QueryResult("no_robust_point", None, cert, message=(
+                        f"no Δ-robust CE: bisected the margin down to [{lo:.6g}, {hi:.6g}] (relative "
+                        f"width < {self.bisect_tol:g}): the nearest CE at margin {lo:.6g} is not Δ-robust "
+                        f"and no actionable point reaches margin {hi:.6g}; {last_msg}"))
+                tau = 0.5 * (lo + hi)
+                continue
             if near.status != "found":
                 return QueryResult(near.status, None, cert, message=near.message)
             cf = near.cf
@@ -128,11 +153,23 @@ class MILPRobust(MILPNearest):
                         cert["worst_case_margin"] = float(exact.value[0])
                 cert["distance"] = float(feature_distance(self.encoder, x, cf[None], self.norm,
                                                           self._weights())[0])
-                return QueryResult("found", cf[None], cert)
+                msg = "" if math.isinf(hi) else (
+                    f"margin {tau:.6g} found by bisection after margin {hi:.6g} was unreachable")
+                return QueryResult("found", cf[None], cert, message=msg)
             margin = float(class_margin(self._network.forward(cf[None]), target)[0])
             worst = float(test.upper[0]) if math.isfinite(test.upper[0]) else -margin
             drop = max(margin - worst, 0.0)
             last_msg = f"round {rnd}: margin {margin:.4g}, worst case in Δ {worst:.4g} ({status.value})"
-            tau = max(self.growth * tau, drop * (1.0 + self.slack) + 1e-6)
+            lo = tau if math.isnan(lo) else max(lo, tau)
+            if math.isinf(hi):
+                tau = max(self.growth * tau, drop * (1.0 + self.slack) + 1e-6)
+            else:
+                if (hi - lo) / hi < self.bisect_tol:
+                    return QueryResult("no_robust_point", None, cert, message=(
+                        f"no Δ-robust CE: bisected the margin down to [{lo:.6g}, {hi:.6g}] (relative "
+                        f"width < {self.bisect_tol:g}) without a Δ-robust CE; {last_msg}"))
+                tau = 0.5 * (lo + hi)
+        tried = "" if math.isinf(hi) else (
+            f" (bisecting the margin between {lo:.6g}, not Δ-robust, and {hi:.6g}, unreachable)")
         return QueryResult("no_robust_point", None, cert,
-                           message=f"no Δ-robust CE within {self.max_rounds} rounds; {last_msg}")
+                           message=f"no Δ-robust CE within {self.max_rounds} rounds{tried}; {last_msg}")
