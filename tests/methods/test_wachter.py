@@ -123,3 +123,54 @@ def test_validation(diabetes_setup):
     assert w.weights_.shape == (model.encoder.n_features_out_,) and (w.weights_ > 0).all()
     assert Wachter.certificate_columns == ("distance", "margin", "lambda", "n_iter")
     assert {"lam_init", "lam_schedule", "max_iter", "lr"} <= set(Wachter.param_names())
+
+
+class HandBuilt(rc.models.Model):
+    """A fixed ReLU network over a fitted encoder."""
+
+    def __init__(self, encoder, weights):
+        self.encoder = encoder
+        self._net = rc.models.ReLUNetwork(weights)
+
+    def network(self):
+        return self._net
+
+    def logits(self, X):
+        return self._net.forward(self.encode(X))
+
+
+def test_flat_region_is_reported_and_init_noise_escapes_it():
+    # logit = 10 · relu(a + b − 0.25) − 1: class 1 iff a + b > 0.35. Below a + b = 0.25 the only
+    # first-layer ReLU is inactive: the logit is the constant −1 and the input gradient is zero.
+    schema = rc.data.Schema([rc.data.Feature("a", "continuous", lower=0.0, upper=1.0),
+                             rc.data.Feature("b", "continuous", lower=0.0, upper=1.0)])
+    enc = rc.data.Encoder(schema).fit(pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]}))
+    model = HandBuilt(enc, [(np.array([[1.0, 1.0]]), np.array([-0.25])),
+                            (np.array([[10.0]]), np.array([-1.0]))])
+    # 20 copies of a query on the plateau (a + b = 0.2), then one off it (a + b = 0.3)
+    q = pd.DataFrame({"a": [0.1] * 20 + [0.15], "b": [0.1] * 20 + [0.15]})
+    np.testing.assert_allclose(model.logits(q)[[0, 20], 0], [-1.0, -0.5])
+    params = dict(lam_init=1.0, max_iter=50, max_lambda_steps=3)
+
+    res = Wachter(model, **params).explain(q)
+    flat = res.status.iloc[:20]
+    assert (flat == "not_found").all() and res.status.iloc[20] == "found"
+    msgs = res.messages.iloc[:20]
+    assert msgs.str.contains("no valid CE").all()
+    assert msgs.str.contains("input gradient is exactly zero at the query").all()
+    assert msgs.str.contains("init_noise > 0").all()
+    # Adam never moved: every step of every λ round was spent, no distance
+    assert (res.certificates["n_iter"].iloc[:20] == 50 * 3).all()
+
+    # a query off the plateau that gives up for other reasons gets no flat-region claim
+    slow = Wachter(model, lam_init=1e-6, max_iter=1, max_lambda_steps=1, lr=1e-6).explain(q.iloc[20:])
+    assert slow.status.iloc[0] == "not_found"
+    assert "no valid CE" in slow.messages.iloc[0] and "gradient" not in slow.messages.iloc[0]
+
+    # the escape: a noisy start lands off the plateau for most copies
+    noisy = Wachter(model, init_noise=0.2, random_state=0, **params).explain(q)
+    found = check_found(noisy, model, q)
+    assert found.iloc[:20].sum() >= 10 and found.iloc[20]
+    rest = noisy.messages.iloc[:20][~found.iloc[:20].to_numpy()]
+    assert rest.str.contains("exactly zero at the noisy start point").all()
+    assert rest.str.contains("larger init_noise").all()

@@ -20,6 +20,12 @@ monotone thermometers) and checked by a plain forward pass; the first valid proj
 a query is its CE and the query stops. Queries still without a valid CE at the end get
 ``not_found`` (``timeout`` when the time budget ran out first).
 
+Flat regions: where the target margin's gradient with respect to the mutable columns is exactly
+zero at the start point (e.g. every first-layer ReLU inactive — the logit is a constant there),
+Adam cannot move the point. This is detected for all queries at once before the search; such a
+query's ``not_found`` message says so and suggests ``init_noise > 0``, which starts the search
+from a random point near the query, outside the plateau if it is small enough.
+
 Validity losses ``loss``: ``"hinge"`` — ℓ = max(0, κ − m_t) (κ = ``margin``); ``"bce"`` — the
 (binary) cross-entropy of the margin shifted by κ, ℓ = log(1 + exp(κ − m_t)).
 """
@@ -58,7 +64,9 @@ class Wachter(Explainer):
         (1/(max − min) of the training data; zero ranges use 1), or an array of d weights ≥ 0.
     check_every : int — validity (after projection) is checked every this many steps.
     init_noise : float ≥ 0 — std of Gaussian noise added to the mutable columns of the start
-        point (0: start at the query; the search is then fully deterministic).
+        point (0: start at the query; the search is then fully deterministic). The escape
+        from a flat region (zero input gradient at the query), which the ``not_found``
+        message reports.
     straight_through : bool — evaluate the validity term at the projected point
         (``encoder.project``) with a straight-through gradient, so that the loss asks for a
         valid *encoding*, not a valid relaxation (one-hot mass split between categories,
@@ -171,6 +179,7 @@ class Wachter(Explainer):
         if self.init_noise > 0:
             noise = rng.normal(0.0, self.init_noise, size=X.shape) * free
             start = self._constrain_np(np.clip(X + noise, 0.0, 1.0), X)
+        flat = self._flat_start(start, targets)
         lam = np.full(n, self.lam_init)
         n_iter = np.zeros(n, dtype=np.int64)
         best: list[np.ndarray | None] = [None] * n
@@ -184,8 +193,31 @@ class Wachter(Explainer):
             timed_out = self._optimise(X, targets, lam, n_iter, best, done, current)
         finally:
             torch.set_num_threads(threads)
-        return [self._result(X[i], int(targets[i]), best[i], lam[i], n_iter[i], timed_out)
+        return [self._result(X[i], int(targets[i]), best[i], lam[i], n_iter[i], timed_out, flat[i])
                 for i in range(n)]
+
+    def _flat_start(self, start: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """Per query: whether the gradient of the target margin with respect to the mutable
+        columns is exactly zero at the start point (as the first step sees it, through the
+        straight-through projection). There the validity term cannot move the point and the
+        L1 term has zero (sub)gradient, so Adam stays put — e.g. every first-layer ReLU of
+        the network inactive. One batched forward/backward pass."""
+        import torch
+
+        free = ~self.encoder.immutable_mask_
+        if len(start) == 0 or not free.any():
+            return np.zeros(len(start), dtype=bool)
+        with torch.enable_grad():
+            var = torch.tensor(start, dtype=torch.float64, requires_grad=True)
+            inp = var
+            if self.straight_through:
+                proj = torch.as_tensor(self.encoder.project(start))
+                inp = var + (proj - var).detach()
+            m = self._torch_margin(self.model.torch_logits(inp), targets)
+            (grad,) = torch.autograd.grad(m.sum(), var, allow_unused=True)
+        if grad is None:  # the margin does not depend on the input at all
+            return np.ones(len(start), dtype=bool)
+        return np.all(grad.detach().numpy()[:, free] == 0.0, axis=1)
 
     def _optimise(self, X: np.ndarray, targets: np.ndarray, lam: np.ndarray, n_iter: np.ndarray,
                   best: list, done: np.ndarray, current: np.ndarray) -> bool:
@@ -286,12 +318,19 @@ class Wachter(Explainer):
         return zt - others.max(dim=1).values
 
     def _result(self, x: np.ndarray, target: int, cf: np.ndarray | None, lam: float, n_iter: int,
-                timed_out: bool) -> QueryResult:
+                timed_out: bool, flat: bool = False) -> QueryResult:
         if cf is None:
             status = "timeout" if timed_out else "not_found"
             why = (f"time limit of {self.time_limit:g} s reached" if timed_out else
                    f"no valid CE after {self.max_lambda_steps} λ rounds of {self.max_iter} steps "
                    f"(last λ = {lam:g})")
+            if flat:
+                where = "the query" if self.init_noise == 0 else "the noisy start point"
+                hint = ("set init_noise > 0 to start from a random point near the query" if
+                        self.init_noise == 0 else f"try a larger init_noise than {self.init_noise:g}")
+                why += (f"; the model's input gradient is exactly zero at {where} (a flat region, "
+                        f"e.g. every first-layer ReLU inactive), so the gradient search could not "
+                        f"move — {hint}, or use a MILP or neighbour method")
             return QueryResult(status, None, {"distance": np.nan, "margin": np.nan,
                                               "lambda": float(lam), "n_iter": int(n_iter)},
                                message=why)
