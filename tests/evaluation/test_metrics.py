@@ -58,6 +58,24 @@ def test_mace_raw_distances_by_hand(mixed):
     np.testing.assert_allclose(M.feature_deltas(enc, q, mid), [[0.0, 0.5, 0.0, 1.0]])
 
 
+def test_proximity_l1_mean_by_hand(mixed):
+    # PROPLACE's ℓ1: model-space L1 over the number of model-space columns
+    X = np.array([[0.0, 0.0, 0.0, 0.0], [0.2, 0.2, 0.2, 0.2]])
+    C = np.array([[0.5, 0.0, 1.0, 0.1], [0.2, 0.2, 0.2, 0.2]])
+    np.testing.assert_allclose(M.proximity_l1_mean(X, C), [1.6 / 4, 0.0])
+    spec = METRICS["proximity_l1_mean"]
+    assert "divided by the number of model-space columns" in spec.description
+    assert spec.needs == frozenset() and spec.higher_is_better is False
+    assert "proximity_l1_mean" in M.default_metrics()
+    # mixed types: d = 1 (n) + 2 (thermometer o) + 3 (one-hot c) + 1 (b) = 7 columns
+    enc = mixed
+    assert enc.n_features_out_ == 7
+    q = enc.transform(pd.DataFrame({"n": [2.0], "o": ["low"], "c": ["a"], "b": [0]}))
+    cf = enc.transform(pd.DataFrame({"n": [7.0], "o": ["high"], "c": ["c"], "b": [1]}))
+    # |Δ| per column: n 0.5; thermometer 1, 1; one-hot 1, 0, 1; b 1 -> 5.5 / 7
+    assert M.proximity_l1_mean(q, cf)[0] == pytest.approx(5.5 / 7)
+
+
 def test_set_metrics_by_hand():
     S1 = np.array([[0.0, 0.0], [1.0, 0.0]])
     S2 = np.array([[0.0, 1.0]])
@@ -309,6 +327,10 @@ def test_set_distances_through_evaluate(toy):
     assert df["n_counterfactuals"].tolist() == [1.0, 2.0]
     assert df["time"].tolist() == [0.5, 0.5]
     assert df.loc["x", "proximity_l1"] == pytest.approx(0.5)
+    means = evaluate(res, model, metrics=["proximity_l1", "proximity_l1_mean"])
+    assert list(means.columns) == ["proximity_l1", "proximity_l1_mean"]
+    # x: |(.6, 0) − (.1, 0)| = .5 over d = 2; y: |(.7, .5) − (.2, .5)| = .5 over 2
+    np.testing.assert_allclose(means["proximity_l1_mean"], [0.25, 0.25])
     summary = summarise(df, res)
     assert summary["n_not_found"] == 1 and summary["coverage"] == pytest.approx(2 / 3)
     assert summary["time_total"] == pytest.approx(1.25)

@@ -13,6 +13,8 @@ Metrics (the names of :data:`METRICS`):
 * ``validity`` — 1 iff the model predicts the target class for x' (a plain forward pass).
 * ``proximity_l0/l1/l2/linf`` — ‖x' − x‖_p in model space (ℓ0 counts columns changed by more
   than 1e-9).
+* ``proximity_l1_mean`` — ‖x' − x‖₁ / d in model space, d = the number of model-space columns
+  (the mean per-column |Δ|): PROPLACE's *ℓ1* (the authors' ``normalised_l1``).
 * ``raw_l0/l1/l2/linf`` — the MACE distance (Karimi et al., eq. 3) over raw features:
   δ_j = |x'_j − x_j| / R_j for numeric features (R_j = upper − lower), |Δ level| / (k_j − 1)
   for ordinals with k_j levels, 𝕀[x'_j ≠ x_j] for categorical and binary features, so a
@@ -72,6 +74,7 @@ __all__ = [
     "lof_scores",
     "lp_distance",
     "proximity",
+    "proximity_l1_mean",
     "raw_distance",
     "retrained_validity",
     "set_distance_max",
@@ -117,6 +120,8 @@ _SPECS = [
           True),
     *[_spec(f"proximity_{p}", f"{p.upper()} distance query→CE in model space [0,1]^d", (), False)
       for p in NORMS],
+    _spec("proximity_l1_mean", "L1 distance query→CE in model space divided by the number of "
+          "model-space columns d (PROPLACE's ℓ1, the authors' normalised_l1)", (), False),
     *[_spec(f"raw_{p}", f"{p.upper()} norm of the MACE per-feature distances (numeric |Δ|/range, "
             "ordinal |Δlevel|/(k−1), categorical 0/1)", (), False) for p in NORMS],
     _spec("sparsity", "number of raw features changed", (), False),
@@ -219,6 +224,13 @@ def proximity(X: np.ndarray, C: np.ndarray, norm: str = "l1") -> np.ndarray:
     """Row-wise ‖C_i − X_i‖_p in model space."""
     X, C = _pair(X, C)
     return lp_distance(X, C, norm)
+
+
+def proximity_l1_mean(X: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Row-wise ‖C_i − X_i‖₁ / d in model space (d = number of columns): the mean absolute
+    change per model-space column, PROPLACE's ℓ1."""
+    X, C = _pair(X, C)
+    return lp_distance(X, C, "l1") / X.shape[1]
 
 
 def _pair(X: Any, C: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -586,6 +598,8 @@ def evaluate(
     for name in names:
         if name == "validity":
             out[name] = validity(model, C, t).astype(np.float64)
+        elif name == "proximity_l1_mean":
+            out[name] = proximity_l1_mean(X, C)
         elif name.startswith("proximity_"):
             out[name] = proximity(X, C, name.split("_", 1)[1])
         elif name.startswith("raw_"):
