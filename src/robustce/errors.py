@@ -30,6 +30,10 @@ class ChecksumError(DatasetUnavailableError):
     """A downloaded or cached file does not match its recorded checksum."""
 
 
+class ModelFileError(RobustCEError, OSError):
+    """A saved model directory is missing, incomplete, corrupt or of an unknown format."""
+
+
 class NotFittedError(RobustCEError, AttributeError):
     """An object was used before ``fit``."""
 

@@ -117,6 +117,14 @@ def test_missing_files_give_clear_errors(model, tmp_path):
     assert issubclass(ModelFileError, RobustCEError)
 
 
+def test_model_file_error_lives_in_errors():
+    import robustce.errors
+    import robustce.models.persistence
+
+    assert robustce.errors.ModelFileError is ModelFileError
+    assert robustce.models.persistence.ModelFileError is ModelFileError
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda meta: "{not json", "not valid JSON"),
     (lambda meta: json.dumps({**meta, "format": "other"}), "not a robustce model"),

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from robustce.data.encoder import Encoder
-from robustce.errors import RobustCEError, UnsupportedModelError, ValidationError
+from robustce.errors import ModelFileError, RobustCEError, UnsupportedModelError, ValidationError
 from robustce.utils import temp_dir_beside
 
 __all__ = ["FORMAT_VERSION", "ModelFileError", "load", "save_model"]
@@ -41,10 +41,6 @@ FORMAT_NAME = "robustce-model"
 FORMAT_VERSION = 1
 META_FILE = "model.json"
 WEIGHTS_FILE = "weights.pt"
-
-
-class ModelFileError(RobustCEError, OSError):
-    """A saved model directory is missing, incomplete, corrupt or of an unknown format."""
 
 
 def _registry() -> dict[str, type]:
