@@ -51,7 +51,7 @@ import math
 import tomllib
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -391,23 +391,29 @@ def _metric_needs(name: str) -> set[str]:
     return set(getattr(spec, "needs", ()) or ())
 
 
-def _datasets(value: Any) -> list[DatasetEntry]:
-    from robustce.data.registry import get_spec, list_datasets
-
+def _named_entries(value: Any, section: str) -> Iterator[tuple[int, str, dict[str, Any], str]]:
+    """The entries of a ``[[datasets]]`` / ``[[methods]]`` list, checked alike: yields
+    ``(position, path, table, name)``; a bare string stands for ``{name = ...}``."""
     if value is None:
-        raise ConfigError("datasets: required (a list of [[datasets]] tables or names)")
+        raise ConfigError(f"{section}: required (a list of [[{section}]] tables or names)")
     if not isinstance(value, list) or not value:
-        raise ConfigError(f"datasets: expected a non-empty list, got {_show(value)}")
-    out: list[DatasetEntry] = []
+        raise ConfigError(f"{section}: expected a non-empty list, got {_show(value)}")
     for i, entry in enumerate(value):
-        path = f"datasets[{i}]"
+        path = f"{section}[{i}]"
         if isinstance(entry, str):
             entry = {"name": entry}
         entry = _table(entry, path)
         _no_unknown(entry, {"name", "label", "params"}, path)
         if "name" not in entry:
             raise ConfigError(f"{path}.name: required")
-        name = _typed(entry["name"], str, f"{path}.name")
+        yield i, path, entry, _typed(entry["name"], str, f"{path}.name")
+
+
+def _datasets(value: Any) -> list[DatasetEntry]:
+    from robustce.data.registry import get_spec, list_datasets
+
+    out: list[DatasetEntry] = []
+    for _, path, entry, name in _named_entries(value, "datasets"):
         try:
             spec = get_spec(name)
         except RobustCEError:
@@ -422,20 +428,8 @@ def _datasets(value: Any) -> list[DatasetEntry]:
 
 
 def _methods(value: Any) -> list[MethodEntry]:
-    if value is None:
-        raise ConfigError("methods: required (a list of [[methods]] tables or names)")
-    if not isinstance(value, list) or not value:
-        raise ConfigError(f"methods: expected a non-empty list, got {_show(value)}")
     out: list[MethodEntry] = []
-    for i, entry in enumerate(value):
-        path = f"methods[{i}]"
-        if isinstance(entry, str):
-            entry = {"name": entry}
-        entry = _table(entry, path)
-        _no_unknown(entry, {"name", "label", "params"}, path)
-        if "name" not in entry:
-            raise ConfigError(f"{path}.name: required")
-        raw_name = _typed(entry["name"], str, f"{path}.name")
+    for i, path, entry, raw_name in _named_entries(value, "methods"):
         try:
             cls = get_method(raw_name)
         except ConfigError as exc:
