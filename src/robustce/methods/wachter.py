@@ -39,7 +39,7 @@ import numpy as np
 
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
-from robustce.methods.base import ACTION_TOL, Explainer
+from robustce.methods.base import Explainer
 from robustce.models.network import class_margin
 
 __all__ = ["Wachter"]
@@ -274,8 +274,7 @@ class Wachter(Explainer):
                     n_iter[active[live]] += 1
                     if (it + 1) % self.check_every == 0 or it + 1 == self.max_iter:
                         cand = enc.project(var.detach().numpy())
-                        ok = live & (self.model.predict(cand) == ta) & self._actionable_rows(
-                            X[active], cand)
+                        ok = live & (self.model.predict(cand) == ta) & self.actionable(X[active], cand)
                         for j in np.flatnonzero(ok):
                             best[active[j]] = cand[j]
                         done[active[ok]] = True
@@ -297,14 +296,6 @@ class Wachter(Explainer):
         Z[:, enc.decreasing_mask_] = np.minimum(Z[:, enc.decreasing_mask_], X[:, enc.decreasing_mask_])
         Z[:, enc.immutable_mask_] = X[:, enc.immutable_mask_]
         return Z
-
-    def _actionable_rows(self, X: np.ndarray, C: np.ndarray) -> np.ndarray:
-        enc = self.encoder
-        diff = C - X
-        ok = np.all(np.abs(diff[:, enc.immutable_mask_]) <= ACTION_TOL, axis=1)
-        ok &= np.all(diff[:, enc.increasing_mask_] >= -ACTION_TOL, axis=1)
-        ok &= np.all(diff[:, enc.decreasing_mask_] <= ACTION_TOL, axis=1)
-        return ok
 
     def _torch_margin(self, logits: Any, targets: np.ndarray) -> Any:
         import torch
