@@ -133,6 +133,8 @@ def test_infer_schema_errors(frame):
         infer_schema(frame, kinds={"city": "integer"})
     with pytest.raises(ValidationError, match="expected a pandas DataFrame"):
         infer_schema(np.zeros((2, 2)))
+    with pytest.raises(SchemaError, match="feature 'age': unknown kind 'fuzzy'"):
+        infer_schema(frame, kinds={"age": "fuzzy"})
 
 
 # ----------------------------------------------------------------------------------------

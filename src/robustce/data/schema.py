@@ -52,6 +52,16 @@ class Actionability(StrEnum):
     DECREASE = "decrease"
 
 
+def _member(enum: type[StrEnum], value: Any, name: str, what: str) -> Any:
+    """``enum(value)``, or a :class:`SchemaError` naming the feature and the allowed values."""
+    try:
+        return enum(value)
+    except ValueError:
+        raise SchemaError(
+            f"feature {name!r}: unknown {what} {value!r}; expected one of {[m.value for m in enum]}"
+        ) from None
+
+
 def _plain(value: Any) -> Any:
     """numpy scalar -> Python scalar (for hashing, JSON and comparisons)."""
     return value.item() if isinstance(value, np.generic) else value
@@ -70,20 +80,9 @@ class Feature:
     dtype: str | None = None
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "kind", FeatureKind(self.kind))
-        except ValueError:
-            raise SchemaError(
-                f"feature {self.name!r}: unknown kind {self.kind!r}; "
-                f"expected one of {[k.value for k in FeatureKind]}"
-            ) from None
-        try:
-            object.__setattr__(self, "actionability", Actionability(self.actionability))
-        except ValueError:
-            raise SchemaError(
-                f"feature {self.name!r}: unknown actionability {self.actionability!r}; "
-                f"expected one of {[a.value for a in Actionability]}"
-            ) from None
+        object.__setattr__(self, "kind", _member(FeatureKind, self.kind, self.name, "kind"))
+        object.__setattr__(self, "actionability",
+                           _member(Actionability, self.actionability, self.name, "actionability"))
         if self.kind.is_numeric:
             if self.lower is None or self.upper is None:
                 raise SchemaError(f"feature {self.name!r} ({self.kind}) needs lower and upper bounds")
@@ -385,7 +384,7 @@ def infer_schema(
     feats = []
     for name in frame.columns:
         col = frame[name]
-        kind = FeatureKind(kinds[name]) if name in kinds else None
+        kind = _member(FeatureKind, kinds[name], name, "kind") if name in kinds else None
         if kind is None:
             if name in ordinal:
                 kind = FeatureKind.ORDINAL
