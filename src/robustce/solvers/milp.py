@@ -572,10 +572,8 @@ class MILP:
         v = np.asarray(vals, dtype=np.float64).reshape(-1)
         if not (r.shape == c.shape == v.shape):
             raise ValidationError("rows, cols and vals must have the same length")
-        if r.size and (r.min() < 0 or r.max() >= n_rows):
-            raise ValidationError("row index out of range")
-        if c.size and (c.min() < 0 or c.max() >= self._n_vars):
-            raise ValidationError("variable index out of range")
+        _check_index(r, n_rows, "row")
+        _check_index(c, self._n_vars, "variable")
         if not np.isfinite(v).all():
             raise ValidationError("constraint coefficients must be finite")
         lo = _as_float_array(lb, n_rows, "lb")
@@ -600,10 +598,8 @@ class MILP:
             raise ValidationError(f"sense must be 'min' or 'max', got {sense!r}")
         cost = np.zeros(self._n_vars)
         if cols is not None:
-            c = np.asarray(cols, dtype=np.int64).reshape(-1)
+            c = _check_index(cols, self._n_vars, "objective variable")
             v = _as_float_array(coefs, c.shape[0], "coefs")
-            if c.size and (c.min() < 0 or c.max() >= self._n_vars):
-                raise ValidationError("objective variable index out of range")
             np.add.at(cost, c, v)
         self._cost = cost
         self._sense = 1 if sense.startswith("min") else -1
@@ -615,11 +611,9 @@ class MILP:
 
     def set_var_bounds(self, cols: Any, lb: Any, ub: Any) -> None:
         """Change bounds of existing variables (forwarded to the backend without a reload)."""
-        c = np.asarray(cols, dtype=np.int64).reshape(-1)
+        c = _check_index(cols, self._n_vars, "variable")
         lo = _as_float_array(lb, c.shape[0], "lb")
         hi = _as_float_array(ub, c.shape[0], "ub")
-        if c.size and (c.min() < 0 or c.max() >= self._n_vars):
-            raise ValidationError("variable index out of range")
         if np.any(lo > hi + 1e-12):
             raise ValidationError("variable bounds have lb > ub")
         hi = np.maximum(lo, hi)
@@ -629,11 +623,9 @@ class MILP:
             self._backend.set_bounds(c, lo, hi)
 
     def set_constr_bounds(self, rows: Any, lb: Any, ub: Any) -> None:
-        r = np.asarray(rows, dtype=np.int64).reshape(-1)
+        r = _check_index(rows, self._n_rows, "row")
         lo = _as_float_array(lb, r.shape[0], "lb")
         hi = _as_float_array(ub, r.shape[0], "ub")
-        if r.size and (r.min() < 0 or r.max() >= self._n_rows):
-            raise ValidationError("row index out of range")
         data = self._materialise()
         data.row_lb[r], data.row_ub[r] = lo, hi
         if self._loaded:
@@ -738,6 +730,14 @@ class MILP:
         self._cost = cost
         self._data = _ModelData(lb, ub, cost, vt, A, rlb, rub, self._sense, self._offset)
         return self._data
+
+
+def _check_index(idx: Any, size: int, what: str) -> np.ndarray:
+    """``idx`` as a flat int64 array, every entry in ``0..size-1`` (else ValidationError)."""
+    i = np.asarray(idx, dtype=np.int64).reshape(-1)
+    if i.size and (i.min() < 0 or i.max() >= size):
+        raise ValidationError(f"{what} index out of range")
+    return i
 
 
 def _check_time_limit(time_limit: Any) -> float:
