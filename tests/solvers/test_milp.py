@@ -124,6 +124,19 @@ def test_cutoff_and_target(solver):
         assert r.status is SolveStatus.OPTIMAL and r.objective == pytest.approx(opt)
 
 
+def test_unbounded_model_with_cutoff_is_not_a_cutoff_proof():
+    # HiGHS's presolve says "infeasible or unbounded" here; the model is unbounded below, so
+    # reading that as "nothing beats the cutoff" would be a false proof
+    m = MILP(time_limit=5)
+    x = m.add_vars(2, -np.inf, np.inf, "I")
+    m.add_constrs([[1, 1]], ub=3)
+    m.set_objective(x, [1, 1])
+    r = m.solve(cutoff=0.0)
+    assert r.status is not SolveStatus.CUTOFF
+    assert r.status in (SolveStatus.UNBOUNDED, SolveStatus.INFEASIBLE_OR_UNBOUNDED)
+    assert math.isnan(r.bound)
+
+
 def test_time_limit_gives_time_limit_status():
     # a hard-ish random integer program cannot be solved in a millisecond
     rng = np.random.default_rng(0)

@@ -261,10 +261,11 @@ class _HighsBackend:
         if ms == M.kObjectiveTarget:
             status = SolveStatus.TARGET
         info = h.getInfo()
-        if cutoff is not None and (status in (SolveStatus.INFEASIBLE, SolveStatus.INFEASIBLE_OR_UNBOUNDED,
-                                              SolveStatus.OPTIMAL) or ms == M.kObjectiveBound):
+        if cutoff is not None and (status in (SolveStatus.INFEASIBLE, SolveStatus.OPTIMAL)
+                                   or ms == M.kObjectiveBound):
             # with an objective bound HiGHS reports "infeasible" (or a stale optimum) when
-            # nothing beats it
+            # nothing beats it. Not "infeasible or unbounded": an unbounded model has solutions
+            # beyond any cutoff, so that status proves nothing and is passed on as it is.
             beats = int(info.primal_solution_status) == 2 and \
                 sense * float(info.objective_function_value) < sense * float(cutoff)
             if not beats:
