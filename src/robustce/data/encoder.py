@@ -167,6 +167,10 @@ class Encoder:
         """Encode raw rows; raises :class:`ValidationError` naming bad columns/values."""
         self._check_fitted()
         self.schema.validate(frame)
+        return self._encode(frame)
+
+    def _encode(self, frame: pd.DataFrame) -> np.ndarray:
+        """Encode a frame already validated against the schema."""
         X = np.zeros((len(frame), self.n_features_out_), dtype=np.float64)
         for b in self.blocks_:
             f, col = b.feature, frame[b.name]
@@ -187,7 +191,9 @@ class Encoder:
         return X
 
     def fit_transform(self, frame: pd.DataFrame) -> np.ndarray:
-        return self.fit(frame).transform(frame)
+        """``fit(frame).transform(frame)``, validating the frame once."""
+        self.schema.validate(frame)
+        return self.fit()._encode(frame)
 
     def check_array(self, X: Any, *, name: str = "X") -> np.ndarray:
         """Validate an encoded array: 2-D float, right width, finite."""
@@ -207,7 +213,6 @@ class Encoder:
     def level_indices(self, X: np.ndarray) -> np.ndarray:
         """Decode each feature to a number: the raw value for numeric features, the level
         index for the others. Shape (n, n_features). Assumes a valid (projected) encoding."""
-        self._check_fitted()
         X = self.check_array(X)
         out = np.empty((len(X), len(self.blocks_)))
         for i, b in enumerate(self.blocks_):
@@ -259,8 +264,8 @@ class Encoder:
         out = X.copy()
         for b in self.blocks_:
             x = X[:, b.slice]
-            if b.encoding == "scaled" and b.kind is FeatureKind.INTEGER:
-                steps = b.n_steps
+            steps = b.n_steps
+            if steps is not None:  # integer features and integer-coded ordinals: snap to grid
                 out[:, b.start] = np.round(x[:, 0] * steps) / steps if steps else 0.0
             elif b.encoding == "scaled" and b.feature.lower == b.feature.upper:
                 out[:, b.start] = 0.0
@@ -273,9 +278,6 @@ class Encoder:
             elif b.encoding == "thermometer":
                 level = (x >= 0.5).sum(axis=1)
                 out[:, b.slice] = level[:, None] >= np.arange(1, b.width + 1)[None, :]
-            elif b.encoding == "integer_levels":
-                steps = b.n_steps
-                out[:, b.start] = np.round(x[:, 0] * steps) / steps if steps else 0.0
         return out
 
     # --- (de)serialisation --------------------------------------------------------------

@@ -27,7 +27,7 @@ from torch import nn
 
 from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
-from robustce.errors import ValidationError
+from robustce.errors import NotFittedError, ValidationError
 from robustce.models.base import Model
 from robustce.models.network import ReLUNetwork
 from robustce.utils import check_random_state
@@ -130,10 +130,13 @@ class MLP(Model):
         if not isinstance(data, Dataset):
             raise ValidationError(f"fit expects a robustce Dataset, got {type(data).__name__}")
         self._check_params()
-        self.encoder = encoder if encoder is not None else Encoder(
-            data.schema, ordinal_encoding=self.ordinal_encoding).fit(data.frame)
+        if encoder is None:
+            encoder = Encoder(data.schema, ordinal_encoding=self.ordinal_encoding)
+            X = encoder.fit_transform(data.frame)
+        else:
+            X = encoder.transform(data.frame)
+        self.encoder = encoder
         self.class_names = tuple(data.class_names)
-        X = self.encoder.transform(data.frame)
         n_out = 1 if self.n_classes == 2 else self.n_classes
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
         with torch.random.fork_rng(devices=[]):
@@ -188,8 +191,6 @@ class MLP(Model):
     def _check_fitted(self) -> None:
         super()._check_fitted()
         if not hasattr(self, "module_"):
-            from robustce.errors import NotFittedError
-
             raise NotFittedError("this MLP is not fitted; call fit() first")
 
     def network(self) -> ReLUNetwork:
