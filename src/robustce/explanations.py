@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
-from robustce.utils import temp_dir_beside
+from robustce.utils import replace_dir, temp_dir_beside
 
 __all__ = ["STATUSES", "Explanations", "QueryResult"]
 
@@ -218,9 +218,9 @@ class Explanations:
                 tmp / "counterfactuals.csv", index=False, float_format="%.17g")
             summary = self.to_frame().reset_index()
             summary.to_csv(tmp / "summary.csv", index=False, float_format="%.17g")
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
+            if path.exists() and not path.is_dir():
+                raise NotADirectoryError(f"{path} exists and is not a directory")
+            replace_dir(tmp, path)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

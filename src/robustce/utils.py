@@ -1,8 +1,9 @@
-"""Small shared helpers: random state handling, atomic file writes."""
+"""Small shared helpers: random state handling, atomic file and directory writes."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ import numpy as np
 
 from robustce.errors import ValidationError
 
-__all__ = ["atomic_write", "check_random_state", "temp_dir_beside"]
+__all__ = ["atomic_write", "check_random_state", "replace_dir", "temp_dir_beside"]
 
 
 def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
@@ -56,3 +57,24 @@ def temp_dir_beside(path: str | os.PathLike, tag: str = "tmp") -> Path:
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.{tag}-"))
     os.chmod(tmp, 0o777 & ~_umask())
     return tmp
+
+
+def replace_dir(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Rename directory ``tmp`` (made with :func:`temp_dir_beside`) to ``path``.
+
+    An existing ``path`` is first moved aside and deleted only once ``tmp`` is in place (it is
+    moved back if that rename fails), so ``path`` always holds either the old or the new
+    directory. Callers decide beforehand whether ``path`` may be replaced.
+    """
+    tmp, path = Path(tmp), Path(path)
+    if not path.exists():
+        os.replace(tmp, path)
+        return
+    backup = temp_dir_beside(path, "old")
+    os.replace(path, backup / path.name)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        os.replace(backup / path.name, path)
+        raise
+    shutil.rmtree(backup, ignore_errors=True)

@@ -33,7 +33,7 @@ import numpy as np
 
 from robustce.data.encoder import Encoder
 from robustce.errors import ModelFileError, RobustCEError, UnsupportedModelError, ValidationError
-from robustce.utils import temp_dir_beside
+from robustce.utils import replace_dir, temp_dir_beside
 
 __all__ = ["FORMAT_VERSION", "ModelFileError", "load", "save_model"]
 
@@ -121,17 +121,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = True) -
         with open(tmp / META_FILE, "w", encoding="utf-8") as fh:
             json.dump(meta, fh, indent=2, sort_keys=True)
             fh.write("\n")
-        if path.exists():  # swap: old -> backup, new -> path, drop backup
-            backup = temp_dir_beside(path, "old")
-            os.replace(path, backup / "model")
-            try:
-                os.replace(tmp, path)
-            except BaseException:
-                os.replace(backup / "model", path)
-                raise
-            shutil.rmtree(backup, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
+        replace_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
