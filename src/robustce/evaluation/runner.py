@@ -251,11 +251,6 @@ def _dataset_entry(config: BenchmarkConfig, label: str) -> DatasetEntry:
     return next(d for d in config.datasets if d.label == label)
 
 
-def _run_cell_safe(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
-                   ) -> tuple[dict[str, Any], Any]:
-    return run_cell(config, ctx, method)
-
-
 def _scalar(v: Any) -> Any:
     if isinstance(v, np.generic):
         v = v.item()
@@ -373,7 +368,7 @@ def run_benchmark(
                        file=sys.stderr)
             par = Parallel(n_jobs=min(jobs, len(pending)) if jobs > 0 else jobs,
                            return_as="generator_unordered")
-            tasks = (delayed(_run_cell_safe)(config, contexts[(d.label, s)], m) for d, s, m in pending)
+            tasks = (delayed(run_cell)(config, contexts[(d.label, s)], m) for d, s, m in pending)
             for record, expl in par(tasks):
                 _write_cell(out, record, expl)
                 bar.set_postfix_str(record["cell"], refresh=False)
