@@ -334,12 +334,10 @@ def delta_validity(model: Any, C: np.ndarray, shift: Any, target_class: Any) -> 
 
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
     t = _targets(target_class, len(C))
-    out = np.zeros(len(C), dtype=bool)
-    for k in np.unique(t):
-        rows = np.flatnonzero(t == k)
-        out[rows] = np.asarray(is_delta_robust(model, C[rows], shift, target_class=int(k)),
-                               dtype=bool)
-    return out
+    if len(C) == 0:
+        return np.zeros(0, dtype=bool)
+    # one batched test: the exact test takes a target class per row
+    return np.asarray(is_delta_robust(model, C, shift, target_class=t), dtype=bool)
 
 
 # ----------------------------------------------------------------------------------------
