@@ -99,15 +99,12 @@ class Explanations:
         self.target_class = pd.Series(np.asarray(target_class, dtype=np.int64), index=ids,
                                       name="target_class")
         self.certificates = pd.DataFrame([r.certificate for r in results], index=ids)
-        blocks = [r.cfs for r in results if r.cfs is not None and len(r.cfs)]
+        sizes = np.array([0 if r.cfs is None else len(r.cfs) for r in results], dtype=np.int64)
         d = self.queries_encoded.shape[1]
+        blocks = [r.cfs for r, m in zip(results, sizes, strict=True) if m]
         self.counterfactuals_encoded = np.vstack(blocks) if blocks else np.zeros((0, d))
-        owner = np.concatenate([np.full(len(r.cfs), i) for i, r in enumerate(results)
-                                if r.cfs is not None and len(r.cfs)]).astype(np.int64) \
-            if blocks else np.zeros(0, dtype=np.int64)
-        rank = np.concatenate([np.arange(len(r.cfs)) for r in results
-                               if r.cfs is not None and len(r.cfs)]).astype(np.int64) \
-            if blocks else np.zeros(0, dtype=np.int64)
+        owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
+        rank = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
         if len(self.counterfactuals_encoded):
             cf = decode(self.counterfactuals_encoded).reset_index(drop=True)
         else:
