@@ -323,6 +323,20 @@ def test_bad_inputs():
         exact_worst_case(net, x[None], shift, 1, solver="nope")
 
 
+def test_error_rows_carry_no_bounds():
+    # a NaN row is certified on a zero stand-in internally; its certificate must not report
+    # the stand-in's (possibly positive) bounds as if they were about the row
+    rng = np.random.default_rng(0)
+    net, x, shift, _ = random_case(rng, multiclass=False)
+    X = np.vstack([x, np.full_like(x, np.nan)])
+    for precheck in (True, False):
+        res = exact_worst_case(net, X, shift, 1, precheck=precheck)
+        cert = res.certificate(1)
+        assert cert["status"] == "error"
+        assert cert["lower"] is None and cert["upper"] is None and cert["value"] is None
+        assert res.witness[1] is None
+
+
 def test_is_delta_robust_on_a_model_with_raw_frames():
     data = rc.datasets.load("synthetic_loan")
     train, test = data.split(test_size=0.1, random_state=0)

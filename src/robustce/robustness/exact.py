@@ -580,8 +580,10 @@ def _certify(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray, de
     bounds = point_layer_bounds(net, X, deltas, biases)
     terms = _margin_terms(bounds[-1][0], bounds[-1][1], t)
     lower_iv = terms.min(axis=1)
-    lower[:] = lower_iv
-    upper[:] = _margin(net.forward(X), t)
+    # unusable rows were replaced by zeros to keep the batch rectangular: their bounds describe
+    # that stand-in, not the row, so they carry none
+    lower[:] = np.where(bad, np.nan, lower_iv)
+    upper[:] = np.where(bad, np.nan, _margin(net.forward(X), t))
     todo = ~bad
     if precheck:
         rob = todo & (lower_iv > 0)
