@@ -191,11 +191,12 @@ def blobs(n_samples: int = 500, noise: float = 1.0, centers: int = 2,
 # ----------------------------------------------------------------------------------------
 
 
-def _sklearn_table(name: str, bunch, description: str, **infer) -> Dataset:
+def _sklearn_table(name: str, bunch, description: str) -> Dataset:
+    """A Dataset from a scikit-learn ``as_frame`` bunch; every feature is continuous."""
     frame = bunch.data.reset_index(drop=True)
     frame.columns = [str(c) for c in frame.columns]
     target = pd.Series(np.asarray(bunch.target, dtype=np.int64), name="target")
-    schema = infer_schema(frame, **infer).with_dtypes(frame)
+    schema = infer_schema(frame, kinds=dict.fromkeys(frame.columns, "continuous")).with_dtypes(frame)
     return Dataset(frame, target, schema, name=name,
                    class_names=tuple(str(c) for c in bunch.target_names),
                    description=description)
@@ -206,33 +207,27 @@ def breast_cancer() -> Dataset:
     Class 1 = benign, class 0 = malignant (scikit-learn's coding)."""
     from sklearn.datasets import load_breast_cancer
 
-    bunch = load_breast_cancer(as_frame=True)
     return _sklearn_table(
-        "breast_cancer", bunch,
+        "breast_cancer", load_breast_cancer(as_frame=True),
         "Wisconsin diagnostic breast cancer (scikit-learn, 569 rows, 30 continuous "
-        "features). Class 1 = benign, class 0 = malignant.",
-        kinds=dict.fromkeys(bunch.data.columns, "continuous"))
+        "features). Class 1 = benign, class 0 = malignant.")
 
 
 def iris() -> Dataset:
     """Fisher's iris (150 rows, 4 continuous features, 3 classes)."""
     from sklearn.datasets import load_iris
 
-    bunch = load_iris(as_frame=True)
     return _sklearn_table(
-        "iris", bunch,
+        "iris", load_iris(as_frame=True),
         "Fisher's iris (scikit-learn, 150 rows, 4 continuous features). Multi-class: "
-        "0 = setosa, 1 = versicolor, 2 = virginica.",
-        kinds=dict.fromkeys(bunch.data.columns, "continuous"))
+        "0 = setosa, 1 = versicolor, 2 = virginica.")
 
 
 def wine() -> Dataset:
     """UCI wine recognition (178 rows, 13 numeric features, 3 cultivars)."""
     from sklearn.datasets import load_wine
 
-    bunch = load_wine(as_frame=True)
     return _sklearn_table(
-        "wine", bunch,
+        "wine", load_wine(as_frame=True),
         "UCI wine recognition (scikit-learn, 178 rows, 13 numeric features). Multi-class: "
-        "classes 0, 1, 2 = the three cultivars.",
-        kinds=dict.fromkeys(bunch.data.columns, "continuous"))
+        "classes 0, 1, 2 = the three cultivars.")
