@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from robustce.errors import RobustCEError
+from robustce.errors import RobustCEError, ValidationError
 
 __all__ = ["build_parser", "main"]
 
@@ -161,8 +161,6 @@ def _add_explain(sub: Any) -> None:
 
 
 def _user_error(message: str) -> Exception:
-    from robustce.errors import ValidationError
-
     return ValidationError(message)
 
 
@@ -315,13 +313,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 
     from robustce.explanations import Explanations
     from robustce.models import load as load_model
-    from robustce.robustness.shift import ParameterShift
+    from robustce.robustness import ParameterShift, exact_worst_case
     from robustce.utils import atomic_write
-
-    try:
-        from robustce.robustness import exact_worst_case
-    except ImportError:
-        from robustce.robustness.exact import exact_worst_case
 
     shift = ParameterShift(delta=args.delta)
     if not args.time_limit > 0:
