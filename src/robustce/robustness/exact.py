@@ -71,7 +71,7 @@ from robustce.errors import ValidationError
 from robustce.models.network import ReLUNetwork, class_margin
 from robustce.robustness.shift import IntervalNetwork, ParameterShift, as_network
 from robustce.solvers.encodings import InputVars, encode_interval_network
-from robustce.solvers.milp import MILP, SolveStatus, check_solver
+from robustce.solvers.milp import MILP, SolveStatus, _check_time_limit, check_solver
 
 __all__ = [
     "DeltaStatus",
@@ -643,12 +643,7 @@ def _check_options(shift: Any, solver: str, mode: str, time_limit: Any, tol: flo
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
     if mode not in ("auto", "rebuild", "reuse"):
         raise ValidationError(f"mode must be 'auto', 'rebuild' or 'reuse', got {mode!r}")
-    try:
-        tl = float(time_limit)
-    except (TypeError, ValueError):
-        raise ValidationError(f"time_limit must be a positive number, got {time_limit!r}") from None
-    if not (tl > 0 and math.isfinite(tl)):
-        raise ValidationError(f"time_limit must be a positive finite number, got {time_limit}")
+    _check_time_limit(time_limit)
     if not tol > 0:
         raise ValidationError(f"tol must be positive, got {tol}")
     return check_solver(solver)

@@ -30,7 +30,7 @@ from robustce.robustness.exact import (
     resolve_targets,
 )
 from robustce.robustness.shift import as_network
-from robustce.solvers.milp import check_solver
+from robustce.solvers.milp import _check_time_limit, check_solver
 
 __all__ = ["MaxDeltaResult", "max_provable_delta"]
 
@@ -84,8 +84,7 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
         raise ValidationError(f"delta_init must be a positive number, got {delta_init}")
     if not (float(delta_max) >= float(delta_init) and math.isfinite(float(delta_max))):
         raise ValidationError(f"delta_max must be finite and >= delta_init, got {delta_max}")
-    if not (float(time_limit) > 0 and math.isfinite(float(time_limit))):
-        raise ValidationError(f"time_limit must be a positive finite number, got {time_limit}")
+    time_limit = _check_time_limit(time_limit)
     if mode not in ("rebuild", "reuse"):
         raise ValidationError(f"mode must be 'rebuild' or 'reuse', got {mode!r}")
     solver = check_solver(solver)
@@ -110,7 +109,7 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
         rounds += 1
         idx = np.flatnonzero(active)
         c = _certify(net, X[idx], np.zeros(len(idx), dtype=bool), t[idx], cand[idx], biases,
-                     solver=solver, time_limit=float(time_limit), precheck=True, decide_only=True,
+                     solver=solver, time_limit=time_limit, precheck=True, decide_only=True,
                      mode=mode, threads=threads, tol=tol, attack_steps=attack_steps, mip_gap=1e-9,
                      abs_gap=1e-9)
         rob = np.array([s == DeltaStatus.ROBUST for s in c.status], dtype=bool)
@@ -132,5 +131,5 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
             else:
                 cand[i] = 0.5 * (lo[i] + hi[i])
     meta = {"delta_init": d0, "delta_max": dmax, "biases": biases, "solver": solver,
-            "time_limit": float(time_limit), "rounds": rounds, "tol": tol, "p": "inf"}
+            "time_limit": time_limit, "rounds": rounds, "tol": tol, "p": "inf"}
     return MaxDeltaResult(lo, hi, status, n_tests, n_milp, n_to, t, time.perf_counter() - t0, meta)
