@@ -86,3 +86,13 @@ def test_save_overwrites_atomically_and_load_rejects_other_dirs(explanations, tm
     assert [p.name for p in tmp_path.iterdir()] == ["exp"]
     with pytest.raises(ValidationError, match="meta.json"):
         Explanations.load(tmp_path)
+
+
+def test_load_names_a_missing_or_damaged_file(explanations, tmp_path):
+    path = explanations.save(tmp_path / "exp")
+    (path / "counterfactuals.csv").unlink()
+    with pytest.raises(ValidationError, match="no counterfactuals.csv"):
+        Explanations.load(path)
+    (path / "meta.json").write_text("{not json")
+    with pytest.raises(ValidationError, match="meta.json is not valid JSON"):
+        Explanations.load(path)

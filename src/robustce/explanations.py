@@ -225,23 +225,32 @@ class Explanations:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Explanations:
+        """Read a directory written by :meth:`save`. A missing or unreadable file raises
+        :class:`~robustce.errors.ValidationError` naming it."""
         path = Path(path)
         try:
             meta = json.loads((path / "meta.json").read_text())
         except FileNotFoundError:
             raise ValidationError(f"{path} is not a saved Explanations directory (no meta.json)") from None
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValidationError(f"unsupported Explanations format {meta.get('format_version')!r}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"{path / 'meta.json'} is not valid JSON: {exc}") from None
+        if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+            version = meta.get("format_version") if isinstance(meta, dict) else None
+            raise ValidationError(f"unsupported Explanations format {version!r}")
+        missing = [k for k in ("meta", "feature_dtypes", "index_dtype", "index_name", "n_encoded",
+                               "certificate_columns") if k not in meta]
+        if missing:
+            raise ValidationError(f"{path / 'meta.json'} lacks the keys {missing}")
         dtypes = meta["feature_dtypes"]
         n_enc = meta["n_encoded"]
         enc_cols = [f"enc_{i}" for i in range(n_enc)]
-        q = pd.read_csv(path / "queries.csv", dtype={c: _read_dtype(t) for c, t in dtypes.items()})
+        read_dtypes = {c: _read_dtype(t) for c, t in dtypes.items()}
+        q = _read_csv(path / "queries.csv", dtype=read_dtypes)
         ids = pd.Index(q["query_id"].astype(meta["index_dtype"]), name=meta["index_name"])
         queries = _restore(q[list(dtypes)], dtypes).set_axis(ids)
-        cf = pd.read_csv(path / "counterfactuals.csv",
-                         dtype={c: _read_dtype(t) for c, t in dtypes.items()})
-        summary = pd.read_csv(path / "summary.csv", keep_default_na=False,
-                              na_values={"time_s": [""]})
+        cf = _read_csv(path / "counterfactuals.csv", dtype=read_dtypes)
+        summary = _read_csv(path / "summary.csv", keep_default_na=False,
+                            na_values={"time_s": [""]})
         obj = cls.__new__(cls)
         obj.queries = queries
         obj.queries_encoded = q[enc_cols].to_numpy(dtype=np.float64)
@@ -252,7 +261,7 @@ class Explanations:
         obj.target_class = pd.Series(summary["target_class"].to_numpy(dtype=np.int64), index=ids,
                                      name="target_class")
         cert_cols = meta["certificate_columns"]
-        certs = pd.read_csv(path / "summary.csv")[cert_cols] if cert_cols else pd.DataFrame()
+        certs = _read_csv(path / "summary.csv")[cert_cols] if cert_cols else pd.DataFrame()
         obj.certificates = certs.set_axis(ids) if cert_cols else pd.DataFrame(index=ids)
         feats = list(dtypes)
         counter = _restore(cf[feats], dtypes)
@@ -275,6 +284,16 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float | np.floating):
         return f"{float(v):.6g}"
     return str(v)
+
+
+def _read_csv(path: Path, **kw: Any) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, **kw)
+    except FileNotFoundError:
+        raise ValidationError(f"{path.parent} is not a complete Explanations directory "
+                              f"(no {path.name})") from None
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"{path} cannot be read as CSV: {exc}") from None
 
 
 def _read_dtype(dtype: str) -> Any:
