@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from robustce.errors import ValidationError
 from robustce.utils import atomic_write
 
 __all__ = [
@@ -264,7 +265,8 @@ def figure_toy(model: Any, data: Any, explanations: Mapping[str, Any], *,
     frame = data.frame
     cols = list(features) if features is not None else list(frame.columns[:2])
     if len(cols) != 2 or len(frame.columns) != 2:
-        raise ValueError(f"figure_toy needs a dataset with exactly two features, got {list(frame.columns)}")
+        raise ValidationError(
+            f"figure_toy needs a dataset with exactly two features, got {list(frame.columns)}")
     x0, x1 = (frame[c].to_numpy(dtype=float) for c in cols)
     pad0, pad1 = 0.1 * np.ptp(x0), 0.1 * np.ptp(x1)
     g0 = np.linspace(x0.min() - pad0, x0.max() + pad0, resolution)
