@@ -96,3 +96,18 @@ def test_load_names_a_missing_or_damaged_file(explanations, tmp_path):
     (path / "meta.json").write_text("{not json")
     with pytest.raises(ValidationError, match="meta.json is not valid JSON"):
         Explanations.load(path)
+
+
+def test_save_refuses_to_replace_a_directory_that_is_not_explanations(explanations, tmp_path):
+    precious = tmp_path / "project"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(ValidationError, match="refusing to replace"):
+        explanations.save(precious)
+    assert (precious / "notes.txt").read_text() == "keep me"
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValidationError, match="not a directory"):
+        explanations.save(tmp_path / "afile")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert Explanations.load(explanations.save(empty)).status.tolist() == explanations.status.tolist()

@@ -191,8 +191,18 @@ class Explanations:
 
     # --- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the explanations to directory ``path`` atomically (JSON + CSV)."""
+        """Write the explanations to directory ``path`` atomically (JSON + CSV).
+
+        An existing Explanations directory at ``path`` is replaced; any other non-empty
+        directory (or a file) is refused with a :class:`ValidationError`."""
         path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise ValidationError(f"cannot save explanations to {path}: it exists and is not a directory")
+        if path.is_dir() and any(path.iterdir()) and not (path / "meta.json").exists():
+            raise ValidationError(
+                f"refusing to replace {path}: it is a non-empty directory that is not a saved "
+                "Explanations directory (no meta.json); choose a new or empty path"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_dir_beside(path)
         try:
@@ -215,8 +225,6 @@ class Explanations:
                 tmp / "counterfactuals.csv", index=False, float_format="%.17g")
             summary = self.to_frame().reset_index()
             summary.to_csv(tmp / "summary.csv", index=False, float_format="%.17g")
-            if path.exists() and not path.is_dir():
-                raise NotADirectoryError(f"{path} exists and is not a directory")
             replace_dir(tmp, path)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
