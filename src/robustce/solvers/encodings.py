@@ -439,8 +439,10 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
         # x - z / steps = 0
         milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([x[g], z]),
                              np.concatenate([np.ones(g.size), -1.0 / steps[g]]), g.size, 0.0, 0.0)
-    for cols in onehot_groups:
-        milp.add_constrs_coo(np.zeros(len(cols), dtype=np.int64), x[cols], np.ones(len(cols)), 1, 1.0, 1.0)
+    if onehot_groups:  # one row per group: its columns sum to 1
+        members = np.concatenate(onehot_groups)
+        rows = np.repeat(np.arange(len(onehot_groups)), [len(c) for c in onehot_groups])
+        milp.add_constrs_coo(rows, x[members], np.ones(members.size), len(onehot_groups), 1.0, 1.0)
     if thermo_groups:
         rr, cc, vv = [], [], []
         n_rows = 0
