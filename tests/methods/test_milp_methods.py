@@ -212,6 +212,29 @@ def test_milp_robust_round_cap_gives_no_robust_point(tiny):
         assert res.certificates.loc[label, "rounds"] == 1
 
 
+def test_milp_robust_undecided_delta_tests_give_timeout_not_no_robust_point(tiny, monkeypatch):
+    """When the Δ-test cannot decide, "no robust point" was never shown: the status is timeout."""
+    import robustce.methods.milp_robust as mr
+    from robustce.robustness.exact import DeltaStatus
+
+    data, model = tiny
+    real = mr.exact_worst_case
+
+    def undecided(*args, **kwargs):
+        res = real(*args, **kwargs)
+        res.status[:] = DeltaStatus.TIMEOUT
+        return res
+
+    monkeypatch.setattr(mr, "exact_worst_case", undecided)
+    res = MILPRobust(model, data, shift=ParameterShift(0.5), max_rounds=2, time_limit=20).explain(
+        data.frame.iloc[:10])
+    statuses = set(res.status)
+    assert "no_robust_point" not in statuses and "found" not in statuses
+    assert "timeout" in statuses
+    for label in res.status.index[res.status == "timeout"]:
+        assert "undecided" in res.messages[label]
+
+
 class _FixedNet(rc.models.Model):
     """A hand-built ReLU network over a fitted encoder."""
 

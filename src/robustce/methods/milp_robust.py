@@ -114,6 +114,16 @@ class MILPRobust(MILPNearest):
         last_msg = ""
         lo = math.nan  # largest margin whose CE was found but not Δ-robust
         hi = math.inf  # smallest margin proven unreachable (after a raise)
+        undecided = 0  # Δ-tests that ended in timeout / inconclusive / error
+
+        def give_up(message: str) -> QueryResult:
+            # "no_robust_point" claims every CE tried was shown not Δ-robust; when some test did
+            # not decide, that claim was never proven: report a timeout instead
+            if undecided:
+                return QueryResult("timeout", None, cert, message=(
+                    f"{undecided} Δ-test(s) ended undecided (timeout/inconclusive/error), so it is "
+                    f"unknown whether a Δ-robust CE exists; {message}"))
+            return QueryResult("no_robust_point", None, cert, message=message)
         for rnd in range(1, self.max_rounds + 1):
             remaining = self.time_limit - (time.perf_counter() - t_start)
             if remaining <= 1e-3:
@@ -127,10 +137,10 @@ class MILPRobust(MILPNearest):
                                        "no actionable point is classified as the target")
                 hi = tau
                 if (hi - lo) / hi < self.bisect_tol:
-                    return QueryResult("no_robust_point", None, cert, message=(
+                    return give_up(
                         f"no Δ-robust CE: bisected the margin down to [{lo:.6g}, {hi:.6g}] (relative "
                         f"width < {self.bisect_tol:g}): the nearest CE at margin {lo:.6g} is not Δ-robust "
-                        f"and no actionable point reaches margin {hi:.6g}; {last_msg}"))
+                        f"and no actionable point reaches margin {hi:.6g}; {last_msg}")
                 tau = 0.5 * (lo + hi)
                 continue
             if near.status != "found":
@@ -156,6 +166,8 @@ class MILPRobust(MILPNearest):
                 msg = "" if math.isinf(hi) else (
                     f"margin {tau:.6g} found by bisection after margin {hi:.6g} was unreachable")
                 return QueryResult("found", cf[None], cert, message=msg)
+            if status is not DeltaStatus.NOT_ROBUST:
+                undecided += 1
             margin = float(class_margin(self._network.forward(cf[None]), target)[0])
             worst = float(test.upper[0]) if math.isfinite(test.upper[0]) else -margin
             drop = max(margin - worst, 0.0)
@@ -165,11 +177,10 @@ class MILPRobust(MILPNearest):
                 tau = max(self.growth * tau, drop * (1.0 + self.slack) + 1e-6)
             else:
                 if (hi - lo) / hi < self.bisect_tol:
-                    return QueryResult("no_robust_point", None, cert, message=(
+                    return give_up(
                         f"no Δ-robust CE: bisected the margin down to [{lo:.6g}, {hi:.6g}] (relative "
-                        f"width < {self.bisect_tol:g}) without a Δ-robust CE; {last_msg}"))
+                        f"width < {self.bisect_tol:g}) without a Δ-robust CE; {last_msg}")
                 tau = 0.5 * (lo + hi)
         tried = "" if math.isinf(hi) else (
             f" (bisecting the margin between {lo:.6g}, not Δ-robust, and {hi:.6g}, unreachable)")
-        return QueryResult("no_robust_point", None, cert,
-                           message=f"no Δ-robust CE within {self.max_rounds} rounds{tried}; {last_msg}")
+        return give_up(f"no Δ-robust CE within {self.max_rounds} rounds{tried}; {last_msg}")

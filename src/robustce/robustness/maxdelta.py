@@ -39,9 +39,11 @@ __all__ = ["MaxDeltaResult", "max_provable_delta"]
 class MaxDeltaResult:
     """Per counterfactual: ``delta`` — the largest δ proven Δ-robust (0 when δ_init already
     fails); ``upper`` — the smallest δ tested that was not proven (inf when capped);
-    ``status`` — ``"ok"``, ``"not_robust"`` (fails at δ_init), ``"capped"`` (robust at
-    ``delta_max``), ``"error"`` (unusable row); ``n_tests`` / ``n_milp`` / ``n_timeouts`` —
-    exact tests run, of which decided by a MILP, of which timed out."""
+    ``status`` — ``"ok"``, ``"not_robust"`` (a witness flips it at δ_init), ``"undecided"``
+    (the test at δ_init timed out or was inconclusive: 0 is proven, nothing more is known),
+    ``"capped"`` (robust at ``delta_max``), ``"error"`` (unusable row);
+    ``n_tests`` / ``n_milp`` / ``n_timeouts`` — exact tests run, of which decided by a MILP,
+    of which timed out."""
 
     delta: np.ndarray
     upper: np.ndarray
@@ -118,6 +120,7 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
         n_to[idx] += np.array([s == DeltaStatus.TIMEOUT for s in c.status], dtype=np.int64)
         lo[idx[rob]] = cand[idx[rob]]
         hi[idx[~rob]] = cand[idx[~rob]]
+        flipped = dict(zip(idx, (s == DeltaStatus.NOT_ROBUST for s in c.status), strict=True))
         for i in idx:
             if math.isinf(hi[i]):  # doubling phase: everything tested so far was robust
                 if lo[i] >= dmax:
@@ -125,7 +128,7 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
                 else:
                     cand[i] = min(2.0 * lo[i], dmax)
             elif lo[i] == 0.0 and hi[i] <= d0:
-                status[i], active[i] = "not_robust", False
+                status[i], active[i] = ("not_robust" if flipped[i] else "undecided"), False
             elif hi[i] - lo[i] <= d0:
                 active[i] = False
             else:
