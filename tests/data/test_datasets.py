@@ -380,3 +380,11 @@ def test_sklearn_tables(name, rows, features, classes):
     assert data.class_names == classes
     assert np.bincount(data.y).sum() == rows
     data.schema.validate(data.frame)
+
+
+def test_subset_rejects_non_integer_positions():
+    data = rc.datasets.load("synthetic_loan", n_samples=50)
+    with pytest.raises(ValidationError, match="boolean mask, integer positions"):
+        data.subset(["a", "b"])
+    assert len(data.subset(np.array([0, 2, 4]))) == 3
+    assert len(data.subset(pd.Index(data.frame.index[:5]))) == 5

@@ -72,8 +72,13 @@ class Dataset:
             pos = self.frame.index.get_indexer(rows)
             if (pos < 0).any():
                 raise ValidationError("some index labels are not in the dataset")
-        else:
+        elif np.issubdtype(rows_arr.dtype, np.integer) or rows_arr.size == 0:
             pos = rows_arr.astype(np.int64)
+        else:
+            raise ValidationError(
+                "subset takes a boolean mask, integer positions or a pandas Index of labels; "
+                f"got an array of {rows_arr.dtype}"
+            )
         return replace(
             self,
             frame=self.frame.iloc[pos],
