@@ -7,22 +7,7 @@ import pytest
 import robustce as rc
 from robustce.errors import ValidationError
 from robustce.methods.base import Explainer, QueryResult
-from robustce.models.base import Model
-from robustce.models.network import ReLUNetwork
-
-
-class LinearModel(Model):
-    """Binary model with logit = w·x + b on a fitted encoder (no training needed)."""
-
-    def __init__(self, encoder, w, b):
-        self.encoder = encoder
-        self.net = ReLUNetwork([(np.asarray(w, float)[None, :], np.array([b], float))])
-
-    def logits(self, X):
-        return self.net.forward(self.encode(X))
-
-    def network(self):
-        return self.net
+from robustce.models import NetworkModel
 
 
 @pytest.fixture()
@@ -32,7 +17,7 @@ def setup():
     schema = rc.data.infer_schema(df, immutable=["age"])
     enc = rc.data.Encoder(schema).fit(df)
     # class 1 iff a/3 + b > 1
-    model = LinearModel(enc, [1.0, 1.0, 0.0], -1.0)
+    model = NetworkModel([(np.array([[1.0, 1.0, 0.0]]), np.array([-1.0]))], enc)
     return df, enc, model
 
 

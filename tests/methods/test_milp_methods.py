@@ -235,18 +235,8 @@ def test_milp_robust_undecided_delta_tests_give_timeout_not_no_robust_point(tiny
         assert "undecided" in res.messages[label]
 
 
-class _FixedNet(rc.models.Model):
-    """A hand-built ReLU network over a fitted encoder."""
-
-    def __init__(self, encoder, weights):
-        self.encoder = encoder
-        self._net = rc.models.ReLUNetwork(weights)
-
-    def network(self):
-        return self._net
-
-    def logits(self, X):
-        return self._net.forward(self.encode(X))
+# logit z = 1 · relu(2x) − 1 over one feature x in [0, 1]
+RELU_2X_MINUS_1 = [(np.array([[2.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([-1.0]))]
 
 
 def test_milp_robust_bisects_the_margin_when_growth_overshoots():
@@ -257,7 +247,7 @@ def test_milp_robust_bisects_the_margin_when_growth_overshoots():
     frame = pd.DataFrame({"x": np.linspace(0.0, 1.0, 11)})
     schema = Schema([Feature("x", "continuous", lower=0.0, upper=1.0)])
     enc = rc.data.Encoder(schema).fit(frame)
-    model = _FixedNet(enc, [(np.array([[2.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([-1.0]))])
+    model = rc.models.NetworkModel(RELU_2X_MINUS_1, enc)
     shift = ParameterShift(0.15)
     q = pd.DataFrame({"x": [0.0]}, index=["q"])
     assert model.predict(q).tolist() == [0]
@@ -296,7 +286,7 @@ def test_milp_robust_bisection_ends_with_no_robust_point_when_no_margin_works():
     # so no point is Δ-robust; the bisection must stop on its tolerance, not on the round cap
     frame = pd.DataFrame({"x": np.linspace(0.0, 1.0, 11)})
     enc = rc.data.Encoder(Schema([Feature("x", "continuous", lower=0.0, upper=1.0)])).fit(frame)
-    model = _FixedNet(enc, [(np.array([[2.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([-1.0]))])
+    model = rc.models.NetworkModel(RELU_2X_MINUS_1, enc)
     q = pd.DataFrame({"x": [0.0]}, index=["q"])
     ex = MILPRobust(model, shift=0.3, tau=0.55, max_rounds=40, bisect_tol=1e-2, time_limit=30)
     res = ex.explain(q)

@@ -125,28 +125,14 @@ def test_validation(diabetes_setup):
     assert {"lam_init", "lam_schedule", "max_iter", "lr"} <= set(Wachter.param_names())
 
 
-class HandBuilt(rc.models.Model):
-    """A fixed ReLU network over a fitted encoder."""
-
-    def __init__(self, encoder, weights):
-        self.encoder = encoder
-        self._net = rc.models.ReLUNetwork(weights)
-
-    def network(self):
-        return self._net
-
-    def logits(self, X):
-        return self._net.forward(self.encode(X))
-
-
 def test_flat_region_is_reported_and_init_noise_escapes_it():
     # logit = 10 · relu(a + b − 0.25) − 1: class 1 iff a + b > 0.35. Below a + b = 0.25 the only
     # first-layer ReLU is inactive: the logit is the constant −1 and the input gradient is zero.
     schema = rc.data.Schema([rc.data.Feature("a", "continuous", lower=0.0, upper=1.0),
                              rc.data.Feature("b", "continuous", lower=0.0, upper=1.0)])
     enc = rc.data.Encoder(schema).fit(pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]}))
-    model = HandBuilt(enc, [(np.array([[1.0, 1.0]]), np.array([-0.25])),
-                            (np.array([[10.0]]), np.array([-1.0]))])
+    model = rc.models.NetworkModel([(np.array([[1.0, 1.0]]), np.array([-0.25])),
+                                    (np.array([[10.0]]), np.array([-1.0]))], enc)
     # 20 copies of a query on the plateau (a + b = 0.2), then one off it (a + b = 0.3)
     q = pd.DataFrame({"a": [0.1] * 20 + [0.15], "b": [0.1] * 20 + [0.15]})
     np.testing.assert_allclose(model.logits(q)[[0, 20], 0], [-1.0, -0.5])

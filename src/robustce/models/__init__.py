@@ -12,11 +12,13 @@ from robustce.models.families import (
 )
 from robustce.models.mlp import MLP
 from robustce.models.network import ReLUNetwork
+from robustce.models.network_model import NetworkModel
 from robustce.models.persistence import ModelFileError, load
 from robustce.models.sklearn import SklearnModel, wrap
 from robustce.models.trees import TreeView, forest_predict_proba
 
 __all__ = [
+    "NetworkModel",
     "MLP",
     "FamilyValidity",
     "Model",
