@@ -254,7 +254,7 @@ class Explanations:
         enc_cols = [f"enc_{i}" for i in range(n_enc)]
         read_dtypes = {c: _read_dtype(t) for c, t in dtypes.items()}
         q = _read_csv(path / "queries.csv", dtype=read_dtypes)
-        ids = pd.Index(q["query_id"].astype(meta["index_dtype"]), name=meta["index_name"])
+        ids = pd.Index(q["query_id"].astype(meta["index_dtype"]).to_numpy(), name=meta["index_name"])
         queries = _restore(q[list(dtypes)], dtypes).set_axis(ids)
         cf = _read_csv(path / "counterfactuals.csv", dtype=read_dtypes)
         summary = _read_csv(path / "summary.csv", keep_default_na=False,
