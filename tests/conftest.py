@@ -1,8 +1,9 @@
 """Shared test setup.
 
-* ``ROBUSTCE_DATA`` points at the offline dataset copy ``<repo>/../shared/datasets`` (CI runs on
-  a fresh clone with ``../shared`` beside it); ``ROBUSTCE_CACHE`` at a temporary folder, so no
-  test writes into the user's cache.
+* The dataset tests read the offline dataset copy named by ``ROBUSTCE_DATA`` when it is set (as
+  the README tells users to), else ``<repo>/../shared/datasets`` (CI runs on a fresh clone with
+  ``../shared`` beside it); tests that need a dataset skip with its path when it is absent.
+  ``ROBUSTCE_CACHE`` points at a temporary folder, so no test writes into the user's cache.
 * The network is off: ``robustce.data.download.fetch_url`` raises unless a test patches it.
 """
 
@@ -15,7 +16,16 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = (REPO_ROOT / ".." / "shared" / "datasets").resolve()
+DEFAULT_DATASETS = (REPO_ROOT / ".." / "shared" / "datasets").resolve()
+USER_DATASETS = os.environ.get("ROBUSTCE_DATA")
+
+
+def datasets_dir() -> Path:
+    """``ROBUSTCE_DATA`` if the user set it, else the ``../shared/datasets`` beside the repo."""
+    return Path(USER_DATASETS).expanduser().resolve() if USER_DATASETS else DEFAULT_DATASETS
+
+
+SHARED_DATASETS = datasets_dir()
 
 
 def _no_network(url: str, timeout: float = 60.0) -> bytes:
@@ -43,5 +53,5 @@ def shared_datasets() -> Path:
 
 def pytest_report_header(config):
     present = "present" if SHARED_DATASETS.is_dir() else "MISSING"
-    return f"robustce datasets: {SHARED_DATASETS} ({present}); ROBUSTCE_DATA was " \
-           f"{os.environ.get('ROBUSTCE_DATA', 'unset')}"
+    source = "from ROBUSTCE_DATA" if USER_DATASETS else "default; set ROBUSTCE_DATA to change"
+    return f"robustce datasets: {SHARED_DATASETS} ({present}, {source})"
