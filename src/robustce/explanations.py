@@ -233,8 +233,10 @@ class Explanations:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Explanations:
-        """Read a directory written by :meth:`save`. A missing or unreadable file raises
-        :class:`~robustce.errors.ValidationError` naming it."""
+        """Read a directory written by :meth:`save`. A missing, unreadable or inconsistent file
+        (truncated or non-numeric CSV, missing columns, a summary that does not match the
+        queries, a wrong ``n_encoded``) raises :class:`~robustce.errors.ValidationError` naming
+        the file and what is wrong."""
         path = Path(path)
         try:
             meta = json.loads((path / "meta.json").read_text())
@@ -249,34 +251,77 @@ class Explanations:
                                "certificate_columns") if k not in meta]
         if missing:
             raise ValidationError(f"{path / 'meta.json'} lacks the keys {missing}")
-        dtypes = meta["feature_dtypes"]
-        n_enc = meta["n_encoded"]
+        dtypes, n_enc, cert_cols = meta["feature_dtypes"], meta["n_encoded"], meta["certificate_columns"]
+        if not isinstance(dtypes, dict) or not all(isinstance(t, str) for t in dtypes.values()):
+            raise ValidationError(f"{path / 'meta.json'}: feature_dtypes must map columns to dtype names")
+        if isinstance(n_enc, bool) or not isinstance(n_enc, int) or n_enc < 1:
+            raise ValidationError(f"{path / 'meta.json'}: n_encoded must be a positive integer, "
+                                  f"got {n_enc!r}")
+        if not isinstance(cert_cols, list) or not isinstance(meta["meta"], dict):
+            raise ValidationError(f"{path / 'meta.json'}: certificate_columns must be a list and "
+                                  "meta a dict")
         enc_cols = [f"enc_{i}" for i in range(n_enc)]
         read_dtypes = {c: _read_dtype(t) for c, t in dtypes.items()}
+        feats = list(dtypes)
+
         q = _read_csv(path / "queries.csv", dtype=read_dtypes)
-        ids = pd.Index(q["query_id"].astype(meta["index_dtype"]).to_numpy(), name=meta["index_name"])
-        queries = _restore(q[list(dtypes)], dtypes).set_axis(ids)
+        _require_columns(q, path / "queries.csv", ["query_id", *feats, *enc_cols])
+        _no_extra_encoded(q, path / "queries.csv", n_enc)
+        ids = pd.Index(_column(q, "query_id", meta["index_dtype"], path / "queries.csv").to_numpy(),
+                       name=meta["index_name"])
+        if not ids.is_unique:
+            raise ValidationError(f"{path / 'queries.csv'}: query_id values are not unique")
+        queries = _restore(q[feats], dtypes).set_axis(ids)
+        queries_encoded = _numeric(q, enc_cols, path / "queries.csv")
+
         cf = _read_csv(path / "counterfactuals.csv", dtype=read_dtypes)
-        summary = _read_csv(path / "summary.csv", keep_default_na=False,
-                            na_values={"time_s": [""]})
+        _require_columns(cf, path / "counterfactuals.csv", [*feats, "query_id", "cf_rank", *enc_cols])
+        _no_extra_encoded(cf, path / "counterfactuals.csv", n_enc)
+        cf_ids = _column(cf, "query_id", meta["index_dtype"], path / "counterfactuals.csv")
+        unknown = ~cf_ids.isin(ids)
+        if unknown.any():
+            raise ValidationError(f"{path / 'counterfactuals.csv'}: query_id {cf_ids[unknown].iloc[0]!r} "
+                                  "is not one of the saved queries")
+        ranks = _numeric(cf, ["cf_rank"], path / "counterfactuals.csv")[:, 0]
+        if len(ranks) and (np.any(ranks < 0) or np.any(ranks != np.round(ranks))):
+            raise ValidationError(f"{path / 'counterfactuals.csv'}: cf_rank must hold non-negative integers")
+
+        summary = _read_csv(path / "summary.csv", keep_default_na=False, na_values={"time_s": [""]})
+        _require_columns(summary, path / "summary.csv", ["query_id", "status", "message", "time_s",
+                                                         "target_class", "n_counterfactuals", *cert_cols])
+        if len(summary) != len(ids):
+            raise ValidationError(f"{path / 'summary.csv'} has {len(summary)} rows but there are "
+                                  f"{len(ids)} queries")
+        counts = _numeric(summary, ["n_counterfactuals"], path / "summary.csv")[:, 0]
+        have = cf_ids.value_counts().reindex(ids, fill_value=0).to_numpy()
+        if not np.array_equal(counts, have):
+            i = int(np.flatnonzero(counts != have)[0])
+            raise ValidationError(f"{path / 'counterfactuals.csv'} has {have[i]} CE(s) for query "
+                                  f"{ids[i]!r} but summary.csv says {int(counts[i])} (a truncated file?)")
+        status = summary["status"].astype(str)
+        bad = ~status.isin(STATUSES)
+        if bad.any():
+            raise ValidationError(f"{path / 'summary.csv'}: unknown status {status[bad].iloc[0]!r}")
+        timings = _numeric(summary, ["time_s"], path / "summary.csv", allow_nan=True)[:, 0]
+        targets = _numeric(summary, ["target_class"], path / "summary.csv")[:, 0]
+        if np.any(targets != np.round(targets)) or np.any(targets < 0):
+            raise ValidationError(f"{path / 'summary.csv'}: target_class must hold class indices")
+
         obj = cls.__new__(cls)
         obj.queries = queries
-        obj.queries_encoded = q[enc_cols].to_numpy(dtype=np.float64)
-        obj.status = pd.Series(summary["status"].to_numpy(), index=ids, name="status", dtype=object)
+        obj.queries_encoded = queries_encoded
+        obj.status = pd.Series(status.to_numpy(), index=ids, name="status", dtype=object)
         obj.messages = pd.Series(summary["message"].astype(str).to_numpy(), index=ids,
                                  name="message", dtype=object)
-        obj.timings = pd.Series(summary["time_s"].to_numpy(dtype=float), index=ids, name="time_s")
-        obj.target_class = pd.Series(summary["target_class"].to_numpy(dtype=np.int64), index=ids,
-                                     name="target_class")
-        cert_cols = meta["certificate_columns"]
+        obj.timings = pd.Series(timings, index=ids, name="time_s")
+        obj.target_class = pd.Series(targets.astype(np.int64), index=ids, name="target_class")
         certs = _read_csv(path / "summary.csv")[cert_cols] if cert_cols else pd.DataFrame()
         obj.certificates = certs.set_axis(ids) if cert_cols else pd.DataFrame(index=ids)
-        feats = list(dtypes)
         counter = _restore(cf[feats], dtypes)
-        counter["query_id"] = cf["query_id"].astype(meta["index_dtype"]).to_numpy()
-        counter["cf_rank"] = cf["cf_rank"].astype(np.int64)
+        counter["query_id"] = cf_ids.to_numpy()
+        counter["cf_rank"] = ranks.astype(np.int64)
         obj.counterfactuals = counter
-        obj.counterfactuals_encoded = cf[enc_cols].to_numpy(dtype=np.float64).reshape(-1, n_enc)
+        obj.counterfactuals_encoded = _numeric(cf, enc_cols, path / "counterfactuals.csv").reshape(-1, n_enc)
         obj.meta = meta["meta"]
         return obj
 
@@ -302,6 +347,47 @@ def _read_csv(path: Path, **kw: Any) -> pd.DataFrame:
                               f"(no {path.name})") from None
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ValidationError(f"{path} cannot be read as CSV: {exc}") from None
+
+
+def _require_columns(frame: pd.DataFrame, path: Path, columns: list[str]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
+        raise ValidationError(f"{path} lacks the column(s) {missing[:3]}{more}; the file is "
+                              "truncated or not written by Explanations.save")
+
+
+def _no_extra_encoded(frame: pd.DataFrame, path: Path, n_enc: int) -> None:
+    extra = [c for c in frame.columns if c.startswith("enc_") and c not in
+             {f"enc_{i}" for i in range(n_enc)}]
+    if extra:
+        raise ValidationError(f"{path} has encoded column {extra[0]!r} but meta.json says "
+                              f"n_encoded = {n_enc}")
+
+
+def _numeric(frame: pd.DataFrame, columns: list[str], path: Path, allow_nan: bool = False
+             ) -> np.ndarray:
+    try:
+        values = frame[columns].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        bad = next(c for c in columns if pd.to_numeric(frame[c], errors="coerce").isna().any()
+                   or frame[c].dtype == object)
+        raise ValidationError(f"{path}: column {bad!r} holds non-numeric values") from None
+    finite = np.isfinite(values) | (np.isnan(values) if allow_nan else False)
+    if not finite.all():
+        bad = columns[int(np.argwhere(~finite)[0][1])]
+        raise ValidationError(f"{path}: column {bad!r} holds missing or infinite values "
+                              "(a truncated file?)")
+    return values
+
+
+def _column(frame: pd.DataFrame, column: str, dtype: str, path: Path) -> pd.Series:
+    if frame[column].isna().any():
+        raise ValidationError(f"{path}: column {column!r} has missing values (a truncated file?)")
+    try:
+        return frame[column].astype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{path}: column {column!r} cannot be read as {dtype}: {exc}") from None
 
 
 def _read_dtype(dtype: str) -> Any:
