@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEMO_OUT ?= robustce-demo
 
-.PHONY: install demo test test-all lint bench
+.PHONY: install demo test test-all lint bench mutants
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -26,7 +26,10 @@ test-all: $(STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks tools
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+mutants: $(STAMP)
+	$(PY) tools/mutants.py
