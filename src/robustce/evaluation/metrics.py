@@ -54,7 +54,7 @@ import pandas as pd
 
 from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
-from robustce.data.schema import FeatureKind
+from robustce.distance import L0_TOL, NORMS, Distance
 from robustce.errors import ConfigError, ValidationError
 
 __all__ = [
@@ -85,8 +85,6 @@ __all__ = [
     "validity",
 ]
 
-NORMS = ("l0", "l1", "l2", "linf")
-L0_TOL = 1e-9
 INPUTS = ("data", "family", "shift", "perturbed")
 
 
@@ -194,30 +192,12 @@ def _have(data: Any, family: Any, shift: Any, perturbed: Any) -> set[str]:
 # ----------------------------------------------------------------------------------------
 
 
-def _check_norm(norm: str) -> str:
-    key = str(norm).lower()
-    if key in ("inf", "l_inf", "max"):
-        key = "linf"
-    if key not in NORMS:
-        raise ValidationError(f"norm must be one of {NORMS}, got {norm!r}")
-    return key
-
-
 def lp_distance(A: np.ndarray, B: np.ndarray, norm: str = "l1", *,
                 weights: np.ndarray | None = None, tol: float = L0_TOL) -> np.ndarray:
-    """‖A − B‖_p along the last axis (broadcasting). ``weights`` scale each coordinate's
-    |difference| (not used by ℓ0, which counts differences larger than ``tol``)."""
-    norm = _check_norm(norm)
-    diff = np.abs(np.asarray(A, dtype=np.float64) - np.asarray(B, dtype=np.float64))
-    if norm == "l0":
-        return (diff > tol).sum(axis=-1).astype(np.float64)
-    if weights is not None:
-        diff = diff * np.asarray(weights, dtype=np.float64)
-    if norm == "l1":
-        return diff.sum(axis=-1)
-    if norm == "l2":
-        return np.sqrt((diff * diff).sum(axis=-1))
-    return diff.max(axis=-1, initial=0.0)
+    """‖A − B‖_p along the last axis (broadcasting): :class:`robustce.distance.Distance` in
+    model space. ``weights`` scale each coordinate's |difference|; ℓ0 counts weighted
+    differences larger than ``tol``."""
+    return Distance(norm, weights=weights, tol=tol)(A, B)
 
 
 def proximity(X: np.ndarray, C: np.ndarray, norm: str = "l1") -> np.ndarray:
@@ -241,43 +221,28 @@ def _pair(X: Any, C: Any) -> tuple[np.ndarray, np.ndarray]:
     return X, C
 
 
-def _raw_layout(encoder: Encoder) -> tuple[np.ndarray, np.ndarray]:
-    """Per raw feature: whether it is compared by 𝕀[≠], and its normaliser R_j."""
-    indicator = np.zeros(len(encoder.blocks_), dtype=bool)
-    scale = np.ones(len(encoder.blocks_))
-    for j, b in enumerate(encoder.blocks_):
-        f = b.feature
-        if f.kind.is_numeric:
-            scale[j] = f.upper - f.lower
-        elif f.kind is FeatureKind.ORDINAL:
-            scale[j] = f.n_levels - 1
-        else:
-            indicator[j] = True
-    return indicator, scale
+def _raw_pair(encoder: Encoder, X: Any, C: Any) -> tuple[np.ndarray, np.ndarray]:
+    X, C = _pair(X, C)
+    return encoder.check_array(X, name="queries"), encoder.check_array(C, name="CEs")
 
 
 def feature_deltas(encoder: Encoder, X: np.ndarray, C: np.ndarray) -> np.ndarray:
     """MACE per-feature distances δ_j ∈ [0, 1], shape (n, n_features): numeric |Δ|/R_j,
-    ordinal |Δ level|/(k_j − 1), categorical and binary 𝕀[≠] (one-hot groups count once).
-    Both arrays are decoded like :meth:`Encoder.inverse_transform` (integers rounded)."""
-    X, C = _pair(X, C)
-    a, b = encoder.level_indices(X), encoder.level_indices(C)
-    indicator, scale = _raw_layout(encoder)
-    diff = np.abs(a - b)
-    safe = np.where(scale > 0, scale, 1.0)
-    delta = np.where(scale > 0, diff / safe, 0.0)
-    return np.where(indicator, (diff > 0).astype(np.float64), delta)
+    ordinal |Δ level|/(k_j − 1), categorical and binary 𝕀[≠] (one-hot groups count once) —
+    the per-unit deltas of ``Distance(space="raw")`` (exact on valid encodings)."""
+    X, C = _raw_pair(encoder, X, C)
+    return Distance("l1", space="raw").deltas(X, C, encoder)
 
 
 def raw_distance(encoder: Encoder, X: np.ndarray, C: np.ndarray, norm: str = "l1") -> np.ndarray:
-    """‖δ‖_p of :func:`feature_deltas` (MACE eq. 3 with one norm)."""
-    delta = feature_deltas(encoder, X, C)
-    return lp_distance(delta, 0.0, norm, tol=0.0)
+    """‖δ‖_p of :func:`feature_deltas` (MACE eq. 3 with one norm; ℓ0 counts δ_j > 0)."""
+    X, C = _raw_pair(encoder, X, C)
+    return Distance(norm, space="raw", tol=0.0)(X, C, encoder)
 
 
 def sparsity(encoder: Encoder, X: np.ndarray, C: np.ndarray) -> np.ndarray:
     """Number of raw features whose value differs between query and CE."""
-    return (feature_deltas(encoder, X, C) > 0).sum(axis=1).astype(np.int64)
+    return raw_distance(encoder, X, C, "l0").astype(np.int64)
 
 
 # ----------------------------------------------------------------------------------------

@@ -153,6 +153,9 @@ class Explainer:
             "class": type(self).__name__,
             "params": self.get_params(),
             "certificate_columns": list(self.certificate_columns),
+            # the distance the method minimises and its certificates report (None: no notion)
+            "distance": (self.distance_.to_dict() if getattr(self, "distance_", None) is not None
+                         else None),
             "class_names": list(self.model.class_names),
             "robustce_version": robustce.__version__,
             "numpy_version": np.__version__,

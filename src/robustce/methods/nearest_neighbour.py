@@ -30,13 +30,14 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.spatial import cKDTree
 
+from robustce.distance import Distance, check_norm
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import ACTION_TOL, Explainer
 
 __all__ = ["NearestNeighbour"]
 
-_P = {"l1": 1.0, "l2": 2.0, "linf": np.inf}
+NORMS = ("l1", "l2", "linf")
 _KEY_DECIMALS = 9
 _MAX_BLOCK = 1_000_000  # neighbours (rows × k) per tree query, to bound memory
 
@@ -100,10 +101,11 @@ class NearestNeighbour(Explainer):
             raise ValidationError("NearestNeighbour needs the training data (data=) to search")
         if int(n_neighbours) < 1:
             raise ValidationError(f"n_neighbours must be a positive integer, got {n_neighbours}")
-        if norm not in _P:
-            raise ValidationError(f"norm must be one of {sorted(_P)}, got {norm!r}")
+        check_norm(norm, NORMS)
         self.n_neighbours = int(n_neighbours)
         self.norm = norm
+        #: the distance searched and reported (model space, the KD-tree's Minkowski p)
+        self.distance_ = Distance(norm, space="model")
         self._X_train: np.ndarray | None = None
         self._pred_train: np.ndarray | None = None
         self._labels: np.ndarray | None = None
@@ -176,7 +178,7 @@ class NearestNeighbour(Explainer):
             pos = self._search(idx, X[rows], groups)  # (q, n_neighbours), -1 = none
             count = (pos >= 0).sum(axis=1)
             cfs = idx.X[np.maximum(pos, 0)]  # (q, n_neighbours, d)
-            dist0 = np.linalg.norm(cfs[:, 0] - X[rows], ord=_P[self.norm], axis=1)
+            dist0 = self.distance_.rowwise(cfs[:, 0], X[rows])
             n_cand = np.where(groups >= 0, idx.group_size[np.maximum(groups, 0)], 0)
             labels = self._labels[idx.source[np.maximum(pos[:, 0], 0)]] if len(idx.X) else None
             for j, r in enumerate(rows):
@@ -207,7 +209,7 @@ class NearestNeighbour(Explainer):
             settled = np.zeros(len(todo), dtype=bool)
             for s in range(0, len(todo), step):
                 chunk = todo[s:s + step]
-                _, nbr = idx.tree.query(coords[chunk], k=k, p=_P[self.norm])
+                _, nbr = idx.tree.query(coords[chunk], k=k, p=self.distance_.minkowski_p)
                 nbr = np.asarray(nbr).reshape(-1, k)
                 valid = nbr < m  # m marks missing neighbours (never when k <= m)
                 safe = np.where(valid, nbr, 0)

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from robustce.distance import Distance
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
@@ -137,6 +138,8 @@ class Wachter(Explainer):
         self.init_noise = float(init_noise)
         self.straight_through = bool(straight_through)
         self.weights_ = self._weights(distance_weights)
+        #: the proximity term of the loss and the reported distance: weighted model-space L1
+        self.distance_ = Distance("l1", weights=None if distance_weights is None else self.weights_)
 
     def get_params(self) -> dict[str, Any]:
         out = super().get_params()
@@ -230,7 +233,6 @@ class Wachter(Explainer):
         inc, dec = enc.increasing_mask_, enc.decreasing_mask_
         t0 = time.perf_counter()
         timed_out = False
-        w_all = torch.as_tensor(self.weights_, dtype=torch.float64)
         free_t = torch.as_tensor(free, dtype=torch.float64)
         inc_t, dec_t, fixed_t = (torch.as_tensor(a) for a in (inc, dec, ~free))
         with torch.enable_grad():
@@ -258,7 +260,7 @@ class Wachter(Explainer):
                         v = torch.relu(self.margin - m)
                     else:
                         v = torch.nn.functional.softplus(self.margin - m)
-                    dist = ((var - xa).abs() * w_all).sum(dim=1)
+                    dist = self.distance_.torch(var, xa)
                     total = (lam_t * v + dist).sum()
                     opt.zero_grad()
                     total.backward()
@@ -326,6 +328,6 @@ class Wachter(Explainer):
                                               "lambda": float(lam), "n_iter": int(n_iter)},
                                message=why)
         margin = float(class_margin(self.model.logits(cf[None, :]), target)[0])
-        dist = float(np.sum(self.weights_ * np.abs(cf - x)))
+        dist = float(self.distance_.rowwise(cf, x)[0])
         return QueryResult("found", cf[None, :], {"distance": dist, "margin": margin,
                                                   "lambda": float(lam), "n_iter": int(n_iter)})
