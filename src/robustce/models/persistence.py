@@ -35,7 +35,7 @@ from robustce.data.encoder import Encoder
 from robustce.errors import ModelFileError, RobustCEError, UnsupportedModelError, ValidationError
 from robustce.utils import replace_dir, temp_dir_beside
 
-__all__ = ["FORMAT_VERSION", "ModelFileError", "load", "save_model"]
+__all__ = ["FORMAT_VERSION", "ModelFileError", "load", "register_model", "save_model"]
 
 FORMAT_NAME = "robustce-model"
 FORMAT_VERSION = 1
@@ -43,10 +43,26 @@ META_FILE = "model.json"
 WEIGHTS_FILE = "weights.pt"
 
 
-def _registry() -> dict[str, type]:
-    from robustce.models.mlp import MLP
+_SAVEABLE: dict[str, type] = {}
 
-    return {"MLP": MLP}
+
+def register_model(cls: type) -> type:
+    """Class decorator: make a model class saveable and loadable under its class name.
+
+    The class provides ``_state_dict()`` (tensors), ``_saved_params()`` (JSON-able
+    constructor parameters) and a classmethod ``_from_saved(params, encoder, class_names,
+    state)``. Registration happens when the class's module is imported (``robustce.models``
+    imports every built-in one), so this module never imports a model class itself.
+    """
+    for attr in ("_state_dict", "_saved_params", "_from_saved"):
+        if not callable(getattr(cls, attr, None)):
+            raise UnsupportedModelError(f"{cls.__name__} cannot be registered as saveable: it lacks {attr}")
+    _SAVEABLE[cls.__name__] = cls
+    return cls
+
+
+def _registry() -> dict[str, type]:
+    return dict(_SAVEABLE)
 
 
 def _jsonable(value: Any) -> Any:

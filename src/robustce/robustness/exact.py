@@ -68,8 +68,16 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
-from robustce.models.network import ReLUNetwork, class_margin
-from robustce.robustness.shift import IntervalNetwork, ParameterShift, as_network
+from robustce.models.network import (
+    IntervalNetwork,
+    ReLUNetwork,
+    as_network,
+    class_margin,
+    margin_terms,
+    model_space_rows,
+    resolve_targets,
+)
+from robustce.robustness.shift import ParameterShift
 from robustce.solvers.encodings import InputVars, encode_interval_network
 from robustce.solvers.milp import MILP, SolveStatus, _check_time_limit, check_solver
 
@@ -169,52 +177,6 @@ def _num(v: float) -> float | None:
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def resolve_targets(net: ReLUNetwork, X: np.ndarray, target_class: Any) -> np.ndarray:
-    """Per-row target classes: an int, an array, or None (the class ``net`` predicts)."""
-    n = len(X)
-    if target_class is None:
-        return net.predict(X).astype(np.int64)
-    t = np.asarray(target_class)
-    if t.ndim == 0:
-        t = np.full(n, int(t), dtype=np.int64)
-    else:
-        t = t.astype(np.int64).reshape(-1)
-        if t.shape[0] != n:
-            raise ValidationError(f"target_class has {t.shape[0]} entries for {n} inputs")
-    k = net.n_outputs
-    valid = (t >= 0) & (t <= 1) if k == 1 else (t >= 0) & (t < k)
-    if not valid.all():
-        raise ValidationError(
-            f"target_class out of range for a {'binary' if k == 1 else f'{k}-class'} network: "
-            f"{np.unique(t[~valid]).tolist()}"
-        )
-    return t
-
-
-def _margin_terms(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Per row and competitor j, a sound lower bound of the margin term (binary: one column).
-    Shape (n, K) for K classes with +inf at j = t; (n, 1) for binary."""
-    n = lo.shape[0]
-    if lo.shape[1] == 1:
-        return np.where(t == 1, lo[:, 0], -hi[:, 0])[:, None]
-    terms = lo[np.arange(n), t][:, None] - hi
-    terms[np.arange(n), t] = np.inf
-    return terms
-
-
-def _margin(logits: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """class_margin with per-row targets (logits (..., n, K))."""
-    if logits.shape[-1] == 1:
-        z = logits[..., 0]
-        return np.where(t == 1, z, -z)
-    n = logits.shape[-2]
-    rows = np.arange(n)
-    zt = logits[..., rows, t]
-    other = logits.copy()
-    other[..., rows, t] = -np.inf
-    return zt - other.max(axis=-1)
-
-
 def _flips(net: ReLUNetwork, x: np.ndarray, t: int) -> tuple[bool, float]:
     """Whether ``net`` does not predict ``t`` at ``x`` (predict semantics), and its margin."""
     z = net.forward(x[None, :])
@@ -236,7 +198,7 @@ def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift | np.ndarray,
     """
     net = as_network(network)
     X = net.check_inputs(X)
-    t = resolve_targets(net, X, target_class)
+    t = resolve_targets(target_class, len(X), network=net, X=X)
     n = len(X)
     if isinstance(shift, ParameterShift):
         deltas = np.full(n, shift.delta)
@@ -268,7 +230,7 @@ def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift | np.ndarray,
                 h = np.maximum(z, 0.0) if li < L - 1 else z
                 if li < L - 1:
                     hs.append(h)
-            marg = _margin(h, ts)
+            marg = class_margin(h, ts)
             better = marg < cbest
             if better.any():
                 cbest[better] = marg[better]
@@ -498,20 +460,6 @@ def _input_vars(milp: MILP, box: tuple[np.ndarray, np.ndarray]) -> InputVars:
 # --- public API ------------------------------------------------------------------------------------
 
 
-def _check_rows(net: ReLUNetwork, X: Any, model: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(X, pd.DataFrame):
-        if model is None or not hasattr(model, "encode"):
-            raise ValidationError("a DataFrame of counterfactuals needs a model with an encoder")
-        X = model.encode(X)
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim == 1:
-        X = X[None, :]
-    if X.ndim != 2 or X.shape[1] != net.n_inputs:
-        raise ValidationError(f"counterfactuals must have shape (n, {net.n_inputs}), got {X.shape}")
-    bad = ~np.isfinite(X).all(axis=1)
-    return X, bad
-
-
 def point_layer_bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, biases: bool = True,
                        chunk_elements: int = 4_000_000) -> list[tuple[np.ndarray, np.ndarray]]:
     """Interval pre-activation bounds of every layer at point inputs ``X`` with a *per-row*
@@ -578,12 +526,12 @@ def _certify(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray, de
 
     t_pre = time.perf_counter()
     bounds = point_layer_bounds(net, X, deltas, biases)
-    terms = _margin_terms(bounds[-1][0], bounds[-1][1], t)
+    terms = margin_terms(bounds[-1][0], bounds[-1][1], t)
     lower_iv = terms.min(axis=1)
     # unusable rows were replaced by zeros to keep the batch rectangular: their bounds describe
     # that stand-in, not the row, so they carry none
     lower[:] = np.where(bad, np.nan, lower_iv)
-    upper[:] = np.where(bad, np.nan, _margin(net.forward(X), t))
+    upper[:] = np.where(bad, np.nan, class_margin(net.forward(X), t))
     todo = ~bad
     if precheck:
         rob = todo & (lower_iv > 0)
@@ -678,9 +626,9 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     if mode == "auto":
         mode = "reuse" if decide_only else "rebuild"
     net = as_network(network)
-    X, bad = _check_rows(net, X, network)
+    X, bad = model_space_rows(net, X, network)
     Xc = np.where(bad[:, None], 0.0, X)
-    t = resolve_targets(net, Xc, target_class)
+    t = resolve_targets(target_class, len(Xc), network=net, X=Xc)
     deltas = np.full(len(Xc), shift.delta)
     c = _certify(net, Xc, bad, t, deltas, shift.biases, solver=solver, time_limit=float(time_limit),
                  precheck=precheck, decide_only=decide_only, mode=mode, threads=threads, tol=tol,

@@ -23,13 +23,8 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
-from robustce.robustness.exact import (
-    DeltaStatus,
-    _certify,
-    _check_rows,
-    resolve_targets,
-)
-from robustce.robustness.shift import as_network
+from robustce.models.network import as_network, model_space_rows, resolve_targets
+from robustce.robustness.exact import DeltaStatus, _certify
 from robustce.solvers.milp import _check_time_limit, check_solver
 
 __all__ = ["MaxDeltaResult", "max_provable_delta"]
@@ -92,9 +87,9 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
     solver = check_solver(solver)
     d0, dmax = float(delta_init), float(delta_max)
     net = as_network(model)
-    X, bad = _check_rows(net, cfs, model)
+    X, bad = model_space_rows(net, cfs, model)
     X = np.where(bad[:, None], 0.0, X)
-    t = resolve_targets(net, X, target_class)
+    t = resolve_targets(target_class, len(X), network=net, X=X)
     n = len(X)
     lo = np.zeros(n)
     hi = np.full(n, np.inf)
