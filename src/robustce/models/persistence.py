@@ -33,7 +33,7 @@ import numpy as np
 
 from robustce.data.encoder import Encoder
 from robustce.errors import ModelFileError, RobustCEError, UnsupportedModelError, ValidationError
-from robustce.utils import replace_dir, temp_dir_beside
+from robustce.utils import package_version, replace_dir, temp_dir_beside
 
 __all__ = ["FORMAT_VERSION", "ModelFileError", "load", "register_model", "save_model"]
 
@@ -96,8 +96,6 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = True) -
     """Write ``model`` (which provides ``_state_dict``/``_saved_params``) to directory ``path``."""
     import torch
 
-    from robustce import __version__
-
     if not hasattr(model, "_state_dict"):
         raise UnsupportedModelError(
             f"{type(model).__name__} cannot be saved by robustce; wrapped scikit-learn estimators "
@@ -126,7 +124,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = True) -
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "class": cls_name,
-            "robustce_version": __version__,
+            "robustce_version": package_version(),
             "params": _jsonable(params),
             "encoder": _jsonable(model.encoder.to_dict()),
             "class_names": _jsonable(list(model.class_names)),
