@@ -464,7 +464,7 @@ class MILP:
                  mip_gap: float = 1e-6, abs_gap: float = 1e-9, seed: int = 0, presolve: bool = True,
                  feasibility_tol: float | None = None, options: dict[str, Any] | None = None):
         self.solver = check_solver(solver)
-        self.time_limit = _check_time_limit(time_limit)
+        self.time_limit = check_time_limit(time_limit)
         if int(threads) < 1:
             raise ValidationError(f"threads must be >= 1, got {threads}")
         if not (0 <= mip_gap < 1) or abs_gap < 0:
@@ -656,7 +656,7 @@ class MILP:
         optimum is no better. ``target``: stop as soon as an incumbent at least as good is found
         (status ``TARGET``). Both turn an optimisation into a faster decision.
         """
-        limit = self.time_limit if time_limit is None else _check_time_limit(time_limit)
+        limit = self.time_limit if time_limit is None else check_time_limit(time_limit)
         data = self._materialise()
         if self._backend is None:
             self._backend = _HighsBackend(self._options) if self.solver == "highs" \
@@ -741,7 +741,9 @@ def _check_index(idx: Any, size: int, what: str) -> np.ndarray:
     return i
 
 
-def _check_time_limit(time_limit: Any) -> float:
+def check_time_limit(time_limit: Any) -> float:
+    """``time_limit`` as a float of seconds; :class:`ValidationError` unless positive and
+    finite (every solver call in robustce has one)."""
     try:
         t = float(time_limit)
     except (TypeError, ValueError):
