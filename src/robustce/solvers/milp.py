@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from robustce.errors import SolverError, ValidationError
+from robustce.errors import SolverError, UnknownSolverError, ValidationError
 
 __all__ = [
     "MILP",
@@ -126,9 +126,10 @@ def available_solvers() -> list[str]:
 
 
 def check_solver(solver: str) -> str:
-    """Normalise a backend name; raise :class:`SolverError` if unknown or not installed."""
+    """Normalise a backend name; raise :class:`UnknownSolverError` (a ``ValueError``) if the
+    name is unknown, :class:`SolverError` if the backend is not installed."""
     if not isinstance(solver, str):
-        raise SolverError(f"solver must be a string ('highs' or 'gurobi'), got {solver!r}")
+        raise UnknownSolverError(f"solver must be a string ('highs' or 'gurobi'), got {solver!r}")
     name = solver.strip().lower()
     if name in ("highs", "highspy"):
         return "highs"
@@ -139,7 +140,7 @@ def check_solver(solver: str) -> str:
                 "install it with `pip install gurobipy` (or robustce[gurobi]) or use solver='highs'"
             )
         return "gurobi"
-    raise SolverError(f"unknown MILP solver {solver!r}; available: {available_solvers()}")
+    raise UnknownSolverError(f"unknown MILP solver {solver!r}; available: {available_solvers()}")
 
 
 @dataclass
