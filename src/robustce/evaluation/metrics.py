@@ -272,22 +272,9 @@ def retrained_validity(family: Any, C: np.ndarray, target_class: Any) -> np.ndar
     return (P == resolve_targets(target_class, len(C))[None, :]).mean(axis=0)
 
 
-def _exact_test() -> Any:
-    """``is_delta_robust``, imported lazily (the exact test pulls in the MILP layer)."""
-    try:
-        from robustce.robustness import is_delta_robust
-    except ImportError:
-        try:
-            from robustce.robustness.exact import is_delta_robust
-        except ImportError as exc:
-            raise ConfigError(f"v_delta needs the exact Δ-test (robustce.robustness.exact): {exc}"
-                              ) from None
-    return is_delta_robust
-
-
 def delta_validity(model: Any, C: np.ndarray, shift: Any, target_class: Any) -> np.ndarray:
     """Bool per CE: Δ-robust under ``shift`` by the exact test (PROPLACE *vΔ*)."""
-    is_delta_robust = _exact_test()
+    from robustce.robustness import is_delta_robust  # lazily: it pulls in the MILP layer
 
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
     t = resolve_targets(target_class, len(C))
