@@ -6,16 +6,13 @@ and the data layer start fast.
 """
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from robustce import data, datasets, errors
 from robustce.explanations import Explanations
+from robustce.utils import package_version
 
-try:
-    __version__ = version("robustce")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
+__version__ = package_version()
 
 _LAZY = ("evaluation", "methods", "models", "robustness", "solvers")
 

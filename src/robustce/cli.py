@@ -26,9 +26,9 @@ EXIT_INTERRUPTED = 130
 
 
 def _version() -> str:
-    from robustce import __version__
+    from robustce.utils import package_version
 
-    return __version__
+    return package_version()
 
 
 # ----------------------------------------------------------------------------------------

@@ -46,5 +46,9 @@ class SolverError(RobustCEError, RuntimeError):
     """A MILP/SMT backend failed or is not installed."""
 
 
+class UnknownSolverError(SolverError, ValidationError):
+    """A solver name that is not a known backend (a bad argument: also a ``ValueError``)."""
+
+
 class ConfigError(ValidationError):
     """A benchmark/CLI configuration is invalid (unknown key, wrong type)."""

@@ -1,4 +1,5 @@
-"""Small shared helpers: random state handling, atomic file and directory writes."""
+"""Small shared helpers: random state handling, atomic file and directory writes, the package
+version."""
 
 from __future__ import annotations
 
@@ -13,7 +14,18 @@ import numpy as np
 
 from robustce.errors import ValidationError
 
-__all__ = ["atomic_write", "check_random_state", "replace_dir", "temp_dir_beside"]
+__all__ = ["atomic_write", "check_random_state", "package_version", "replace_dir", "temp_dir_beside"]
+
+
+def package_version() -> str:
+    """The installed robustce version (``0.0.0+unknown`` when run from an uninstalled source
+    tree); every module that records it asks here, not the top-level package."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("robustce")
+    except PackageNotFoundError:
+        return "0.0.0+unknown"
 
 
 def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:

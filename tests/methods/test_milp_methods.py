@@ -218,22 +218,21 @@ def test_milp_robust_round_cap_gives_no_robust_point(tiny):
         assert res.certificates.loc[label, "rounds"] == 1
 
 
-def test_milp_robust_undecided_delta_tests_give_timeout_not_no_robust_point(tiny, monkeypatch):
+def test_milp_robust_undecided_delta_tests_give_timeout_not_no_robust_point(tiny):
     """When the Δ-test cannot decide, "no robust point" was never shown: the status is timeout."""
-    import robustce.methods.milp_robust as mr
+    from robustce.robustness import ExactDeltaCertifier
     from robustce.robustness.exact import DeltaStatus
 
     data, model = tiny
-    real = mr.exact_worst_case
 
-    def undecided(*args, **kwargs):
-        res = real(*args, **kwargs)
-        res.status[:] = DeltaStatus.TIMEOUT
-        return res
+    class Undecided(ExactDeltaCertifier):  # the exact test, with every answer made a timeout
+        def certify(self, *args, **kwargs):
+            res = super().certify(*args, **kwargs)
+            res.status[:] = DeltaStatus.TIMEOUT
+            return res
 
-    monkeypatch.setattr(mr, "exact_worst_case", undecided)
-    res = MILPRobust(model, data, shift=ParameterShift(0.5), max_rounds=2, time_limit=20).explain(
-        data.frame.iloc[:10])
+    res = MILPRobust(model, data, shift=ParameterShift(0.5), max_rounds=2, time_limit=20,
+                     certifier=Undecided(ParameterShift(0.5))).explain(data.frame.iloc[:10])
     statuses = set(res.status)
     assert "no_robust_point" not in statuses and "found" not in statuses
     assert "timeout" in statuses
@@ -303,3 +302,47 @@ def test_milp_robust_bisection_ends_with_no_robust_point_when_no_margin_works():
     assert 0.98 < cert["tau"] <= 1.1  # converged on the largest reachable margin, 1.0
     with pytest.raises(rc.errors.ValidationError, match="bisect_tol"):
         MILPRobust(model, bisect_tol=0)
+
+
+def test_a_second_certifier_plugs_into_the_milp_robust_loop():
+    """A toy certifier (robust iff the margin is at least 0.96; its evidence lowers the margin by
+    0.96) drives the same margin loop — raise, unreachable margin, bisection — on the network
+    above, whose largest reachable margin is 1."""
+    from robustce.robustness import Certificates, Certifier
+
+    class MarginAtLeast(Certifier):
+        name = "margin_at_least"
+
+        def __init__(self, need: float):
+            self.need, self.calls = need, 0
+
+        def params(self):
+            return {"need": self.need}
+
+        def certify(self, network, X, targets, *, time_limit=None):
+            self.calls += 1
+            m = network.margin(X, np.asarray(targets))
+            status = np.where(m >= self.need, "robust", "not_robust")
+            return Certificates(status, m - self.need, m - self.need, [None] * len(X),
+                                np.zeros(len(X)), targets, self.name, self.params())
+
+    frame = pd.DataFrame({"x": np.linspace(0.0, 1.0, 11)})
+    enc = rc.data.Encoder(Schema([Feature("x", "continuous", lower=0.0, upper=1.0)])).fit(frame)
+    model = rc.models.NetworkModel(RELU_2X_MINUS_1, enc)
+    q = pd.DataFrame({"x": [0.0]}, index=["q"])
+    toy = MarginAtLeast(0.96)
+    ex = MILPRobust(model, shift=0.15, tau=0.1, growth=2.0, time_limit=20, certifier=toy)
+    res = ex.explain(q)
+    cert = res.certificates.loc["q"]
+    assert res.status["q"] == "found" and cert["delta_status"] == "robust"
+    # τ1 = 0.1 fails with drop 0.96 -> τ2 = max(0.2, 0.96·1.05 + 1e-6) = 1.008001, unreachable
+    # (no call) -> bisect from (0.1, 1.008001): 0.5540005, 0.78100075, 0.894500875, 0.95125044
+    # fail, τ7 = 0.97962522 >= 0.96 passes
+    assert cert["rounds"] == 7 and toy.calls == 6
+    assert cert["tau"] == pytest.approx(0.97962521875, abs=1e-6)
+    assert cert["worst_case_margin"] == pytest.approx(0.97962521875 - 0.96, abs=1e-5)
+    assert class_margin(model.network().forward(res.counterfactuals_encoded), 1)[0] >= 0.96
+    assert "bisection" in res.messages["q"]
+    assert ex.get_params()["certifier"] == {"certifier": "margin_at_least", "need": 0.96}
+    with pytest.raises(rc.errors.ValidationError, match="certify"):
+        MILPRobust(model, certifier=object())

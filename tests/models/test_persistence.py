@@ -178,3 +178,11 @@ def test_unfitted_and_wrapped_models_cannot_be_saved(data, tmp_path):
     with pytest.raises(UnsupportedModelError, match="skops"):
         rc.models.wrap(lr, enc).save(tmp_path / "lr")
     assert not (tmp_path / "lr").exists()
+
+
+def test_saveable_classes_register_themselves():
+    from robustce.models.persistence import _registry, register_model
+
+    assert _registry()["MLP"] is MLP  # registered by its own module, not imported here
+    with pytest.raises(UnsupportedModelError, match="_state_dict"):
+        register_model(type("NoState", (), {}))

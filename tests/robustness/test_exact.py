@@ -279,10 +279,34 @@ def test_prechecks_decide_and_report_who_decided():
     full = exact_worst_case(net, X, shift, None, precheck=False)
     assert list(res.status) == list(full.status)
     interval = res.decided_by == "interval"
-    assert np.isnan(res.value[interval]).all() and (res.lower[interval] > 0).all()
+    assert (res.lower[interval] > 0).all()
     assert set(full.decided_by) == {"milp"}
     dec = exact_worst_case(net, X, shift, None, decide_only=True, precheck=False)
     assert list(dec.status) == list(full.status)
+
+
+def test_value_is_the_exact_worst_case_for_every_decided_row():
+    """Rows decided by the interval pre-check or the attack still get the exact value: finite,
+    equal to the MILP's value without prechecks; the decision-only path leaves it NaN."""
+    rng = np.random.default_rng(9)
+    for k in (1, 3):
+        net = ReLUNetwork([(rng.normal(size=(5, 3)), rng.normal(size=5)),
+                           (rng.normal(size=(k, 5)), rng.normal(size=k))])
+        X = rng.uniform(size=(40, 3))
+        shift = ParameterShift(0.2)
+        res = exact_worst_case(net, X, shift, None)
+        full = exact_worst_case(net, X, shift, None, precheck=False)
+        decided = np.isin(res.status, [DeltaStatus.ROBUST, DeltaStatus.NOT_ROBUST])
+        assert {"interval", "attack"} <= set(res.decided_by[decided])  # both prechecks decided some
+        assert np.isfinite(res.value[decided]).all()
+        np.testing.assert_allclose(res.value[decided], full.value[decided], atol=1e-6)
+        assert np.all(res.lower <= res.value + 1e-6) and np.all(res.value <= res.upper + 1e-6)
+        assert (res.value[res.robust] > 0).all() and (res.value[res.not_robust] <= 1e-6).all()
+        for i in np.flatnonzero(res.not_robust):  # the witness still flips the prediction
+            assert res.witness[i].predict(X[i:i + 1])[0] != res.target_class[i]
+        fast = exact_worst_case(net, X, shift, None, decide_only=True)
+        assert list(fast.status) == list(res.status)
+        assert np.isnan(fast.value[fast.decided_by != "milp"]).all()
 
 
 def test_base_flip_is_not_robust_with_the_base_as_witness():

@@ -79,14 +79,14 @@ def test_undecided_test_at_init_is_not_called_not_robust(monkeypatch):
     """A timed-out test at δ_init proves nothing: status "undecided", δ = 0 (still a valid bound)."""
     import robustce.robustness.maxdelta as md
 
-    real = md._certify
+    real = md.delta_test
 
     def timed_out(*args, **kwargs):
         res = real(*args, **kwargs)
         res.status[:] = DeltaStatus.TIMEOUT
         return res
 
-    monkeypatch.setattr(md, "_certify", timed_out)
+    monkeypatch.setattr(md, "delta_test", timed_out)
     net = ReLUNetwork([(np.array([[1.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([-1.0]))])
     res = max_provable_delta(net, np.array([[1.0 + 1e-9]]), target_class=1, delta_init=1e-3)
     assert res.status[0] == "undecided" and res.delta[0] == 0.0

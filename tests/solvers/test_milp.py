@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from robustce.errors import SolverError, ValidationError
+from robustce.errors import SolverError, UnknownSolverError, ValidationError
 from robustce.solvers import MILP, SolveStatus, available_solvers, check_solver
 from robustce.solvers import milp as milp_module
 
@@ -164,6 +163,11 @@ def test_unknown_and_missing_backends(monkeypatch):
         MILP("cplex")
     with pytest.raises(SolverError):
         check_solver(3)
+    # a bad name is a bad argument: a ValueError (and ValidationError) as well
+    for bad in ("cplex", 3):
+        with pytest.raises(UnknownSolverError) as info:
+            check_solver(bad)
+        assert isinstance(info.value, ValueError) and isinstance(info.value, ValidationError)
     monkeypatch.setattr(milp_module, "_gurobi_module", lambda: None)
     with pytest.raises(SolverError, match="gurobipy is not installed"):
         MILP("gurobi")
@@ -192,10 +196,9 @@ def test_bad_arguments():
         m.solve(time_limit=-1)
 
 
-def test_batch_build_is_fast():
-    """50 000 coefficients in a handful of batch calls: well under a second."""
+def test_batch_build_materialises_every_row():
+    """50 000 coefficients in a handful of batch calls (its speed: benchmarks/bench_exact.py)."""
     rng = np.random.default_rng(0)
-    t0 = time.perf_counter()
     m = MILP()
     x = m.add_vars(500, 0, 1)
     b = m.add_vars(100, 0, 1, "B")
@@ -203,8 +206,7 @@ def test_batch_build_is_fast():
     m.add_constrs(np.hstack([np.eye(100), -np.eye(100)]), ub=0.0, cols=np.concatenate([x[:100], b]))
     m.set_objective(x, rng.normal(size=500))
     m._materialise()
-    assert time.perf_counter() - t0 < 1.0
-    assert m.n_constrs == 200
+    assert m.n_constrs == 200 and m.n_vars == 600
 
 
 @pytest.mark.skipif("gurobi" not in available_solvers(), reason="gurobipy is not installed")

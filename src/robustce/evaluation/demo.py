@@ -41,16 +41,6 @@ class DemoResult:
     methods: list[str]
 
 
-def _has_exact_test() -> bool:
-    try:
-        from robustce.evaluation.metrics import _exact_test
-
-        _exact_test()
-    except Exception:  # noqa: BLE001 - not importable, or no solver
-        return False
-    return True
-
-
 def _method_entries(names: list[str], delta: float, time_limit: float) -> list[dict[str, Any]]:
     out = []
     for name in names:
@@ -74,9 +64,8 @@ def demo_config(*, quick: bool = False, delta: float = DEFAULT_DELTA,
                     "n_drop": 1 if quick else 5},
         "lof_neighbors": 10,
     }
-    if _has_exact_test():
-        evaluation["delta"] = delta
-        metrics.insert(metrics.index("time"), "v_delta")
+    evaluation["delta"] = delta  # the exact Δ-test (HiGHS) is always installed
+    metrics.insert(metrics.index("time"), "v_delta")
     return {
         "name": "robustce demo",
         "seeds": [0],

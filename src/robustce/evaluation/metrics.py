@@ -56,6 +56,7 @@ from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.distance import L0_TOL, NORMS, Distance
 from robustce.errors import ConfigError, ValidationError
+from robustce.models.network import resolve_targets
 
 __all__ = [
     "METRICS",
@@ -250,21 +251,12 @@ def sparsity(encoder: Encoder, X: np.ndarray, C: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------------
 
 
-def _targets(target_class: Any, n: int) -> np.ndarray:
-    t = np.asarray(target_class, dtype=np.int64)
-    if t.ndim == 0:
-        return np.full(n, int(t), dtype=np.int64)
-    if t.shape != (n,):
-        raise ValidationError(f"target_class must be a scalar or have {n} entries, got {t.shape}")
-    return t
-
-
 def validity(model: Any, C: np.ndarray, target_class: Any) -> np.ndarray:
     """Bool per CE: the model predicts the (per-row or scalar) target class."""
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
     if len(C) == 0:
         return np.zeros(0, dtype=bool)
-    return model.predict(C) == _targets(target_class, len(C))
+    return model.predict(C) == resolve_targets(target_class, len(C))
 
 
 def retrained_validity(family: Any, C: np.ndarray, target_class: Any) -> np.ndarray:
@@ -277,28 +269,15 @@ def retrained_validity(family: Any, C: np.ndarray, target_class: Any) -> np.ndar
     P = np.asarray(family.predict(C))
     if P.ndim != 2 or P.shape[1] != len(C):
         raise ValidationError(f"family.predict must return shape (n_models, {len(C)}), got {P.shape}")
-    return (P == _targets(target_class, len(C))[None, :]).mean(axis=0)
-
-
-def _exact_test() -> Any:
-    """``is_delta_robust``, imported lazily (the exact test pulls in the MILP layer)."""
-    try:
-        from robustce.robustness import is_delta_robust
-    except ImportError:
-        try:
-            from robustce.robustness.exact import is_delta_robust
-        except ImportError as exc:
-            raise ConfigError(f"v_delta needs the exact Δ-test (robustce.robustness.exact): {exc}"
-                              ) from None
-    return is_delta_robust
+    return (P == resolve_targets(target_class, len(C))[None, :]).mean(axis=0)
 
 
 def delta_validity(model: Any, C: np.ndarray, shift: Any, target_class: Any) -> np.ndarray:
     """Bool per CE: Δ-robust under ``shift`` by the exact test (PROPLACE *vΔ*)."""
-    is_delta_robust = _exact_test()
+    from robustce.robustness import is_delta_robust  # lazily: it pulls in the MILP layer
 
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
-    t = _targets(target_class, len(C))
+    t = resolve_targets(target_class, len(C))
     if len(C) == 0:
         return np.zeros(0, dtype=bool)
     # one batched test: the exact test takes a target class per row
@@ -369,7 +348,7 @@ class LOFScorer:
     def score(self, C: np.ndarray, target_class: Any) -> tuple[np.ndarray, np.ndarray]:
         """(LOF value, inlier flag) per CE, each scored against its own target class."""
         C = np.atleast_2d(np.asarray(C, dtype=np.float64))
-        t = _targets(target_class, len(C))
+        t = resolve_targets(target_class, len(C))
         lof, inlier = np.full(len(C), np.nan), np.full(len(C), np.nan)
         for k in np.unique(t):
             rows = np.flatnonzero(t == k)

@@ -440,8 +440,8 @@ def _slug(text: str) -> str:
 
 def _version() -> str:
     try:
-        import robustce
+        from robustce.utils import package_version
 
-        return robustce.__version__
+        return package_version()
     except Exception:  # noqa: BLE001
         return "?"

@@ -332,9 +332,9 @@ def run_benchmark(
         raise ConfigError("n_jobs: must be non-zero (-1 = all cores)")
     be = backend if backend is not None else config.backend
     if be is not None:
-        from robustce.evaluation.config import _check_backend
+        from robustce.evaluation.config import check_backend
 
-        _check_backend(be, "backend")
+        check_backend(be, "backend")
     out.mkdir(parents=True, exist_ok=True)
     with atomic_write(out / "config.json") as fh:
         json.dump(config.raw, fh, indent=1, default=str)

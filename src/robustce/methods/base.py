@@ -29,12 +29,11 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
-import robustce
 from robustce.data.dataset import Dataset
 from robustce.errors import RobustCEError, ValidationError
 from robustce.explanations import Explanations, QueryResult
 from robustce.models.base import Model
-from robustce.utils import check_random_state
+from robustce.utils import check_random_state, package_version
 
 __all__ = ["Explainer", "QueryResult"]
 
@@ -157,7 +156,7 @@ class Explainer:
             "distance": (self.distance_.to_dict() if getattr(self, "distance_", None) is not None
                          else None),
             "class_names": list(self.model.class_names),
-            "robustce_version": robustce.__version__,
+            "robustce_version": package_version(),
             "numpy_version": np.__version__,
         }
         return Explanations(

@@ -2,9 +2,10 @@
 counterfactual whose validity is *proven* under a model shift Δ.
 
 Loop per query: find the nearest CE with validity margin ``tau`` (:class:`MILPNearest`); run
-the exact Δ-test on it (:func:`robustce.robustness.exact_worst_case`); if it is not Δ-robust,
-raise the margin and repeat. The new margin is ``max(growth · tau, drop · (1 + slack))`` where
-``drop`` is how much the worst network in Δ lowered the last CE's margin — the least margin a
+a certifier on it (default the exact Δ-test, :class:`robustce.robustness.ExactDeltaCertifier`;
+any :class:`robustce.robustness.Certifier` plugs in); if it is not robust, raise the margin
+(:class:`MarginSchedule`) and repeat. The new margin is ``max(growth · tau, drop · (1 + slack))``
+where ``drop`` is how much the worst network in Δ lowered the last CE's margin — the least margin a
 point needs to survive a shift of that size. When a raised margin is unreachable (the MILP
 becomes infeasible), the margin is bisected between the last reachable margin (whose CE was not
 Δ-robust) and the unreachable one: a Δ-robust CE may need a margin in between. Capped at
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,10 +27,11 @@ from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.milp_nearest import MILPNearest, feature_distance
 from robustce.models.network import class_margin
-from robustce.robustness.exact import DeltaStatus, exact_worst_case
+from robustce.robustness.certifier import Certifier, CertStatus
+from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
 
-__all__ = ["MILPRobust"]
+__all__ = ["MILPRobust", "MarginSchedule"]
 
 
 class MILPRobust(MILPNearest):
@@ -42,7 +45,10 @@ class MILPRobust(MILPNearest):
     slack : relative safety added to the observed margin drop.
     bisect_tol : relative width ``(hi − lo) / hi`` at which the margin bisection stops
         (in (0, 1); see below).
-    delta_time_limit : seconds per exact Δ-test (default: ``time_limit``).
+    delta_time_limit : seconds per Δ-test (default: ``time_limit``).
+    certifier : the robustness test of each candidate (a
+        :class:`~robustce.robustness.Certifier`); default None: the exact MILP Δ-test at
+        ``shift`` with ``solver`` (:class:`~robustce.robustness.ExactDeltaCertifier`).
     norm, tau, weights, tie_break, solver, mip_gap, threads : as :class:`MILPNearest`
         (``tau`` is the first round's margin).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
@@ -81,7 +87,8 @@ class MILPRobust(MILPNearest):
 
     def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
                  growth: float = 2.0, max_rounds: int = 10, slack: float = 0.05,
-                 bisect_tol: float = 1e-3, delta_time_limit: float | None = None, **kwargs: Any):
+                 bisect_tol: float = 1e-3, delta_time_limit: float | None = None,
+                 certifier: Certifier | None = None, **kwargs: Any):
         super().__init__(model, data, **kwargs)
         if not isinstance(shift, ParameterShift):
             try:
@@ -104,16 +111,27 @@ class MILPRobust(MILPNearest):
         self.slack = float(slack)
         self.bisect_tol = float(bisect_tol)
         self.delta_time_limit = delta_time_limit
+        if certifier is not None and not callable(getattr(certifier, "certify", None)):
+            raise ValidationError(f"certifier must have a certify method, got {type(certifier).__name__}")
+        self.certifier = certifier
+
+    def _certifier(self) -> Any:
+        """The Δ-test of the loop: the given certifier, or the exact MILP test at ``shift``
+        (deciding first, then the exact worst case of a robust CE with the time left)."""
+        if self.certifier is not None:
+            return self.certifier
+        return ExactDeltaCertifier(self.shift, solver=self.solver, exact_value=True,
+                                   time_limit=self.delta_time_limit or self.time_limit)
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         t_start = time.perf_counter()
-        tau = self.tau
+        certifier = self._certifier()
+        shift = getattr(certifier, "shift", self.shift)
+        schedule = MarginSchedule(self.tau, self.growth, self.slack, self.bisect_tol)
         cert: dict[str, Any] = {c: math.nan for c in self.certificate_columns}
-        cert.update({"delta": self.shift.delta, "p": "inf", "solver": self.solver, "delta_status": None,
+        cert.update({"delta": shift.delta, "p": "inf", "solver": self.solver, "delta_status": None,
                      "optimal": False})
         last_msg = ""
-        lo = math.nan  # largest margin whose CE was found but not Δ-robust
-        hi = math.inf  # smallest margin proven unreachable (after a raise)
         undecided = 0  # Δ-tests that ended in timeout / inconclusive / error
 
         def give_up(message: str) -> QueryResult:
@@ -124,63 +142,100 @@ class MILPRobust(MILPNearest):
                     f"{undecided} Δ-test(s) ended undecided (timeout/inconclusive/error), so it is "
                     f"unknown whether a Δ-robust CE exists; {message}"))
             return QueryResult("no_robust_point", None, cert, message=message)
+
         for rnd in range(1, self.max_rounds + 1):
             remaining = self.time_limit - (time.perf_counter() - t_start)
             if remaining <= 1e-3:
                 cert["rounds"] = rnd - 1
                 return QueryResult("timeout", None, cert, message="time limit reached between rounds")
+            tau = schedule.tau
             near = self._nearest(x, target, tau, remaining)
             cert.update({"tau": tau, "rounds": rnd, "optimal": near.optimal})
             if near.status == "infeasible":
                 if rnd == 1:
                     return QueryResult("infeasible", None, cert, message=near.message or
                                        "no actionable point is classified as the target")
-                hi = tau
-                if (hi - lo) / hi < self.bisect_tol:
+                if not schedule.unreachable():
                     return give_up(
-                        f"no Δ-robust CE: bisected the margin down to [{lo:.6g}, {hi:.6g}] (relative "
-                        f"width < {self.bisect_tol:g}): the nearest CE at margin {lo:.6g} is not Δ-robust "
-                        f"and no actionable point reaches margin {hi:.6g}; {last_msg}")
-                tau = 0.5 * (lo + hi)
+                        f"no Δ-robust CE: bisected the margin down to [{schedule.lo:.6g}, "
+                        f"{schedule.hi:.6g}] (relative width < {self.bisect_tol:g}): the nearest CE "
+                        f"at margin {schedule.lo:.6g} is not Δ-robust and no actionable point "
+                        f"reaches margin {schedule.hi:.6g}; {last_msg}")
                 continue
             if near.status != "found":
                 return QueryResult(near.status, None, cert, message=near.message)
             cf = near.cf
+
+            # the one test call
             remaining = self.time_limit - (time.perf_counter() - t_start)
             dtl = self.delta_time_limit or self.time_limit
-            test = exact_worst_case(self._network, cf[None], self.shift, target, solver=self.solver,
-                                    time_limit=max(min(dtl, remaining), 1e-3), decide_only=True)
-            status = test.status[0]
+            test = certifier.certify(self._network, cf[None], np.array([target]),
+                                     time_limit=max(min(dtl, remaining), 1e-3))
+            status = CertStatus(test.status[0])
             cert["delta_status"] = status.value
-            if status is DeltaStatus.ROBUST:
+            if status is CertStatus.ROBUST:
                 cert["worst_case_margin"] = float(test.lower[0])
-                remaining = self.time_limit - (time.perf_counter() - t_start)
-                if remaining > 1e-2:  # the exact worst case, not just "above tol"
-                    exact = exact_worst_case(self._network, cf[None], self.shift, target,
-                                             solver=self.solver, precheck=False,
-                                             time_limit=min(dtl, remaining))
-                    if exact.status[0] is DeltaStatus.ROBUST and math.isfinite(exact.value[0]):
-                        cert["worst_case_margin"] = float(exact.value[0])
                 cert["distance"] = float(feature_distance(self.encoder, x, cf[None], self.norm,
                                                           self._weights())[0])
-                msg = "" if math.isinf(hi) else (
-                    f"margin {tau:.6g} found by bisection after margin {hi:.6g} was unreachable")
+                msg = "" if not schedule.bisecting else (
+                    f"margin {tau:.6g} found by bisection after margin {schedule.hi:.6g} was "
+                    f"unreachable")
                 return QueryResult("found", cf[None], cert, message=msg)
-            if status is not DeltaStatus.NOT_ROBUST:
+            if status is not CertStatus.NOT_ROBUST:
                 undecided += 1
             margin = float(class_margin(self._network.forward(cf[None]), target)[0])
             worst = float(test.upper[0]) if math.isfinite(test.upper[0]) else -margin
-            drop = max(margin - worst, 0.0)
             last_msg = f"round {rnd}: margin {margin:.4g}, worst case in Δ {worst:.4g} ({status.value})"
-            lo = tau if math.isnan(lo) else max(lo, tau)
-            if math.isinf(hi):
-                tau = max(self.growth * tau, drop * (1.0 + self.slack) + 1e-6)
-            else:
-                if (hi - lo) / hi < self.bisect_tol:
-                    return give_up(
-                        f"no Δ-robust CE: bisected the margin down to [{lo:.6g}, {hi:.6g}] (relative "
-                        f"width < {self.bisect_tol:g}) without a Δ-robust CE; {last_msg}")
-                tau = 0.5 * (lo + hi)
-        tried = "" if math.isinf(hi) else (
-            f" (bisecting the margin between {lo:.6g}, not Δ-robust, and {hi:.6g}, unreachable)")
+            if not schedule.not_robust(max(margin - worst, 0.0)):
+                return give_up(
+                    f"no Δ-robust CE: bisected the margin down to [{schedule.lo:.6g}, "
+                    f"{schedule.hi:.6g}] (relative width < {self.bisect_tol:g}) without a Δ-robust "
+                    f"CE; {last_msg}")
+        tried = "" if not schedule.bisecting else (
+            f" (bisecting the margin between {schedule.lo:.6g}, not Δ-robust, and "
+            f"{schedule.hi:.6g}, unreachable)")
         return give_up(f"no Δ-robust CE within {self.max_rounds} rounds{tried}; {last_msg}")
+
+
+@dataclass
+class MarginSchedule:
+    """The margins MILP-R tries, one per round (see :class:`MILPRobust`).
+
+    ``tau`` is the margin to try next. After a CE at ``tau`` that is not robust, with the
+    worst case in the set lowering its margin by ``drop``: :meth:`not_robust` — raise to
+    ``max(growth · tau, drop · (1 + slack))`` until some margin was unreachable, then bisect.
+    After an unreachable ``tau``: :meth:`unreachable` — bisect between ``lo`` (the largest
+    margin whose CE was not robust) and ``hi`` (the smallest unreachable one). Both return
+    False when the bracket is narrower than ``bisect_tol`` (relative to ``hi``): stop.
+    """
+
+    tau: float
+    growth: float
+    slack: float
+    bisect_tol: float
+    lo: float = math.nan
+    hi: float = math.inf
+
+    @property
+    def bisecting(self) -> bool:
+        return not math.isinf(self.hi)
+
+    def _narrow(self) -> bool:
+        return (self.hi - self.lo) / self.hi < self.bisect_tol
+
+    def not_robust(self, drop: float) -> bool:
+        self.lo = self.tau if math.isnan(self.lo) else max(self.lo, self.tau)
+        if not self.bisecting:
+            self.tau = max(self.growth * self.tau, drop * (1.0 + self.slack) + 1e-6)
+            return True
+        if self._narrow():
+            return False
+        self.tau = 0.5 * (self.lo + self.hi)
+        return True
+
+    def unreachable(self) -> bool:
+        self.hi = self.tau
+        if self._narrow():
+            return False
+        self.tau = 0.5 * (self.lo + self.hi)
+        return True

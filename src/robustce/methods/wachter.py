@@ -41,7 +41,7 @@ from robustce.distance import Distance
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
-from robustce.models.network import class_margin
+from robustce.models.network import class_margin, torch_class_margin
 
 __all__ = ["Wachter"]
 
@@ -216,7 +216,7 @@ class Wachter(Explainer):
             if self.straight_through:
                 proj = torch.as_tensor(self.encoder.project(start))
                 inp = var + (proj - var).detach()
-            m = self._torch_margin(self.model.torch_logits(inp), targets)
+            m = torch_class_margin(self.model.torch_logits(inp), targets)
             (grad,) = torch.autograd.grad(m.sum(), var, allow_unused=True)
         if grad is None:  # the margin does not depend on the input at all
             return np.ones(len(start), dtype=bool)
@@ -255,7 +255,7 @@ class Wachter(Explainer):
                         proj = torch.as_tensor(enc.project(var.detach().numpy()))
                         inp = var + (proj - var).detach()
                     logits = self.model.torch_logits(inp)
-                    m = self._torch_margin(logits, ta)
+                    m = torch_class_margin(logits, ta)
                     if self.loss == "hinge":
                         v = torch.relu(self.margin - m)
                     else:
@@ -298,17 +298,6 @@ class Wachter(Explainer):
         Z[:, enc.decreasing_mask_] = np.minimum(Z[:, enc.decreasing_mask_], X[:, enc.decreasing_mask_])
         Z[:, enc.immutable_mask_] = X[:, enc.immutable_mask_]
         return Z
-
-    def _torch_margin(self, logits: Any, targets: np.ndarray) -> Any:
-        import torch
-
-        t = torch.as_tensor(targets, dtype=torch.long)
-        if logits.shape[1] == 1:
-            return (2.0 * t.to(logits.dtype) - 1.0) * logits[:, 0]
-        zt = logits.gather(1, t[:, None])[:, 0]
-        others = logits.masked_fill(torch.nn.functional.one_hot(t, logits.shape[1]).bool(),
-                                    -torch.inf)
-        return zt - others.max(dim=1).values
 
     def _result(self, x: np.ndarray, target: int, cf: np.ndarray | None, lam: float, n_iter: int,
                 timed_out: bool, flat: bool = False) -> QueryResult:

@@ -33,6 +33,7 @@ from robustce.data.encoder import Encoder
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.models.base import Model
 from robustce.models.mlp import MLP
+from robustce.models.network import empirical_delta, resolve_targets
 from robustce.utils import check_random_state
 
 __all__ = [
@@ -130,12 +131,7 @@ class ModelFamily:
             present = ~np.isnan(arr).any(axis=1)
             rows = arr[present]
             n = len(arr)
-        target = np.asarray(target_class)
-        if target.ndim == 0:
-            target = np.full(n, int(target))
-        if target.shape != (n,):
-            raise ValidationError(
-                f"target_class must be one int or one per CE ({n}), got shape {target.shape}")
+        target = resolve_targets(target_class, n)
         per_ce = np.full(n, np.nan)
         if not present.any():
             return FamilyValidity(per_ce, np.full(len(self), np.nan), float("nan"))
@@ -145,8 +141,6 @@ class ModelFamily:
 
     def empirical_deltas(self, base: Any) -> np.ndarray:
         """max ‖θ_base − θ_i‖_∞ for every model (see :func:`robustness.empirical_delta`)."""
-        from robustce.robustness.shift import empirical_delta
-
         return np.array([empirical_delta(base, m) for m in self.models])
 
     def summary(self) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from robustce.data.encoder import Encoder
 from robustce.errors import NotFittedError, ValidationError
 from robustce.models.base import Model
 from robustce.models.network import ReLUNetwork
+from robustce.models.persistence import register_model, save_model
 from robustce.utils import check_random_state
 
 __all__ = ["MLP"]
@@ -73,6 +74,7 @@ def _build_module(n_inputs: int, hidden: Sequence[int], n_outputs: int) -> nn.Se
     return nn.Sequential(*layers)
 
 
+@register_model
 class MLP(Model):
     """ReLU multi-layer perceptron with logit outputs (1 for binary, K for K classes).
 
@@ -223,8 +225,6 @@ class MLP(Model):
         model at ``path`` is replaced (unless ``overwrite=False``); any other existing
         directory or file is left alone and an error raised.
         """
-        from robustce.models.persistence import save_model
-
         self._check_fitted()
         return save_model(self, path, overwrite=overwrite)
 

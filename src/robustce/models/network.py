@@ -1,37 +1,141 @@
-"""``ReLUNetwork``: the numpy view of a feed-forward ReLU classifier in model space.
+"""Network views in model space: ``ReLUNetwork`` (fixed weights), ``IntervalNetwork`` (weights
+as intervals), and the helpers every certifier, MILP encoding and sampler shares: the class
+margin, target resolution and the model → network view.
 
-Every certifier, MILP encoding and sampler reads a model through this one view:
-``weights = [(W1, b1), ..., (WL, bL)]`` with ``W`` of shape (out, in); ReLU after every layer
-but the last; the last layer gives logits (one logit for binary classifiers, K for K classes).
+``ReLUNetwork``: ``weights = [(W1, b1), ..., (WL, bL)]`` with ``W`` of shape (out, in); ReLU after
+every layer but the last; the last layer gives logits (one logit for binary classifiers, K for
+K classes).
+
+``IntervalNetwork`` (PROPLACE Def. 5): per layer ``(W⁻, W⁺, b⁻, b⁺)``. Interval arithmetic for
+one layer, input box [l, u], weight box [W⁻, W⁺]: each product term w·x ranges over min/max of
+the four corner products. When l ≥ 0 (inputs in [0,1], post-ReLU activations) this reduces to
+matrix products: lower = pos(W⁻)l + neg(W⁻)u, upper = pos(W⁺)u + neg(W⁺)l. For a point input x
+of any sign: lower = W⁻x⁺ + W⁺x⁻, upper = W⁺x⁺ + W⁻x⁻. Inputs with both signs over a box use the
+four-corner form (chunked to bound memory).
+
+The class margin (one definition for the whole package): binary (one logit z): ``z`` for class
+1, ``−z`` for class 0; K classes: ``z_t − max_{j≠t} z_j``. It is > 0 iff the target class is
+predicted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from robustce.errors import ValidationError
 
-__all__ = ["ReLUNetwork", "class_margin"]
+__all__ = [
+    "IntervalNetwork",
+    "ReLUNetwork",
+    "as_network",
+    "class_margin",
+    "empirical_delta",
+    "margin_bounds",
+    "margin_terms",
+    "model_space_rows",
+    "resolve_targets",
+    "torch_class_margin",
+]
 
 
-def class_margin(logits: np.ndarray, target_class: int) -> np.ndarray:
-    """Margin of ``target_class`` along the last axis: > 0 iff the target class is predicted.
+def _check_targets(t: np.ndarray, k: int) -> None:
+    """``t`` (int array) must be classes of a network with ``k`` outputs."""
+    valid = (t >= 0) & (t <= 1) if k == 1 else (t >= 0) & (t < k)
+    if not valid.all():
+        raise ValidationError(
+            f"target_class out of range for a {'binary' if k == 1 else f'{k}-class'} network: "
+            f"{np.unique(t[~valid]).tolist()}"
+        )
+
+
+def class_margin(logits: np.ndarray, target_class: int | np.ndarray) -> np.ndarray:
+    """Margin of the target class along the last axis: > 0 iff the target class is predicted.
 
     Binary (one logit z): ``z`` for class 1, ``-z`` for class 0. Multi-class:
-    ``z_t - max_{j != t} z_j``.
+    ``z_t - max_{j != t} z_j``. ``target_class``: one class, or one per row — then ``logits``
+    has shape (..., n, K) and row ``i`` uses ``target_class[i]``.
     """
     logits = np.asarray(logits)
     k = logits.shape[-1]
+    t = np.asarray(target_class)
+    if t.ndim == 0:
+        target_class = int(t)
+        if k == 1:
+            if target_class not in (0, 1):
+                raise ValidationError(f"binary network: target_class must be 0 or 1, got {target_class}")
+            return logits[..., 0] if target_class == 1 else -logits[..., 0]
+        if not 0 <= target_class < k:
+            raise ValidationError(f"target_class must be in [0, {k}), got {target_class}")
+        others = np.delete(logits, target_class, axis=-1)
+        return logits[..., target_class] - others.max(axis=-1)
+    t = t.astype(np.int64).reshape(-1)
+    n = logits.shape[-2] if logits.ndim >= 2 else 0
+    if t.shape[0] != n:
+        raise ValidationError(f"target_class has {t.shape[0]} entries for {n} rows of logits")
+    _check_targets(t, k)
     if k == 1:
-        if target_class not in (0, 1):
-            raise ValidationError(f"binary network: target_class must be 0 or 1, got {target_class}")
-        return logits[..., 0] if target_class == 1 else -logits[..., 0]
-    if not 0 <= target_class < k:
-        raise ValidationError(f"target_class must be in [0, {k}), got {target_class}")
-    others = np.delete(logits, target_class, axis=-1)
-    return logits[..., target_class] - others.max(axis=-1)
+        z = logits[..., 0]
+        return np.where(t == 1, z, -z)
+    rows = np.arange(n)
+    zt = logits[..., rows, t]
+    other = np.array(logits, dtype=np.float64, copy=True)
+    other[..., rows, t] = -np.inf
+    return zt - other.max(axis=-1)
+
+
+def torch_class_margin(logits: Any, targets: Any) -> Any:
+    """:func:`class_margin` of a torch tensor of logits (n, K) with one target per row, kept
+    differentiable (gradient-based methods)."""
+    import torch
+
+    t = torch.as_tensor(np.asarray(targets), dtype=torch.long)
+    if logits.shape[1] == 1:
+        return (2.0 * t.to(logits.dtype) - 1.0) * logits[:, 0]
+    zt = logits.gather(1, t[:, None])[:, 0]
+    others = logits.masked_fill(torch.nn.functional.one_hot(t, logits.shape[1]).bool(), -torch.inf)
+    return zt - others.max(dim=1).values
+
+
+def margin_terms(lower: np.ndarray, upper: np.ndarray, target_class: np.ndarray) -> np.ndarray:
+    """Sound lower bounds of the margin per competitor from logit bounds ``[lower, upper]``
+    (rows): shape (n, K) with ``lower_t − upper_j`` in column j and +inf at j = t; binary:
+    one column (``lower`` for target 1, ``−upper`` for target 0). Their row minimum is
+    :func:`margin_bounds`' lower bound."""
+    lo, hi = np.atleast_2d(lower), np.atleast_2d(upper)
+    n = lo.shape[0]
+    t = np.broadcast_to(np.asarray(target_class, dtype=np.int64), (n,))
+    if lo.shape[1] == 1:
+        return np.where(t == 1, lo[:, 0], -hi[:, 0])[:, None]
+    rows = np.arange(n)
+    terms = lo[rows, t][:, None] - hi
+    terms[rows, t] = np.inf
+    return terms
+
+
+def margin_bounds(lower: np.ndarray, upper: np.ndarray, target_class: Any
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Sound (lower, upper) bounds of the class margin per row when every logit lies in
+    ``[lower, upper]`` (shape (n, K)); ``target_class`` one class or one per row."""
+    lo, hi = np.atleast_2d(lower), np.atleast_2d(upper)
+    n, k = lo.shape
+    t = np.asarray(target_class)
+    if t.ndim == 0:
+        t = np.full(n, int(t))
+    t = t.astype(np.int64).reshape(-1)
+    if t.shape != (n,):
+        raise ValidationError(f"target_class must be one int or one per row ({n}), got shape {t.shape}")
+    _check_targets(t, k)
+    m_lo = margin_terms(lo, hi, t).min(axis=1)
+    if k == 1:
+        return m_lo, np.where(t == 1, hi[:, 0], -lo[:, 0])
+    rows = np.arange(n)
+    others = lo.copy()
+    others[rows, t] = -np.inf
+    return m_lo, hi[rows, t] - others.max(axis=1)
 
 
 class ReLUNetwork:
@@ -111,8 +215,8 @@ class ReLUNetwork:
         z = self.forward(X)
         return (z[:, 0] > 0).astype(np.int64) if z.shape[1] == 1 else np.argmax(z, axis=1)
 
-    def margin(self, X: np.ndarray, target_class: int) -> np.ndarray:
-        """Per row, :func:`class_margin` of the logits."""
+    def margin(self, X: np.ndarray, target_class: int | np.ndarray) -> np.ndarray:
+        """Per row, :func:`class_margin` of the logits (one target, or one per row)."""
         return class_margin(self.forward(X), target_class)
 
     def copy(self) -> ReLUNetwork:
@@ -124,3 +228,140 @@ class ReLUNetwork:
 
     def __repr__(self) -> str:
         return f"ReLUNetwork({'-'.join(map(str, self.layer_sizes))})"
+
+
+def as_network(model: Any) -> ReLUNetwork:
+    """A :class:`ReLUNetwork` from a network or from any model with ``.network()``."""
+    if isinstance(model, ReLUNetwork):
+        return model
+    if hasattr(model, "network"):
+        return model.network()
+    raise ValidationError(f"expected a ReLUNetwork or a model with .network(), got {type(model).__name__}")
+
+
+def resolve_targets(target_class: Any, n: int, *, network: ReLUNetwork | None = None,
+                    X: np.ndarray | None = None) -> np.ndarray:
+    """Per-row target classes (int64, length ``n``) from an int, an array with one class per
+    row, or None — the class ``network`` predicts at each row of ``X``. With a ``network`` the
+    classes are checked against its outputs."""
+    n = int(n)
+    if target_class is None:
+        if network is None or X is None:
+            raise ValidationError("target_class=None needs a network (its prediction is the target)")
+        return network.predict(X).astype(np.int64)
+    t = np.asarray(target_class)
+    if t.ndim == 0:
+        t = np.full(n, int(t), dtype=np.int64)
+    else:
+        t = t.astype(np.int64).reshape(-1)
+        if t.shape[0] != n:
+            raise ValidationError(f"target_class must be one int or one per row: "
+                                  f"{t.shape[0]} entries for {n} rows")
+    if network is not None:
+        _check_targets(t, network.n_outputs)
+    return t
+
+
+def model_space_rows(net: ReLUNetwork, X: Any, model: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` as a float array of shape (n, ``net.n_inputs``) and a bool mask of unusable rows
+    (NaN or infinite entries). A DataFrame (raw features) is encoded with ``model.encode``."""
+    if isinstance(X, pd.DataFrame):
+        if model is None or not hasattr(model, "encode"):
+            raise ValidationError("a DataFrame of counterfactuals needs a model with an encoder")
+        X = model.encode(X)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[None, :]
+    if X.ndim != 2 or X.shape[1] != net.n_inputs:
+        raise ValidationError(f"counterfactuals must have shape (n, {net.n_inputs}), got {X.shape}")
+    bad = ~np.isfinite(X).all(axis=1)
+    return X, bad
+
+
+def empirical_delta(model_a: Any, model_b: Any, biases: bool = True) -> float:
+    """max ‖θ_a − θ_b‖_∞ over all weights (and biases): the smallest δ whose Δ holds both."""
+    a, b = as_network(model_a), as_network(model_b)
+    if a.layer_sizes != b.layer_sizes:
+        raise ValidationError(
+            f"architectures differ: {a.layer_sizes} vs {b.layer_sizes}"
+        )
+    diffs = []
+    for (Wa, ba), (Wb, bb) in zip(a.weights, b.weights, strict=True):
+        diffs.append(np.abs(Wa - Wb).max())
+        if biases:
+            diffs.append(np.abs(ba - bb).max())
+    return float(max(diffs))
+
+
+class IntervalNetwork:
+    """Interval abstraction (PROPLACE Def. 5): per layer (W⁻, W⁺, b⁻, b⁺)."""
+
+    _CHUNK_ELEMENTS = 4_000_000
+
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
+        self.layers = layers
+
+    @classmethod
+    def point(cls, network: Any) -> IntervalNetwork:
+        """The degenerate interval network of a plain network (``W⁻ = W⁺ = W``)."""
+        net = as_network(network)
+        return cls([(W, W, b, b) for W, b in net.weights])
+
+    @property
+    def n_inputs(self) -> int:
+        return self.layers[0][0].shape[1]
+
+    def layer_bounds(self, lower: np.ndarray, upper: np.ndarray | None = None
+                     ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Sound pre-activation bounds of every layer over the input box [lower, upper]
+        (rows are independent boxes; ``upper=None`` means point inputs). Returns a list of
+        (lo, hi) arrays of shape (n_rows, layer_width), the last entry being the logits."""
+        lo = np.atleast_2d(np.asarray(lower, dtype=np.float64))
+        hi = lo if upper is None else np.atleast_2d(np.asarray(upper, dtype=np.float64))
+        if lo.shape != hi.shape or lo.shape[1] != self.n_inputs:
+            raise ValidationError(
+                f"input bounds must both have shape (n, {self.n_inputs}), got {lo.shape}, {hi.shape}"
+            )
+        if np.any(lo > hi):
+            raise ValidationError("input box has lower > upper")
+        out = []
+        last = len(self.layers) - 1
+        for i, (Wl, Wu, bl, bu) in enumerate(self.layers):
+            plo, phi = _interval_affine(lo, hi, Wl, Wu, self._CHUNK_ELEMENTS)
+            plo, phi = plo + bl, phi + bu
+            out.append((plo, phi))
+            if i < last:
+                lo, hi = np.maximum(plo, 0.0), np.maximum(phi, 0.0)
+        return out
+
+    def bounds(self, X: np.ndarray, X_upper: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Sound (lower, upper) logits for inputs X (or the boxes [X, X_upper])."""
+        return self.layer_bounds(X, X_upper)[-1]
+
+    def margin_lower_bound(self, X: np.ndarray, target_class: int | np.ndarray) -> np.ndarray:
+        """A sound lower bound of the target-class margin over Δ (binary or multi-class);
+        ``target_class`` is one class or one per row."""
+        lo, hi = self.bounds(X)
+        return margin_bounds(lo, hi, target_class)[0]
+
+
+def _interval_affine(lo: np.ndarray, hi: np.ndarray, Wl: np.ndarray, Wu: np.ndarray,
+                     chunk_elements: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of W x over x in [lo, hi] (rows), W in [Wl, Wu] (elementwise)."""
+    if np.all(lo >= 0):
+        lower = lo @ np.maximum(Wl, 0).T + hi @ np.minimum(Wl, 0).T
+        upper = hi @ np.maximum(Wu, 0).T + lo @ np.minimum(Wu, 0).T
+        return lower, upper
+    if np.array_equal(lo, hi):  # point inputs of any sign
+        xp, xn = np.maximum(lo, 0), np.minimum(lo, 0)
+        return xp @ Wl.T + xn @ Wu.T, xp @ Wu.T + xn @ Wl.T
+    n, (m, d) = lo.shape[0], Wl.shape
+    lower, upper = np.empty((n, m)), np.empty((n, m))
+    step = max(1, chunk_elements // max(m * d, 1))
+    for s in range(0, n, step):
+        a, b = lo[s:s + step, None, :], hi[s:s + step, None, :]
+        corners = np.stack([Wl * a, Wl * b, Wu * a, Wu * b])  # (4, chunk, m, d)
+        lower[s:s + step] = corners.min(axis=0).sum(axis=2)
+        upper[s:s + step] = corners.max(axis=0).sum(axis=2)
+    return lower, upper

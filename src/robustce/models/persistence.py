@@ -33,9 +33,9 @@ import numpy as np
 
 from robustce.data.encoder import Encoder
 from robustce.errors import ModelFileError, RobustCEError, UnsupportedModelError, ValidationError
-from robustce.utils import replace_dir, temp_dir_beside
+from robustce.utils import package_version, replace_dir, temp_dir_beside
 
-__all__ = ["FORMAT_VERSION", "ModelFileError", "load", "save_model"]
+__all__ = ["FORMAT_VERSION", "ModelFileError", "load", "register_model", "save_model"]
 
 FORMAT_NAME = "robustce-model"
 FORMAT_VERSION = 1
@@ -43,10 +43,26 @@ META_FILE = "model.json"
 WEIGHTS_FILE = "weights.pt"
 
 
-def _registry() -> dict[str, type]:
-    from robustce.models.mlp import MLP
+_SAVEABLE: dict[str, type] = {}
 
-    return {"MLP": MLP}
+
+def register_model(cls: type) -> type:
+    """Class decorator: make a model class saveable and loadable under its class name.
+
+    The class provides ``_state_dict()`` (tensors), ``_saved_params()`` (JSON-able
+    constructor parameters) and a classmethod ``_from_saved(params, encoder, class_names,
+    state)``. Registration happens when the class's module is imported (``robustce.models``
+    imports every built-in one), so this module never imports a model class itself.
+    """
+    for attr in ("_state_dict", "_saved_params", "_from_saved"):
+        if not callable(getattr(cls, attr, None)):
+            raise UnsupportedModelError(f"{cls.__name__} cannot be registered as saveable: it lacks {attr}")
+    _SAVEABLE[cls.__name__] = cls
+    return cls
+
+
+def _registry() -> dict[str, type]:
+    return dict(_SAVEABLE)
 
 
 def _jsonable(value: Any) -> Any:
@@ -80,8 +96,6 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = True) -
     """Write ``model`` (which provides ``_state_dict``/``_saved_params``) to directory ``path``."""
     import torch
 
-    from robustce import __version__
-
     if not hasattr(model, "_state_dict"):
         raise UnsupportedModelError(
             f"{type(model).__name__} cannot be saved by robustce; wrapped scikit-learn estimators "
@@ -110,7 +124,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = True) -
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "class": cls_name,
-            "robustce_version": __version__,
+            "robustce_version": package_version(),
             "params": _jsonable(params),
             "encoder": _jsonable(model.encoder.to_dict()),
             "class_names": _jsonable(list(model.class_names)),

@@ -1,28 +1,40 @@
-"""Robustness: shift sets, interval bounds, exact Δ-test, probabilistic certificates."""
+"""Robustness of counterfactuals under model shifts: the shift set Δ and its sampled view
+(``shift``), the certifier protocol (``certifier``), the exact Δ-test (``exact``: public face;
+``delta_milp``: the MILP engine; ``attack``: the weight attack), the largest provable δ
+(``maxdelta``) and exact enumeration of Δ by interval splitting (``enumeration``).
 
+Every robustness claim here is proven over all of Δ (``enumerate_delta`` reports proven volume
+fractions); sampled, probabilistic certificates (APΔS's test) are not implemented yet. The
+network views (``IntervalNetwork``, ``as_network``, ``empirical_delta``)
+live in :mod:`robustce.models.network` and are re-exported here.
+"""
+
+from robustce.models.network import IntervalNetwork, as_network, empirical_delta
+from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.enumeration import EnumerationResult, enumerate_delta
 from robustce.robustness.exact import (
     DeltaStatus,
+    ExactDeltaCertifier,
     ExactResult,
     exact_worst_case,
     is_delta_robust,
 )
 from robustce.robustness.maxdelta import MaxDeltaResult, max_provable_delta
-from robustce.robustness.shift import (
-    IntervalNetwork,
-    ParameterShift,
-    SampledNetworks,
-    empirical_delta,
-)
+from robustce.robustness.shift import ParameterShift, SampledNetworks
 
 __all__ = [
+    "CertStatus",
+    "Certificates",
+    "Certifier",
     "DeltaStatus",
     "EnumerationResult",
+    "ExactDeltaCertifier",
     "ExactResult",
     "IntervalNetwork",
     "MaxDeltaResult",
     "ParameterShift",
     "SampledNetworks",
+    "as_network",
     "empirical_delta",
     "enumerate_delta",
     "exact_worst_case",

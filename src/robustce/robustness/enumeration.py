@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from robustce.errors import ValidationError
-from robustce.robustness.exact import _check_rows, resolve_targets
-from robustce.robustness.shift import ParameterShift, as_network
+from robustce.models.network import as_network, margin_bounds, model_space_rows, resolve_targets
+from robustce.robustness.shift import ParameterShift
 
 __all__ = ["EnumerationResult", "enumerate_delta"]
 
@@ -88,13 +88,13 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
     if int(max_boxes) < 1:
         raise ValidationError(f"max_boxes must be >= 1, got {max_boxes}")
     net = as_network(model)
-    X, bad = _check_rows(net, cf, model)
+    X, bad = model_space_rows(net, cf, model)
     if len(X) != 1:
         raise ValidationError(f"enumerate_delta takes one counterfactual, got {len(X)}")
     if bad[0]:
         raise ValidationError("the counterfactual contains NaN or infinite values")
     x = X[0]
-    t = int(resolve_targets(net, X, target_class)[0])
+    t = int(resolve_targets(target_class, 1, network=net, X=X)[0])
     t0 = time.perf_counter()
 
     shapes = [(W.shape, b.shape) for W, b in net.weights]
@@ -106,7 +106,7 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
     for li, (W, _) in enumerate(net.weights):
         o = offsets[li]
         rad[o:o + W.size] = shift.delta
-        rad[o + W.size:o + sizes[li]] = shift._bias_delta()
+        rad[o + W.size:o + sizes[li]] = shift.bias_delta
     lo = (theta - rad)[None, :]
     hi = (theta + rad)[None, :]
     abs_w = [np.abs(W) for W, _ in net.weights]
@@ -129,14 +129,7 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
         layers = [(Wl, Wu, bl, bu) for (Wl, bl), (Wu, bu) in zip(Ls, Us, strict=True)]
         bounds, mags = _propagate(layers, x)
         olo, ohi = bounds[-1]
-        if k_out == 1:
-            m_lo = olo[:, 0] if t == 1 else -ohi[:, 0]
-            m_hi = ohi[:, 0] if t == 1 else -olo[:, 0]
-        else:
-            others_hi = np.delete(ohi, t, axis=1)
-            others_lo = np.delete(olo, t, axis=1)
-            m_lo = olo[:, t] - others_hi.max(axis=1)
-            m_hi = ohi[:, t] - others_lo.max(axis=1)
+        m_lo, m_hi = margin_bounds(olo, ohi, t)
         vol = 0.5 ** depth
         robust, non = m_lo > 0, m_hi < 0
         rob_vol += vol * int(robust.sum())

@@ -8,37 +8,7 @@ Question: given a ReLU network θ, a counterfactual ``x`` (a fixed point) and th
 (binary: the logit for target 1, minus it for target 0; K classes: ``min_{j≠t} z_t − z_j``)?
 ``x`` is Δ-robust iff ``m*(x) > 0``.
 
-Why the MILP is exact
----------------------
-Write ``v⁰ = x`` and ``v^l`` for the post-ReLU activations. Every neuron ``i`` of layer ``l``
-owns its weight row and bias, so given the previous layer's values the neurons of layer ``l``
-choose their pre-activations *independently*. For a fixed previous layer ``v``, the set of
-values neuron ``i`` can take as its row ranges over the box is the interval
-
-    [ W⁻_i v⁺ + W⁺_i v⁻ + b⁻_i ,  W⁺_i v⁺ + W⁻_i v⁻ + b⁺_i ]      (v⁺ = max(v,0), v⁻ = min(v,0))
-
-(each product ``w·v_j`` is linear in ``w``, so its extremes sit at the box ends chosen by the
-sign of ``v_j``; the interval is connected because the row box is). For the hidden layers
-``v ≥ 0``, so the two ends are the *linear* functions ``lo_i(v) = W⁻_i v + b⁻_i`` and
-``hi_i(v) = W⁺_i v + b⁺_i``; for the first layer ``x`` is a constant, so its interval is a
-constant of either sign (the sign-aware rule — this is why inputs of any sign are fine for a
-fixed point). Hence the reachable set of activation vectors is exactly
-
-    { (v¹, …, v^L) : relu(lo(v^{l-1})) ≤ v^l ≤ relu(hi(v^{l-1})) for every layer },
-
-and the output margin for a chosen competitor ``j`` is minimised at ``lo_t(v^L) − hi_j(v^L)``.
-Each constraint is a ReLU of an affine function, which a MILP encodes exactly
-(:func:`robustce.solvers.encodings.encode_interval_network`): the left inequality is convex,
-the right one needs one binary per neuron whose upper end can change sign, with big-M from
-interval bounds. So the MILP optimum over the interval network *equals* the true worst case over
-Δ — it is not a relaxation. Per-neuron interval propagation alone (``IntervalNetwork.bounds``)
-is only a sound lower bound: it lets different neurons of the next layer see the same
-activation at different ends of its range.
-
-A witness is read off the MILP solution: layer by layer, with the activations the witness
-itself produces, each neuron's weight row is interpolated between its lower-end and upper-end
-choice so that its pre-activation equals the MILP's value. The witness lies in Δ by
-construction and is checked by a plain forward pass.
+Why the MILP is exact, and how the witness is built: :mod:`robustce.robustness.delta_milp`.
 
 Procedure (per batch, vectorised where it can be)
 -------------------------------------------------
@@ -51,9 +21,16 @@ Procedure (per batch, vectorised where it can be)
    bound is positive (robust) or its incumbent flips (not robust); otherwise the status is
    ``timeout`` — never robust.
 
-With ``precheck=False`` every counterfactual goes to the MILP and ``value`` is the exact worst
-case everywhere; otherwise ``value`` is NaN where steps 1–2 decided and ``lower`` / ``upper``
-bracket the worst case.
+``exact_worst_case`` returns the exact worst case (``value``) for every decided row: rows the
+prechecks decided keep their status and ``decided_by`` and still get their MILP value (its
+time counts in ``time``). The decision-only fast path — prechecks, then decision MILPs with a
+cutoff at ``tol`` for the undecided rows only — is :func:`is_delta_robust` (``decide_only``).
+
+As a :class:`~robustce.robustness.certifier.Certifier`: :class:`ExactDeltaCertifier`.
+
+Modules: this one is the public face (the procedure, results, certifier);
+:mod:`~robustce.robustness.delta_milp` the MILP engine and witness;
+:mod:`~robustce.robustness.attack` the weight attack.
 """
 
 from __future__ import annotations
@@ -61,21 +38,32 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
-from robustce.models.network import ReLUNetwork, class_margin
-from robustce.robustness.shift import IntervalNetwork, ParameterShift, as_network
-from robustce.solvers.encodings import InputVars, encode_interval_network
-from robustce.solvers.milp import MILP, SolveStatus, _check_time_limit, check_solver
+from robustce.models.network import (
+    ReLUNetwork,
+    as_network,
+    class_margin,
+    margin_terms,
+    model_space_rows,
+    resolve_targets,
+)
+from robustce.robustness.attack import flips_prediction, sign_attack
+from robustce.robustness.certifier import Certificates, Certifier, CertStatus
+from robustce.robustness.delta_milp import DeltaMILP
+from robustce.robustness.shift import ParameterShift
+from robustce.solvers.milp import SolveStatus, check_solver, check_time_limit
 
 __all__ = [
     "DeltaStatus",
+    "DeltaTestRows",
+    "ExactDeltaCertifier",
     "ExactResult",
+    "delta_test",
     "exact_worst_case",
     "is_delta_robust",
     "point_layer_bounds",
@@ -83,28 +71,24 @@ __all__ = [
     "sign_attack",
 ]
 
-
-class DeltaStatus(StrEnum):
-    """Outcome of the exact Δ-test for one counterfactual. Only ``ROBUST`` is a proof."""
-
-    ROBUST = "robust"
-    NOT_ROBUST = "not_robust"  # with a witness network in Δ that flips the prediction
-    TIMEOUT = "timeout"  # the MILP hit its time limit without deciding
-    INCONCLUSIVE = "inconclusive"  # worst case within solver tolerance of 0, no flipping witness
-    ERROR = "error"  # solver failure or unusable input row
+#: Outcome of the exact Δ-test for one counterfactual (the certifier protocol's statuses);
+#: only ``ROBUST`` is a proof.
+DeltaStatus = CertStatus
 
 
 @dataclass
 class ExactResult:
     """Per-counterfactual outcome of :func:`exact_worst_case` (arrays of length n).
 
-    ``value``: exact worst-case target margin over Δ (NaN where not computed by a MILP solved
-    to optimality). ``lower`` / ``upper``: certified bounds on it (``lower`` from intervals or the
-    MILP dual bound; ``upper`` attained by a concrete network: the base, an attack or the
-    witness). ``status``: :class:`DeltaStatus` values; ``solver_status``: the MILP's
+    ``value``: exact worst-case target margin over Δ — for every decided row unless
+    ``decide_only`` (NaN there, and where the MILP did not reach optimality in time).
+    ``lower`` / ``upper``: certified bounds on it (``lower`` from intervals or the MILP dual
+    bound; ``upper`` attained by a concrete network: the base, an attack or the witness).
+    ``status``: :class:`DeltaStatus` values; ``solver_status``: the MILP's
     :class:`~robustce.solvers.SolveStatus` (None where no MILP ran). ``decided_by``:
     ``"interval"``, ``"attack"``, ``"milp"`` or ``""`` (undecided). ``witness``: a
-    :class:`ReLUNetwork` in Δ attaining ``upper`` (None for interval decisions).
+    :class:`ReLUNetwork` in Δ attaining ``upper`` (None where no network was built, e.g.
+    interval decisions with ``decide_only``).
     ``time``: seconds spent per counterfactual (MILP and witness; the batched prechecks are
     shared and reported in ``meta["precheck_time"]``).
     """
@@ -166,350 +150,7 @@ def _num(v: float) -> float | None:
     return None if math.isnan(v) else v
 
 
-# --- helpers -----------------------------------------------------------------------------------
-
-
-def resolve_targets(net: ReLUNetwork, X: np.ndarray, target_class: Any) -> np.ndarray:
-    """Per-row target classes: an int, an array, or None (the class ``net`` predicts)."""
-    n = len(X)
-    if target_class is None:
-        return net.predict(X).astype(np.int64)
-    t = np.asarray(target_class)
-    if t.ndim == 0:
-        t = np.full(n, int(t), dtype=np.int64)
-    else:
-        t = t.astype(np.int64).reshape(-1)
-        if t.shape[0] != n:
-            raise ValidationError(f"target_class has {t.shape[0]} entries for {n} inputs")
-    k = net.n_outputs
-    valid = (t >= 0) & (t <= 1) if k == 1 else (t >= 0) & (t < k)
-    if not valid.all():
-        raise ValidationError(
-            f"target_class out of range for a {'binary' if k == 1 else f'{k}-class'} network: "
-            f"{np.unique(t[~valid]).tolist()}"
-        )
-    return t
-
-
-def _margin_terms(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Per row and competitor j, a sound lower bound of the margin term (binary: one column).
-    Shape (n, K) for K classes with +inf at j = t; (n, 1) for binary."""
-    n = lo.shape[0]
-    if lo.shape[1] == 1:
-        return np.where(t == 1, lo[:, 0], -hi[:, 0])[:, None]
-    terms = lo[np.arange(n), t][:, None] - hi
-    terms[np.arange(n), t] = np.inf
-    return terms
-
-
-def _margin(logits: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """class_margin with per-row targets (logits (..., n, K))."""
-    if logits.shape[-1] == 1:
-        z = logits[..., 0]
-        return np.where(t == 1, z, -z)
-    n = logits.shape[-2]
-    rows = np.arange(n)
-    zt = logits[..., rows, t]
-    other = logits.copy()
-    other[..., rows, t] = -np.inf
-    return zt - other.max(axis=-1)
-
-
-def _flips(net: ReLUNetwork, x: np.ndarray, t: int) -> tuple[bool, float]:
-    """Whether ``net`` does not predict ``t`` at ``x`` (predict semantics), and its margin."""
-    z = net.forward(x[None, :])
-    m = float(class_margin(z, int(t))[0])
-    pred = int(net.predict(x[None, :])[0])
-    return pred != int(t), m
-
-
-def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift | np.ndarray, target_class: Any,
-                steps: int = 4, chunk_elements: int = 4_000_000, biases: bool = True
-                ) -> tuple[np.ndarray, list[list[tuple[np.ndarray, np.ndarray]]]]:
-    """A cheap falsifier: iterated sign-gradient steps on the weights (each a vertex of Δ),
-    batched over rows. Returns the best (lowest) margin per row and, per row, its weights.
-    ``shift``: a :class:`ParameterShift`, or per-row radii δ (then ``biases`` says whether
-    biases move too).
-
-    Not a proof of anything; it only supplies concrete networks in Δ that often flip
-    non-robust counterfactuals without a MILP.
-    """
-    net = as_network(network)
-    X = net.check_inputs(X)
-    t = resolve_targets(net, X, target_class)
-    n = len(X)
-    if isinstance(shift, ParameterShift):
-        deltas = np.full(n, shift.delta)
-        biases = shift.biases
-    else:
-        deltas = np.broadcast_to(np.asarray(shift, dtype=np.float64), (n,)).copy()
-    n_params = sum(W.size + b.size for W, b in net.weights)
-    step = max(1, int(chunk_elements // max(n_params, 1)))
-    best = np.full(n, np.inf)
-    best_w: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
-    base = net.weights
-    L = len(base)
-    for s0 in range(0, n, step):
-        xs, ts = X[s0:s0 + step], t[s0:s0 + step]
-        m = len(xs)
-        dW = deltas[s0:s0 + step][:, None, None]
-        dB = dW[:, :, 0] if biases else 0.0
-        Ws = [np.broadcast_to(W, (m,) + W.shape).copy() for W, _ in base]
-        bs = [np.broadcast_to(b, (m,) + b.shape).copy() for _, b in base]
-        cbest = np.full(m, np.inf)
-        cw: list[Any] = [None] * m
-        for it in range(steps + 1):
-            hs = [xs]
-            pre = []
-            h = xs
-            for li in range(L):
-                z = np.einsum("noi,ni->no", Ws[li], h) + bs[li]
-                pre.append(z)
-                h = np.maximum(z, 0.0) if li < L - 1 else z
-                if li < L - 1:
-                    hs.append(h)
-            marg = _margin(h, ts)
-            better = marg < cbest
-            if better.any():
-                cbest[better] = marg[better]
-                for r in np.flatnonzero(better):
-                    cw[r] = [(Ws[li][r].copy(), bs[li][r].copy()) for li in range(L)]
-            if it == steps:
-                break
-            # gradient of the margin w.r.t. the output logits
-            if h.shape[1] == 1:
-                g = np.where(ts == 1, 1.0, -1.0)[:, None]
-            else:
-                other = h.copy()
-                other[np.arange(m), ts] = -np.inf
-                jstar = other.argmax(axis=1)
-                g = np.zeros_like(h)
-                g[np.arange(m), ts] = 1.0
-                g[np.arange(m), jstar] -= 1.0
-            new_W, new_b = [None] * L, [None] * L
-            for li in range(L - 1, -1, -1):
-                gW = g[:, :, None] * hs[li][:, None, :]
-                new_W[li] = base[li][0][None] - dW * np.sign(gW)
-                new_b[li] = base[li][1][None] - dB * np.sign(g)
-                if li > 0:
-                    g = np.einsum("noi,no->ni", Ws[li], g) * (pre[li - 1] > 0)
-            Ws, bs = new_W, new_b
-        best[s0:s0 + m] = cbest
-        for r in range(m):
-            best_w[s0 + r] = cw[r]
-    return best, best_w
-
-
-def _witness_from_activations(inn: IntervalNetwork, base: ReLUNetwork, x: np.ndarray,
-                              post: list[np.ndarray], out_choice: dict[int, str]) -> ReLUNetwork:
-    """A network in Δ whose hidden pre-activations match the MILP's activations ``post``
-    (interpolating each row between its lower- and upper-end choice) and whose output rows in
-    ``out_choice`` sit at the given end ('lo' / 'hi'); other output rows keep the base."""
-    h = np.asarray(x, dtype=np.float64)
-    weights = []
-    last = len(inn.layers) - 1
-    for li, (Wl, Wu, bl, bu) in enumerate(inn.layers):
-        pos = h >= 0
-        w_lo = np.where(pos[None, :], Wl, Wu)
-        w_hi = np.where(pos[None, :], Wu, Wl)
-        z_lo, z_hi = w_lo @ h + bl, w_hi @ h + bu
-        width = z_hi - z_lo
-        if li < last:
-            target = np.asarray(post[li], dtype=np.float64)
-            target = np.where(target > 0, target, np.minimum(z_lo, 0.0))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                frac = np.where(width > 0, (target - z_lo) / width, 0.0)
-            frac = np.clip(frac, 0.0, 1.0)
-            W = w_lo + frac[:, None] * (w_hi - w_lo)
-            b = bl + frac * (bu - bl)
-            h = np.maximum(W @ h + b, 0.0)
-        else:
-            W0, b0 = base.weights[-1]
-            W, b = W0.copy(), b0.copy()
-            for k, end in out_choice.items():
-                if end == "lo":
-                    W[k], b[k] = w_lo[k], bl[k]
-                else:
-                    W[k], b[k] = w_hi[k], bu[k]
-        weights.append((W, b))
-    return ReLUNetwork(weights)
-
-
-# --- the MILP engine -----------------------------------------------------------------------------
-
-
-@dataclass
-class _Solved:
-    value: float
-    lower: float
-    status: SolveStatus
-    witness: ReLUNetwork | None
-    witness_margin: float
-    flips: bool
-    time: float
-    message: str = ""
-
-
-class _DeltaMILP:
-    """Builds and solves the worst-case MILP for single counterfactuals.
-
-    ``mode="rebuild"``: one model per counterfactual with the input as a constant (first layer
-    reduces to variable bounds; tightest per-point big-M). ``mode="reuse"``: one model for the
-    whole batch with input variables over the batch's bounding box; per counterfactual only
-    bounds change (inputs fixed, activation bounds tightened, binaries of neurons stable at that
-    point fixed).
-    """
-
-    def __init__(self, net: ReLUNetwork, inn: IntervalNetwork, shift: ParameterShift, *, solver: str,
-                 time_limit: float, threads: int, mode: str, box: tuple[np.ndarray, np.ndarray] | None,
-                 mip_gap: float, abs_gap: float):
-        self.net, self.inn, self.shift = net, inn, shift
-        self.solver, self.time_limit, self.threads = solver, time_limit, threads
-        self.mode = mode
-        self.mip_gap, self.abs_gap = mip_gap, abs_gap
-        self.shared: tuple[MILP, Any] | None = None
-        if mode == "reuse":
-            if box is None:
-                raise ValidationError("reuse mode needs an input box")
-            milp = self._new_milp()
-            enc = encode_interval_network(milp, inn, _input_vars(milp, box), plain=False)
-            self.shared = (milp, enc)
-
-    def _new_milp(self) -> MILP:
-        # feasibility jump costs more than it finds on these small MILPs (measured)
-        opts = {"mip_heuristic_run_feasibility_jump": False} if self.solver == "highs" else {}
-        return MILP(self.solver, time_limit=self.time_limit, threads=self.threads,
-                    mip_gap=self.mip_gap, abs_gap=self.abs_gap, options=opts)
-
-    def _model_for(self, x: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[MILP, Any]:
-        if self.shared is None:
-            milp = self._new_milp()
-            enc = encode_interval_network(milp, self.inn, x, bounds=bounds, plain=False)
-            return milp, enc
-        milp, enc = self.shared
-        milp.set_var_bounds(enc.inputs, x, x)
-        # tighten hidden activations to this point's bounds; fix binaries of stable neurons
-        cols, lbs, ubs = [], [], []
-        prev_lo, prev_hi = None, None
-        for li, layer in enumerate(enc.hidden):
-            L, U = bounds[li]
-            if li == 0:
-                hi_min = U  # fixed point: the upper end is a constant
-            else:
-                _, Wu, _, bu = self.inn.layers[li]
-                hi_min = np.maximum(Wu, 0) @ prev_lo + np.minimum(Wu, 0) @ prev_hi + bu
-            vlo, vhi = np.maximum(L, 0.0), np.maximum(U, 0.0)
-            cols.append(layer.post)
-            lbs.append(np.minimum(vlo, vhi))
-            ubs.append(vhi)
-            has_b = layer.binary >= 0
-            if has_b.any():
-                bl = np.zeros(has_b.sum())
-                bu_ = np.ones(has_b.sum())
-                on = hi_min[has_b] >= 0
-                off = U[has_b] <= 0
-                bl[on] = 1.0
-                bu_[off] = 0.0
-                bl = np.minimum(bl, bu_)
-                cols.append(layer.binary[has_b])
-                lbs.append(bl)
-                ubs.append(bu_)
-            prev_lo, prev_hi = vlo, vhi
-        if cols:
-            milp.set_var_bounds(np.concatenate(cols), np.concatenate(lbs), np.concatenate(ubs))
-        return milp, enc
-
-    def solve(self, x: np.ndarray, t: int, bounds: list[tuple[np.ndarray, np.ndarray]],
-              terms: np.ndarray, deadline_s: float, decide_only: bool, tol: float) -> _Solved:
-        """Worst case for one counterfactual. Binary: one MILP. K classes: one MILP per
-        competitor ``j`` (objective ``lo_t − hi_j``), in order of their interval bounds, skipping
-        those whose bound cannot beat the incumbent. ``decide_only``: each MILP only decides the
-        sign (cutoff at ``tol``, stop at the first incumbent ≤ 0)."""
-        t0 = time.perf_counter()
-        milp, enc = self._model_for(x, bounds)
-        k = self.net.n_outputs
-        if k == 1:
-            jobs: list[tuple[int, float]] = [(0, -math.inf)]
-        else:
-            jobs = [(int(j), float(terms[j])) for j in np.argsort(terms, kind="stable") if j != t]
-        best_val, best_sol, best_job = math.inf, None, None
-        lower = math.inf
-        failed: SolveStatus | None = None
-        message = ""
-        for j, term_lb in jobs:
-            if term_lb >= best_val or (decide_only and best_val <= 0):
-                lower = min(lower, term_lb)  # cannot change the answer
-                continue
-            remaining = deadline_s - (time.perf_counter() - t0)
-            if remaining <= 1e-3:
-                failed = failed or SolveStatus.TIME_LIMIT
-                lower = min(lower, term_lb)
-                continue
-            if k == 1:
-                col, coef = (enc.out_lower[0], 1.0) if t == 1 else (enc.out_upper[0], -1.0)
-                milp.set_objective([col], [coef], sense="min")
-            else:
-                milp.set_objective([enc.out_lower[t], enc.out_upper[j]], [1.0, -1.0], sense="min")
-            if decide_only:
-                res = milp.solve(time_limit=remaining, cutoff=tol, target=0.0)
-            else:
-                cut = best_val + 1e-9 if math.isfinite(best_val) else None
-                res = milp.solve(time_limit=remaining, cutoff=cut)
-            st = res.status
-            if st in (SolveStatus.OPTIMAL, SolveStatus.CUTOFF):
-                b = res.bound if math.isfinite(res.bound) else res.objective
-            elif st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT, SolveStatus.TARGET):
-                b = max(res.bound, term_lb) if math.isfinite(res.bound) else term_lb
-                if st is not SolveStatus.TARGET:
-                    failed = failed or st
-                    message = res.message
-            else:  # infeasible / unbounded cannot happen for a consistent encoding
-                b = term_lb
-                failed, message = SolveStatus.ERROR, f"worst-case MILP: {st.value} ({res.message})"
-            lower = min(lower, b)
-            if res.has_solution and res.objective < best_val:
-                best_val, best_sol, best_job = res.objective, res.values, j
-        witness, wm, flips = None, math.nan, False
-        if best_sol is not None:
-            post = [best_sol[layer.post] for layer in enc.hidden]
-            choice = {0: "lo" if t == 1 else "hi"} if k == 1 else {t: "lo", best_job: "hi"}
-            witness = _witness_from_activations(self.inn, self.net, x, post, choice)
-            if self.shift.contains(self.net, witness, atol=1e-9):
-                flips, wm = _flips(witness, x, t)
-            else:  # pragma: no cover - interpolation stays in the box by construction
-                witness, message = None, "witness left Δ (numerical); dropped"
-        if failed is not None:
-            status = failed
-        elif decide_only and best_sol is not None and best_val <= 0:
-            status = SolveStatus.TARGET
-        else:
-            status = SolveStatus.OPTIMAL
-        exact = status is SolveStatus.OPTIMAL and not decide_only and best_sol is not None
-        return _Solved(best_val if exact else math.nan, lower, status, witness, wm, flips,
-                       time.perf_counter() - t0, message)
-
-
-def _input_vars(milp: MILP, box: tuple[np.ndarray, np.ndarray]) -> InputVars:
-    lo, hi = box
-    idx = milp.add_vars(len(lo), lo, hi)
-    return InputVars(idx, lo, hi)
-
-
-# --- public API ------------------------------------------------------------------------------------
-
-
-def _check_rows(net: ReLUNetwork, X: Any, model: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(X, pd.DataFrame):
-        if model is None or not hasattr(model, "encode"):
-            raise ValidationError("a DataFrame of counterfactuals needs a model with an encoder")
-        X = model.encode(X)
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim == 1:
-        X = X[None, :]
-    if X.ndim != 2 or X.shape[1] != net.n_inputs:
-        raise ValidationError(f"counterfactuals must have shape (n, {net.n_inputs}), got {X.shape}")
-    bad = ~np.isfinite(X).all(axis=1)
-    return X, bad
+# --- the Δ-test ------------------------------------------------------------------------------------
 
 
 def point_layer_bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, biases: bool = True,
@@ -548,24 +189,36 @@ def point_layer_bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, bias
 
 
 @dataclass
-class _Certified:
+class DeltaTestRows:
+    """Per-row output of :func:`delta_test`; the fields mean what they mean in
+    :class:`ExactResult`. ``precheck_time``: seconds of the batched prechecks (all rows)."""
+
     value: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
     status: np.ndarray
     solver_status: list[SolveStatus | None]
-    decided: np.ndarray
+    decided_by: np.ndarray
     witness: list[ReLUNetwork | None]
     time: np.ndarray
     precheck_time: float
 
 
-def _certify(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray, deltas: np.ndarray,
-             biases: bool, *, solver: str, time_limit: float, precheck: bool, decide_only: bool,
-             mode: str, threads: int, tol: float, attack_steps: int, mip_gap: float,
-             abs_gap: float) -> _Certified:
-    """The Δ-test for rows with per-row radii ``deltas`` (see the module docstring)."""
+def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, *,
+               biases: bool = True, bad: np.ndarray | None = None, solver: str = "highs",
+               time_limit: float = 10.0, precheck: bool = True, decide_only: bool = True,
+               mode: str = "rebuild", threads: int = 1, tol: float = 1e-6, attack_steps: int = 4,
+               mip_gap: float = 1e-9, abs_gap: float = 1e-9) -> DeltaTestRows:
+    """The Δ-test of the module docstring for checked rows with a radius δ_i *per row*
+    (``deltas``): the engine under :func:`exact_worst_case` (one δ) and
+    :func:`~robustce.robustness.max_provable_delta` (a candidate δ per row).
+
+    ``X``: finite model-space rows (unusable rows replaced by any finite stand-in and flagged
+    in ``bad``: they get status ``error``); ``t``: target class per row; ``mode``: ``"rebuild"``
+    or ``"reuse"`` (see :func:`exact_worst_case`); ``solver`` must already be checked.
+    """
     n = len(X)
+    bad = np.zeros(n, dtype=bool) if bad is None else np.asarray(bad, dtype=bool)
     value = np.full(n, np.nan)
     lower = np.full(n, -np.inf)
     upper = np.full(n, np.inf)
@@ -578,12 +231,12 @@ def _certify(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray, de
 
     t_pre = time.perf_counter()
     bounds = point_layer_bounds(net, X, deltas, biases)
-    terms = _margin_terms(bounds[-1][0], bounds[-1][1], t)
+    terms = margin_terms(bounds[-1][0], bounds[-1][1], t)
     lower_iv = terms.min(axis=1)
     # unusable rows were replaced by zeros to keep the batch rectangular: their bounds describe
     # that stand-in, not the row, so they carry none
     lower[:] = np.where(bad, np.nan, lower_iv)
-    upper[:] = np.where(bad, np.nan, _margin(net.forward(X), t))
+    upper[:] = np.where(bad, np.nan, class_margin(net.forward(X), t))
     todo = ~bad
     if precheck:
         rob = todo & (lower_iv > 0)
@@ -598,33 +251,40 @@ def _certify(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray, de
             _, aw = sign_attack(net, X[idx], deltas[idx], t[idx], steps=attack_steps, biases=biases)
             for r, i in enumerate(idx):
                 cand = ReLUNetwork(aw[r])
-                flips, m = _flips(cand, X[i], t[i])
+                flips, m = flips_prediction(cand, X[i], t[i])
                 upper[i] = min(upper[i], m)
                 if flips:
                     status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", cand
                     todo[i] = False
     precheck_time = time.perf_counter() - t_pre
 
-    idx_all = np.flatnonzero(todo)
+    # the MILP decides the rest; for exact values it also runs where a precheck decided
+    milp_rows = todo if decide_only else ~bad
+    idx_all = np.flatnonzero(milp_rows)
     for d in np.unique(deltas[idx_all]):
         idx = idx_all[deltas[idx_all] == d]
         shift = ParameterShift(float(d), biases=biases)
         inn = shift.interval(net)
         box = (X[idx].min(axis=0), X[idx].max(axis=0)) if mode == "reuse" else None
-        engine = _DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit, threads=threads,
-                            mode=mode, box=box, mip_gap=mip_gap, abs_gap=abs_gap)
+        engine = DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit, threads=threads,
+                           mode=mode, box=box, mip_gap=mip_gap, abs_gap=abs_gap)
         for i in idx:
             b_i = [(lo[i], hi[i]) for lo, hi in bounds]
             r = engine.solve(X[i], int(t[i]), b_i, terms[i], time_limit, decide_only, tol)
             times[i] = r.time
             solver_status[i] = r.status
             lower[i] = max(lower[i], r.lower)
+            if math.isfinite(r.value):
+                value[i] = r.value
+            if not todo[i]:  # a precheck decided: keep its verdict, take the better witness
+                if r.witness is not None and r.witness_margin < upper[i] and (
+                        r.flips or status[i] is not DeltaStatus.NOT_ROBUST):
+                    witness[i], upper[i] = r.witness, r.witness_margin
+                continue
             decided[i] = "milp"
             if r.witness is not None:
                 witness[i] = r.witness
                 upper[i] = min(upper[i], r.witness_margin)
-            if math.isfinite(r.value):
-                value[i] = r.value
             if r.witness is not None and r.flips:
                 status[i] = DeltaStatus.NOT_ROBUST
             elif lower[i] >= tol:
@@ -635,7 +295,8 @@ def _certify(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray, de
                 status[i], decided[i] = DeltaStatus.TIMEOUT, ""
             else:
                 status[i], decided[i] = DeltaStatus.ERROR, ""
-    return _Certified(value, lower, upper, status, solver_status, decided, witness, times, precheck_time)
+    return DeltaTestRows(value, lower, upper, status, solver_status, decided, witness, times,
+                         precheck_time)
 
 
 def _check_options(shift: Any, solver: str, mode: str, time_limit: Any, tol: float) -> str:
@@ -643,7 +304,7 @@ def _check_options(shift: Any, solver: str, mode: str, time_limit: Any, tol: flo
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
     if mode not in ("auto", "rebuild", "reuse"):
         raise ValidationError(f"mode must be 'auto', 'rebuild' or 'reuse', got {mode!r}")
-    _check_time_limit(time_limit)
+    check_time_limit(time_limit)
     if not tol > 0:
         raise ValidationError(f"tol must be positive, got {tol}")
     return check_solver(solver)
@@ -665,9 +326,11 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     target_class : int, per-row array, or None (the base network's prediction per row).
     solver : ``"highs"`` or ``"gurobi"``.
     time_limit : seconds of MILP time per counterfactual (all competitor classes together).
-    precheck : decide by intervals / the base network / a weight attack before any MILP.
+    precheck : decide by intervals / the base network / a weight attack before any MILP (the
+        MILP still computes ``value`` for the rows they decide, unless ``decide_only``).
     decide_only : only decide the sign of the worst case (MILPs with a cutoff at ``tol`` that
-        stop at the first flipping incumbent) — much faster; ``value`` is then NaN.
+        stop at the first flipping incumbent, and only for rows the prechecks leave open) —
+        much faster; ``value`` is then NaN.
     mode : ``"rebuild"`` (a model per counterfactual, tightest bounds), ``"reuse"`` (one model per
         batch, per-counterfactual bound changes) or ``"auto"``: reuse for decisions, rebuild for
         exact values (the faster of the two in ``benchmarks/bench_exact.py``).
@@ -678,17 +341,18 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     if mode == "auto":
         mode = "reuse" if decide_only else "rebuild"
     net = as_network(network)
-    X, bad = _check_rows(net, X, network)
+    X, bad = model_space_rows(net, X, network)
     Xc = np.where(bad[:, None], 0.0, X)
-    t = resolve_targets(net, Xc, target_class)
+    t = resolve_targets(target_class, len(Xc), network=net, X=Xc)
     deltas = np.full(len(Xc), shift.delta)
-    c = _certify(net, Xc, bad, t, deltas, shift.biases, solver=solver, time_limit=float(time_limit),
-                 precheck=precheck, decide_only=decide_only, mode=mode, threads=threads, tol=tol,
-                 attack_steps=attack_steps, mip_gap=mip_gap, abs_gap=abs_gap)
+    c = delta_test(net, Xc, t, deltas, biases=shift.biases, bad=bad, solver=solver,
+                   time_limit=float(time_limit), precheck=precheck, decide_only=decide_only,
+                   mode=mode, threads=threads, tol=tol, attack_steps=attack_steps, mip_gap=mip_gap,
+                   abs_gap=abs_gap)
     meta = {"precheck_time": c.precheck_time, "tol": tol, "mode": mode, "precheck": precheck,
             "decide_only": decide_only, "time_limit": float(time_limit)}
-    return ExactResult(c.value, c.lower, c.upper, c.status, c.solver_status, c.decided, c.witness, c.time,
-                       t, shift, solver, meta)
+    return ExactResult(c.value, c.lower, c.upper, c.status, c.solver_status, c.decided_by, c.witness,
+                       c.time, t, shift, solver, meta)
 
 
 def is_delta_robust(model: Any, cfs: Any, shift: ParameterShift, target_class: Any = None, *,
@@ -700,8 +364,77 @@ def is_delta_robust(model: Any, cfs: Any, shift: ParameterShift, target_class: A
     ``target_class=None`` uses the class the model predicts for each counterfactual (robust
     then means: every network in Δ agrees with it). With ``return_result`` also returns the
     :class:`ExactResult` (statuses, witnesses, certificates). Other keyword arguments go to
-    :func:`exact_worst_case` (``decide_only`` defaults to True here).
+    :func:`exact_worst_case` (``decide_only`` defaults to True here: the fast path).
     """
     kwargs.setdefault("decide_only", True)
     res = exact_worst_case(model, cfs, shift, target_class, solver=solver, time_limit=time_limit, **kwargs)
     return (res.robust, res) if return_result else res.robust
+
+
+class ExactDeltaCertifier(Certifier):
+    """The exact MILP Δ-test as a :class:`~robustce.robustness.certifier.Certifier`:
+    ``robust`` is a proof that every network in Δ = ``shift`` keeps the target class.
+
+    Parameters
+    ----------
+    shift : :class:`ParameterShift` or a number δ (p = ∞ box).
+    solver, time_limit, tol : as :func:`exact_worst_case` (``time_limit``: seconds per row).
+    exact_value : after deciding (the fast path of :func:`is_delta_robust`), compute the exact
+        worst-case margin of the rows proven robust with the time left of ``time_limit``;
+        ``lower`` then holds it (else the proven bound) and ``columns["value"]`` too.
+    **options : ``mode``, ``threads``, ``attack_steps``, ``precheck`` of :func:`exact_worst_case`.
+
+    Certificates: ``lower`` the proven lower bound of the worst case, ``upper`` the margin of
+    the worst network found (the witness, in ``evidence``), ``columns``: ``value``,
+    ``decided_by``, ``solver_status``.
+    """
+
+    name = "exact_delta"
+    _OPTIONS = ("mode", "threads", "attack_steps", "precheck")
+
+    def __init__(self, shift: ParameterShift | float, *, solver: str = "highs",
+                 time_limit: float = 10.0, tol: float = 1e-6, exact_value: bool = False,
+                 **options: Any):
+        if not isinstance(shift, ParameterShift):
+            try:
+                shift = ParameterShift(float(shift))
+            except (TypeError, ValueError):
+                raise ValidationError(f"shift must be a ParameterShift or a number, got {shift!r}") from None
+        unknown = sorted(set(options) - set(self._OPTIONS))
+        if unknown:
+            raise ValidationError(
+                f"ExactDeltaCertifier: unknown options {unknown}; known: {list(self._OPTIONS)}")
+        self.shift = shift
+        self.solver = check_solver(solver)
+        self.time_limit = check_time_limit(time_limit)
+        if not tol > 0:
+            raise ValidationError(f"tol must be positive, got {tol}")
+        self.tol = float(tol)
+        self.exact_value = bool(exact_value)
+        self.options = dict(options)
+
+    def params(self) -> dict[str, Any]:
+        return {"delta": self.shift.delta, "p": "inf", "biases": self.shift.biases,
+                "solver": self.solver, "time_limit": self.time_limit, "tol": self.tol}
+
+    def certify(self, network: Any, X: Any, targets: Any, *,
+                time_limit: float | None = None) -> Certificates:
+        t0 = time.perf_counter()
+        limit = self.time_limit if time_limit is None else check_time_limit(time_limit)
+        net = as_network(network)
+        X, _ = model_space_rows(net, X, network)
+        res = exact_worst_case(net, X, self.shift, targets, solver=self.solver, time_limit=limit,
+                               decide_only=True, tol=self.tol, **self.options)
+        value, lower = res.value.copy(), res.lower.copy()
+        rob = np.flatnonzero(res.robust)
+        left = limit - (time.perf_counter() - t0)
+        if self.exact_value and rob.size and left > 1e-2:
+            ex = exact_worst_case(net, X[rob], self.shift, res.target_class[rob], solver=self.solver,
+                                  time_limit=left, precheck=False, tol=self.tol)
+            ok = ex.robust & np.isfinite(ex.value)
+            value[rob[ok]] = lower[rob[ok]] = ex.value[ok]
+        return Certificates(
+            res.status, lower, res.upper, res.witness, res.time, res.target_class, self.name,
+            self.params(), {"value": value, "decided_by": res.decided_by,
+                            "solver_status": np.array([None if s is None else str(s)
+                                                       for s in res.solver_status], dtype=object)})

@@ -23,14 +23,9 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
-from robustce.robustness.exact import (
-    DeltaStatus,
-    _certify,
-    _check_rows,
-    resolve_targets,
-)
-from robustce.robustness.shift import as_network
-from robustce.solvers.milp import _check_time_limit, check_solver
+from robustce.models.network import as_network, model_space_rows, resolve_targets
+from robustce.robustness.exact import DeltaStatus, delta_test
+from robustce.solvers.milp import check_solver, check_time_limit
 
 __all__ = ["MaxDeltaResult", "max_provable_delta"]
 
@@ -86,15 +81,15 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
         raise ValidationError(f"delta_init must be a positive number, got {delta_init}")
     if not (float(delta_max) >= float(delta_init) and math.isfinite(float(delta_max))):
         raise ValidationError(f"delta_max must be finite and >= delta_init, got {delta_max}")
-    time_limit = _check_time_limit(time_limit)
+    time_limit = check_time_limit(time_limit)
     if mode not in ("rebuild", "reuse"):
         raise ValidationError(f"mode must be 'rebuild' or 'reuse', got {mode!r}")
     solver = check_solver(solver)
     d0, dmax = float(delta_init), float(delta_max)
     net = as_network(model)
-    X, bad = _check_rows(net, cfs, model)
+    X, bad = model_space_rows(net, cfs, model)
     X = np.where(bad[:, None], 0.0, X)
-    t = resolve_targets(net, X, target_class)
+    t = resolve_targets(target_class, len(X), network=net, X=X)
     n = len(X)
     lo = np.zeros(n)
     hi = np.full(n, np.inf)
@@ -110,13 +105,12 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
     while active.any() and rounds < max_rounds:
         rounds += 1
         idx = np.flatnonzero(active)
-        c = _certify(net, X[idx], np.zeros(len(idx), dtype=bool), t[idx], cand[idx], biases,
-                     solver=solver, time_limit=time_limit, precheck=True, decide_only=True,
-                     mode=mode, threads=threads, tol=tol, attack_steps=attack_steps, mip_gap=1e-9,
-                     abs_gap=1e-9)
+        c = delta_test(net, X[idx], t[idx], cand[idx], biases=biases, solver=solver,
+                       time_limit=time_limit, precheck=True, decide_only=True, mode=mode,
+                       threads=threads, tol=tol, attack_steps=attack_steps)
         rob = np.array([s == DeltaStatus.ROBUST for s in c.status], dtype=bool)
         n_tests[idx] += 1
-        n_milp[idx] += (c.decided == "milp")
+        n_milp[idx] += (c.decided_by == "milp")
         n_to[idx] += np.array([s == DeltaStatus.TIMEOUT for s in c.status], dtype=np.int64)
         lo[idx[rob]] = cand[idx[rob]]
         hi[idx[~rob]] = cand[idx[~rob]]

@@ -7,6 +7,7 @@ from robustce.solvers.milp import (
     VarType,
     available_solvers,
     check_solver,
+    check_time_limit,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "VarType",
     "available_solvers",
     "check_solver",
+    "check_time_limit",
 ]

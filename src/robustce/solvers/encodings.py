@@ -28,16 +28,14 @@ integer grids, thermometer ordinals, binaries, immutable and monotone features).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from robustce.distance import Distance
 from robustce.errors import ValidationError
+from robustce.models.network import IntervalNetwork
 from robustce.solvers.milp import MILP
-
-if TYPE_CHECKING:  # robustce.robustness imports this module; import it lazily at run time
-    from robustce.robustness.shift import IntervalNetwork, ParameterShift
 
 __all__ = [
     "DistanceObjective",
@@ -119,10 +117,7 @@ class NetworkEncoding:
 
 def plain_interval(network: Any) -> IntervalNetwork:
     """The degenerate interval network of a plain network (``W⁻ = W⁺ = W``)."""
-    from robustce.robustness.shift import IntervalNetwork, as_network
-
-    net = as_network(network)
-    return IntervalNetwork([(W, W, b, b) for W, b in net.weights])
+    return IntervalNetwork.point(network)
 
 
 def encode_network(milp: MILP, network: Any, inputs: InputVars | np.ndarray,
@@ -131,17 +126,16 @@ def encode_network(milp: MILP, network: Any, inputs: InputVars | np.ndarray,
     return encode_interval_network(milp, plain_interval(network), inputs, bounds=bounds, plain=True)
 
 
-def encode_shifted_network(milp: MILP, network: Any, shift: ParameterShift,
+def encode_shifted_network(milp: MILP, network: Any, shift: Any,
                            inputs: InputVars | np.ndarray,
                            *, bounds: list[tuple[np.ndarray, np.ndarray]] | None = None
                            ) -> NetworkEncoding:
     """Encode the interval network of ``shift`` around ``network`` (PROPLACE MILP (6) with the
     weights eliminated). With a fixed input point it is exact: its optimum over any linear
     objective of the outputs equals the optimum over all networks in Δ (see
-    :mod:`robustce.robustness.exact`)."""
-    from robustce.robustness.shift import ParameterShift
-
-    if not isinstance(shift, ParameterShift):
+    :mod:`robustce.robustness.exact`). ``shift``: anything whose ``interval(network)`` gives
+    the :class:`IntervalNetwork` of Δ (a :class:`~robustce.robustness.ParameterShift`)."""
+    if not callable(getattr(shift, "interval", None)):
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
     return encode_interval_network(milp, shift.interval(network), inputs, bounds=bounds, plain=False)
 

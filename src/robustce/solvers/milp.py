@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from robustce.errors import SolverError, ValidationError
+from robustce.errors import SolverError, UnknownSolverError, ValidationError
 
 __all__ = [
     "MILP",
@@ -126,9 +126,10 @@ def available_solvers() -> list[str]:
 
 
 def check_solver(solver: str) -> str:
-    """Normalise a backend name; raise :class:`SolverError` if unknown or not installed."""
+    """Normalise a backend name; raise :class:`UnknownSolverError` (a ``ValueError``) if the
+    name is unknown, :class:`SolverError` if the backend is not installed."""
     if not isinstance(solver, str):
-        raise SolverError(f"solver must be a string ('highs' or 'gurobi'), got {solver!r}")
+        raise UnknownSolverError(f"solver must be a string ('highs' or 'gurobi'), got {solver!r}")
     name = solver.strip().lower()
     if name in ("highs", "highspy"):
         return "highs"
@@ -139,7 +140,7 @@ def check_solver(solver: str) -> str:
                 "install it with `pip install gurobipy` (or robustce[gurobi]) or use solver='highs'"
             )
         return "gurobi"
-    raise SolverError(f"unknown MILP solver {solver!r}; available: {available_solvers()}")
+    raise UnknownSolverError(f"unknown MILP solver {solver!r}; available: {available_solvers()}")
 
 
 @dataclass
@@ -464,7 +465,7 @@ class MILP:
                  mip_gap: float = 1e-6, abs_gap: float = 1e-9, seed: int = 0, presolve: bool = True,
                  feasibility_tol: float | None = None, options: dict[str, Any] | None = None):
         self.solver = check_solver(solver)
-        self.time_limit = _check_time_limit(time_limit)
+        self.time_limit = check_time_limit(time_limit)
         if int(threads) < 1:
             raise ValidationError(f"threads must be >= 1, got {threads}")
         if not (0 <= mip_gap < 1) or abs_gap < 0:
@@ -656,7 +657,7 @@ class MILP:
         optimum is no better. ``target``: stop as soon as an incumbent at least as good is found
         (status ``TARGET``). Both turn an optimisation into a faster decision.
         """
-        limit = self.time_limit if time_limit is None else _check_time_limit(time_limit)
+        limit = self.time_limit if time_limit is None else check_time_limit(time_limit)
         data = self._materialise()
         if self._backend is None:
             self._backend = _HighsBackend(self._options) if self.solver == "highs" \
@@ -741,7 +742,9 @@ def _check_index(idx: Any, size: int, what: str) -> np.ndarray:
     return i
 
 
-def _check_time_limit(time_limit: Any) -> float:
+def check_time_limit(time_limit: Any) -> float:
+    """``time_limit`` as a float of seconds; :class:`ValidationError` unless positive and
+    finite (every solver call in robustce has one)."""
     try:
         t = float(time_limit)
     except (TypeError, ValueError):

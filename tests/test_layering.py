@@ -1,0 +1,159 @@
+"""The package's import graph respects the layering and has no circles.
+
+Layers, lowest first (a module may import its own layer and those below it, never above):
+
+    errors, utils, validation  →  data, distance, datasets  →  models  →  solvers  →
+    robustness  →  explanations  →  methods  →  evaluation  →  cli, __main__  →  robustce
+
+Every ``import`` / ``from ... import`` in ``src/robustce`` counts — module level, inside
+functions and under ``TYPE_CHECKING`` alike — because a lazy import is still a dependency.
+The implicit import of parent packages (``import robustce.models.mlp`` runs
+``robustce/models/__init__``) is not counted: it is how Python works, not a design choice.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "robustce"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("robustce.errors", "robustce.utils", "robustce.validation"),
+    ("robustce.data", "robustce.distance", "robustce.datasets"),
+    ("robustce.models",),
+    ("robustce.solvers",),
+    ("robustce.robustness",),
+    ("robustce.explanations",),
+    ("robustce.methods",),
+    ("robustce.evaluation",),
+    ("robustce.cli", "robustce.__main__"),
+    ("robustce",),
+)
+
+
+def layer_of(module: str) -> int:
+    """Index of the layer a module belongs to (the longest matching prefix decides)."""
+    best, best_len = None, -1
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = i, len(p)
+    if best is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS in {__file__}")
+    return best
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted((SRC / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int]]:
+    """(imported robustce module, line) for every import statement in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_pkg = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            # `from pkg import sub` imports the submodule pkg.sub when it is one
+            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t == PACKAGE or t.startswith(PACKAGE + "."):
+                while t not in modules and "." in t:  # `import robustce.x.y` of an attribute
+                    t = t.rsplit(".", 1)[0]
+                if t != name:
+                    found.append((t, node.lineno))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, list[tuple[str, int]]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def test_every_module_has_a_layer(graph):
+    for name in graph:
+        layer_of(name)
+
+
+def test_no_import_runs_up_the_layers(graph):
+    upward = [f"{src}:{line} imports {dst} ({LAYERS[layer_of(dst)][0]} is above "
+              f"{LAYERS[layer_of(src)][0]})"
+              for src, deps in graph.items() for dst, line in deps if layer_of(dst) > layer_of(src)]
+    assert not upward, "imports against the layering:\n" + "\n".join(upward)
+
+
+def test_no_import_circles(graph):
+    """Tarjan's strongly connected components: any component with two or more modules is a
+    circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w, _ in graph.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_the_checker_sees_upward_lazy_imports_and_circles(tmp_path):
+    """The walker itself: a function-level upward import and a two-module circle are found."""
+    pkg = tmp_path / PACKAGE
+    (pkg / "models").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "models" / "__init__.py").write_text("")
+    (pkg / "models" / "a.py").write_text("def f():\n    from robustce.methods import x\n"
+                                         "from . import b\n")
+    (pkg / "models" / "b.py").write_text("from robustce.models.a import f\n")
+    modules = {"robustce": pkg / "__init__.py", "robustce.models": pkg / "models" / "__init__.py",
+               "robustce.models.a": pkg / "models" / "a.py",
+               "robustce.models.b": pkg / "models" / "b.py", "robustce.methods": pkg / "m.py"}
+    deps = _imports("robustce.models.a", modules["robustce.models.a"], modules)
+    assert ("robustce.methods", 2) in deps and ("robustce.models.b", 3) in deps
+    assert _imports("robustce.models.b", modules["robustce.models.b"], modules) == [("robustce.models.a", 1)]
+    assert layer_of("robustce.methods") > layer_of("robustce.models.a")
