@@ -17,6 +17,8 @@ import numbers
 from collections.abc import Collection
 from typing import Any
 
+import numpy as np
+
 from robustce.errors import ValidationError
 
 __all__ = ["check_bool", "check_choice", "check_integer", "check_number"]
@@ -79,8 +81,8 @@ def check_integer(value: Any, name: str, *, low: int | None = None, high: int | 
 def check_choice(value: Any, name: str, choices: Collection[Any]) -> Any:
     """One of ``choices`` (compared with ``==``; unhashable values are simply not in it)."""
     try:
-        ok = value in choices
-    except TypeError:
+        ok = bool(value in choices)
+    except (TypeError, ValueError):  # unhashable, or an array compared element-wise
         ok = False
     if not ok:
         raise ValidationError(f"{name} must be one of {', '.join(map(repr, choices))}; "
@@ -90,6 +92,6 @@ def check_choice(value: Any, name: str, choices: Collection[Any]) -> Any:
 
 def check_bool(value: Any, name: str) -> Any:
     """``True`` or ``False`` (NumPy booleans too)."""
-    if not (isinstance(value, bool) or type(value).__name__ == "bool_"):
+    if not isinstance(value, bool | np.bool_):
         raise ValidationError(f"{name} must be True or False, got {value!r}")
     return value
