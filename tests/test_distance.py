@@ -192,6 +192,11 @@ def test_encode_distance_value_at_a_fixed_point(mixed, norm, space):
     assert _milp_value(enc, q, c, dist) == pytest.approx(dist.rowwise(q, c, enc)[0], abs=1e-7)
     with pytest.raises(ValidationError, match="l2"):
         encode_distance(MILP(), encode_input_domain(MILP(), enc), q, Distance("l2"), enc)
+    # column weights enter the objective; a zero-weight column never counts, in l0 too
+    w = np.linspace(0.5, 2.0, len(q))
+    w[enc.feature_of_column_ == 3] = 0.0  # the categorical c
+    dist = Distance(norm, weights=w, space=space)
+    assert _milp_value(enc, q, c, dist) == pytest.approx(dist.rowwise(q, c, enc)[0], abs=1e-7)
 
 
 # ---------------------------------------------------------------------------------------------

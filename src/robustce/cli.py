@@ -229,6 +229,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from robustce.evaluation.config import method_params
     from robustce.evaluation.registry import get_method
     from robustce.evaluation.runner import select_queries
+    from robustce.methods.base import Trainable
     from robustce.models import MLP
     from robustce.models import load as load_model
 
@@ -270,7 +271,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if queries is None:
         queries = select_queries(model, test, args.queries or 10, args.from_class)
     explainer = cls(model, train, **params)
-    if getattr(explainer, "trainable", False):
+    if isinstance(explainer, Trainable):
         explainer.fit(train)
     expl = explainer.explain(queries)
     out = expl.save(args.out)

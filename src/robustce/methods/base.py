@@ -1,11 +1,13 @@
 """The explainer interface shared by every method.
 
-An explainer is built as ``Method(model, data, **params)`` (trainable ones also ``fit(data)``)
-and has one public verb, ``explain(queries) -> Explanations``. The base class does everything
-that is the same for all methods:
+An explainer is built as ``Method(model, data, **params)`` (trainable ones, subclasses of
+:class:`Trainable`, also ``fit(data)``) and has one public verb, ``explain(queries,
+target_class=None) -> Explanations``. The base class does everything that is the same for all
+methods:
 
 1. validates and encodes the queries (raw DataFrame, :class:`Dataset` or model-space array);
-2. decides each query's target class (``target_class`` if given; binary: the other class);
+2. decides each query's target class (the per-call ``target_class``, else the constructor's;
+   binary: the other class);
 3. marks queries already in the target class (status ``already_target``, no exception);
 4. calls the method's hook on the remaining queries, batch-first;
 5. **re-validates every returned CE**: projected to a valid encoding, checked against
@@ -17,6 +19,13 @@ Subclasses implement either ``_explain_batch(X, targets)`` (vectorised methods) 
 ``_explain_one(x, target)`` (per-query methods; the base maps it over queries with joblib when
 ``n_jobs != 1``). Both return :class:`QueryResult` objects with encoded CEs. A subclass lists
 its certificate fields in ``certificate_columns`` and documents them in its docstring.
+
+Parameters, scikit-learn style: a constructor stores each parameter *as given* under its own
+name (so ``Method(model, data, **m.get_params())`` rebuilds the same explainer) and then calls
+``super().__init__(model, data, **kwargs)``; the base constructor ends by calling
+:meth:`Explainer._check_params` once — the one place where parameters are validated (with
+:mod:`robustce.validation`) and derived state (names ending in ``_``) is built. A subclass's
+``_check_params`` calls ``super()._check_params()`` first, then checks its own parameters.
 """
 
 from __future__ import annotations
@@ -30,12 +39,13 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from robustce.data.dataset import Dataset
-from robustce.errors import RobustCEError, ValidationError
+from robustce.errors import NotFittedError, RobustCEError, ValidationError
 from robustce.explanations import Explanations, QueryResult
 from robustce.models.base import Model
 from robustce.utils import check_random_state, package_version
+from robustce.validation import check_integer, check_number
 
-__all__ = ["Explainer", "QueryResult"]
+__all__ = ["Explainer", "QueryResult", "Trainable"]
 
 ACTION_TOL = 1e-7
 
@@ -55,7 +65,6 @@ class Explainer:
 
     name: ClassVar[str] = "explainer"
     certificate_columns: ClassVar[tuple[str, ...]] = ()
-    trainable: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -67,27 +76,32 @@ class Explainer:
         random_state: int | np.random.Generator | None = None,
         n_jobs: int = 1,
     ):
+        self.model = model
+        self.data = data
+        self.target_class = target_class
+        self.time_limit = time_limit
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Validate every parameter (subclasses: ``super()._check_params()``, then their own)
+        and build derived state. Raises :class:`~robustce.errors.ValidationError`."""
+        model = self.model
         if not isinstance(model, Model):
             raise ValidationError(f"model must be a robustce Model, got {type(model).__name__}")
         model._check_fitted()
-        if data is not None and not isinstance(data, Dataset):
-            raise ValidationError(f"data must be a robustce Dataset, got {type(data).__name__}")
-        if target_class is not None and not 0 <= int(target_class) < model.n_classes:
-            raise ValidationError(
-                f"target_class must be in [0, {model.n_classes}), got {target_class}"
-            )
-        if model.n_classes > 2 and target_class is None:
-            raise ValidationError("multi-class models need an explicit target_class")
-        if not time_limit or time_limit <= 0:
-            raise ValidationError(f"time_limit must be positive seconds, got {time_limit}")
-        if int(n_jobs) == 0:
+        if self.data is not None and not isinstance(self.data, Dataset):
+            raise ValidationError(f"data must be a robustce Dataset, got {type(self.data).__name__}")
+        check_integer(self.target_class, "target_class", low=0, high=model.n_classes - 1,
+                      allow_none=True)
+        check_number(self.time_limit, "time_limit", low=0, low_open=True)
+        rs = self.random_state
+        if not (rs is None or isinstance(rs, np.random.Generator)):
+            check_integer(rs, "random_state", low=0)
+        check_integer(self.n_jobs, "n_jobs")
+        if self.n_jobs == 0:
             raise ValidationError("n_jobs must be non-zero (-1 = all cores)")
-        self.model = model
-        self.data = data
-        self.target_class = None if target_class is None else int(target_class)
-        self.time_limit = float(time_limit)
-        self.random_state = random_state
-        self.n_jobs = int(n_jobs)
 
     # --- parameters ---------------------------------------------------------------------
     @classmethod
@@ -105,12 +119,19 @@ class Explainer:
         return names
 
     def get_params(self) -> dict[str, Any]:
+        """The constructor parameters (beyond model and data) as given:
+        ``type(m)(m.model, m.data, **m.get_params())`` rebuilds the same explainer."""
+        return {p: getattr(self, p, None) for p in self.param_names()}
+
+    def _plain_params(self) -> dict[str, Any]:
+        """:meth:`get_params` with objects as plain values (``to_dict``), for metadata."""
         out = {}
-        for p in self.param_names():
-            v = getattr(self, p, None)
+        for p, v in self.get_params().items():
+            if isinstance(v, np.random.Generator):
+                v = "Generator"
+            elif isinstance(v, np.ndarray):
+                v = v.tolist()
             out[p] = v.to_dict() if hasattr(v, "to_dict") else v
-        if isinstance(out.get("random_state"), np.random.Generator):
-            out["random_state"] = "Generator"
         return out
 
     @property
@@ -120,16 +141,19 @@ class Explainer:
     def _rng(self) -> np.random.Generator:
         return check_random_state(self.random_state)
 
-    def fit(self, data: Dataset | None = None) -> Explainer:
-        """Trainable explainers learn here; the others need no fitting."""
-        return self
-
     # --- the one public verb --------------------------------------------------------------
-    def explain(self, queries: pd.DataFrame | Dataset | np.ndarray) -> Explanations:
-        """Counterfactual explanations for each query (batch-first)."""
+    def explain(self, queries: pd.DataFrame | Dataset | np.ndarray,
+                target_class: Any = None) -> Explanations:
+        """Counterfactual explanations for each query (batch-first).
+
+        ``target_class``: the desired class for this call — one class for every query, or one
+        per query — overriding the constructor's ``target_class``; ``None`` uses that (binary
+        models: the other class by default)."""
+        if isinstance(self, Trainable):
+            self._check_fitted()
         frame, X = self._prepare_queries(queries)
         pred = self.model.predict(X)
-        targets = self.targets_for(pred)
+        targets = self.targets_for(pred, target_class)
         results: list[QueryResult | None] = [None] * len(X)
         for i in np.flatnonzero(pred == targets):
             results[i] = QueryResult("already_target", time=0.0,
@@ -150,7 +174,7 @@ class Explainer:
         meta = {
             "method": self.name,
             "class": type(self).__name__,
-            "params": self.get_params(),
+            "params": self._plain_params(),
             "certificate_columns": list(self.certificate_columns),
             # the distance the method minimises and its certificates report (None: no notion)
             "distance": (self.distance_.to_dict() if getattr(self, "distance_", None) is not None
@@ -169,11 +193,28 @@ class Explainer:
             meta=meta,
         )
 
-    def targets_for(self, pred: np.ndarray) -> np.ndarray:
-        """Target class per query: the fixed ``target_class`` or, binary, the other class."""
-        if self.target_class is not None:
-            return np.full(len(pred), self.target_class, dtype=np.int64)
-        return (1 - pred).astype(np.int64)
+    def targets_for(self, pred: np.ndarray, target_class: Any = None) -> np.ndarray:
+        """Target class per query: ``target_class`` (a class, or one per query), else the
+        constructor's ``target_class``, else (binary models) the other class."""
+        n, k = len(pred), self.model.n_classes
+        if target_class is None:
+            target_class = self.target_class
+        if target_class is None:
+            if k > 2:
+                raise ValidationError(f"the model has {k} classes: give a target_class (to the "
+                                      "constructor or to explain)")
+            return (1 - np.asarray(pred)).astype(np.int64)
+        if np.ndim(target_class) == 0:
+            check_integer(target_class, "target_class", low=0, high=k - 1)
+            return np.full(n, int(target_class), dtype=np.int64)
+        t = np.asarray(target_class)
+        if t.shape != (n,):
+            raise ValidationError(f"target_class must be one class or one per query ({n}), got "
+                                  f"shape {t.shape}")
+        if t.dtype.kind not in "iu" or (n and not (t.min() >= 0 and t.max() < k)):
+            raise ValidationError(f"target_class must hold integer classes in [0, {k - 1}], got "
+                                  f"{t.tolist() if n <= 10 else t.dtype}")
+        return t.astype(np.int64)
 
     # --- hooks ------------------------------------------------------------------------------
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
@@ -278,3 +319,27 @@ class Explainer:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+class Trainable:
+    """Mixin for explainers that learn from data before they explain (CounterNet, RoCourseNet):
+    ``Method(model, data, **params).fit(train)``, then ``explain``. Subclasses implement
+    ``_fit(data)``; ``explain`` before ``fit`` raises :class:`~robustce.errors.NotFittedError`.
+
+    Put it first among the bases: ``class CounterNet(Trainable, Explainer)``."""
+
+    def fit(self, data: Dataset) -> Trainable:
+        """Learn from the training ``data``; returns the explainer."""
+        if not isinstance(data, Dataset):
+            raise ValidationError(f"fit needs a robustce Dataset, got {type(data).__name__}")
+        self._fit(data)
+        self.is_fitted_ = True
+        return self
+
+    def _fit(self, data: Dataset) -> None:
+        raise NotImplementedError(f"{type(self).__name__} is Trainable but implements no _fit")
+
+    def _check_fitted(self) -> None:
+        if not getattr(self, "is_fitted_", False):
+            raise NotFittedError(f"{type(self).__name__} learns from data: call fit(train) "
+                                 "before explain")

@@ -38,6 +38,7 @@ from robustce.methods.base import Explainer
 from robustce.models.network import class_margin
 from robustce.solvers.encodings import encode_distance, encode_input_domain, encode_network
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
+from robustce.validation import check_integer, check_number
 
 __all__ = ["MILPNearest", "column_weights", "feature_distance"]
 
@@ -108,29 +109,34 @@ class MILPNearest(Explainer):
     def __init__(self, model: Any, data: Any = None, *, norm: str = "l1", tau: float = 1e-3,
                  weights: Any = None, tie_break: float = 1e-3, solver: str = "highs",
                  mip_gap: float = 1e-4, threads: int = 1, **kwargs: Any):
+        self.norm = norm
+        self.tau = tau
+        self.weights = weights
+        self.tie_break = tie_break
+        self.solver = solver
+        self.mip_gap = mip_gap
+        self.threads = threads
         super().__init__(model, data, **kwargs)
-        check_norm(norm, NORMS)
-        if not (float(tau) > 0 and math.isfinite(float(tau))):
-            raise ValidationError(f"tau must be a positive number, got {tau}")
-        if tie_break < 0:
-            raise ValidationError(f"tie_break must be >= 0, got {tie_break}")
-        if not 0 <= mip_gap < 1:
-            raise ValidationError(f"mip_gap must be in [0, 1), got {mip_gap}")
-        self.solver = check_solver(solver)  # SolverError for unknown / missing backends
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_norm(self.norm, NORMS)
+        check_number(self.tau, "tau", low=0, low_open=True)
+        check_number(self.tie_break, "tie_break", low=0)
+        check_number(self.mip_gap, "mip_gap", low=0, high=1, high_open=True)
+        check_integer(self.threads, "threads", low=1)
+        self.solver_ = check_solver(self.solver)  # SolverError for unknown / missing backends
         d = self.encoder.n_features_out_
-        if weights is not None:
-            w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if self.weights is not None:
+            try:
+                w = np.asarray(self.weights, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError):
+                w = np.full(1, np.nan)
             if w.shape[0] != d or np.any(w < 0) or not np.isfinite(w).all():
                 raise ValidationError(f"weights must be {d} non-negative finite numbers")
-        #: the distance minimised and reported (``certificate distance``)
-        self.distance_ = Distance(norm, weights=weights, space="raw")
-        self.norm = norm
-        self.tau = float(tau)
-        self.weights = None if weights is None else [float(v) for v in np.asarray(weights).ravel()]
-        self.tie_break = float(tie_break)
-        self.mip_gap = float(mip_gap)
-        self.threads = int(threads)
-        self._network = model.network()  # raises UnsupportedModelError for non-ReLU models
+        #: the distance minimised and reported (certificate ``distance``)
+        self.distance_ = Distance(self.norm, weights=self.weights, space="raw")
+        self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
 
     def _weights(self) -> np.ndarray:
         return self.distance_.column_weights(self.encoder)
@@ -140,7 +146,7 @@ class MILPNearest(Explainer):
         """Solve the nearest-CE MILP for one query with validity margin ``tau``."""
         net = self._network
         enc = self.encoder
-        m = MILP(self.solver, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
+        m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                  threads=self.threads)
         try:
             dom = encode_input_domain(m, enc, q, actionability=True)
@@ -178,7 +184,7 @@ class MILPNearest(Explainer):
     def _certificate(self, q: np.ndarray, target: int, r: _Nearest) -> dict[str, Any]:
         cert: dict[str, Any] = {
             "distance": math.nan, "bound": r.bound, "gap": r.gap, "optimal": r.optimal,
-            "margin": math.nan, "solver": self.solver, "solver_status": r.solver_status,
+            "margin": math.nan, "solver": self.solver_, "solver_status": r.solver_status,
         }
         if r.cf is not None:
             cert["distance"] = float(self.distance_.rowwise(q, r.cf[None], self.encoder)[0])

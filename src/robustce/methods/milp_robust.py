@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,6 +31,7 @@ from robustce.models.network import class_margin
 from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
+from robustce.validation import check_bool, check_integer, check_number
 
 __all__ = ["MILPRobust", "MarginSchedule"]
 
@@ -89,31 +91,39 @@ class MILPRobust(MILPNearest):
                  growth: float = 2.0, max_rounds: int = 10, slack: float = 0.05,
                  bisect_tol: float = 1e-3, delta_time_limit: float | None = None,
                  certifier: Certifier | None = None, **kwargs: Any):
-        super().__init__(model, data, **kwargs)
-        if not isinstance(shift, ParameterShift):
-            try:
-                shift = ParameterShift(float(shift))
-            except (TypeError, ValueError):
-                raise ValidationError(f"shift must be a ParameterShift or a number, got {shift!r}") from None
-        if not float(growth) > 1:
-            raise ValidationError(f"growth must be > 1, got {growth}")
-        if int(max_rounds) < 1:
-            raise ValidationError(f"max_rounds must be >= 1, got {max_rounds}")
-        if slack < 0:
-            raise ValidationError(f"slack must be >= 0, got {slack}")
-        if not 0 < float(bisect_tol) < 1:
-            raise ValidationError(f"bisect_tol must be in (0, 1), got {bisect_tol}")
-        if delta_time_limit is not None and not delta_time_limit > 0:
-            raise ValidationError(f"delta_time_limit must be positive, got {delta_time_limit}")
         self.shift = shift
-        self.growth = float(growth)
-        self.max_rounds = int(max_rounds)
-        self.slack = float(slack)
-        self.bisect_tol = float(bisect_tol)
+        self.growth = growth
+        self.max_rounds = max_rounds
+        self.slack = slack
+        self.bisect_tol = bisect_tol
         self.delta_time_limit = delta_time_limit
-        if certifier is not None and not callable(getattr(certifier, "certify", None)):
-            raise ValidationError(f"certifier must have a certify method, got {type(certifier).__name__}")
         self.certifier = certifier
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        shift = self.shift
+        if isinstance(shift, Mapping):  # ParameterShift.to_dict(), e.g. from saved metadata
+            unknown = set(shift) - {"delta", "p", "biases"}
+            if unknown or "delta" not in shift or str(shift.get("p", "inf")) != "inf":
+                raise ValidationError(f"shift must be a ParameterShift, a number δ or "
+                                      f"{{'delta': δ, 'biases': bool}}, got {shift!r}")
+            shift = ParameterShift(shift["delta"], biases=check_bool(shift.get("biases", True),
+                                                                     "shift.biases"))
+        elif not isinstance(shift, ParameterShift):
+            check_number(shift, "shift", low=0, low_open=True)
+            shift = ParameterShift(shift)
+        # the loop reads the resolved ParameterShift; get_params then returns it (round-trips)
+        self.shift = shift
+        check_number(self.growth, "growth", low=1, low_open=True)
+        check_integer(self.max_rounds, "max_rounds", low=1)
+        check_number(self.slack, "slack", low=0)
+        check_number(self.bisect_tol, "bisect_tol", low=0, high=1, low_open=True, high_open=True)
+        check_number(self.delta_time_limit, "delta_time_limit", low=0, low_open=True,
+                     allow_none=True)
+        if self.certifier is not None and not callable(getattr(self.certifier, "certify", None)):
+            raise ValidationError(f"certifier must have a certify method, got "
+                                  f"{type(self.certifier).__name__}")
 
     def _certifier(self) -> Any:
         """The Δ-test of the loop: the given certifier, or the exact MILP test at ``shift``

@@ -34,6 +34,7 @@ from robustce.distance import Distance, check_norm
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import ACTION_TOL, Explainer
+from robustce.validation import check_integer
 
 __all__ = ["NearestNeighbour"]
 
@@ -96,16 +97,18 @@ class NearestNeighbour(Explainer):
 
     def __init__(self, model: Any, data: Any = None, *, n_neighbours: int = 1, norm: str = "l1",
                  **kwargs: Any):
-        super().__init__(model, data, **kwargs)
-        if data is None:
-            raise ValidationError("NearestNeighbour needs the training data (data=) to search")
-        if int(n_neighbours) < 1:
-            raise ValidationError(f"n_neighbours must be a positive integer, got {n_neighbours}")
-        check_norm(norm, NORMS)
-        self.n_neighbours = int(n_neighbours)
+        self.n_neighbours = n_neighbours
         self.norm = norm
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.data is None:
+            raise ValidationError("NearestNeighbour needs the training data (data=) to search")
+        check_integer(self.n_neighbours, "n_neighbours", low=1)
+        check_norm(self.norm, NORMS)
         #: the distance searched and reported (model space, the KD-tree's Minkowski p)
-        self.distance_ = Distance(norm, space="model")
+        self.distance_ = Distance(self.norm, space="model")
         self._X_train: np.ndarray | None = None
         self._pred_train: np.ndarray | None = None
         self._labels: np.ndarray | None = None

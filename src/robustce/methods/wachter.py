@@ -42,6 +42,7 @@ from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.models.network import class_margin, torch_class_margin
+from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["Wachter"]
 
@@ -105,47 +106,39 @@ class Wachter(Explainer):
         straight_through: bool = True,
         **kwargs: Any,
     ):
+        self.lam_init = lam_init
+        self.lam_schedule = lam_schedule
+        self.max_lambda_steps = max_lambda_steps
+        self.max_iter = max_iter
+        self.lr = lr
+        self.loss = loss
+        self.margin = margin
+        self.distance_weights = distance_weights
+        self.check_every = check_every
+        self.init_noise = init_noise
+        self.straight_through = straight_through
         super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        model = self.model
         if not model.differentiable:
             raise UnsupportedModelError(
                 f"Wachter needs a differentiable model (torch_logits); {type(model).__name__} "
                 "has no ReLU-network view — use NearestNeighbour or a MILP method instead")
-        if not lam_init > 0:
-            raise ValidationError(f"lam_init must be positive, got {lam_init}")
-        if not lam_schedule > 1:
-            raise ValidationError(f"lam_schedule must be > 1 (λ is multiplied by it), got {lam_schedule}")
-        for label, value in (("max_lambda_steps", max_lambda_steps), ("max_iter", max_iter),
-                             ("check_every", check_every)):
-            if int(value) < 1:
-                raise ValidationError(f"{label} must be a positive integer, got {value}")
-        if not lr > 0:
-            raise ValidationError(f"lr must be positive, got {lr}")
-        if loss not in ("hinge", "bce"):
-            raise ValidationError(f"loss must be 'hinge' or 'bce', got {loss!r}")
-        if margin < 0:
-            raise ValidationError(f"margin must be >= 0, got {margin}")
-        if init_noise < 0:
-            raise ValidationError(f"init_noise must be >= 0, got {init_noise}")
-        self.lam_init = float(lam_init)
-        self.lam_schedule = float(lam_schedule)
-        self.max_lambda_steps = int(max_lambda_steps)
-        self.max_iter = int(max_iter)
-        self.lr = float(lr)
-        self.loss = loss
-        self.margin = float(margin)
-        self.distance_weights = distance_weights
-        self.check_every = int(check_every)
-        self.init_noise = float(init_noise)
-        self.straight_through = bool(straight_through)
-        self.weights_ = self._weights(distance_weights)
+        check_number(self.lam_init, "lam_init", low=0, low_open=True)
+        check_number(self.lam_schedule, "lam_schedule", low=1, low_open=True)  # λ *= it
+        for label in ("max_lambda_steps", "max_iter", "check_every"):
+            check_integer(getattr(self, label), label, low=1)
+        check_number(self.lr, "lr", low=0, low_open=True)
+        check_choice(self.loss, "loss", ("hinge", "bce"))
+        check_number(self.margin, "margin", low=0)
+        check_number(self.init_noise, "init_noise", low=0)
+        check_bool(self.straight_through, "straight_through")
+        self.weights_ = self._weights(self.distance_weights)
         #: the proximity term of the loss and the reported distance: weighted model-space L1
-        self.distance_ = Distance("l1", weights=None if distance_weights is None else self.weights_)
-
-    def get_params(self) -> dict[str, Any]:
-        out = super().get_params()
-        if isinstance(self.distance_weights, np.ndarray):
-            out["distance_weights"] = self.distance_weights.tolist()
-        return out
+        self.distance_ = Distance("l1", weights=None if self.distance_weights is None
+                                  else self.weights_)
 
     def _weights(self, spec: Any) -> np.ndarray:
         d = self.encoder.n_features_out_
@@ -183,7 +176,7 @@ class Wachter(Explainer):
             noise = rng.normal(0.0, self.init_noise, size=X.shape) * free
             start = self._constrain_np(np.clip(X + noise, 0.0, 1.0), X)
         flat = self._flat_start(start, targets)
-        lam = np.full(n, self.lam_init)
+        lam = np.full(n, self.lam_init, dtype=np.float64)
         n_iter = np.zeros(n, dtype=np.int64)
         best: list[np.ndarray | None] = [None] * n
         done = np.zeros(n, dtype=bool)
