@@ -104,12 +104,35 @@ MUTANTS: tuple[Mutant, ...] = (
                     status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", cand""",
            ("tests/robustness/test_exact.py",),
            "an attack that did not flip the CE is reported as a counterexample"),
+    Mutant("interval_negative_inputs_unsound", "models/network.py",
+           """        return xp @ Wl.T + xn @ Wu.T, xp @ Wu.T + xn @ Wl.T""",
+           """        return xp @ Wl.T + xn @ Wl.T, xp @ Wu.T + xn @ Wu.T""",
+           ("tests/robustness/test_shift.py", "tests/models/test_network.py"),
+           "interval bounds for negative inputs are not sound (RobustX's bug)"),
+    Mutant("interval_relu_dropped", "models/network.py",
+           """                lo, hi = np.maximum(plo, 0.0), np.maximum(phi, 0.0)""",
+           """                lo, hi = plo, phi""",
+           ("tests/robustness/test_shift.py", "tests/models/test_network.py"),
+           "interval propagation forgets the ReLU"),
     # --- MILP methods ----------------------------------------------------------------------
     Mutant("milp_nearest_no_margin", "methods/milp_nearest.py",
            """m.add_constrs_coo([0], [y[0]], [1.0], 1, tau, np.inf)""",
            """m.add_constrs_coo([0], [y[0]], [1.0], 1, -np.inf, np.inf)""",
            ("tests/methods/test_milp_methods.py",),
            "the nearest-CE MILP ignores validity"),
+    Mutant("milp_robust_accepts_undecided", "methods/milp_robust.py",
+           """            if status is CertStatus.ROBUST:""",
+           """            if status in (CertStatus.ROBUST, CertStatus.TIMEOUT, CertStatus.INCONCLUSIVE):""",
+           ("tests/methods/test_milp_methods.py",),
+           "MILP-R returns a CE whose Δ-test timed out as Δ-robust"),
+    Mutant("milp_robust_no_raise", "methods/milp_robust.py",
+           """            if status is not CertStatus.NOT_ROBUST:
+                undecided += 1""",
+           """            if status is not CertStatus.NOT_ROBUST:
+                undecided += 1
+            return QueryResult("found", cf[None], cert)""",
+           ("tests/methods/test_milp_methods.py",),
+           "MILP-R returns the first (non-robust) CE"),
 )
 
 
