@@ -141,7 +141,8 @@ def _add_explain(sub: Any) -> None:
                    help="method name, e.g. nearest_neighbour, wachter, milp_nearest, milp_robust")
     p.add_argument("--param", metavar="K=V", action="append", default=[],
                    help="method parameter (repeatable); V is read as TOML (0.1, [1,2], true), "
-                        "else as a string; shift=D means ParameterShift(delta=D)")
+                        "else as a string; a parameter typed ParameterShift takes D "
+                        "(shift=0.03) or a table (shift={delta=0.03,biases=false})")
     q = p.add_mutually_exclusive_group()
     q.add_argument("--queries", metavar="N", type=int, default=None,
                    help="explain the first N test rows predicted as --from-class (default 10)")
@@ -227,9 +228,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from robustce.evaluation.config import method_params
-    from robustce.evaluation.registry import get_method
     from robustce.evaluation.runner import select_queries
-    from robustce.methods.base import Trainable
+    from robustce.methods.registry import build_explainer, get_method
     from robustce.models import MLP
     from robustce.models import load as load_model
 
@@ -248,8 +248,6 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         params = method_params(cls, _parse_params(args.param), "--param")
     except RobustCEError as exc:
         raise _user_error(str(exc).replace("--param.", "--param ", 1)) from None
-    if "random_state" in cls.param_names():
-        params.setdefault("random_state", args.seed)
 
     data = _load_dataset(args)
     train, test = data.split(test_size=args.test_size, random_state=args.seed)
@@ -270,10 +268,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         model = MLP(hidden, epochs=args.epochs, lr=5e-3, random_state=args.seed).fit(train)
     if queries is None:
         queries = select_queries(model, test, args.queries or 10, args.from_class)
-    explainer = cls(model, train, **params)
-    if isinstance(explainer, Trainable):
-        explainer.fit(train)
-    expl = explainer.explain(queries)
+    expl = build_explainer(cls, model, train, seed=args.seed, **params).explain(queries)
     out = expl.save(args.out)
     if trained:
         model.save(Path(out) / "model")

@@ -9,12 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import robustce as rc
 import robustce.evaluation.runner as runner_mod
 from robustce.errors import ConfigError, ValidationError
 from robustce.evaluation.config import load_config, parse_config
-from robustce.evaluation.registry import available_methods, get_method
 from robustce.evaluation.runner import cell_id, load_results, run_benchmark
 from robustce.methods.base import Explainer
+from robustce.methods.registry import available_methods, get_method
 from robustce.robustness.shift import ParameterShift
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,7 +173,7 @@ class _Broken(Explainer):
 
 @pytest.fixture
 def broken_method():
-    from robustce.evaluation.registry import register_method, unregister_method
+    from robustce.methods.registry import register_method, unregister_method
 
     register_method("broken", _Broken)
     yield "broken"
@@ -294,16 +295,17 @@ class _Shifty(Explainer):
 
 
 def test_shift_parameters_become_parameter_shifts():
-    from robustce.evaluation.registry import register_method, unregister_method
+    from robustce.methods.registry import register_method, unregister_method
 
     register_method("shifty", _Shifty)
     try:
         cfg = parse_config(_bad(methods=[{"name": "shifty", "params": {"shift": 0.05}},
                                          {"name": "shifty", "label": "s2",
                                           "params": {"shift": {"delta": 0.1, "biases": False}}}]))
-        first = cfg.methods[0].build_params(seed=7)
-        assert first == {"shift": ParameterShift(0.05), "random_state": 7}
-        assert cfg.methods[1].build_params(seed=0)["shift"] == ParameterShift(0.1, biases=False)
+        model = rc.models.MLP((4,), epochs=2, random_state=0).fit(rc.datasets.load("moons", n_samples=60))
+        first = cfg.methods[0].build(model, None, seed=7)
+        assert first.shift == ParameterShift(0.05) and first.random_state == 7
+        assert cfg.methods[1].build(model, None, seed=0).shift == ParameterShift(0.1, biases=False)
         for bad, msg in [("big", "methods[0].params.shift: wrong type"),
                          (-0.1, "methods[0].params.shift: delta must be a positive"),
                          ({"size": 1}, "methods[0].params.shift: unknown ParameterShift keys")]:

@@ -57,7 +57,13 @@ from pathlib import Path
 from typing import Any
 
 from robustce.errors import ConfigError, RobustCEError
-from robustce.evaluation.registry import get_method, method_name
+from robustce.methods.registry import (
+    convert_params,
+    converter_for,
+    get_method,
+    method_name,
+    param_annotations,
+)
 
 __all__ = [
     "BenchmarkConfig",
@@ -97,12 +103,11 @@ class MethodEntry:
     params: dict[str, Any] = field(default_factory=dict)  # as written in the config
     index: int = 0
 
-    def build_params(self, seed: int) -> dict[str, Any]:
-        """Constructor keyword arguments for one seed (``shift`` tables become ParameterShift)."""
-        out = {k: _convert_param(k, v) for k, v in self.params.items()}
-        if "random_state" in self.cls.param_names() and "random_state" not in out:
-            out["random_state"] = int(seed)
-        return out
+    def build(self, model: Any, data: Any, seed: int) -> Any:
+        """The explainer of this entry for one seed (:func:`~robustce.methods.registry.build_explainer`)."""
+        from robustce.methods.registry import build_explainer
+
+        return build_explainer(self.cls, model, data, seed=seed, **self.params)
 
 
 @dataclass
@@ -426,14 +431,7 @@ def _methods(value: Any) -> list[MethodEntry]:
             raise ConfigError(f"{path}.name: {exc}") from None
         name = method_name(raw_name)
         params = _table(entry.get("params", {}), f"{path}.params")
-        for k in RUNNER_SET & set(params):
-            raise ConfigError(f"{path}.params.{k}: set by `seeds`, not per method")
-        _check_params(params, cls, f"{path}.params", allowed=cls.param_names())
-        for k, v in params.items():
-            try:
-                _convert_param(k, v)
-            except RobustCEError as exc:
-                raise ConfigError(f"{path}.params.{k}: {exc}") from None
+        _check_method_params(params, cls, f"{path}.params")
         label = _typed(entry.get("label", name), str, f"{path}.label")
         out.append(MethodEntry(name=name, label=label, cls=cls, params=params, index=i))
     _unique([m.label for m in out], "methods", "label")
@@ -451,49 +449,46 @@ def _unique(labels: Sequence[str], path: str, what: str) -> None:
 
 
 # --- parameter checking --------------------------------------------------------------------
-def _signature_info(func_or_cls: Any) -> dict[str, tuple[Any, Any]]:
-    """name -> (type hint or None, default) of a function, or of a class's constructor chain
-    (following ``**kwargs`` up the MRO like :meth:`Explainer.param_names`)."""
-    if isinstance(func_or_cls, type):
-        funcs = []
-        for klass in func_or_cls.__mro__:
-            if "__init__" not in vars(klass) or klass is object:
-                continue
-            funcs.append(klass.__init__)
-            params = inspect.signature(klass.__init__).parameters.values()
-            if not any(p.kind is p.VAR_KEYWORD for p in params):
-                break
-    else:
-        funcs = [func_or_cls]
-    out: dict[str, tuple[Any, Any]] = {}
-    for func in funcs:
-        try:
-            hints = typing.get_type_hints(func)
-        except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to defaults
-            hints = {}
-        for name, p in inspect.signature(func).parameters.items():
-            if name in ("self", "model", "data") or name in out or p.kind in (
-                    p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                continue
-            out[name] = (hints.get(name), p.default)
-    return out
+def _signature_info(func: Any) -> dict[str, tuple[Any, Any]]:
+    """name -> (type hint or None, default) of a function's named parameters."""
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to defaults
+        hints = {}
+    return {name: (hints.get(name), p.default)
+            for name, p in inspect.signature(func).parameters.items()
+            if name not in ("self", "model", "data") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
 
 
 def _check_params(params: Mapping[str, Any], func: Any, path: str, *,
-                  allowed: Sequence[str] | None = None, skip: set[str] = frozenset()) -> None:
-    """Names against the signature of ``func`` (or ``allowed``), values against its annotations
-    (falling back to the type of the default)."""
-    info = _signature_info(func)
-    names = [n for n in (allowed if allowed is not None else info) if n not in skip]
+                  skip: set[str] = frozenset()) -> None:
+    """Names against the signature of ``func``, values against its annotations."""
+    _check_values(params, _signature_info(func), path, skip=skip)
+
+
+def _check_method_params(params: Mapping[str, Any], cls: type, path: str) -> None:
+    """Names against ``cls.param_names()``, values against their annotations; a parameter
+    whose annotated type has a converter (:data:`~robustce.methods.registry.PARAM_CONVERTERS`)
+    is checked by converting it."""
+    for k in RUNNER_SET & set(params):
+        raise ConfigError(f"{path}.{k}: set by the seed, not as a parameter")
+    info = param_annotations(cls)
+    _check_values(params, info, path)
+    try:
+        convert_params(cls, params)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}.{exc}") from None
+
+
+def _check_values(params: Mapping[str, Any], info: Mapping[str, tuple[Any, Any]], path: str, *,
+                  skip: set[str] = frozenset()) -> None:
+    names = [n for n in info if n not in skip]
     for key, value in params.items():
         if key not in names:
             raise ConfigError(f"{path}.{key}: unknown parameter; allowed: {', '.join(names) or '(none)'}")
-        hint, default = info.get(key, (None, inspect.Parameter.empty))
-        if key == "shift" or _mentions(hint, "ParameterShift"):
-            if not (_matches(value, float) or isinstance(value, Mapping)):
-                raise ConfigError(f"{path}.{key}: wrong type: expected a number (δ) or a table "
-                                  f"{{delta = ...}}, got {_show(value)}")
-            continue
+        hint, default = info[key]
+        if converter_for(hint) is not None:
+            continue  # checked by converting it
         if hint is not None:
             ok = _matches_hint(value, hint)
         elif default is not inspect.Parameter.empty and default is not None:
@@ -503,14 +498,6 @@ def _check_params(params: Mapping[str, Any], func: Any, path: str, *,
         if ok is False:
             expected = _hint_name(hint) if hint is not None else _type_name(type(default))
             raise ConfigError(f"{path}.{key}: wrong type: expected {expected}, got {_show(value)}")
-
-
-def _mentions(hint: Any, name: str) -> bool:
-    if hint is None:
-        return False
-    if isinstance(hint, type):
-        return hint.__name__ == name
-    return any(_mentions(a, name) for a in typing.get_args(hint))
 
 
 def _matches(value: Any, typ: type) -> bool:
@@ -572,31 +559,7 @@ def _hint_name(hint: Any) -> str:
 
 def method_params(cls: type, params: Mapping[str, Any], path: str = "params") -> dict[str, Any]:
     """Check config-style ``params`` (names, types) for explainer ``cls`` and convert them to
-    constructor arguments (``shift`` → ParameterShift). Raises :class:`ConfigError` naming
-    ``path.key``."""
-    for k in RUNNER_SET & set(params):
-        raise ConfigError(f"{path}.{k}: set by the seed, not as a parameter")
-    _check_params(params, cls, path, allowed=cls.param_names())
-    out = {}
-    for k, v in params.items():
-        try:
-            out[k] = _convert_param(k, v)
-        except RobustCEError as exc:
-            raise ConfigError(f"{path}.{k}: {exc}") from None
-    return out
-
-
-def _convert_param(key: str, value: Any) -> Any:
-    """TOML value -> constructor argument. ``shift`` may be δ or a table of ParameterShift."""
-    if key == "shift" and value is not None:
-        from robustce.robustness.shift import ParameterShift
-
-        if isinstance(value, Mapping):
-            unknown = set(value) - {"delta", "biases"}
-            if unknown:
-                raise ConfigError(f"unknown ParameterShift keys {sorted(unknown)}; allowed: delta, biases")
-            if "delta" not in value:
-                raise ConfigError("a shift table needs `delta`")
-            return ParameterShift(**value)
-        return ParameterShift(delta=float(value))
-    return value
+    constructor arguments (by annotation, see :func:`~robustce.methods.registry.convert_params`).
+    Raises :class:`ConfigError` naming ``path.key``."""
+    _check_method_params(params, cls, path)
+    return convert_params(cls, params)

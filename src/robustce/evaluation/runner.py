@@ -207,11 +207,8 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     t0 = time.perf_counter()
     try:
         from robustce.evaluation.metrics import check_metrics, evaluate, summarise
-        from robustce.methods.base import Trainable
 
-        explainer = method.cls(ctx.model, ctx.train, **method.build_params(ctx.seed))
-        if isinstance(explainer, Trainable):
-            explainer.fit(ctx.train)
+        explainer = method.build(ctx.model, ctx.train, ctx.seed)
         t_explain = time.perf_counter()
         expl = explainer.explain(ctx.queries)
         explain_s = time.perf_counter() - t_explain
