@@ -13,7 +13,8 @@ import robustce as rc
 import robustce.evaluation.runner as runner_mod
 from robustce.errors import ConfigError, ValidationError
 from robustce.evaluation.config import load_config, parse_config
-from robustce.evaluation.runner import cell_id, load_results, run_benchmark
+from robustce.evaluation.results import cell_id, load_results
+from robustce.evaluation.runner import retrain_protocol, run_benchmark
 from robustce.methods.base import Explainer
 from robustce.methods.registry import available_methods, get_method
 from robustce.robustness.shift import ParameterShift
@@ -333,3 +334,23 @@ def test_load_results_reads_a_finished_run(reference):
 def test_run_needs_an_output_directory():
     with pytest.raises(ConfigError, match="out_dir"):
         run_benchmark(CONFIG, None, progress=False)
+
+
+def test_retraining_protocols_come_from_models_families():
+    from robustce.models.families import ModelFamily, split_halves
+
+    data = rc.datasets.load("moons", n_samples=120)
+    params = {"hidden_layers": [4], "epochs": 3}
+    base, fam = retrain_protocol(data, params, 5, {"protocol": "seeds", "n_models": 2})
+    assert isinstance(fam, ModelFamily) and fam.protocol == "seeds" and len(fam) == 2
+    alone = rc.models.MLP((4,), epochs=3, random_state=5).fit(data)  # base: all rows, the seed
+    assert (base.predict_proba(data.frame) == alone.predict_proba(data.frame)).all()
+    assert len(set(fam.seeds)) == 2 and 5 not in fam.seeds
+    base, fam = retrain_protocol(data, params, 5, {"protocol": "proplace", "n_retrain": 1, "n_drop": 1,
+                                                   "drop_fraction": 0.1})
+    assert fam.protocol == "proplace" and len(fam) == 2
+    assert base.encoder is fam[0].encoder
+    d1, _ = split_halves(data, 5)
+    assert list(fam.meta["d1_index"]) == list(d1.frame.index)
+    with pytest.raises(ValidationError, match="unknown retraining protocol"):
+        retrain_protocol(data, params, 0, {"protocol": "bagging"})

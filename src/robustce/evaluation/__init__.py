@@ -25,7 +25,8 @@ __all__ = [
 # benchmark runner, configs, method registry and reports
 from robustce.evaluation.config import BenchmarkConfig, load_config, parse_config  # noqa: E402
 from robustce.evaluation.report import format_table, markdown_table, write_report  # noqa: E402
-from robustce.evaluation.runner import BenchmarkResult, load_results, run_benchmark  # noqa: E402
+from robustce.evaluation.results import BenchmarkResult, load_results  # noqa: E402
+from robustce.evaluation.runner import run_benchmark  # noqa: E402
 from robustce.methods.registry import available_methods, get_method, register_method  # noqa: E402
 
 __all__ += [

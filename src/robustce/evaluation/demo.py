@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from robustce.evaluation.report import default_figures, figure_toy, format_table, write_report
-from robustce.evaluation.runner import BenchmarkResult, run_benchmark, select_queries
+from robustce.evaluation.results import BenchmarkResult
+from robustce.evaluation.runner import run_benchmark, select_queries
 from robustce.methods.registry import (
     available_methods,
     build_explainer,
