@@ -114,16 +114,16 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
     split = config.split
     train, test = data.split(test_size=split.get("test_size", 0.2), random_state=seed,
                              stratify=split.get("stratify", True))
-    retrain = config.evaluation.get("retrain")
+    retrain = dataset.evaluation.get("retrain")
     with _TRAIN_LOCK:
         if retrain:
-            model, ctx.family = retrain_protocol(train, config.model, seed, retrain)
+            model, ctx.family = retrain_protocol(train, dataset.model, seed, retrain)
         else:
-            model = MLP(**config.model, random_state=seed).fit(train)
+            model = MLP(**dataset.model, random_state=seed).fit(train)
     ctx.train, ctx.test, ctx.model = train, test, model
     ctx.queries = select_queries(model, test, config.queries["n"], config.queries["from_class"])
-    if "delta" in config.evaluation:
-        ctx.shift = ParameterShift(delta=config.evaluation["delta"])
+    if "delta" in dataset.evaluation:
+        ctx.shift = ParameterShift(delta=dataset.evaluation["delta"])
     ctx.prepare_s = time.perf_counter() - t0
     return ctx
 
@@ -142,6 +142,8 @@ def _prepare_safe(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
 def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
              ) -> tuple[dict[str, Any], Any]:
     """Explain the group's queries with one method and evaluate. Returns (record, Explanations)."""
+    dataset = _dataset_entry(config, ctx.dataset)
+    params = config.method_params(dataset, method)
     record: dict[str, Any] = {
         "format": CELL_FORMAT,
         "cell": cell_id(ctx.dataset, ctx.seed, method.label),
@@ -149,8 +151,8 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         "seed": ctx.seed,
         "method": method.label,
         "method_name": method.name,
-        "params": method.params,
-        "fingerprint": config.cell_fingerprint(_dataset_entry(config, ctx.dataset), ctx.seed, method),
+        "params": params,
+        "fingerprint": config.cell_fingerprint(dataset, ctx.seed, method),
     }
     if ctx.error is not None:
         record.update(ok=False, error=f"group preparation failed: {ctx.error}")
@@ -159,14 +161,14 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     try:
         from robustce.evaluation.metrics import check_metrics, evaluate, summarise
 
-        explainer = method.build(ctx.model, ctx.train, ctx.seed)
+        explainer = method.build(ctx.model, ctx.train, ctx.seed, params)
         t_explain = time.perf_counter()
         expl = explainer.explain(ctx.queries)
         explain_s = time.perf_counter() - t_explain
         if len(expl.counterfactuals):
             per_query = evaluate(expl, ctx.model, data=ctx.train, family=ctx.family,
                                  shift=ctx.shift, metrics=config.metrics,
-                                 lof_neighbors=config.evaluation.get("lof_neighbors", 10))
+                                 lof_neighbors=dataset.evaluation.get("lof_neighbors", 10))
         else:  # no CE for any query: nothing to measure, coverage says it
             names = check_metrics(config.metrics, data=ctx.train, family=ctx.family, shift=ctx.shift)
             per_query = pd.DataFrame(columns=names, index=pd.Index([], name="query_id"), dtype=float)
