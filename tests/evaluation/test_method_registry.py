@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import robustce as rc
+from robustce.distance import Distance
 from robustce.errors import ConfigError
 from robustce.evaluation.config import parse_config
 from robustce.methods.base import Explainer, Trainable
@@ -95,3 +96,19 @@ def test_robust_method_gets_its_shift_from_a_number(moons_model):
     data, model = moons_model
     ex = build_explainer("milp_robust", model, data, shift=0.02)
     assert ex.shift == ParameterShift(0.02)
+
+
+class _Dist(Explainer):
+    def __init__(self, model, data=None, *, distance: Distance | None = None, **kwargs):
+        super().__init__(model, data, **kwargs)
+        self.distance = distance
+
+
+def test_a_distance_typed_parameter_takes_a_norm_name_or_a_table():
+    assert convert_params(_Dist, {"distance": "l2"})["distance"] == Distance("l2")
+    table = convert_params(_Dist, {"distance": {"norm": "l1", "space": "raw"}})["distance"]
+    assert table == Distance("l1", space="raw")
+    with pytest.raises(ConfigError, match="distance: "):
+        convert_params(_Dist, {"distance": "l3"})
+    with pytest.raises(ConfigError, match="distance: wrong type"):
+        convert_params(_Dist, {"distance": 1.0})

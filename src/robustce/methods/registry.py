@@ -10,8 +10,9 @@ implemented yet is simply not *available* — asking for it gives a
 **Plain values → constructor arguments.** A parameter's annotation decides how a plain value
 (from TOML or ``--param K=V``) is converted: :data:`PARAM_CONVERTERS` maps a type to a function
 from the plain value to an instance, so ``shift: ParameterShift | float`` accepts ``0.03`` (δ)
-or a table ``{delta = 0.03, biases = false}``. A new parameter type (a distance object, say)
-registers its converter with :func:`register_converter`; no name is special.
+or a table ``{delta = 0.03, biases = false}``, and a parameter typed
+:class:`~robustce.distance.Distance` accepts ``"l1"`` or ``{norm = "l1", space = "raw"}``. A new
+parameter type registers its converter with :func:`register_converter`; no name is special.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from robustce.distance import Distance
 from robustce.errors import ConfigError, RobustCEError
 from robustce.methods.base import Explainer, Trainable
 from robustce.robustness.shift import ParameterShift
@@ -173,8 +175,21 @@ def _shift_from_plain(value: Any) -> ParameterShift:
     return ParameterShift(delta=float(value))
 
 
+def _distance_from_plain(value: Any) -> Distance:
+    """``"l1"`` → ``Distance("l1")``; a table → :meth:`Distance.from_dict`."""
+    if isinstance(value, str):
+        return Distance(value)
+    if isinstance(value, Mapping):
+        return Distance.from_dict(value)
+    raise ConfigError(f"wrong type: expected a norm name (\"l1\") or a table {{norm = ..., space = ...}}, "
+                      f"got {type(value).__name__} {value!r}")
+
+
 #: parameter type -> converter from a plain (TOML / JSON) value to an instance of that type
-PARAM_CONVERTERS: dict[type, Callable[[Any], Any]] = {ParameterShift: _shift_from_plain}
+PARAM_CONVERTERS: dict[type, Callable[[Any], Any]] = {
+    ParameterShift: _shift_from_plain,
+    Distance: _distance_from_plain,
+}
 
 
 def register_converter(typ: type, converter: Callable[[Any], Any]) -> None:
