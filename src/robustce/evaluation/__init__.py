@@ -1,24 +1,30 @@
-"""Evaluation: metrics (and, alongside, the benchmark runner, configs and reports)."""
+"""Evaluation: metrics (``metrics``: the registry and the per-CE metrics; ``plausibility``:
+LOF; ``set_metrics``: sets of CEs) and, alongside, the benchmark runner, configs, results and
+reports."""
 
 from robustce.evaluation.metrics import (
     METRICS,
     LOFScorer,
+    MetricInputs,
     MetricSpec,
     available_metrics,
     check_metrics,
     default_metrics,
     evaluate,
+    register_metric,
     summarise,
 )
 
 __all__ = [
     "METRICS",
     "LOFScorer",
+    "MetricInputs",
     "MetricSpec",
     "available_metrics",
     "check_metrics",
     "default_metrics",
     "evaluate",
+    "register_metric",
     "summarise",
 ]
 
