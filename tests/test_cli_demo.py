@@ -13,7 +13,7 @@ import pytest
 import robustce as rc
 from robustce.cli import main
 from robustce.evaluation.demo import DEMO_METHODS
-from robustce.evaluation.registry import available_methods
+from robustce.methods.registry import available_methods
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')

@@ -141,7 +141,8 @@ def _add_explain(sub: Any) -> None:
                    help="method name, e.g. nearest_neighbour, wachter, milp_nearest, milp_robust")
     p.add_argument("--param", metavar="K=V", action="append", default=[],
                    help="method parameter (repeatable); V is read as TOML (0.1, [1,2], true), "
-                        "else as a string; shift=D means ParameterShift(delta=D)")
+                        "else as a string; a parameter typed ParameterShift takes D "
+                        "(shift=0.03) or a table (shift={delta=0.03,biases=false})")
     q = p.add_mutually_exclusive_group()
     q.add_argument("--queries", metavar="N", type=int, default=None,
                    help="explain the first N test rows predicted as --from-class (default 10)")
@@ -227,9 +228,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from robustce.evaluation.config import method_params
-    from robustce.evaluation.registry import get_method
     from robustce.evaluation.runner import select_queries
-    from robustce.methods.base import Trainable
+    from robustce.methods.registry import build_explainer, get_method
     from robustce.models import MLP
     from robustce.models import load as load_model
 
@@ -248,8 +248,6 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         params = method_params(cls, _parse_params(args.param), "--param")
     except RobustCEError as exc:
         raise _user_error(str(exc).replace("--param.", "--param ", 1)) from None
-    if "random_state" in cls.param_names():
-        params.setdefault("random_state", args.seed)
 
     data = _load_dataset(args)
     train, test = data.split(test_size=args.test_size, random_state=args.seed)
@@ -270,10 +268,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         model = MLP(hidden, epochs=args.epochs, lr=5e-3, random_state=args.seed).fit(train)
     if queries is None:
         queries = select_queries(model, test, args.queries or 10, args.from_class)
-    explainer = cls(model, train, **params)
-    if isinstance(explainer, Trainable):
-        explainer.fit(train)
-    expl = explainer.explain(queries)
+    expl = build_explainer(cls, model, train, seed=args.seed, **params).explain(queries)
     out = expl.save(args.out)
     if trained:
         model.save(Path(out) / "model")
@@ -358,12 +353,19 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 
 def _add_benchmark(sub: Any) -> None:
     p = sub.add_parser(
-        "benchmark", help="run a benchmark (methods × datasets × seeds) from a TOML config",
-        description="Run or resume a benchmark described by a TOML file (see docs/benchmark.md): "
-                    "finished cells are skipped; the table is printed and an HTML + Markdown "
-                    "report written to the output directory. Exit code 1 if some cells failed.")
-    p.add_argument("config", metavar="CONFIG.toml")
-    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: config out_dir)")
+        "benchmark", help="run a benchmark (methods × datasets × seeds): a named one or a TOML file",
+        description="Run or resume a benchmark: NAME is a configuration shipped with robustce "
+                    "(`robustce benchmark --list`), or give the path of a TOML file (see "
+                    "docs/benchmark.md). Finished cells are skipped; the table is printed and an "
+                    "HTML + Markdown report written to the output directory. Exit code 1 if some "
+                    "cells failed.")
+    p.add_argument("config", metavar="NAME|CONFIG.toml", nargs="?", default=None)
+    p.add_argument("--list", action="store_true", help="list the named configurations and exit")
+    p.add_argument("--quick", action="store_true",
+                   help="the configuration's [quick] scale: the same protocol on fewer seeds, "
+                        "queries and retrained models (output to DIR-quick by default)")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="output directory (default: the config's out_dir, else results/NAME)")
     p.add_argument("--n-jobs", type=int, default=None, metavar="N", help="parallel workers (-1 = all cores)")
     p.add_argument("--backend", default=None, metavar="NAME",
                    help="joblib backend: loky (default), threading, dask, ...")
@@ -378,14 +380,25 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from robustce.errors import ConfigError
-    from robustce.evaluation.config import load_config
+    from robustce.evaluation.config import named_configs, resolve_config
     from robustce.evaluation.report import write_report
     from robustce.evaluation.runner import run_benchmark
 
-    config = load_config(args.config)
-    out = Path(args.out) if args.out else config.out_dir
-    if out is None:
-        raise ConfigError(f"{args.config} has no out_dir; pass --out DIR")
+    if args.list:
+        names = named_configs()
+        width = max((len(n) for n in names), default=4)
+        for name, description in names.items():
+            print(f"{name:<{width}}  {description}")
+        return EXIT_OK
+    if args.config is None:
+        raise ConfigError("give a configuration: a name (robustce benchmark --list) or a .toml file")
+    config = resolve_config(args.config, quick=args.quick)
+    if args.out:
+        out = Path(args.out)
+    else:
+        out = config.out_dir or Path("results") / Path(args.config).stem
+        if args.quick:
+            out = out.with_name(out.name + "-quick")
     if args.n_jobs == 0:
         raise ConfigError("--n-jobs must be non-zero (-1 = all cores)")
     result = run_benchmark(config, out, n_jobs=args.n_jobs, backend=args.backend,

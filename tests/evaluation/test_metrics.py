@@ -176,7 +176,7 @@ def test_lof_scorer_per_target_class_and_cached(diabetes_setup):
         np.testing.assert_allclose(lof[t == k], -est.score_samples(C[t == k]))
         np.testing.assert_array_equal(inlier[t == k], est.predict(C[t == k]) == 1)
     assert scorer.estimator(0) is scorer.estimator(0)
-    assert M._lof_scorer(train, enc, 10) is M._lof_scorer(train, enc, 10)
+    assert M.lof_scorer(train, enc, 10) is M.lof_scorer(train, enc, 10)
 
 
 def test_v_delta_uses_the_exact_test(diabetes_setup):
@@ -344,3 +344,38 @@ def test_evaluate_without_any_ce(toy):
     assert len(df) == 0 and list(df.columns) == M.default_metrics()
     summary = summarise(df, res)
     assert summary["coverage"] == 0 and math.isnan(summary["proximity_l1"])
+
+
+def test_a_new_metric_is_one_registry_entry(toy):
+    enc, model, q = toy
+    X = enc.transform(q)
+    key = [tuple(np.round(x, 12)) for x in X]
+    res = Fixed(model, table={key[0]: np.array([[0.6, 0.0]]), key[1]: np.array([[0.7, 0.5]])}).explain(q)
+    spec = MetricSpec("b_moved", "|Δ b| query→CE", frozenset(), False,
+                      compute=lambda m: np.abs(m.C[:, 1] - m.X[:, 1]) + 1.0)
+    M.register_metric(spec)
+    try:
+        assert "b_moved" in available_metrics() and "b_moved" in M.default_metrics()
+        df = evaluate(res, model, metrics=["proximity_l1", "b_moved"])
+        assert list(df.columns) == ["proximity_l1", "b_moved"]
+        np.testing.assert_allclose(df["b_moved"], [1.0, 1.0])  # b unchanged by both CEs
+        with pytest.raises(ConfigError, match="already registered"):
+            M.register_metric(spec)
+    finally:
+        M.unregister_metric("b_moved")
+    assert "b_moved" not in METRICS
+    with pytest.raises(ConfigError, match="needs a compute function"):
+        M.register_metric(MetricSpec("nothing", "no compute"))
+    with pytest.raises(ConfigError, match="built in"):
+        M.unregister_metric("validity")
+    M.register_metric(MetricSpec("bad_shape", "one value too many", compute=lambda m: np.zeros(len(m.C) + 1)))
+    try:
+        with pytest.raises(rc.errors.ValidationError, match="'bad_shape' returned shape"):
+            evaluate(res, model, metrics=["bad_shape"])
+    finally:
+        M.unregister_metric("bad_shape")
+
+
+def test_every_per_query_metric_carries_its_compute_function():
+    for spec in METRICS.values():
+        assert callable(spec.compute) == spec.per_query, spec.name

@@ -94,7 +94,7 @@ def test_toy_figure_on_moons():
     train, test = data.split(test_size=0.2, random_state=0)
     model = rc.models.MLP((8,), epochs=20, lr=0.02, random_state=0).fit(train)
     queries = test.frame[model.predict(test.frame) == 0].iloc[:4]
-    from robustce.evaluation.registry import get_method
+    from robustce.methods.registry import get_method
 
     nn = get_method("nearest_neighbour")(model, train).explain(queries)
     fig = figure_toy(model, train, {"nearest_neighbour": nn})

@@ -9,12 +9,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import robustce as rc
 import robustce.evaluation.runner as runner_mod
 from robustce.errors import ConfigError, ValidationError
 from robustce.evaluation.config import load_config, parse_config
-from robustce.evaluation.registry import available_methods, get_method
-from robustce.evaluation.runner import cell_id, load_results, run_benchmark
+from robustce.evaluation.results import cell_id, load_results
+from robustce.evaluation.runner import retrain_protocol, run_benchmark
 from robustce.methods.base import Explainer
+from robustce.methods.registry import available_methods, get_method
 from robustce.robustness.shift import ParameterShift
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,7 +174,7 @@ class _Broken(Explainer):
 
 @pytest.fixture
 def broken_method():
-    from robustce.evaluation.registry import register_method, unregister_method
+    from robustce.methods.registry import register_method, unregister_method
 
     register_method("broken", _Broken)
     yield "broken"
@@ -294,16 +296,17 @@ class _Shifty(Explainer):
 
 
 def test_shift_parameters_become_parameter_shifts():
-    from robustce.evaluation.registry import register_method, unregister_method
+    from robustce.methods.registry import register_method, unregister_method
 
     register_method("shifty", _Shifty)
     try:
         cfg = parse_config(_bad(methods=[{"name": "shifty", "params": {"shift": 0.05}},
                                          {"name": "shifty", "label": "s2",
                                           "params": {"shift": {"delta": 0.1, "biases": False}}}]))
-        first = cfg.methods[0].build_params(seed=7)
-        assert first == {"shift": ParameterShift(0.05), "random_state": 7}
-        assert cfg.methods[1].build_params(seed=0)["shift"] == ParameterShift(0.1, biases=False)
+        model = rc.models.MLP((4,), epochs=2, random_state=0).fit(rc.datasets.load("moons", n_samples=60))
+        first = cfg.methods[0].build(model, None, seed=7)
+        assert first.shift == ParameterShift(0.05) and first.random_state == 7
+        assert cfg.methods[1].build(model, None, seed=0).shift == ParameterShift(0.1, biases=False)
         for bad, msg in [("big", "methods[0].params.shift: wrong type"),
                          (-0.1, "methods[0].params.shift: delta must be a positive"),
                          ({"size": 1}, "methods[0].params.shift: unknown ParameterShift keys")]:
@@ -331,3 +334,23 @@ def test_load_results_reads_a_finished_run(reference):
 def test_run_needs_an_output_directory():
     with pytest.raises(ConfigError, match="out_dir"):
         run_benchmark(CONFIG, None, progress=False)
+
+
+def test_retraining_protocols_come_from_models_families():
+    from robustce.models.families import ModelFamily, split_halves
+
+    data = rc.datasets.load("moons", n_samples=120)
+    params = {"hidden_layers": [4], "epochs": 3}
+    base, fam = retrain_protocol(data, params, 5, {"protocol": "seeds", "n_models": 2})
+    assert isinstance(fam, ModelFamily) and fam.protocol == "seeds" and len(fam) == 2
+    alone = rc.models.MLP((4,), epochs=3, random_state=5).fit(data)  # base: all rows, the seed
+    assert (base.predict_proba(data.frame) == alone.predict_proba(data.frame)).all()
+    assert len(set(fam.seeds)) == 2 and 5 not in fam.seeds
+    base, fam = retrain_protocol(data, params, 5, {"protocol": "proplace", "n_retrain": 1, "n_drop": 1,
+                                                   "drop_fraction": 0.1})
+    assert fam.protocol == "proplace" and len(fam) == 2
+    assert base.encoder is fam[0].encoder
+    d1, _ = split_halves(data, 5)
+    assert list(fam.meta["d1_index"]) == list(d1.frame.index)
+    with pytest.raises(ValidationError, match="unknown retraining protocol"):
+        retrain_protocol(data, params, 0, {"protocol": "bagging"})

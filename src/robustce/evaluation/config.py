@@ -57,20 +57,37 @@ from pathlib import Path
 from typing import Any
 
 from robustce.errors import ConfigError, RobustCEError
-from robustce.evaluation.registry import get_method, method_name
+from robustce.methods.registry import (
+    convert_params,
+    converter_for,
+    get_method,
+    method_name,
+    param_annotations,
+)
 
 __all__ = [
+    "CONFIG_DIR",
     "BenchmarkConfig",
     "DatasetEntry",
     "MethodEntry",
     "available_metric_names",
+    "apply_quick",
     "load_config",
-    "parse_config",
     "method_params",
+    "named_config_path",
+    "named_configs",
+    "parse_config",
+    "resolve_config",
 ]
 
-TOP_KEYS = {"name", "seeds", "metrics", "n_jobs", "backend", "out_dir", "on_error", "data_home",
-            "model", "split", "queries", "evaluation", "datasets", "methods"}
+#: the named benchmark configurations shipped with the package (``robustce benchmark NAME``)
+CONFIG_DIR = Path(__file__).with_name("configs")
+
+TOP_KEYS = {"name", "description", "seeds", "metrics", "n_jobs", "backend", "out_dir", "on_error",
+            "data_home", "model", "split", "queries", "evaluation", "datasets", "methods", "quick"}
+DATASET_KEYS = {"name", "label", "params", "model", "evaluation", "methods"}
+# what [quick] may change: the scale, never the protocol
+QUICK_KEYS = {"description", "seeds", "queries", "evaluation", "datasets", "n_jobs"}
 MODEL_SKIP = {"self", "random_state"}
 SPLIT_KEYS = {"test_size": float, "stratify": bool}
 QUERY_KEYS = {"n": int, "from_class": int, "target_class": int}
@@ -84,9 +101,18 @@ RUNNER_SET = {"random_state"}
 
 @dataclass(frozen=True)
 class DatasetEntry:
+    """One ``[[datasets]]`` entry. ``model`` and ``evaluation`` are the effective tables for this
+    dataset (the top-level ones with the entry's overrides merged in); ``method_params`` holds
+    the entry's per-method parameter overrides by method label; ``overrides`` the entry's own
+    ``model`` / ``evaluation`` / ``methods`` tables as written."""
+
     name: str
     label: str
     params: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    method_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,12 +123,14 @@ class MethodEntry:
     params: dict[str, Any] = field(default_factory=dict)  # as written in the config
     index: int = 0
 
-    def build_params(self, seed: int) -> dict[str, Any]:
-        """Constructor keyword arguments for one seed (``shift`` tables become ParameterShift)."""
-        out = {k: _convert_param(k, v) for k, v in self.params.items()}
-        if "random_state" in self.cls.param_names() and "random_state" not in out:
-            out["random_state"] = int(seed)
-        return out
+    def build(self, model: Any, data: Any, seed: int, params: Mapping[str, Any] | None = None) -> Any:
+        """The explainer of this entry for one seed with ``params`` (default: the entry's own;
+        see :meth:`BenchmarkConfig.method_params` for a dataset's), via
+        :func:`~robustce.methods.registry.build_explainer`."""
+        from robustce.methods.registry import build_explainer
+
+        return build_explainer(self.cls, model, data, seed=seed,
+                               **(self.params if params is None else params))
 
 
 @dataclass
@@ -124,6 +152,12 @@ class BenchmarkConfig:
     on_error: str = "record"
     data_home: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    quick: bool = False
+
+    def method_params(self, dataset: DatasetEntry, method: MethodEntry) -> dict[str, Any]:
+        """The method's parameters on ``dataset``: its own, with the dataset's overrides."""
+        return {**method.params, **dataset.method_params.get(method.label, {})}
 
     def cells(self) -> list[tuple[DatasetEntry, int, MethodEntry]]:
         """Every (dataset, seed, method) cell in a fixed order."""
@@ -132,13 +166,13 @@ class BenchmarkConfig:
     def group_fingerprint(self, dataset: DatasetEntry, seed: int) -> str:
         """Hash of everything that determines a (dataset, seed) context (data, model, queries)."""
         return _digest({"dataset": dataset.name, "params": dataset.params, "seed": seed,
-                        "model": self.model, "split": self.split, "queries": self.queries,
-                        "evaluation": self.evaluation, "metrics": self.metrics})
+                        "model": dataset.model, "split": self.split, "queries": self.queries,
+                        "evaluation": dataset.evaluation, "metrics": self.metrics})
 
     def cell_fingerprint(self, dataset: DatasetEntry, seed: int, method: MethodEntry) -> str:
         """Hash of everything that determines one cell's result; a stale cell is recomputed."""
         return _digest({"group": self.group_fingerprint(dataset, seed), "method": method.name,
-                        "params": method.params})
+                        "params": self.method_params(dataset, method)})
 
 
 def _digest(obj: Any) -> str:
@@ -146,8 +180,8 @@ def _digest(obj: Any) -> str:
 
 
 # --- entry points -----------------------------------------------------------------------------
-def load_config(path: str | Path) -> BenchmarkConfig:
-    """Read and validate a TOML benchmark configuration."""
+def load_config(path: str | Path, *, quick: bool = False) -> BenchmarkConfig:
+    """Read and validate a TOML benchmark configuration (its ``[quick]`` scale with ``quick``)."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -159,21 +193,61 @@ def load_config(path: str | Path) -> BenchmarkConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    return parse_config(raw, base_dir=path.parent)
+    return parse_config(raw, base_dir=path.parent, quick=quick)
 
 
-def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path | None = None
-                 ) -> BenchmarkConfig:
-    """Validate a config dict (same schema as the TOML file). Raises :class:`ConfigError`."""
+def named_configs() -> dict[str, str]:
+    """Name -> one-line description (the ``description`` key) of every shipped configuration."""
+    out = {}
+    for path in sorted(CONFIG_DIR.glob("*.toml")):
+        try:
+            description = tomllib.loads(path.read_text()).get("description", "")
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            description = f"(unreadable: {exc})"
+        out[path.stem] = str(description).strip().splitlines()[0] if description else ""
+    return out
+
+
+def named_config_path(name: str) -> Path:
+    """The file of a shipped configuration; :class:`ConfigError` listing the names if unknown."""
+    path = CONFIG_DIR / f"{name}.toml"
+    if not name or "/" in name or "\\" in name or not path.is_file():
+        raise ConfigError(f"no benchmark configuration named {name!r}; named ones: "
+                          f"{', '.join(named_configs()) or '(none)'} (or give a path to a .toml file)")
+    return path
+
+
+def resolve_config(name_or_path: str | Path, *, quick: bool = False) -> BenchmarkConfig:
+    """A shipped configuration by name (``"proplace-table1"``) or a TOML file by path; an
+    argument that names an existing file, ends in ``.toml`` or contains a path separator is a
+    path."""
+    text = str(name_or_path)
+    if (isinstance(name_or_path, Path) or Path(text).is_file() or text.endswith(".toml")
+            or "/" in text or "\\" in text):
+        return load_config(text, quick=quick)
+    return load_config(named_config_path(text), quick=quick)
+
+
+def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path | None = None, *,
+                 quick: bool = False) -> BenchmarkConfig:
+    """Validate a config dict (same schema as the TOML file). Raises :class:`ConfigError`.
+
+    ``quick=True`` applies the config's ``[quick]`` table first (see :func:`apply_quick`)."""
     if isinstance(raw, BenchmarkConfig):
         return raw
     if not isinstance(raw, Mapping):
         raise ConfigError(f"config must be a table/dict, got {type(raw).__name__}")
     raw = copy.deepcopy(dict(raw))
     _no_unknown(raw, TOP_KEYS, "")
+    if quick:
+        raw = apply_quick(raw)
+    elif "quick" in raw:
+        _quick_table(raw["quick"])
+        del raw["quick"]
     base = Path(base_dir) if base_dir is not None else None
 
     name = _typed(raw.get("name", "benchmark"), str, "name")
+    description = _typed(raw.get("description", ""), str, "description")
     seeds = _seeds(raw.get("seeds"))
     n_jobs = _typed(raw.get("n_jobs", 1), int, "n_jobs")
     if n_jobs == 0:
@@ -197,22 +271,73 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     queries.setdefault("from_class", 0)
     if queries["n"] < 1:
         raise ConfigError(f"queries.n: must be a positive integer, got {queries['n']}")
-    evaluation = _evaluation(raw.get("evaluation", {}))
-    metrics = _metrics(raw.get("metrics"), evaluation)
-    datasets = _datasets(raw.get("datasets"))
+    evaluation_raw = _table(raw.get("evaluation", {}), "evaluation")
+    evaluation = _evaluation(evaluation_raw)
     methods = _methods(raw.get("methods"))
+    datasets = _datasets(raw.get("datasets"), model, evaluation_raw, methods)
+    metrics = _metrics(raw.get("metrics"), [d.evaluation for d in datasets])
 
     normalised = {
-        "name": name, "seeds": seeds, "metrics": metrics, "n_jobs": n_jobs, "backend": backend,
-        "on_error": on_error, "model": model, "split": split, "queries": queries,
-        "evaluation": evaluation,
-        "datasets": [{"name": d.name, "label": d.label, "params": d.params} for d in datasets],
+        "name": name, "description": description, "seeds": seeds, "metrics": metrics,
+        "n_jobs": n_jobs, "backend": backend, "on_error": on_error, "model": model, "split": split,
+        "queries": queries, "evaluation": evaluation,
+        "datasets": [{"name": d.name, "label": d.label, "params": d.params, **d.overrides}
+                     for d in datasets],
         "methods": [{"name": m.name, "label": m.label, "params": m.params} for m in methods],
     }
     return BenchmarkConfig(name=name, seeds=seeds, datasets=datasets, methods=methods,
                            metrics=metrics, model=model, split=split, queries=queries,
                            evaluation=evaluation, n_jobs=n_jobs, backend=backend, out_dir=out_dir,
-                           on_error=on_error, data_home=data_home, raw=normalised)
+                           on_error=on_error, data_home=data_home, raw=normalised,
+                           description=description, quick=quick)
+
+
+# --- the quick scale ----------------------------------------------------------------------------
+def _quick_table(value: Any) -> dict[str, Any]:
+    table = _table(value, "quick")
+    _no_unknown(table, QUICK_KEYS, "quick")
+    return table
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` merged into ``base``: tables merge key by key (recursively), the rest replaces."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+    return out
+
+
+def apply_quick(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The config at its ``[quick]`` scale: the same protocol on fewer seeds, queries,
+    retrained models or datasets. ``quick.seeds`` / ``quick.n_jobs`` replace the top-level
+    values, ``quick.queries`` / ``quick.evaluation`` merge into those tables (a dataset's own
+    ``evaluation`` still overrides them), ``quick.datasets`` lists the dataset labels to keep;
+    ``name`` gets a " (quick)" suffix."""
+    if "quick" not in raw:
+        raise ConfigError("quick: this config has no [quick] table, so it has no quick scale")
+    out = {k: copy.deepcopy(v) for k, v in raw.items() if k != "quick"}
+    quick = _quick_table(raw["quick"])
+    for key in ("seeds", "n_jobs"):
+        if key in quick:
+            out[key] = quick[key]
+    for key in ("queries", "evaluation"):
+        if key in quick:
+            out[key] = _merge(_table(out.get(key, {}), key), _table(quick[key], f"quick.{key}"))
+    if "datasets" in quick:
+        keep = quick["datasets"]
+        if not isinstance(keep, list) or not keep or not all(isinstance(k, str) for k in keep):
+            raise ConfigError(f"quick.datasets: expected a non-empty list of dataset labels, "
+                              f"got {_show(keep)}")
+        entries = out.get("datasets") or []
+        labels = [e if isinstance(e, str) else e.get("label", e.get("name"))
+                  if isinstance(e, Mapping) else None for e in entries]
+        for i, k in enumerate(keep):
+            if k not in labels:
+                raise ConfigError(f"quick.datasets[{i}]: no dataset labelled {k!r}; "
+                                  f"labels: {', '.join(map(str, labels))}")
+        out["datasets"] = [e for e, lab in zip(entries, labels, strict=True) if lab in keep]
+    out["name"] = f"{out.get('name', 'benchmark')} (quick)"
+    return out
 
 
 # --- sections -----------------------------------------------------------------------------
@@ -271,20 +396,20 @@ def check_backend(backend: str, path: str) -> None:
         raise ConfigError(f"{path}: unknown joblib backend {backend!r}; known: {', '.join(known)}")
 
 
-def _model(value: Any) -> dict[str, Any]:
+def _model(value: Any, path: str = "model") -> dict[str, Any]:
     from robustce.models.mlp import MLP
 
-    table = _table(value, "model")
+    table = _table(value, path)
     kind = table.pop("kind", "mlp")
     if kind != "mlp":
-        raise ConfigError(f"model.kind: only 'mlp' is supported, got {kind!r}")
+        raise ConfigError(f"{path}.kind: only 'mlp' is supported, got {kind!r}")
     if "random_state" in table:
-        raise ConfigError("model.random_state: set by `seeds`, not in the model table")
-    _check_params(table, MLP.__init__, "model", skip=MODEL_SKIP)
+        raise ConfigError(f"{path}.random_state: set by `seeds`, not in the model table")
+    _check_params(table, MLP.__init__, path, skip=MODEL_SKIP)
     try:
         MLP(**table)
     except RobustCEError as exc:
-        raise ConfigError(f"model: {exc}") from None
+        raise ConfigError(f"{path}: {exc}") from None
     return table
 
 
@@ -294,25 +419,24 @@ def _simple_table(value: Any, keys: Mapping[str, type], path: str) -> dict[str, 
     return {k: _typed(v, keys[k], f"{path}.{k}") for k, v in table.items()}
 
 
-def _evaluation(value: Any) -> dict[str, Any]:
-    table = _table(value, "evaluation")
-    _no_unknown(table, EVAL_KEYS, "evaluation")
+def _evaluation(value: Any, path: str = "evaluation") -> dict[str, Any]:
+    table = _table(value, path)
+    _no_unknown(table, EVAL_KEYS, path)
     out: dict[str, Any] = {}
     if "delta" in table:
-        delta = _typed(table["delta"], float, "evaluation.delta")
+        delta = _typed(table["delta"], float, f"{path}.delta")
         if not math.isfinite(delta) or delta <= 0:
-            raise ConfigError(f"evaluation.delta: must be a positive number, got {delta}")
+            raise ConfigError(f"{path}.delta: must be a positive number, got {delta}")
         out["delta"] = delta
-    out["lof_neighbors"] = _typed(table.get("lof_neighbors", 10), int, "evaluation.lof_neighbors")
+    out["lof_neighbors"] = _typed(table.get("lof_neighbors", 10), int, f"{path}.lof_neighbors")
     if out["lof_neighbors"] < 1:
-        raise ConfigError("evaluation.lof_neighbors: must be a positive integer")
+        raise ConfigError(f"{path}.lof_neighbors: must be a positive integer")
     if "retrain" in table:
-        out["retrain"] = _retrain(table["retrain"])
+        out["retrain"] = _retrain(table["retrain"], f"{path}.retrain")
     return out
 
 
-def _retrain(value: Any) -> dict[str, Any]:
-    path = "evaluation.retrain"
+def _retrain(value: Any, path: str = "evaluation.retrain") -> dict[str, Any]:
     retrain = _simple_table(value, RETRAIN_KEYS, path)
     protocol = retrain.setdefault("protocol", "proplace")
     if protocol not in RETRAIN_PROTOCOLS:
@@ -352,7 +476,8 @@ _NEEDS_HINT = {"family": "an [evaluation.retrain] table", "shift": "evaluation.d
                "perturbed": "perturbed queries, which the benchmark runner does not produce"}
 
 
-def _metrics(value: Any, evaluation: Mapping[str, Any]) -> list[str] | None:
+def _metrics(value: Any, evaluations: Sequence[Mapping[str, Any]]) -> list[str] | None:
+    """The metric names, each checked against what every dataset's evaluation provides."""
     if value is None:
         return None
     if not isinstance(value, list) or not value:
@@ -363,8 +488,8 @@ def _metrics(value: Any, evaluation: Mapping[str, Any]) -> list[str] | None:
             raise ConfigError(f"metrics[{i}]: expected a metric name, got {_show(m)}")
         if m not in known:
             raise ConfigError(f"metrics[{i}]: unknown metric {m!r}; available: {', '.join(known)}")
-        have = {"data"} | ({"family"} if "retrain" in evaluation else set()) \
-            | ({"shift"} if "delta" in evaluation else set())
+        have = {"data"} | ({"family"} if all("retrain" in e for e in evaluations) else set()) \
+            | ({"shift"} if all("delta" in e for e in evaluations) else set())
         missing = sorted(_metric_needs(m) - have)
         if missing:
             raise ConfigError(f"metrics[{i}]: metric {m!r} needs "
@@ -393,15 +518,20 @@ def _named_entries(value: Any, section: str) -> Iterator[tuple[int, str, dict[st
         if isinstance(entry, str):
             entry = {"name": entry}
         entry = _table(entry, path)
-        _no_unknown(entry, {"name", "label", "params"}, path)
+        _no_unknown(entry, DATASET_KEYS if section == "datasets" else {"name", "label", "params"}, path)
         if "name" not in entry:
             raise ConfigError(f"{path}.name: required")
         yield i, path, entry, _typed(entry["name"], str, f"{path}.name")
 
 
-def _datasets(value: Any) -> list[DatasetEntry]:
+def _datasets(value: Any, model: Mapping[str, Any], evaluation: Mapping[str, Any],
+              methods: Sequence[MethodEntry]) -> list[DatasetEntry]:
+    """``[[datasets]]``; an entry's ``model`` / ``evaluation`` tables merge over the top-level
+    ones (e.g. a per-dataset network and δ), its ``methods`` table overrides parameters of
+    methods by label (e.g. ``methods = { milp_robust = { shift = 0.035 } }``)."""
     from robustce.data.registry import get_spec, list_datasets
 
+    by_label = {m.label: m for m in methods}
     out: list[DatasetEntry] = []
     for _, path, entry, name in _named_entries(value, "datasets"):
         try:
@@ -412,7 +542,28 @@ def _datasets(value: Any) -> list[DatasetEntry]:
         params = _table(entry.get("params", {}), f"{path}.params")
         _check_params(params, spec.loader, f"{path}.params", skip={"data_home"})
         label = _typed(entry.get("label", name), str, f"{path}.label")
-        out.append(DatasetEntry(name=name, label=label, params=params))
+        overrides: dict[str, Any] = {}
+        own_model = dict(model)
+        if "model" in entry:
+            overrides["model"] = _table(entry["model"], f"{path}.model")
+            own_model = _model(_merge(model, overrides["model"]), f"{path}.model")
+        own_eval = _evaluation(evaluation)
+        if "evaluation" in entry:
+            overrides["evaluation"] = _table(entry["evaluation"], f"{path}.evaluation")
+            own_eval = _evaluation(_merge(evaluation, overrides["evaluation"]), f"{path}.evaluation")
+        method_params: dict[str, dict[str, Any]] = {}
+        if "methods" in entry:
+            overrides["methods"] = _table(entry["methods"], f"{path}.methods")
+            for mlabel, mparams in overrides["methods"].items():
+                where = f"{path}.methods.{mlabel}"
+                if mlabel not in by_label:
+                    raise ConfigError(f"{where}: no method labelled {mlabel!r}; "
+                                      f"labels: {', '.join(by_label)}")
+                mparams = _table(mparams, where)
+                _check_method_params(mparams, by_label[mlabel].cls, where)
+                method_params[mlabel] = mparams
+        out.append(DatasetEntry(name=name, label=label, params=params, model=own_model,
+                                evaluation=own_eval, method_params=method_params, overrides=overrides))
     _unique([d.label for d in out], "datasets", "label")
     return out
 
@@ -426,14 +577,7 @@ def _methods(value: Any) -> list[MethodEntry]:
             raise ConfigError(f"{path}.name: {exc}") from None
         name = method_name(raw_name)
         params = _table(entry.get("params", {}), f"{path}.params")
-        for k in RUNNER_SET & set(params):
-            raise ConfigError(f"{path}.params.{k}: set by `seeds`, not per method")
-        _check_params(params, cls, f"{path}.params", allowed=cls.param_names())
-        for k, v in params.items():
-            try:
-                _convert_param(k, v)
-            except RobustCEError as exc:
-                raise ConfigError(f"{path}.params.{k}: {exc}") from None
+        _check_method_params(params, cls, f"{path}.params")
         label = _typed(entry.get("label", name), str, f"{path}.label")
         out.append(MethodEntry(name=name, label=label, cls=cls, params=params, index=i))
     _unique([m.label for m in out], "methods", "label")
@@ -451,49 +595,46 @@ def _unique(labels: Sequence[str], path: str, what: str) -> None:
 
 
 # --- parameter checking --------------------------------------------------------------------
-def _signature_info(func_or_cls: Any) -> dict[str, tuple[Any, Any]]:
-    """name -> (type hint or None, default) of a function, or of a class's constructor chain
-    (following ``**kwargs`` up the MRO like :meth:`Explainer.param_names`)."""
-    if isinstance(func_or_cls, type):
-        funcs = []
-        for klass in func_or_cls.__mro__:
-            if "__init__" not in vars(klass) or klass is object:
-                continue
-            funcs.append(klass.__init__)
-            params = inspect.signature(klass.__init__).parameters.values()
-            if not any(p.kind is p.VAR_KEYWORD for p in params):
-                break
-    else:
-        funcs = [func_or_cls]
-    out: dict[str, tuple[Any, Any]] = {}
-    for func in funcs:
-        try:
-            hints = typing.get_type_hints(func)
-        except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to defaults
-            hints = {}
-        for name, p in inspect.signature(func).parameters.items():
-            if name in ("self", "model", "data") or name in out or p.kind in (
-                    p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                continue
-            out[name] = (hints.get(name), p.default)
-    return out
+def _signature_info(func: Any) -> dict[str, tuple[Any, Any]]:
+    """name -> (type hint or None, default) of a function's named parameters."""
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to defaults
+        hints = {}
+    return {name: (hints.get(name), p.default)
+            for name, p in inspect.signature(func).parameters.items()
+            if name not in ("self", "model", "data") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
 
 
 def _check_params(params: Mapping[str, Any], func: Any, path: str, *,
-                  allowed: Sequence[str] | None = None, skip: set[str] = frozenset()) -> None:
-    """Names against the signature of ``func`` (or ``allowed``), values against its annotations
-    (falling back to the type of the default)."""
-    info = _signature_info(func)
-    names = [n for n in (allowed if allowed is not None else info) if n not in skip]
+                  skip: set[str] = frozenset()) -> None:
+    """Names against the signature of ``func``, values against its annotations."""
+    _check_values(params, _signature_info(func), path, skip=skip)
+
+
+def _check_method_params(params: Mapping[str, Any], cls: type, path: str) -> None:
+    """Names against ``cls.param_names()``, values against their annotations; a parameter
+    whose annotated type has a converter (:data:`~robustce.methods.registry.PARAM_CONVERTERS`)
+    is checked by converting it."""
+    for k in RUNNER_SET & set(params):
+        raise ConfigError(f"{path}.{k}: set by the seed, not as a parameter")
+    info = param_annotations(cls)
+    _check_values(params, info, path)
+    try:
+        convert_params(cls, params)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}.{exc}") from None
+
+
+def _check_values(params: Mapping[str, Any], info: Mapping[str, tuple[Any, Any]], path: str, *,
+                  skip: set[str] = frozenset()) -> None:
+    names = [n for n in info if n not in skip]
     for key, value in params.items():
         if key not in names:
             raise ConfigError(f"{path}.{key}: unknown parameter; allowed: {', '.join(names) or '(none)'}")
-        hint, default = info.get(key, (None, inspect.Parameter.empty))
-        if key == "shift" or _mentions(hint, "ParameterShift"):
-            if not (_matches(value, float) or isinstance(value, Mapping)):
-                raise ConfigError(f"{path}.{key}: wrong type: expected a number (δ) or a table "
-                                  f"{{delta = ...}}, got {_show(value)}")
-            continue
+        hint, default = info[key]
+        if converter_for(hint) is not None:
+            continue  # checked by converting it
         if hint is not None:
             ok = _matches_hint(value, hint)
         elif default is not inspect.Parameter.empty and default is not None:
@@ -503,14 +644,6 @@ def _check_params(params: Mapping[str, Any], func: Any, path: str, *,
         if ok is False:
             expected = _hint_name(hint) if hint is not None else _type_name(type(default))
             raise ConfigError(f"{path}.{key}: wrong type: expected {expected}, got {_show(value)}")
-
-
-def _mentions(hint: Any, name: str) -> bool:
-    if hint is None:
-        return False
-    if isinstance(hint, type):
-        return hint.__name__ == name
-    return any(_mentions(a, name) for a in typing.get_args(hint))
 
 
 def _matches(value: Any, typ: type) -> bool:
@@ -572,31 +705,7 @@ def _hint_name(hint: Any) -> str:
 
 def method_params(cls: type, params: Mapping[str, Any], path: str = "params") -> dict[str, Any]:
     """Check config-style ``params`` (names, types) for explainer ``cls`` and convert them to
-    constructor arguments (``shift`` → ParameterShift). Raises :class:`ConfigError` naming
-    ``path.key``."""
-    for k in RUNNER_SET & set(params):
-        raise ConfigError(f"{path}.{k}: set by the seed, not as a parameter")
-    _check_params(params, cls, path, allowed=cls.param_names())
-    out = {}
-    for k, v in params.items():
-        try:
-            out[k] = _convert_param(k, v)
-        except RobustCEError as exc:
-            raise ConfigError(f"{path}.{k}: {exc}") from None
-    return out
-
-
-def _convert_param(key: str, value: Any) -> Any:
-    """TOML value -> constructor argument. ``shift`` may be δ or a table of ParameterShift."""
-    if key == "shift" and value is not None:
-        from robustce.robustness.shift import ParameterShift
-
-        if isinstance(value, Mapping):
-            unknown = set(value) - {"delta", "biases"}
-            if unknown:
-                raise ConfigError(f"unknown ParameterShift keys {sorted(unknown)}; allowed: delta, biases")
-            if "delta" not in value:
-                raise ConfigError("a shift table needs `delta`")
-            return ParameterShift(**value)
-        return ParameterShift(delta=float(value))
-    return value
+    constructor arguments (by annotation, see :func:`~robustce.methods.registry.convert_params`).
+    Raises :class:`ConfigError` naming ``path.key``."""
+    _check_method_params(params, cls, path)
+    return convert_params(cls, params)

@@ -22,9 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from robustce.evaluation.registry import available_methods, get_method
 from robustce.evaluation.report import default_figures, figure_toy, format_table, write_report
-from robustce.evaluation.runner import BenchmarkResult, run_benchmark, select_queries
+from robustce.evaluation.results import BenchmarkResult
+from robustce.evaluation.runner import run_benchmark, select_queries
+from robustce.methods.registry import (
+    available_methods,
+    build_explainer,
+    converter_for,
+    get_method,
+    param_annotations,
+)
+from robustce.robustness.shift import ParameterShift
 
 __all__ = ["DEMO_METHODS", "DemoResult", "demo_config", "run_demo"]
 
@@ -42,13 +50,15 @@ class DemoResult:
 
 
 def _method_entries(names: list[str], delta: float, time_limit: float) -> list[dict[str, Any]]:
+    """Config entries: every ParameterShift-typed parameter gets δ, ``time_limit`` the limit."""
     out = []
     for name in names:
-        params_ok = get_method(name).param_names()
         params: dict[str, Any] = {}
-        if "shift" in params_ok:
-            params["shift"] = delta
-        if "time_limit" in params_ok:
+        for key, (hint, _) in param_annotations(get_method(name)).items():
+            found = converter_for(hint)
+            if found is not None and found[0] is ParameterShift:
+                params[key] = delta
+        if "time_limit" in get_method(name).param_names():
             params["time_limit"] = time_limit
         out.append({"name": name, "params": params})
     return out
@@ -58,14 +68,13 @@ def demo_config(*, quick: bool = False, delta: float = DEFAULT_DELTA,
                 methods: list[str] | None = None) -> dict[str, Any]:
     """The benchmark configuration the demo runs (a dict in the TOML schema)."""
     names = [m for m in (methods or DEMO_METHODS) if m in available_methods()]
-    metrics = ["validity", "proximity_l1", "raw_l1", "sparsity", "lof", "vr", "time"]
+    metrics = ["validity", "proximity_l1", "raw_l1", "sparsity", "lof", "vr", "v_delta", "time"]
     evaluation: dict[str, Any] = {
         "retrain": {"protocol": "proplace", "n_retrain": 2 if quick else 5,
                     "n_drop": 1 if quick else 5},
         "lof_neighbors": 10,
+        "delta": delta,
     }
-    evaluation["delta"] = delta  # the exact Δ-test (HiGHS) is always installed
-    metrics.insert(metrics.index("time"), "v_delta")
     return {
         "name": "robustce demo",
         "seeds": [0],
@@ -93,16 +102,9 @@ def toy_figure(methods: list[str], *, quick: bool = False, delta: float = DEFAUL
     queries = select_queries(model, test, 5 if quick else 10, from_class=0)
     expl = {}
     for entry in _method_entries(methods, delta, time_limit=5.0):
-        cls = get_method(entry["name"])
-        params = dict(entry["params"])
-        if "shift" in params:
-            from robustce.robustness.shift import ParameterShift
-
-            params["shift"] = ParameterShift(delta=params["shift"])
-        if "random_state" in cls.param_names():
-            params["random_state"] = 0
         try:
-            expl[entry["name"]] = cls(model, train, **params).explain(queries)
+            explainer = build_explainer(entry["name"], model, train, seed=0, **entry["params"])
+            expl[entry["name"]] = explainer.explain(queries)
         except Exception:  # noqa: BLE001 - one failing method must not lose the picture
             continue
     return figure_toy(model, train, expl, title="two moons: decision boundary (P=0.5) and CEs")

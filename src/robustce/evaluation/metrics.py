@@ -1,9 +1,16 @@
 """Evaluation metrics for counterfactual explanations — vectorised, one registry.
 
-Every metric is a plain function on arrays (rows = CEs, aligned with their queries), and
-:func:`evaluate` applies a chosen set of them to an :class:`~robustce.Explanations` object:
-one row per query that received a CE, one column per metric. :func:`summarise` turns that
-table into the numbers a results table reports (means, coverage, status counts).
+Every metric is a plain function on arrays (rows = CEs, aligned with their queries). The
+registry :data:`METRICS` maps each name to a :class:`MetricSpec` that carries its *compute*
+function (scikit-learn's scorer dict is the model): ``compute(inputs) -> one value per query``
+on a :class:`MetricInputs`. :func:`evaluate` applies a chosen set of them to an
+:class:`~robustce.Explanations` object — one row per query that received a CE, one column per
+metric — and :func:`summarise` turns that table into the numbers a results table reports
+(means, coverage, status counts). A new metric is one :func:`register_metric` call (or one
+entry in ``_SPECS``), not an edit of :func:`evaluate`.
+
+Plausibility (LOF) lives in :mod:`robustce.evaluation.plausibility`, the metrics of CE sets in
+:mod:`robustce.evaluation.set_metrics`; both are registered here and re-exported.
 
 Notation: x is a query, x' its CE (rank 0 for single-CE metrics), S = {x'_1, …, x'_|S|} the
 set of CEs a multi-CE method returned for x, both in model space [0, 1]^d unless said otherwise.
@@ -44,9 +51,8 @@ Metrics (the names of :data:`METRICS`):
 from __future__ import annotations
 
 import math
-import weakref
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -56,11 +62,22 @@ from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.distance import L0_TOL, NORMS, Distance
 from robustce.errors import ConfigError, ValidationError
+from robustce.evaluation.plausibility import LOFScorer, lof_scorer, lof_scores
+from robustce.evaluation.set_metrics import (
+    k_distance,
+    k_distance_batch,
+    k_diversity,
+    k_diversity_batch,
+    set_distance_max,
+    set_distance_sum,
+    set_distances_batch,
+)
 from robustce.models.network import resolve_targets
 
 __all__ = [
     "METRICS",
     "LOFScorer",
+    "MetricInputs",
     "MetricSpec",
     "available_metrics",
     "check_metrics",
@@ -72,17 +89,20 @@ __all__ = [
     "k_distance_batch",
     "k_diversity",
     "k_diversity_batch",
+    "lof_scorer",
     "lof_scores",
     "lp_distance",
     "proximity",
     "proximity_l1_mean",
     "raw_distance",
+    "register_metric",
     "retrained_validity",
     "set_distance_max",
     "set_distance_sum",
     "set_distances_batch",
     "sparsity",
     "summarise",
+    "unregister_metric",
     "validity",
 ]
 
@@ -94,58 +114,181 @@ INPUTS = ("data", "family", "shift", "perturbed")
 # ----------------------------------------------------------------------------------------
 
 
+class MetricInputs:
+    """What a metric's compute function sees, for the queries that received a CE.
+
+    ``X`` (n, d) the queries and ``C`` (n, d) their rank-0 CEs in model space, ``targets`` (n,)
+    their target classes, ``pos`` their positions in ``explanations``; ``model``, ``encoder``,
+    ``data`` (training Dataset), ``family`` (ModelFamily), ``shift`` (ParameterShift),
+    ``perturbed`` (Explanations of perturbed copies, paired by position), ``lof_neighbors``.
+    Intermediate results shared by several metrics (the per-feature deltas, the LOF scores,
+    every CE of every query, the set distances) are computed once per :func:`evaluate` call.
+    """
+
+    def __init__(self, explanations: Any, model: Any, *, data: Any = None, family: Any = None,
+                 shift: Any = None, perturbed: Any = None, lof_neighbors: int = 10):
+        self.explanations, self.model, self.encoder = explanations, model, model.encoder
+        self.data, self.family, self.shift, self.perturbed = data, family, shift, perturbed
+        self.lof_neighbors = lof_neighbors
+        pos, C = explanations.first_counterfactuals()
+        order = np.argsort(pos, kind="stable")
+        self.pos, self.C = pos[order], C[order]
+        self.X = explanations.queries_encoded[self.pos]
+        self.targets = explanations.target_class.to_numpy()[self.pos]
+        self._cache: dict[Any, Any] = {}
+
+    def _once(self, key: Any, make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def feature_deltas(self) -> np.ndarray:
+        """MACE per-feature deltas query→CE, (n, n_features)."""
+        return self._once("deltas", lambda: feature_deltas(self.encoder, self.X, self.C))
+
+    def lof(self) -> tuple[np.ndarray, np.ndarray]:
+        """(LOF value, inlier flag) per CE against its target class's training points."""
+        return self._once("lof", lambda: lof_scorer(self.data, self.encoder, self.lof_neighbors)
+                          .score(self.C, self.targets))
+
+    def all_cfs(self, which: str = "explanations") -> tuple[np.ndarray, np.ndarray]:
+        """Every CE of every query (rows, owner position) of the explanations or ``perturbed``."""
+        expl = self.explanations if which == "explanations" else self.perturbed
+
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            owner = expl.queries.index.get_indexer(expl.counterfactuals["query_id"])
+            return expl.counterfactuals_encoded, owner
+
+        return self._once(("cfs", which), make)
+
+    def set_distances(self, norm: str) -> tuple[np.ndarray, np.ndarray]:
+        """(set-distance_Σ, set-distance_max) per query position under ``norm``."""
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            C1, o1 = self.all_cfs()
+            C2, o2 = self.all_cfs("perturbed")
+            return set_distances_batch(C1, o1, C2, o2, len(self.explanations), norm)
+
+        return self._once(("set", norm), make)
+
+
+#: compute function of a per-query metric: inputs -> one value per row of ``inputs.C``
+Compute = Callable[[MetricInputs], np.ndarray]
+
+
 @dataclass(frozen=True)
 class MetricSpec:
-    """A registered metric: its name, what it means, and what :func:`evaluate` needs for it.
+    """A registered metric: its name, what it means, what :func:`evaluate` needs for it, and
+    the function that computes it.
 
     ``needs`` ⊆ {"data", "family", "shift", "perturbed"}; ``higher_is_better`` is None when
     neither direction is better (time is lower-is-better); ``per_query`` is False for
-    summary-only metrics (``coverage``)."""
+    summary-only metrics (``coverage``, no ``compute``)."""
 
     name: str
     description: str
     needs: frozenset[str] = frozenset()
     higher_is_better: bool | None = None
     per_query: bool = True
+    compute: Compute | None = field(default=None, compare=False, repr=False)
 
 
 def _spec(name: str, description: str, needs: Iterable[str] = (), higher: bool | None = None,
-          per_query: bool = True) -> MetricSpec:
-    return MetricSpec(name, description, frozenset(needs), higher, per_query)
+          per_query: bool = True, compute: Compute | None = None) -> MetricSpec:
+    return MetricSpec(name, description, frozenset(needs), higher, per_query, compute)
+
+
+def _proximity(norm: str) -> Compute:
+    return lambda m: proximity(m.X, m.C, norm)
+
+
+def _raw(norm: str) -> Compute:
+    return lambda m: lp_distance(m.feature_deltas(), 0.0, norm, tol=0.0)
+
+
+def _n_counterfactuals(m: MetricInputs) -> np.ndarray:
+    _, owner = m.all_cfs()
+    return np.bincount(owner, minlength=len(m.explanations))[m.pos].astype(np.float64)
+
+
+def _k_distance(norm: str) -> Compute:
+    def compute(m: MetricInputs) -> np.ndarray:
+        C, owner = m.all_cfs()
+        return k_distance_batch(m.explanations.queries_encoded, C, owner, norm)[m.pos]
+    return compute
+
+
+def _k_diversity(norm: str) -> Compute:
+    def compute(m: MetricInputs) -> np.ndarray:
+        C, owner = m.all_cfs()
+        return k_diversity_batch(C, owner, len(m.explanations), norm)[m.pos]
+    return compute
+
+
+def _set_distance(kind: str, norm: str) -> Compute:
+    return lambda m: m.set_distances(norm)[0 if kind == "sum" else 1][m.pos]
 
 
 _SPECS = [
     _spec("validity", "1 iff the model predicts the target class for the CE (forward pass)", (),
-          True),
-    *[_spec(f"proximity_{p}", f"{p.upper()} distance query→CE in model space [0,1]^d", (), False)
-      for p in NORMS],
+          True, compute=lambda m: validity(m.model, m.C, m.targets).astype(np.float64)),
+    *[_spec(f"proximity_{p}", f"{p.upper()} distance query→CE in model space [0,1]^d", (), False,
+            compute=_proximity(p)) for p in NORMS],
     _spec("proximity_l1_mean", "L1 distance query→CE in model space divided by the number of "
-          "model-space columns d (PROPLACE's ℓ1, the authors' normalised_l1)", (), False),
+          "model-space columns d (PROPLACE's ℓ1, the authors' normalised_l1)", (), False,
+          compute=lambda m: proximity_l1_mean(m.X, m.C)),
     *[_spec(f"raw_{p}", f"{p.upper()} norm of the MACE per-feature distances (numeric |Δ|/range, "
-            "ordinal |Δlevel|/(k−1), categorical 0/1)", (), False) for p in NORMS],
-    _spec("sparsity", "number of raw features changed", (), False),
+            "ordinal |Δlevel|/(k−1), categorical 0/1)", (), False, compute=_raw(p)) for p in NORMS],
+    _spec("sparsity", "number of raw features changed", (), False,
+          compute=lambda m: (m.feature_deltas() > 0).sum(axis=1).astype(np.float64)),
     _spec("lof", "10-Local Outlier Factor of the CE w.r.t. training points of the target class "
-          "(≈1 inlier, >1.5 outlier)", ("data",), False),
-    _spec("lof_inlier", "1 iff LOF calls the CE an inlier (mean = inlier share)", ("data",), True),
+          "(≈1 inlier, >1.5 outlier)", ("data",), False, compute=lambda m: m.lof()[0]),
+    _spec("lof_inlier", "1 iff LOF calls the CE an inlier (mean = inlier share)", ("data",), True,
+          compute=lambda m: m.lof()[1]),
     _spec("vr", "fraction of retrained models (ModelFamily) predicting the target class",
-          ("family",), True),
+          ("family",), True, compute=lambda m: retrained_validity(m.family, m.C, m.targets)),
     _spec("v_delta", "1 iff the CE is Δ-robust by the exact test (is_delta_robust)", ("shift",),
-          True),
-    _spec("time", "seconds the method spent on the query", (), False),
-    _spec("n_counterfactuals", "number of CEs returned for the query", (), None),
+          True, compute=lambda m: delta_validity(m.model, m.C, m.shift, m.targets).astype(np.float64)),
+    _spec("time", "seconds the method spent on the query", (), False,
+          compute=lambda m: m.explanations.timings.to_numpy(dtype=np.float64)[m.pos]),
+    _spec("n_counterfactuals", "number of CEs returned for the query", (), None,
+          compute=_n_counterfactuals),
     *[_spec(f"k_distance_{p}", f"mean {p.upper()} distance from the query to its CEs (eq. 12)",
-            (), False) for p in ("l1", "l2")],
+            (), False, compute=_k_distance(p)) for p in ("l1", "l2")],
     *[_spec(f"k_diversity_{p}", f"mean pairwise {p.upper()} distance within the CE set (eq. 13); "
-            "NaN for fewer than two CEs", (), True) for p in ("l1", "l2")],
+            "NaN for fewer than two CEs", (), True, compute=_k_diversity(p)) for p in ("l1", "l2")],
     *[_spec(f"set_distance_{kind}_{p}", f"set-distance_{kind} ({'eq. 4' if kind == 'sum' else 'eq. 5'}"
             f") under {p.upper()} between the CEs of a query and of its perturbed copy",
-            ("perturbed",), False) for kind in ("sum", "max") for p in ("l1", "l2")],
+            ("perturbed",), False, compute=_set_distance(kind, p))
+      for kind in ("sum", "max") for p in ("l1", "l2")],
     _spec("coverage", "share of queries needing a CE that got one (summary only)", (), True,
           per_query=False),
 ]
 
 #: name -> :class:`MetricSpec`, in the order :func:`evaluate` writes columns.
 METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
+
+
+def register_metric(spec: MetricSpec) -> None:
+    """Add a metric to :data:`METRICS` (after the built-in ones). A per-query metric needs a
+    ``compute`` function; names are unique and ``needs`` ⊆ :data:`INPUTS`."""
+    if not isinstance(spec, MetricSpec):
+        raise ConfigError(f"register_metric expects a MetricSpec, got {type(spec).__name__}")
+    if spec.name in METRICS:
+        raise ConfigError(f"metric {spec.name!r} is already registered")
+    if spec.per_query and not callable(spec.compute):
+        raise ConfigError(f"per-query metric {spec.name!r} needs a compute function")
+    unknown = set(spec.needs) - set(INPUTS)
+    if unknown:
+        raise ConfigError(f"metric {spec.name!r} needs unknown inputs {sorted(unknown)}; known: {INPUTS}")
+    METRICS[spec.name] = MetricSpec(spec.name, spec.description, frozenset(spec.needs),
+                                    spec.higher_is_better, spec.per_query, spec.compute)
+
+
+def unregister_metric(name: str) -> None:
+    """Remove a metric added with :func:`register_metric` (built-in ones stay)."""
+    if name in {s.name for s in _SPECS}:
+        raise ConfigError(f"metric {name!r} is built in and cannot be removed")
+    METRICS.pop(name, None)
 
 
 def available_metrics() -> list[str]:
@@ -285,212 +428,6 @@ def delta_validity(model: Any, C: np.ndarray, shift: Any, target_class: Any) -> 
 
 
 # ----------------------------------------------------------------------------------------
-# Plausibility (LOF)
-# ----------------------------------------------------------------------------------------
-
-
-def lof_scores(reference: np.ndarray, C: np.ndarray, n_neighbors: int = 10
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """(LOF value, inlier flag) of each row of C w.r.t. ``reference`` (novelty mode).
-
-    The LOF value is ``-score_samples`` of scikit-learn's ``LocalOutlierFactor(novelty=True)``;
-    ``n_neighbors`` is lowered to len(reference) − 1 for tiny references."""
-    est = _fit_lof(np.asarray(reference, dtype=np.float64), n_neighbors)
-    return _score_lof(est, C)
-
-
-def _fit_lof(reference: np.ndarray, n_neighbors: int) -> Any:
-    from sklearn.neighbors import LocalOutlierFactor
-
-    if int(n_neighbors) < 1:
-        raise ValidationError(f"lof_neighbors must be a positive integer, got {n_neighbors}")
-    if len(reference) < 2:
-        return None
-    k = min(int(n_neighbors), len(reference) - 1)
-    return LocalOutlierFactor(n_neighbors=k, novelty=True).fit(reference)
-
-
-def _score_lof(est: Any, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
-    if est is None:
-        return np.full(len(C), np.nan), np.full(len(C), np.nan)
-    if len(C) == 0:
-        return np.zeros(0), np.zeros(0)
-    return -est.score_samples(C), (est.predict(C) == 1).astype(np.float64)
-
-
-class LOFScorer:
-    """LOF plausibility w.r.t. the training points of each target class, fitted once per
-    class on first use. ``labels="label"`` (default) selects points by their true label,
-    ``"model"`` by the model's prediction (pass ``model=``)."""
-
-    def __init__(self, data: Dataset, encoder: Encoder, n_neighbors: int = 10, *,
-                 labels: str = "label", model: Any = None):
-        if not isinstance(data, Dataset):
-            raise ValidationError(f"data must be a robustce Dataset, got {type(data).__name__}")
-        if labels not in ("label", "model"):
-            raise ValidationError(f"labels must be 'label' or 'model', got {labels!r}")
-        if labels == "model" and model is None:
-            raise ValidationError("labels='model' needs model=")
-        self.n_neighbors = int(n_neighbors)
-        if self.n_neighbors < 1:
-            raise ValidationError(f"lof_neighbors must be a positive integer, got {n_neighbors}")
-        self._X = encoder.transform(data.frame)
-        self._y = data.y if labels == "label" else np.asarray(model.predict(self._X))
-        self._fitted: dict[int, Any] = {}
-
-    def estimator(self, target_class: int) -> Any:
-        t = int(target_class)
-        if t not in self._fitted:
-            self._fitted[t] = _fit_lof(self._X[self._y == t], self.n_neighbors)
-        return self._fitted[t]
-
-    def score(self, C: np.ndarray, target_class: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(LOF value, inlier flag) per CE, each scored against its own target class."""
-        C = np.atleast_2d(np.asarray(C, dtype=np.float64))
-        t = resolve_targets(target_class, len(C))
-        lof, inlier = np.full(len(C), np.nan), np.full(len(C), np.nan)
-        for k in np.unique(t):
-            rows = np.flatnonzero(t == k)
-            lof[rows], inlier[rows] = _score_lof(self.estimator(int(k)), C[rows])
-        return lof, inlier
-
-
-_LOF_CACHE: dict[tuple[int, int, int], tuple[Any, Any, LOFScorer]] = {}
-_LOF_CACHE_SIZE = 8
-
-
-def _lof_scorer(data: Dataset, encoder: Encoder, n_neighbors: int) -> LOFScorer:
-    """A cached :class:`LOFScorer` for (data, encoder, n_neighbors): repeated evaluations of
-    several methods on one dataset fit each class's LOF once. The cache is keyed on object
-    identity (held by weak references, 8 entries); a Dataset changed in place after a first
-    evaluation is not re-read — pass a new Dataset object instead."""
-    key = (id(data), id(encoder), int(n_neighbors))
-    hit = _LOF_CACHE.get(key)
-    if hit is not None and hit[0]() is data and hit[1]() is encoder and len(data) == hit[2]._X.shape[0]:
-        return hit[2]
-    scorer = LOFScorer(data, encoder, n_neighbors)
-    while len(_LOF_CACHE) >= _LOF_CACHE_SIZE:
-        _LOF_CACHE.pop(next(iter(_LOF_CACHE)))
-    _LOF_CACHE[key] = (weakref.ref(data), weakref.ref(encoder), scorer)
-    return scorer
-
-
-# ----------------------------------------------------------------------------------------
-# Sets of CEs (Leofante & Potyka)
-# ----------------------------------------------------------------------------------------
-
-
-def _set(S: Any) -> np.ndarray:
-    S = np.atleast_2d(np.asarray(S, dtype=np.float64))
-    if len(S) == 0:
-        raise ValidationError("a CE set must not be empty")
-    return S
-
-
-def k_distance(x: np.ndarray, S: np.ndarray, norm: str = "l1") -> float:
-    """(1/|S|) Σ_j dist(x, x'_j) (eq. 12)."""
-    S = _set(S)
-    return float(lp_distance(S, np.asarray(x, dtype=np.float64)[None, :], norm).mean())
-
-
-def k_diversity(S: np.ndarray, norm: str = "l1") -> float:
-    """(|S| choose 2)⁻¹ Σ_{j<l} dist(x'_j, x'_l) (eq. 13); NaN when |S| < 2."""
-    S = _set(S)
-    if len(S) < 2:
-        return math.nan
-    D = lp_distance(S[:, None, :], S[None, :, :], norm)
-    j, l = np.triu_indices(len(S), k=1)
-    return float(D[j, l].mean())
-
-
-def set_distance_sum(S1: np.ndarray, S2: np.ndarray, norm: str = "l1") -> float:
-    """set-distance_Σ(S₁, S₂) (eq. 4)."""
-    D = lp_distance(_set(S1)[:, None, :], _set(S2)[None, :, :], norm)
-    return float(0.5 * D.min(axis=1).mean() + 0.5 * D.min(axis=0).mean())
-
-
-def set_distance_max(S1: np.ndarray, S2: np.ndarray, norm: str = "l1") -> float:
-    """set-distance_max(S₁, S₂) (eq. 5)."""
-    D = lp_distance(_set(S1)[:, None, :], _set(S2)[None, :, :], norm)
-    return float(0.5 * (D.min(axis=1).max() + D.min(axis=0).max()))
-
-
-def _rows(C: Any, n_rows: int, d: int | None = None) -> np.ndarray:
-    """C as a 2-D float array of ``n_rows`` rows (an empty C keeps its width, or ``d``)."""
-    C = np.asarray(C, dtype=np.float64)
-    if C.ndim == 2 and len(C) == n_rows:
-        return C
-    if C.size == 0 and n_rows == 0:
-        return np.zeros((0, C.shape[-1] if C.ndim == 2 else (d or 0)))
-    if n_rows == 0 or C.size % n_rows:
-        raise ValidationError(f"{C.size} values cannot form {n_rows} CE rows")
-    return C.reshape(n_rows, -1)
-
-
-def _padded(C: np.ndarray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Long-format sets (rows C, set id ``owner`` in [0, n)) -> (n, k_max, d) and a mask."""
-    owner = np.asarray(owner, dtype=np.int64)
-    C = _rows(C, len(owner))
-    counts = np.bincount(owner, minlength=n)
-    k = max(int(counts.max(initial=0)), 1)
-    order = np.argsort(owner, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slot = np.arange(len(owner)) - starts[owner[order]]
-    P = np.zeros((n, k, C.shape[1]))
-    mask = np.zeros((n, k), dtype=bool)
-    P[owner[order], slot] = C[order]
-    mask[owner[order], slot] = True
-    return P, mask
-
-
-def k_distance_batch(X: np.ndarray, C: np.ndarray, owner: np.ndarray, norm: str = "l1"
-                     ) -> np.ndarray:
-    """eq. 12 for many sets at once: X (n, d) queries, C rows owned by query ``owner``.
-    NaN for queries without CEs."""
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    owner = np.asarray(owner, dtype=np.int64)
-    d = lp_distance(_rows(C, len(owner), X.shape[1]), X[owner], norm)
-    counts = np.bincount(owner, minlength=len(X))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.bincount(owner, weights=d, minlength=len(X)) / np.where(counts, counts, np.nan)
-
-
-def k_diversity_batch(C: np.ndarray, owner: np.ndarray, n: int, norm: str = "l1") -> np.ndarray:
-    """eq. 13 for many sets at once; NaN for sets with fewer than two CEs."""
-    P, mask = _padded(C, owner, n)
-    D = lp_distance(P[:, :, None, :], P[:, None, :, :], norm)
-    k = P.shape[1]
-    pair = mask[:, :, None] & mask[:, None, :] & np.triu(np.ones((k, k), dtype=bool), 1)[None]
-    n_pairs = pair.sum(axis=(1, 2))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n_pairs > 0, (D * pair).sum(axis=(1, 2)) / np.maximum(n_pairs, 1), np.nan)
-
-
-def set_distances_batch(C1: np.ndarray, owner1: np.ndarray, C2: np.ndarray, owner2: np.ndarray,
-                        n: int, norm: str = "l1") -> tuple[np.ndarray, np.ndarray]:
-    """(set-distance_Σ, set-distance_max) between S₁ = rows of C1 owned by i and S₂ = rows
-    of C2 owned by i, for i in [0, n); NaN where either set is empty."""
-    P1, m1 = _padded(C1, owner1, n)
-    P2, m2 = _padded(C2, owner2, n)
-    D = lp_distance(P1[:, :, None, :], P2[:, None, :, :], norm)
-    both = m1[:, :, None] & m2[:, None, :]
-    D = np.where(both, D, np.inf)
-    to2 = D.min(axis=2)  # (n, k1): min over S2 for each c1
-    to1 = D.min(axis=1)  # (n, k2): min over S1 for each c2
-    ok = m1.any(axis=1) & m2.any(axis=1)
-    c1, c2 = m1.sum(axis=1), m2.sum(axis=1)
-    s1 = np.where(m1, to2, 0.0).sum(axis=1) / np.maximum(c1, 1)
-    s2 = np.where(m2, to1, 0.0).sum(axis=1) / np.maximum(c2, 1)
-    mx1 = np.where(m1, to2, -np.inf).max(axis=1)
-    mx2 = np.where(m2, to1, -np.inf).max(axis=1)
-    with np.errstate(invalid="ignore"):
-        total = np.where(ok, 0.5 * (s1 + s2), np.nan)
-        worst = np.where(ok, 0.5 * (mx1 + mx2), np.nan)
-    return total, worst
-
-
-# ----------------------------------------------------------------------------------------
 # Explanations -> per-query table -> summary
 # ----------------------------------------------------------------------------------------
 
@@ -525,61 +462,16 @@ def evaluate(
     if perturbed is not None and len(perturbed) != len(explanations):
         raise ValidationError(f"perturbed has {len(perturbed)} queries, explanations "
                               f"{len(explanations)}; they are paired by position")
-    pos, C = explanations.first_counterfactuals()
-    order = np.argsort(pos, kind="stable")
-    pos, C = pos[order], C[order]
-    X = explanations.queries_encoded[pos]
-    t = explanations.target_class.to_numpy()[pos]
+    inputs = MetricInputs(explanations, model, data=data, family=family, shift=shift,
+                          perturbed=perturbed, lof_neighbors=lof_neighbors)
     out: dict[str, np.ndarray] = {}
-    cache: dict[str, Any] = {}
-
-    def all_cfs(expl: Any) -> tuple[np.ndarray, np.ndarray]:
-        owner = expl.queries.index.get_indexer(expl.counterfactuals["query_id"])
-        return expl.counterfactuals_encoded, owner
-
     for name in names:
-        if name == "validity":
-            out[name] = validity(model, C, t).astype(np.float64)
-        elif name == "proximity_l1_mean":
-            out[name] = proximity_l1_mean(X, C)
-        elif name.startswith("proximity_"):
-            out[name] = proximity(X, C, name.split("_", 1)[1])
-        elif name.startswith("raw_"):
-            if "delta" not in cache:
-                cache["delta"] = feature_deltas(enc, X, C)
-            out[name] = lp_distance(cache["delta"], 0.0, name.split("_", 1)[1], tol=0.0)
-        elif name == "sparsity":
-            out[name] = (feature_deltas(enc, X, C) > 0).sum(axis=1).astype(np.float64)
-        elif name in ("lof", "lof_inlier"):
-            if "lof" not in cache:
-                cache["lof"] = _lof_scorer(data, enc, lof_neighbors).score(C, t)
-            out[name] = cache["lof"][0 if name == "lof" else 1]
-        elif name == "vr":
-            out[name] = retrained_validity(family, C, t)
-        elif name == "v_delta":
-            out[name] = delta_validity(model, C, shift, t).astype(np.float64)
-        elif name == "time":
-            out[name] = explanations.timings.to_numpy(dtype=np.float64)[pos]
-        elif name == "n_counterfactuals":
-            _, owner = all_cfs(explanations)
-            out[name] = np.bincount(owner, minlength=len(explanations))[pos].astype(np.float64)
-        elif name.startswith("k_distance_"):
-            Call, owner = all_cfs(explanations)
-            out[name] = k_distance_batch(explanations.queries_encoded, Call, owner,
-                                         name.rsplit("_", 1)[1])[pos]
-        elif name.startswith("k_diversity_"):
-            Call, owner = all_cfs(explanations)
-            out[name] = k_diversity_batch(Call, owner, len(explanations),
-                                          name.rsplit("_", 1)[1])[pos]
-        elif name.startswith("set_distance_"):
-            p = name.rsplit("_", 1)[1]
-            if f"set_{p}" not in cache:
-                C1, o1 = all_cfs(explanations)
-                C2, o2 = all_cfs(perturbed)
-                cache[f"set_{p}"] = set_distances_batch(C1, o1, C2, o2, len(explanations), p)
-            out[name] = cache[f"set_{p}"][0 if "_sum_" in name else 1][pos]
-        else:  # pragma: no cover - every registered per-query metric is handled above
-            raise ConfigError(f"metric {name!r} has no implementation")
+        values = METRICS[name].compute(inputs)
+        if np.shape(values) != (len(inputs.pos),):
+            raise ValidationError(f"metric {name!r} returned shape {np.shape(values)}, "
+                                  f"expected ({len(inputs.pos)},): one value per query with a CE")
+        out[name] = values
+    pos = inputs.pos
     index = explanations.queries.index[pos]
     frame = pd.DataFrame(out, index=index, columns=names)
     frame.index.name = "query_id"

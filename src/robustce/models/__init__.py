@@ -8,6 +8,7 @@ from robustce.models.families import (
     group_family,
     incremental_family,
     proplace_family,
+    seed_family,
     split_halves,
 )
 from robustce.models.mlp import MLP
@@ -32,6 +33,7 @@ __all__ = [
     "incremental_family",
     "load",
     "proplace_family",
+    "seed_family",
     "split_halves",
     "wrap",
 ]

@@ -42,6 +42,7 @@ __all__ = [
     "group_family",
     "incremental_family",
     "proplace_family",
+    "seed_family",
     "split_halves",
 ]
 
@@ -428,3 +429,35 @@ def group_family(
     acc = None if test_size is None else np.array(
         [_accuracy(m, t) for m, t in zip(models, tests, strict=True)])
     return ModelFamily(models, "group", seeds, accuracies=acc, meta=meta)
+
+
+def seed_family(
+    data: Dataset,
+    base_params: dict[str, Any] | None = None,
+    *,
+    n_models: int = 5,
+    drop_fraction: float = 0.0,
+    random_state: int = 0,
+) -> tuple[MLP, ModelFamily]:
+    """Retraining with other seeds. Returns ``(base_model, family)``.
+
+    The base model is an :class:`MLP` trained on all of ``data`` with ``random_state``;
+    ``n_models`` more are trained on ``data`` minus a random ``drop_fraction`` of its rows
+    (default 0: all of it), each with its own seed, in the base model's encoding. Seeds and row
+    draws come from ``np.random.default_rng([random_state, 7919])``.
+    """
+    if not isinstance(data, Dataset):
+        raise ValidationError(f"seed_family expects a robustce Dataset, got {type(data).__name__}")
+    if int(n_models) < 1:
+        raise ValidationError(f"n_models must be a positive integer, got {n_models}")
+    if not 0 <= drop_fraction < 1:
+        raise ValidationError(f"drop_fraction must be in [0, 1), got {drop_fraction}")
+    params = {k: v for k, v in dict(base_params or {}).items() if k != "random_state"}
+    base = MLP(**params, random_state=int(random_state)).fit(data)
+    rng = np.random.default_rng([int(random_state), 7919])
+    models, seeds = [], []
+    for _ in range(int(n_models)):
+        sub = data.subset(rng.uniform(size=len(data)) >= drop_fraction) if drop_fraction > 0 else data
+        seeds.append(int(rng.integers(_SEED_MAX)))
+        models.append(MLP(**params, random_state=seeds[-1]).fit(sub, encoder=base.encoder))
+    return base, ModelFamily(models, "seeds", seeds, meta={"drop_fraction": drop_fraction})

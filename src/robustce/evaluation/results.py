@@ -1,0 +1,198 @@
+"""Reading a benchmark run back: cell files → :class:`BenchmarkResult` (per-query rows, per-cell
+rows, the mean ± std table).
+
+A run directory holds one JSON file per finished cell, ``cells/<dataset>__seed<s>__<method>.json``
+(format :data:`CELL_FORMAT`), written by :mod:`robustce.evaluation.runner`. Everything here only
+reads: :func:`load_results` works on a finished run, an interrupted one, or one copied from
+another machine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from robustce.errors import RobustCEError
+from robustce.evaluation.config import BenchmarkConfig, parse_config
+
+__all__ = ["CELL_FORMAT", "BenchmarkResult", "cell_id", "load_results", "read_cell"]
+
+#: version of the cell files; files of another format are ignored (recomputed by a rerun)
+CELL_FORMAT = 1
+
+
+def cell_id(dataset: str, seed: int, method: str) -> str:
+    return f"{dataset}__seed{seed}__{method}"
+
+
+def read_cell(path: Path) -> dict[str, Any] | None:
+    """One cell file, or None if it is missing, unreadable or of another format."""
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("format") == CELL_FORMAT else None
+
+
+# --- the result -----------------------------------------------------------------------------------
+@dataclass
+class BenchmarkResult:
+    """The cells of a run (read back from disk) and the tables built from them."""
+
+    config: BenchmarkConfig | None
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    out_dir: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name if self.config is not None else "benchmark"
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [c for c in self.cells if not c.get("ok")]
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """One row per (dataset, seed, method, query with a CE); metric columns."""
+        frames = []
+        for c in self.cells:
+            if not c.get("ok") or not c.get("per_query"):
+                continue
+            f = pd.DataFrame(c["per_query"])
+            f.insert(0, "method", c["method"])
+            f.insert(0, "seed", c["seed"])
+            f.insert(0, "dataset", c["dataset"])
+            frames.append(f)
+        if not frames:
+            return pd.DataFrame(columns=["dataset", "seed", "method", "query_id"])
+        out = pd.concat(frames, ignore_index=True)
+        for col in out.columns[4:]:
+            conv = pd.to_numeric(out[col], errors="coerce")
+            if conv.notna().sum() >= out[col].notna().sum():
+                out[col] = conv.astype(float)
+        return out
+
+    @property
+    def metric_names(self) -> list[str]:
+        names: list[str] = []
+        for c in self.cells:
+            for m in c.get("metrics", []):
+                if m not in names and m != "query_id":
+                    names.append(m)
+        return names
+
+    def per_cell(self) -> pd.DataFrame:
+        """One row per cell: coverage, status counts, seconds, per-cell summary values."""
+        rows = []
+        for c in self.cells:
+            row = {"dataset": c["dataset"], "seed": c["seed"], "method": c["method"],
+                   "ok": bool(c.get("ok")), "error": c.get("error", "")}
+            if c.get("ok"):
+                row.update(coverage=c.get("coverage"), n_queries=c.get("n_queries"),
+                           seconds=c.get("seconds"), time_per_query_s=c.get("time_per_query_s"))
+                row.update({f"n_{k}": v for k, v in c.get("status_counts", {}).items()})
+                row.update({f"summary_{k}": v for k, v in c.get("summary", {}).items()})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def table(self) -> pd.DataFrame:
+        """Mean and std of each metric per (dataset, method), pooled over seeds and queries.
+
+        Columns are a MultiIndex (metric, "mean"/"std"); ``coverage`` is per seed, the others
+        per query; ``time_s`` is the method's time per query.
+        """
+        keys = self._method_order()
+        pq = self.per_query
+        metrics = [m for m in self.metric_names if m not in pq.columns
+                   or pd.api.types.is_numeric_dtype(pq[m])]
+        cells = self.per_cell()
+        rows: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+        for d, m in keys:
+            row: dict[tuple[str, str], float] = {}
+            sel = cells[(cells["dataset"] == d) & (cells["method"] == m)] if len(cells) else cells
+            ok = sel[sel["ok"]] if len(sel) else sel
+            cov = ok["coverage"].astype(float) if len(ok) else pd.Series(dtype=float)
+            row[("coverage", "mean")], row[("coverage", "std")] = _mean_std(cov)
+            q = pq[(pq["dataset"] == d) & (pq["method"] == m)]
+            for name in metrics:
+                values = q[name] if name in q.columns else pd.Series(dtype=float)
+                row[(name, "mean")], row[(name, "std")] = _mean_std(values)
+            if "time" not in metrics:  # the metric gives it per query; else per cell
+                tq = ok["time_per_query_s"].astype(float) if len(ok) else pd.Series(dtype=float)
+                row[("time_s", "mean")], row[("time_s", "std")] = _mean_std(tq)
+            row[("n", "mean")], row[("n", "std")] = float(len(q)), float("nan")
+            row[("errors", "mean")] = float(len(sel) - len(ok))
+            row[("errors", "std")] = float("nan")
+            rows[(d, m)] = row
+        table = pd.DataFrame.from_dict(rows, orient="index")
+        if len(table):
+            table.index = pd.MultiIndex.from_tuples(table.index, names=["dataset", "method"])
+            table.columns = pd.MultiIndex.from_tuples(table.columns, names=["metric", "stat"])
+        return table
+
+    def _method_order(self) -> list[tuple[str, str]]:
+        if self.config is not None:
+            return [(d.label, m.label) for d in self.config.datasets for m in self.config.methods]
+        seen: list[tuple[str, str]] = []
+        for c in self.cells:
+            if (c["dataset"], c["method"]) not in seen:
+                seen.append((c["dataset"], c["method"]))
+        return seen
+
+    def display_table(self, columns: Any = None) -> pd.DataFrame:
+        """The table restricted to ``columns`` (default: the config's metrics, or the headline
+        ones — coverage, validity, proximity, plausibility, robustness, time — when the
+        config computed every metric)."""
+        from robustce.evaluation.report import HEADLINE_COLUMNS
+
+        table = self.table()
+        if len(table) == 0:
+            return table
+        if columns is None:
+            if self.config is not None and self.config.metrics is not None:
+                return table
+            columns = HEADLINE_COLUMNS
+        keep = [c for c in columns if c in table.columns.get_level_values(0)]
+        return table[keep]
+
+    def format(self, digits: int = 3, columns: Any = None) -> str:
+        """The (display) table as plain text: ``mean ± std`` per metric."""
+        from robustce.evaluation.report import format_table
+
+        return format_table(self.display_table(columns), digits=digits)
+
+    def __repr__(self) -> str:
+        return f"BenchmarkResult({self.name!r}, cells={len(self.cells)}, errors={len(self.errors)})"
+
+
+def _mean_std(values: pd.Series) -> tuple[float, float]:
+    v = pd.to_numeric(values, errors="coerce").dropna().astype(float)
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    return float(v.mean()), float(v.std(ddof=0))
+
+
+def load_results(out_dir: str | Path, config: BenchmarkConfig | Mapping[str, Any] | None = None
+                 ) -> BenchmarkResult:
+    """Read the cells of a run directory (only those of ``config``, if given, and fresh)."""
+    out = Path(out_dir)
+    if config is None and (out / "config.json").exists():
+        try:
+            config = parse_config(json.loads((out / "config.json").read_text()))
+        except (RobustCEError, ValueError):
+            config = None
+    if config is not None:
+        config = parse_config(config)
+        cells = []
+        for d, s, m in config.cells():
+            rec = read_cell(out / "cells" / f"{cell_id(d.label, s, m.label)}.json")
+            if rec is not None and rec.get("fingerprint") == config.cell_fingerprint(d, s, m):
+                cells.append(rec)
+    else:
+        cells = [r for p in sorted((out / "cells").glob("*.json")) if (r := read_cell(p))]
+    return BenchmarkResult(config, cells, out)

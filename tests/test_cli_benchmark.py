@@ -1,0 +1,169 @@
+"""Named benchmark configurations, per-dataset overrides and the [quick] scale."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from robustce.cli import main
+from robustce.errors import ConfigError
+from robustce.evaluation.config import (
+    CONFIG_DIR,
+    apply_quick,
+    named_configs,
+    parse_config,
+    resolve_config,
+)
+from robustce.evaluation.results import load_results
+from robustce.evaluation.runner import run_benchmark
+
+TWO_DATASETS = {
+    "name": "overrides",
+    "seeds": [0],
+    "metrics": ["validity", "proximity_l1"],
+    "model": {"hidden_layers": [6], "epochs": 10, "lr": 0.01},
+    "queries": {"n": 3},
+    "evaluation": {"lof_neighbors": 5},
+    "methods": [{"name": "nearest_neighbour", "params": {"n_neighbours": 1}}],
+    "datasets": [
+        {"name": "moons", "params": {"n_samples": 200}},
+        {"name": "moons", "label": "moons_big", "params": {"n_samples": 200},
+         "model": {"hidden_layers": [12, 4]}, "evaluation": {"lof_neighbors": 7},
+         "methods": {"nearest_neighbour": {"n_neighbours": 2}}},
+    ],
+    "quick": {"seeds": [3], "queries": {"n": 2}, "datasets": ["moons_big"],
+              "evaluation": {"lof_neighbors": 4}},
+}
+
+
+def test_dataset_entries_override_model_evaluation_and_method_params():
+    cfg = parse_config(TWO_DATASETS)
+    plain, big = cfg.datasets
+    assert plain.model == cfg.model and plain.evaluation == cfg.evaluation
+    assert big.model == {**cfg.model, "hidden_layers": [12, 4]}  # merged: epochs, lr kept
+    assert big.evaluation["lof_neighbors"] == 7
+    method = cfg.methods[0]
+    assert cfg.method_params(plain, method) == {"n_neighbours": 1}
+    assert cfg.method_params(big, method) == {"n_neighbours": 2}
+    assert cfg.group_fingerprint(plain, 0) != cfg.group_fingerprint(big, 0)
+    again = parse_config(json.loads(json.dumps(cfg.raw)))  # config.json round-trips
+    assert [d.model for d in again.datasets] == [plain.model, big.model]
+    assert again.cell_fingerprint(again.datasets[1], 0, again.methods[0]) == \
+        cfg.cell_fingerprint(big, 0, method)
+
+
+def test_the_runner_uses_each_datasets_overrides(tmp_path):
+    result = run_benchmark(TWO_DATASETS, tmp_path, progress=False)
+    cells = {c["dataset"]: c for c in result.cells}
+    assert cells["moons"]["params"] == {"n_neighbours": 1}
+    assert cells["moons_big"]["params"] == {"n_neighbours": 2}
+    import robustce as rc
+
+    expl = rc.Explanations.load(tmp_path / "explanations" / "moons_big__seed0__nearest_neighbour")
+    assert expl.meta["params"]["n_neighbours"] == 2
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ({"model": {"hidden": [3]}}, "datasets[0].model.hidden: unknown parameter"),
+    ({"evaluation": {"delta": -1.0}}, "datasets[0].evaluation.delta: must be a positive number"),
+    ({"methods": {"wachter": {"lam": 1}}}, "datasets[0].methods.wachter: no method labelled 'wachter'"),
+    ({"methods": {"nearest_neighbour": {"k": 1}}},
+     "datasets[0].methods.nearest_neighbour.k: unknown parameter"),
+    ({"colour": "red"}, "datasets[0].colour: unknown key"),
+])
+def test_bad_dataset_overrides_name_their_key(override, message):
+    cfg = {**TWO_DATASETS, "datasets": [{"name": "moons", **override}]}
+    with pytest.raises(ConfigError) as info:
+        parse_config(cfg)
+    assert message in str(info.value)
+
+
+def test_metric_needs_hold_for_every_dataset():
+    cfg = {**TWO_DATASETS, "metrics": ["v_delta"],
+           "datasets": [{"name": "moons", "evaluation": {"delta": 0.01}}, {"name": "moons", "label": "m2"}]}
+    with pytest.raises(ConfigError, match="metric 'v_delta' needs evaluation.delta"):
+        parse_config(cfg)
+    cfg["datasets"][1]["evaluation"] = {"delta": 0.02}
+    assert [d.evaluation["delta"] for d in parse_config(cfg).datasets] == [0.01, 0.02]
+
+
+def test_quick_is_the_same_protocol_at_a_smaller_scale():
+    full, quick = parse_config(TWO_DATASETS), parse_config(TWO_DATASETS, quick=True)
+    assert quick.quick and not full.quick and quick.name == "overrides (quick)"
+    assert quick.seeds == [3] and quick.queries == {"n": 2, "from_class": 0}
+    assert [d.label for d in quick.datasets] == ["moons_big"]
+    big = quick.datasets[0]
+    assert big.model == full.datasets[1].model  # same network
+    assert big.evaluation["lof_neighbors"] == 7  # the dataset's own override still wins
+    assert quick.method_params(big, quick.methods[0]) == {"n_neighbours": 2}
+    assert "quick" not in quick.raw and "quick" not in full.raw
+    no_quick = {k: v for k, v in TWO_DATASETS.items() if k != "quick"}
+    with pytest.raises(ConfigError, match="has no \\[quick\\] table"):
+        apply_quick(no_quick)
+    with pytest.raises(ConfigError, match="quick.methods: unknown key"):
+        parse_config({**TWO_DATASETS, "quick": {"methods": []}})
+    with pytest.raises(ConfigError, match="quick.datasets\\[0\\]: no dataset labelled 'iris'"):
+        parse_config({**TWO_DATASETS, "quick": {"datasets": ["iris"]}}, quick=True)
+
+
+@pytest.mark.parametrize("name", sorted(named_configs()))
+def test_every_named_config_is_valid_at_both_scales(name):
+    raw = tomllib.loads((CONFIG_DIR / f"{name}.toml").read_text())
+    assert raw.get("description"), f"{name}: needs a one-line description for --list"
+    full, quick = resolve_config(name), resolve_config(name, quick=True)
+    assert full.datasets and full.methods and quick.seeds
+    assert [m.label for m in quick.methods] == [m.label for m in full.methods]
+    assert len(quick.seeds) * quick.queries["n"] <= len(full.seeds) * full.queries["n"]
+
+
+def test_proplace_table1_has_the_per_dataset_protocol():
+    cfg = resolve_config("proplace-table1")
+    by = {d.label: d for d in cfg.datasets}
+    assert list(by) == ["adult", "compas", "gmc", "heloc"]
+    for label, delta, layers, epochs in [("adult", 0.035, [10, 10], 20), ("compas", 0.025, [20, 20], 50),
+                                         ("gmc", 0.045, [20, 20], 3), ("heloc", 0.025, [20, 20], 50)]:
+        d = by[label]
+        assert d.evaluation["delta"] == delta
+        assert (d.model["hidden_layers"], d.model["epochs"]) == (layers, epochs)
+        for m in cfg.methods:
+            if m.name == "milp_robust":
+                assert cfg.method_params(d, m)["shift"] == delta  # MILP-R certifies at the evaluated δ
+    assert cfg.seeds == [0, 1] and cfg.queries["n"] == 50
+
+
+def test_list_shows_each_named_config_on_one_line(capsys):
+    assert main(["benchmark", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(named_configs())
+    line = next(s for s in lines if s.startswith("proplace-table1 "))
+    assert "PROPLACE Table 1" in line
+
+
+def test_unknown_name_and_missing_quick_are_user_errors(tmp_path, capsys):
+    assert main(["benchmark", "proplace-table9"]) == 2
+    err = capsys.readouterr().err
+    assert "no benchmark configuration named 'proplace-table9'" in err and "proplace-table1" in err
+    assert main(["benchmark"]) == 2
+    assert "robustce benchmark --list" in capsys.readouterr().err
+    path = tmp_path / "c.toml"
+    path.write_text('seeds = [0]\ndatasets = ["moons"]\nmethods = ["nearest_neighbour"]\n')
+    assert main(["benchmark", str(path), "--quick", "--out", str(tmp_path / "o")]) == 2
+    assert "no [quick] table" in capsys.readouterr().err
+
+
+def test_quick_file_config_runs_into_its_own_directory(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        'seeds = [0, 1]\nmetrics = ["validity"]\n[model]\nhidden_layers = [8]\nepochs = 30\nlr = 0.01\n'
+        '[queries]\nn = 4\n[quick]\nseeds = [0]\nqueries = { n = 2 }\n'
+        '[[datasets]]\nname = "moons"\nparams = { n_samples = 150 }\n'
+        '[[methods]]\nname = "nearest_neighbour"\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["benchmark", str(path), "--quick", "--no-progress", "--no-report"]) == 0
+    out = tmp_path / "results" / "c-quick"
+    assert sorted(p.name for p in (out / "cells").iterdir()) == ["moons__seed0__nearest_neighbour.json"]
+    result = load_results(out)
+    assert result.config.name == "benchmark (quick)" and result.per_cell()["n_queries"].tolist() == [2]
+    assert "results: results/c-quick" in capsys.readouterr().out
