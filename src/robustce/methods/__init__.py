@@ -1,11 +1,13 @@
 """Counterfactual explainers. All share :class:`Explainer` and return :class:`Explanations`."""
 
 from robustce.methods.base import Explainer, QueryResult
+from robustce.methods.diverse_robust import DiverseRobust
 from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
 from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
 from robustce.methods.wachter import Wachter
 
-__all__ = ["Explainer", "MILPNearest", "MILPRobust", "NearestNeighbour", "QueryResult", "Wachter",
-           "available_methods", "build_explainer", "get_method", "register_method"]
+__all__ = ["DiverseRobust", "Explainer", "MILPNearest", "MILPRobust", "NearestNeighbour",
+           "QueryResult", "Wachter", "available_methods", "build_explainer", "get_method",
+           "register_method"]
