@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from robustce.data.dataset import Dataset
+from robustce.distance import Distance
 from robustce.errors import ValidationError
 from robustce.evaluation.metrics import set_distances_batch
 from robustce.utils import check_random_state
@@ -149,8 +150,8 @@ def input_robustness(explainer: Any, queries: Any, data: Dataset, *, explanation
         "query_id": np.tile(expl.queries.index.to_numpy(), r),
         "repeat": np.repeat(np.arange(r), n),
         "perturbed": kept,
-        "noise_l1": np.abs(X2 - Xr).sum(axis=1),
-        "noise_l2": np.sqrt(((X2 - Xr) ** 2).sum(axis=1)),
+        "noise_l1": Distance("l1").rowwise(X2, Xr),
+        "noise_l2": Distance("l2").rowwise(X2, Xr),
     })
     n_cfs2 = np.zeros(n * r, dtype=np.int64)
     valid2 = np.ones(n * r, dtype=bool)

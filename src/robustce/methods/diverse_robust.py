@@ -32,14 +32,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from robustce.distance import Distance, check_norm
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
-from robustce.methods.nearest_neighbour import NearestNeighbour
+from robustce.methods.nearest_neighbour import NORMS, NearestNeighbour
 
 __all__ = ["DiverseRobust"]
 
-_P = {"l1": 1.0, "l2": 2.0, "linf": np.inf}
 SELECTIONS = ("number", "distance")
 FILTERS = ("angle", "distance")
 _MAX_HALVINGS = 60  # 2^-60 of the unit box's diameter: far below any sensible γ
@@ -123,16 +123,16 @@ class DiverseRobust(Explainer):
         self.gamma = _finite(gamma, "gamma")
         if self.gamma <= 0:
             raise ValidationError(f"gamma must be > 0, got {gamma!r}")
-        if norm not in _P:
-            raise ValidationError(f"norm must be one of {sorted(_P)}, got {norm!r}")
-        self.norm = norm
+        self.norm = check_norm(norm, NORMS)
+        #: d — ordering, cut, distance filter, line-search accuracy and the k-metrics
+        self.distance_ = Distance(self.norm, space="model")
         if not isinstance(minimise, bool | np.bool_):
             raise ValidationError(f"minimise must be True or False, got {minimise!r}")
         self.minimise = bool(minimise)
         self.max_candidates = (None if max_candidates is None
                                else _positive_int(max_candidates, "max_candidates"))
         # the neighbour index (one KD-tree per target class, immutables grouped) is shared
-        self._nn = NearestNeighbour(model, data, n_neighbours=self.alpha, norm=norm,
+        self._nn = NearestNeighbour(model, data, n_neighbours=self.alpha, norm=self.norm,
                                     target_class=self.target_class, time_limit=self.time_limit)
         enc = self.encoder
         self._needs_projection = any(b.encoding != "scaled" or b.n_steps is not None
@@ -140,7 +140,7 @@ class DiverseRobust(Explainer):
 
     # --- helpers ------------------------------------------------------------------------------
     def _dist(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        return np.linalg.norm(A - B, ord=_P[self.norm], axis=-1)
+        return self.distance_(A, B)
 
     def index(self, target_class: int) -> Any:
         """The candidates and KD-tree of ``target_class`` (built once, then cached)."""
