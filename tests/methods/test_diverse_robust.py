@@ -260,3 +260,17 @@ def test_distance_cut_matches_brute_force(norm):
     expected = (D <= 2.0 * D.min(axis=1, keepdims=True) + 1e-12).sum(axis=1)
     assert expected.max() > 32  # more than the first KD-tree query returns
     assert res.certificates["n_candidates"].to_numpy().tolist() == expected.tolist()
+
+
+def test_memory_chunks_give_the_same_sets(tiny, monkeypatch):
+    model, data = tiny
+    Q = pd.DataFrame([(0.3, 0.3), (0.1, 0.5), (0.5, 0.1), (0.2, 0.7)], columns=["a", "b"])
+    whole = DiverseRobust(model, data, alpha=6, beta=0.9).explain(Q)
+    import robustce.methods.diverse_robust as dr
+
+    monkeypatch.setattr(dr, "_MAX_ELEMENTS", 1)  # one query per block
+    ex = DiverseRobust(model, data, alpha=6, beta=0.9)
+    assert [len(rows) for _, rows in ex._chunks(np.ones(4, dtype=np.int64), 2)] == [1, 1, 1, 1]
+    parts = ex.explain(Q)
+    assert np.array_equal(parts.counterfactuals_encoded, whole.counterfactuals_encoded)
+    assert parts.counterfactuals["query_id"].tolist() == whole.counterfactuals["query_id"].tolist()

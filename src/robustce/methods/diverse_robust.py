@@ -44,6 +44,7 @@ SELECTIONS = ("number", "distance")
 FILTERS = ("angle", "distance")
 _MAX_HALVINGS = 60  # 2^-60 of the unit box's diameter: far below any sensible γ
 _TIE = 1e-12
+_MAX_ELEMENTS = 20_000_000  # candidate coordinates held at once (160 MB of float64)
 
 
 def _finite(value: Any, name: str) -> float:
@@ -231,12 +232,22 @@ class DiverseRobust(Explainer):
         return best
 
     # --- the batch ---------------------------------------------------------------------------
+    def _chunks(self, targets: np.ndarray, d: int) -> list[tuple[int, np.ndarray]]:
+        """(target class, query rows) blocks whose candidate arrays (rows × K × d floats) stay
+        under ``_MAX_ELEMENTS`` (K = α, or the first KD-tree query of the distance cut)."""
+        k = self.alpha if self.selection == "number" else max(4 * self.n_counterfactuals, 32)
+        step = max(1, _MAX_ELEMENTS // max(1, k * d))
+        out = []
+        for t in np.unique(targets):
+            rows = np.flatnonzero(targets == t)
+            out += [(int(t), rows[s:s + step]) for s in range(0, len(rows), step)]
+        return out
+
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
         results: list[QueryResult | None] = [None] * len(X)
         all_rows, all_sel, all_C = [], [], []
         cert: dict[int, dict[str, Any]] = {}
-        for t in np.unique(targets):
-            rows = np.flatnonzero(targets == t)
+        for t, rows in self._chunks(targets, X.shape[1]):
             idx = self.index(int(t))
             groups = self._nn._query_groups(idx, X[rows])
             if len(idx.X) == 0:
