@@ -129,6 +129,7 @@ def run(datasets: list[str], n_queries: int, n_repeats: int, seed: int = 0) -> p
                 "pairs": int(ok.sum()),
                 "time/query (s)": f"{wall:.3f}",
             })
+            print(" | ".join(str(v) for v in rows[-1].values()), flush=True)  # progress
     return pd.DataFrame(rows)
 
 
