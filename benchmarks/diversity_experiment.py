@@ -59,7 +59,7 @@ def _setup(name: str, n_queries: int, seed: int = 0) -> tuple[Any, Any, Any]:
     return model, train, queries
 
 
-def _methods(name: str, have_dice: bool) -> list[tuple[str, str, Any]]:
+def _methods(name: str, dice_methods: tuple[str, ...]) -> list[tuple[str, str, Any]]:
     """(label, norm the row is reported in, factory(model, train))."""
     alpha = ALPHA.get(name, 1000)
     out: list[tuple[str, str, Any]] = []
@@ -68,8 +68,8 @@ def _methods(name: str, have_dice: bool) -> list[tuple[str, str, Any]]:
             label = f"DiverseRobust {norm.upper()}{'' if minimise else ' no-min'}"
             out.append((label, norm, lambda m, t, n=norm, mi=minimise: rc.methods.DiverseRobust(
                 m, t, alpha=alpha, beta=0.5, gamma=0.1, norm=n, minimise=mi)))
-    if have_dice:
-        for method in ("random", "genetic"):
+    if dice_methods:
+        for method in dice_methods:
             for norm in ("l1", "l2"):  # one run, reported in both norms
                 out.append((f"DiCE-{method} {norm.upper()}", norm,
                             lambda m, t, me=method: rc.methods.DiCE(m, t, method=me, random_state=0)))
@@ -88,19 +88,18 @@ def _ms(v: pd.Series) -> str:
     return f"{v.mean():.2f} ± {v.std(ddof=0):.2f}" if len(v) else "—"
 
 
-def run(datasets: list[str], n_queries: int, n_repeats: int, seed: int = 0) -> pd.DataFrame:
+def run(datasets: list[str], n_queries: int, n_repeats: int, seed: int = 0,
+        dice_methods: tuple[str, ...] = ("random", "genetic")) -> pd.DataFrame:
     try:
         import dice_ml  # noqa: F401
-
-        have_dice = True
     except ImportError:
-        have_dice = False
+        dice_methods = ()
     rows = []
     for name in datasets:
         model, train, queries = _setup(name, n_queries, seed)
         d = model.encoder.n_features_out_
         cache: dict[str, tuple[Any, pd.DataFrame, float]] = {}
-        for label, norm, factory in _methods(name, have_dice):
+        for label, norm, factory in _methods(name, tuple(dice_methods)):
             key = label.rsplit(" ", 1)[0] if label.startswith(("DiCE", "MILPNearest")) else label
             if key.startswith("MILPNearest"):
                 key = "MILPNearest"
@@ -141,9 +140,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="5 queries × 1 repeat")
     parser.add_argument("--out", help="also write the table to this CSV file")
+    parser.add_argument("--dice", nargs="*", default=["random", "genetic"],
+                        help="DiCE methods to run (none: skip DiCE)")
     args = parser.parse_args()
     q, r = (5, 1) if args.quick else (args.queries, args.repeats)
-    table = run(args.datasets, q, r, args.seed)
+    table = run(args.datasets, q, r, args.seed, tuple(args.dice))
     print(_markdown(table))
     if args.out:
         table.to_csv(args.out, index=False)
