@@ -89,7 +89,7 @@ def _ms(v: pd.Series) -> str:
 
 
 def run(datasets: list[str], n_queries: int, n_repeats: int, seed: int = 0,
-        dice_methods: tuple[str, ...] = ("random", "genetic")) -> pd.DataFrame:
+        dice_methods: tuple[str, ...] = ("random", "genetic"), only: Any = None) -> pd.DataFrame:
     try:
         import dice_ml  # noqa: F401
     except ImportError:
@@ -100,6 +100,8 @@ def run(datasets: list[str], n_queries: int, n_repeats: int, seed: int = 0,
         d = model.encoder.n_features_out_
         cache: dict[str, tuple[Any, pd.DataFrame, float]] = {}
         for label, norm, factory in _methods(name, tuple(dice_methods)):
+            if only and not any(w in label for w in only):
+                continue
             key = label.rsplit(" ", 1)[0] if label.startswith(("DiCE", "MILPNearest")) else label
             if key.startswith("MILPNearest"):
                 key = "MILPNearest"
@@ -140,11 +142,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="5 queries × 1 repeat")
     parser.add_argument("--out", help="also write the table to this CSV file")
+    parser.add_argument("--only", nargs="*", help="run only the methods whose label contains one "
+                        "of these words")
     parser.add_argument("--dice", nargs="*", default=["random", "genetic"],
                         help="DiCE methods to run (none: skip DiCE)")
     args = parser.parse_args()
     q, r = (5, 1) if args.quick else (args.queries, args.repeats)
-    table = run(args.datasets, q, r, args.seed, tuple(args.dice))
+    table = run(args.datasets, q, r, args.seed, tuple(args.dice), args.only)
     print(_markdown(table))
     if args.out:
         table.to_csv(args.out, index=False)

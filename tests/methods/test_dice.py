@@ -66,3 +66,4 @@ def test_bad_parameters(tiny):
         DiCE(model, data, n_counterfactuals=0)
     with pytest.raises(ValidationError, match="data"):
         DiCE(model, None)
+

@@ -33,6 +33,7 @@ __all__ = ["DiCE"]
 
 METHODS = ("random", "genetic", "gradient", "kdtree")
 _OUTCOME = "__robustce_class__"
+_DECIMALS = 10
 
 
 def _dice_ml() -> Any:
@@ -118,7 +119,10 @@ class DiCE(Explainer):
         X = self.encoder.transform(self.data.frame)
         frame = pd.DataFrame(X, columns=self._columns)
         frame[_OUTCOME] = self.data.y
-        d = dml.Data(dataframe=frame, continuous_features=list(self._columns), outcome_name=_OUTCOME)
+        # dice-ml rounds each continuous column to the decimals of its mode (0.0 -> 1 decimal),
+        # which moves many CEs back across the boundary; keep model-space precision instead
+        d = dml.Data(dataframe=frame, continuous_features=list(self._columns), outcome_name=_OUTCOME,
+                     continuous_features_precision={c: _DECIMALS for c in self._columns})
         if self.method == "gradient":
             import torch
 
