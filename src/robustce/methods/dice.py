@@ -28,6 +28,7 @@ import pandas as pd
 from robustce.errors import RobustCEError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
+from robustce.validation import check_choice, check_integer
 
 __all__ = ["DiCE"]
 
@@ -95,19 +96,21 @@ class DiCE(Explainer):
     def __init__(self, model: Any, data: Any = None, *, n_counterfactuals: int = 5,
                  method: str = "random", dice_params: dict[str, Any] | None = None,
                  **kwargs: Any):
-        super().__init__(model, data, **kwargs)
-        if data is None:
-            raise ValidationError("DiCE needs the training data (data=)")
-        if isinstance(n_counterfactuals, bool) or int(n_counterfactuals) != n_counterfactuals \
-                or int(n_counterfactuals) < 1:
-            raise ValidationError(f"n_counterfactuals must be a positive integer, got {n_counterfactuals!r}")
-        if method not in METHODS:
-            raise ValidationError(f"method must be one of {METHODS}, got {method!r}")
-        if method == "gradient" and not model.differentiable:
-            raise ValidationError("method='gradient' needs a differentiable model (an MLP)")
-        self.n_counterfactuals = int(n_counterfactuals)
+        self.n_counterfactuals = n_counterfactuals
         self.method = method
-        self.dice_params = dict(dice_params or {})
+        self.dice_params = dice_params
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.data is None:
+            raise ValidationError("DiCE needs the training data (data=)")
+        check_integer(self.n_counterfactuals, "n_counterfactuals", low=1)
+        check_choice(self.method, "method", METHODS)
+        if self.method == "gradient" and not self.model.differentiable:
+            raise ValidationError("method='gradient' needs a differentiable model (an MLP)")
+        if self.dice_params is not None and not isinstance(self.dice_params, dict):
+            raise ValidationError(f"dice_params must be a dict or None, got {self.dice_params!r}")
         self._dice_ml = _dice_ml()
         self._explainer: Any = None
         self._columns = [f"x{j}" for j in range(self.encoder.n_features_out_)]
@@ -149,7 +152,7 @@ class DiCE(Explainer):
         exp = self._build()
         seed = int(self._rng().integers(2**31 - 1))
         query = pd.DataFrame(x[None, :], columns=self._columns)
-        params = dict(self.dice_params)
+        params = dict(self.dice_params or {})
         if self.method == "random":
             params.setdefault("random_seed", seed)
         try:
@@ -157,7 +160,7 @@ class DiCE(Explainer):
                     contextlib.redirect_stderr(io.StringIO()), \
                     contextlib.redirect_stdout(io.StringIO()):  # dice-ml's prints and bars
                 warnings.simplefilter("ignore")
-                out = exp.generate_counterfactuals(query, total_CFs=self.n_counterfactuals,
+                out = exp.generate_counterfactuals(query, total_CFs=int(self.n_counterfactuals),
                                                    desired_class=int(target), verbose=False,
                                                    **params)
         except Exception as exc:  # dice-ml raises its own and plain exceptions

@@ -37,6 +37,7 @@ from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.nearest_neighbour import NORMS, NearestNeighbour
+from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["DiverseRobust"]
 
@@ -45,22 +46,6 @@ FILTERS = ("angle", "distance")
 _MAX_HALVINGS = 60  # 2^-60 of the unit box's diameter: far below any sensible γ
 _TIE = 1e-12
 _MAX_ELEMENTS = 20_000_000  # candidate coordinates held at once (160 MB of float64)
-
-
-def _finite(value: Any, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValidationError(f"{name} must be finite, got {value!r}")
-    return v
-
-
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not float(_finite(value, name)).is_integer() or int(value) < 1:
-        raise ValidationError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 class DiverseRobust(Explainer):
@@ -104,40 +89,40 @@ class DiverseRobust(Explainer):
                  filter: str = "angle", beta: float = 0.5, gamma: float = 0.1,  # noqa: A002
                  norm: str = "l1", minimise: bool = True, max_candidates: int | None = None,
                  **kwargs: Any):
-        super().__init__(model, data, **kwargs)
-        if data is None:
-            raise ValidationError("DiverseRobust needs the training data (data=) for candidates")
-        self.n_counterfactuals = _positive_int(n_counterfactuals, "n_counterfactuals")
-        if selection not in SELECTIONS:
-            raise ValidationError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+        self.n_counterfactuals = n_counterfactuals
         self.selection = selection
-        self.alpha = _positive_int(alpha, "alpha")
-        self.epsilon = _finite(epsilon, "epsilon")
-        if self.epsilon < 0:
-            raise ValidationError(f"epsilon must be >= 0, got {epsilon!r}")
-        if filter not in FILTERS:
-            raise ValidationError(f"filter must be one of {FILTERS}, got {filter!r}")
+        self.alpha = alpha
+        self.epsilon = epsilon
         self.filter = filter
-        self.beta = _finite(beta, "beta")
-        if not 0.0 <= self.beta <= 1.0:
-            raise ValidationError(f"beta must be in [0, 1], got {beta!r}")
-        self.gamma = _finite(gamma, "gamma")
-        if self.gamma <= 0:
-            raise ValidationError(f"gamma must be > 0, got {gamma!r}")
-        self.norm = check_norm(norm, NORMS)
+        self.beta = beta
+        self.gamma = gamma
+        self.norm = norm
+        self.minimise = minimise
+        self.max_candidates = max_candidates
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.data is None:
+            raise ValidationError("DiverseRobust needs the training data (data=) for candidates")
+        check_integer(self.n_counterfactuals, "n_counterfactuals", low=1)
+        check_choice(self.selection, "selection", SELECTIONS)
+        check_integer(self.alpha, "alpha", low=1)
+        check_number(self.epsilon, "epsilon", low=0)
+        check_choice(self.filter, "filter", FILTERS)
+        check_number(self.beta, "beta", low=0, high=1)
+        check_number(self.gamma, "gamma", low=0, low_open=True)
+        check_norm(self.norm, NORMS)
+        check_bool(self.minimise, "minimise")
+        check_integer(self.max_candidates, "max_candidates", low=1, allow_none=True)
         #: d — ordering, cut, distance filter, line-search accuracy and the k-metrics
-        self.distance_ = Distance(self.norm, space="model")
-        if not isinstance(minimise, bool | np.bool_):
-            raise ValidationError(f"minimise must be True or False, got {minimise!r}")
-        self.minimise = bool(minimise)
-        self.max_candidates = (None if max_candidates is None
-                               else _positive_int(max_candidates, "max_candidates"))
+        self.distance_ = Distance(check_norm(self.norm, NORMS), space="model")
         # the neighbour index (one KD-tree per target class, immutables grouped) is shared
-        self._nn = NearestNeighbour(model, data, n_neighbours=self.alpha, norm=self.norm,
-                                    target_class=self.target_class, time_limit=self.time_limit)
-        enc = self.encoder
+        self._nn = NearestNeighbour(self.model, self.data, n_neighbours=int(self.alpha),
+                                    norm=self.distance_.norm, target_class=self.target_class,
+                                    time_limit=self.time_limit)
         self._needs_projection = any(b.encoding != "scaled" or b.n_steps is not None
-                                     for b in enc.blocks_)
+                                     for b in self.encoder.blocks_)
 
     # --- helpers ------------------------------------------------------------------------------
     def _dist(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -153,9 +138,9 @@ class DiverseRobust(Explainer):
         """(positions (q, K) -1 padded, distances (q, K) inf padded, kept mask (q, K))."""
         n_class = len(idx.X)
         if self.selection == "number":
-            k = min(self.alpha, n_class)
+            k = min(int(self.alpha), n_class)
         else:
-            cap = n_class if self.max_candidates is None else min(self.max_candidates, n_class)
+            cap = n_class if self.max_candidates is None else min(int(self.max_candidates), n_class)
             k = min(max(4 * self.n_counterfactuals, 32), cap)
         while True:
             self._nn.n_neighbours = max(k, 1)
