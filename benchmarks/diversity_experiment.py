@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 import robustce as rc
-from robustce.evaluation.metrics import k_distance_batch, k_diversity_batch
 from robustce.evaluation.perturbation import input_robustness
+from robustce.evaluation.set_metrics import k_distance_batch, k_diversity_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA = {"diabetes": 50, "no2": 50}  # 1000 for the others (the paper)

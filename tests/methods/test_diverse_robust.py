@@ -217,7 +217,7 @@ def test_needs_training_data_and_is_registered(tiny):
     model, _ = tiny
     with pytest.raises(ValidationError, match="data"):
         DiverseRobust(model, None)
-    from robustce.evaluation.registry import get_method
+    from robustce.methods.registry import get_method
 
     assert get_method("diverse_robust") is DiverseRobust
     assert DiverseRobust.certificate_columns == ("n_candidates", "n_kept", "k_distance",

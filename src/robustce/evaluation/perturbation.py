@@ -32,7 +32,7 @@ import pandas as pd
 from robustce.data.dataset import Dataset
 from robustce.distance import Distance
 from robustce.errors import ValidationError
-from robustce.evaluation.metrics import set_distances_batch
+from robustce.evaluation.set_metrics import set_distances_batch
 from robustce.utils import check_random_state
 
 __all__ = [
