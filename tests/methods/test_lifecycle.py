@@ -15,8 +15,16 @@ from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer, Trainable
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
+try:
+    import dice_ml  # noqa: F401 - the DiCE adapter needs the optional extra to be built
+
+    _NEEDS_EXTRA: set[str] = set()
+except ImportError:
+    _NEEDS_EXTRA = {"DiCE"}
+
 METHODS = sorted((obj for obj in vars(rc.methods).values()
-                  if inspect.isclass(obj) and issubclass(obj, Explainer) and obj is not Explainer),
+                  if inspect.isclass(obj) and issubclass(obj, Explainer) and obj is not Explainer
+                  and obj.__name__ not in _NEEDS_EXTRA),
                  key=lambda c: c.__name__)
 
 #: non-default parameters per method, so the round trip carries more than defaults
@@ -28,6 +36,11 @@ NON_DEFAULT = {
                        delta_time_limit=5.0, norm="linf"),
     "Wachter": dict(lam_init=0.5, lam_schedule=3, loss="bce", distance_weights="ones",
                     init_noise=0.01, straight_through=False, random_state=7),
+    "DiverseRobust": dict(n_counterfactuals=3, selection="distance", alpha=20, epsilon=0.3,
+                          filter="distance", beta=0.3, gamma=0.05, norm="l2", minimise=False,
+                          max_candidates=200),
+    "DiCE": dict(n_counterfactuals=2, method="genetic", dice_params={"posthoc_sparsity_param": 0.2},
+                 random_state=3),
 }
 
 

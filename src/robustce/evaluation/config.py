@@ -30,6 +30,10 @@ schema (documented in ``docs/benchmark.md``)::
     lof_neighbors = 10
     [evaluation.retrain]          # model family for validity after retraining (omit to skip)
     n_models = 5
+    [evaluation.perturb]          # input-perturbation protocol (omit to skip): enables the
+    scale = 0.0008                # set_distance_* metrics; variance = scale * training range
+    n_repeats = 3                 # perturbed copies per query (per-query values: their mean)
+    max_tries = 100               # redraws until the model keeps the query's class
 
     [[datasets]]
     name = "synthetic_loan"
@@ -91,7 +95,8 @@ QUICK_KEYS = {"description", "seeds", "queries", "evaluation", "datasets", "n_jo
 MODEL_SKIP = {"self", "random_state"}
 SPLIT_KEYS = {"test_size": float, "stratify": bool}
 QUERY_KEYS = {"n": int, "from_class": int, "target_class": int}
-EVAL_KEYS = {"delta", "lof_neighbors", "retrain"}
+EVAL_KEYS = {"delta", "lof_neighbors", "retrain", "perturb"}
+PERTURB_KEYS = {"scale": float, "n_repeats": int, "max_tries": int}
 RETRAIN_KEYS = {"protocol": str, "n_models": int, "n_retrain": int, "n_drop": int,
                 "drop_fraction": float}
 RETRAIN_PROTOCOLS = ("proplace", "seeds")
@@ -433,6 +438,19 @@ def _evaluation(value: Any, path: str = "evaluation") -> dict[str, Any]:
         raise ConfigError(f"{path}.lof_neighbors: must be a positive integer")
     if "retrain" in table:
         out["retrain"] = _retrain(table["retrain"], f"{path}.retrain")
+    if "perturb" in table:
+        out["perturb"] = _perturb(table["perturb"], f"{path}.perturb")
+    return out
+
+
+def _perturb(value: Any, path: str = "evaluation.perturb") -> dict[str, Any]:
+    from robustce.evaluation.perturbation import PERTURB_DEFAULTS, PerturbationSpec
+
+    out = {**PERTURB_DEFAULTS, **_simple_table(value, PERTURB_KEYS, path)}
+    try:
+        PerturbationSpec(**out)
+    except RobustCEError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     return out
 
 
@@ -473,7 +491,7 @@ def available_metric_names() -> list[str]:
 
 
 _NEEDS_HINT = {"family": "an [evaluation.retrain] table", "shift": "evaluation.delta",
-               "perturbed": "perturbed queries, which the benchmark runner does not produce"}
+               "perturbed": "an [evaluation.perturb] table"}
 
 
 def _metrics(value: Any, evaluations: Sequence[Mapping[str, Any]]) -> list[str] | None:
@@ -489,7 +507,8 @@ def _metrics(value: Any, evaluations: Sequence[Mapping[str, Any]]) -> list[str] 
         if m not in known:
             raise ConfigError(f"metrics[{i}]: unknown metric {m!r}; available: {', '.join(known)}")
         have = {"data"} | ({"family"} if all("retrain" in e for e in evaluations) else set()) \
-            | ({"shift"} if all("delta" in e for e in evaluations) else set())
+            | ({"shift"} if all("delta" in e for e in evaluations) else set()) \
+            | ({"perturbed"} if all("perturb" in e for e in evaluations) else set())
         missing = sorted(_metric_needs(m) - have)
         if missing:
             raise ConfigError(f"metrics[{i}]: metric {m!r} needs "

@@ -165,13 +165,21 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         t_explain = time.perf_counter()
         expl = explainer.explain(ctx.queries)
         explain_s = time.perf_counter() - t_explain
+        perturb = dataset.evaluation.get("perturb")
+        metrics = config.metrics
+        if perturb is not None:  # the set distances come from the perturbation protocol
+            metrics = [m for m in (metrics or check_metrics(None, data=ctx.train, family=ctx.family,
+                                                            shift=ctx.shift))
+                       if not m.startswith("set_distance_")]
         if len(expl.counterfactuals):
             per_query = evaluate(expl, ctx.model, data=ctx.train, family=ctx.family,
-                                 shift=ctx.shift, metrics=config.metrics,
+                                 shift=ctx.shift, metrics=metrics,
                                  lof_neighbors=dataset.evaluation.get("lof_neighbors", 10))
         else:  # no CE for any query: nothing to measure, coverage says it
-            names = check_metrics(config.metrics, data=ctx.train, family=ctx.family, shift=ctx.shift)
+            names = check_metrics(metrics, data=ctx.train, family=ctx.family, shift=ctx.shift)
             per_query = pd.DataFrame(columns=names, index=pd.Index([], name="query_id"), dtype=float)
+        if perturb is not None:
+            per_query = _with_set_distances(config, ctx, explainer, expl, per_query, perturb)
         summary = summarise(per_query, expl)
     except Exception as exc:
         if config.on_error == "raise":
@@ -196,6 +204,27 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         summary={str(k): _scalar(v) for k, v in dict(summary).items()},
     )
     return record, expl
+
+
+def _with_set_distances(config: BenchmarkConfig, ctx: GroupContext, explainer: Any, expl: Any,
+                        per_query: pd.DataFrame, perturb: Mapping[str, Any]) -> pd.DataFrame:
+    """Add the ``set_distance_*`` columns of the input-perturbation protocol (per query, the
+    mean over ``n_repeats`` perturbed copies) for the metrics the config asks for."""
+    from robustce.evaluation.perturbation import input_robustness, per_query_set_distances
+
+    wanted = [m for m in (config.metrics or [f"set_distance_{k}_{p}" for k in ("sum", "max")
+                                             for p in ("l1", "l2")])
+              if m.startswith("set_distance_")]
+    if not wanted:
+        return per_query
+    table = input_robustness(explainer, ctx.queries, ctx.train, explanations=expl,
+                             random_state=np.random.default_rng([int(ctx.seed), 104729]),
+                             **perturb)
+    sd = per_query_set_distances(table).reindex(per_query.index)
+    out = per_query.copy()
+    for m in wanted:
+        out[m] = sd[m].to_numpy()
+    return out
 
 
 def _dataset_entry(config: BenchmarkConfig, label: str) -> DatasetEntry:

@@ -56,6 +56,7 @@ METHOD_CLASSES: dict[str, str] = {
     "proplace": "PROPLACE",
     "apas": "APAS",
     "diverse_robust": "DiverseRobust",
+    "dice": "DiCE",
     "mace": "MACE",
     "counternet": "CounterNet",
     "rocoursenet": "RoCourseNet",

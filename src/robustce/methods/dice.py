@@ -1,0 +1,178 @@
+"""``DiCE``: an adapter over ``dice-ml`` (Mothilal, Sharma & Tan, FAT* 2020), the diverse-set
+baseline of Leofante & Potyka — measured on the same model and queries, not quoted.
+
+DiCE searches in *model space*: it is given the encoded training data ([0, 1]^d, every column
+treated as continuous, outcome = the training labels) and the robustce model itself (its
+``predict_proba`` on encoded rows, through dice-ml's scikit-learn interface; for
+``method="gradient"``, the model's torch module followed by a softmax/sigmoid, through its
+PyTorch interface). Its CEs come back as encoded rows, and the base class projects every one to
+a valid encoding and re-validates it by a forward pass, like every method's CEs.
+
+Needs the optional extra: ``pip install 'robustce[dice]'`` (dice-ml; without its optional
+lightgbm/xgboost dependencies). dice-ml draws random numbers from numpy's and Python's global
+generators: the adapter seeds them from ``random_state`` for each query and restores the previous state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+import warnings
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from robustce.errors import RobustCEError, ValidationError
+from robustce.explanations import QueryResult
+from robustce.methods.base import Explainer
+from robustce.validation import check_choice, check_integer
+
+__all__ = ["DiCE"]
+
+METHODS = ("random", "genetic", "gradient", "kdtree")
+_OUTCOME = "__robustce_class__"
+_DECIMALS = 10
+
+
+def _dice_ml() -> Any:
+    try:
+        import dice_ml
+    except ImportError as exc:
+        raise RobustCEError(
+            f"DiCE needs the optional extra 'dice' (pip install 'robustce[dice]'): {exc}") from None
+    return dice_ml
+
+
+class _ProbaModel:
+    """dice-ml's scikit-learn interface over a robustce model on encoded rows."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return self.model.predict_proba(np.asarray(X, dtype=np.float64))
+
+    def predict(self, X: Any) -> np.ndarray:
+        return self.model.predict(np.asarray(X, dtype=np.float64))
+
+
+@contextlib.contextmanager
+def _global_seed(seed: int) -> Iterator[None]:
+    # dice-ml reads the legacy global generators; seed them here only, and restore them
+    state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
+    np.random.seed(seed)  # noqa: NPY002
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)  # noqa: NPY002
+        random.setstate(py_state)
+
+
+class DiCE(Explainer):
+    """Diverse counterfactual explanations by dice-ml, returned as :class:`Explanations`.
+
+    Parameters
+    ----------
+    model, data : the classifier and its training :class:`~robustce.data.Dataset` (required).
+    n_counterfactuals : int ≥ 1 — ``total_CFs`` asked from DiCE per query.
+    method : "random", "genetic", "kdtree" or "gradient" (needs a differentiable model).
+    dice_params : dict — further keyword arguments of ``generate_counterfactuals``
+        (e.g. ``proximity_weight``, ``diversity_weight``); the defaults are dice-ml's.
+    target_class, time_limit, random_state, n_jobs : see
+        :class:`~robustce.methods.base.Explainer`. dice-ml has no time limit of its own.
+
+    Certificate columns: ``n_returned`` — CEs DiCE returned before re-validation.
+    Statuses: ``found``; ``not_found`` — DiCE returned no counterfactual (no infeasibility
+    claim); ``error`` — dice-ml raised (its message is kept).
+    """
+
+    name: ClassVar[str] = "dice"
+    certificate_columns: ClassVar[tuple[str, ...]] = ("n_returned",)
+
+    def __init__(self, model: Any, data: Any = None, *, n_counterfactuals: int = 5,
+                 method: str = "random", dice_params: dict[str, Any] | None = None,
+                 **kwargs: Any):
+        self.n_counterfactuals = n_counterfactuals
+        self.method = method
+        self.dice_params = dice_params
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.data is None:
+            raise ValidationError("DiCE needs the training data (data=)")
+        check_integer(self.n_counterfactuals, "n_counterfactuals", low=1)
+        check_choice(self.method, "method", METHODS)
+        if self.method == "gradient" and not self.model.differentiable:
+            raise ValidationError("method='gradient' needs a differentiable model (an MLP)")
+        if self.dice_params is not None and not isinstance(self.dice_params, dict):
+            raise ValidationError(f"dice_params must be a dict or None, got {self.dice_params!r}")
+        self._dice_ml = _dice_ml()
+        self._explainer: Any = None
+        self._columns = [f"x{j}" for j in range(self.encoder.n_features_out_)]
+
+    def _build(self) -> Any:
+        if self._explainer is not None:
+            return self._explainer
+        dml = self._dice_ml
+        X = self.encoder.transform(self.data.frame)
+        frame = pd.DataFrame(X, columns=self._columns)
+        frame[_OUTCOME] = self.data.y
+        # dice-ml rounds each continuous column to the decimals of its mode (0.0 -> 1 decimal),
+        # which moves many CEs back across the boundary; keep model-space precision instead
+        d = dml.Data(dataframe=frame, continuous_features=list(self._columns), outcome_name=_OUTCOME,
+                     continuous_features_precision={c: _DECIMALS for c in self._columns})
+        if self.method == "gradient":
+            import torch
+
+            net = self.model.network()
+            linear = [torch.nn.Linear(W.shape[1], W.shape[0]) for W, _ in net.weights]
+            layers: list[Any] = []
+            with torch.no_grad():
+                for i, (lin, (W, b)) in enumerate(zip(linear, net.weights, strict=True)):
+                    lin.weight.copy_(torch.as_tensor(W, dtype=torch.float32))
+                    lin.bias.copy_(torch.as_tensor(b, dtype=torch.float32))
+                    layers.append(lin)
+                    if i < len(linear) - 1:
+                        layers.append(torch.nn.ReLU())
+            layers.append(torch.nn.Sigmoid() if net.weights[-1][0].shape[0] == 1
+                          else torch.nn.Softmax(dim=1))
+            m = dml.Model(model=torch.nn.Sequential(*layers), backend="PYT")
+        else:
+            m = dml.Model(model=_ProbaModel(self.model), backend="sklearn",
+                          model_type="classifier")
+        self._explainer = dml.Dice(d, m, method=self.method)
+        return self._explainer
+
+    def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
+        exp = self._build()
+        seed = int(self._rng().integers(2**31 - 1))
+        query = pd.DataFrame(x[None, :], columns=self._columns)
+        params = dict(self.dice_params or {})
+        if self.method == "random":
+            params.setdefault("random_seed", seed)
+        try:
+            with _global_seed(seed), warnings.catch_warnings(), \
+                    contextlib.redirect_stderr(io.StringIO()), \
+                    contextlib.redirect_stdout(io.StringIO()):  # dice-ml's prints and bars
+                warnings.simplefilter("ignore")
+                out = exp.generate_counterfactuals(query, total_CFs=int(self.n_counterfactuals),
+                                                   desired_class=int(target), verbose=False,
+                                                   **params)
+        except Exception as exc:  # dice-ml raises its own and plain exceptions
+            name = type(exc).__name__
+            if "no counterfactuals found" in str(exc).lower() or name == "UserConfigValidationException":
+                return QueryResult("not_found", certificate={"n_returned": 0},
+                                   message=f"dice-ml: {exc}")
+            return QueryResult("error", certificate={"n_returned": 0},
+                               message=f"dice-ml {name}: {exc}")
+        cfs = out.cf_examples_list[0].final_cfs_df
+        if cfs is None or len(cfs) == 0:
+            return QueryResult("not_found", certificate={"n_returned": 0},
+                               message="dice-ml returned no counterfactual")
+        C = cfs[self._columns].to_numpy(dtype=np.float64)
+        return QueryResult("found", C, {"n_returned": int(len(C))})
