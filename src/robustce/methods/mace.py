@@ -91,7 +91,10 @@ class MACE(Explainer):
         ``DecisionTreeClassifier`` / ``RandomForestClassifier`` / ``Extra*``), a logistic
         regression, or a ReLU MLP (sklearn ``MLPClassifier``, :class:`~robustce.models.MLP`,
         any model with a ``network()`` view). Others raise :class:`UnsupportedModelError`.
-    data : not needed (the schema comes from ``model.encoder``).
+    data : optional training :class:`~robustce.data.Dataset`. When given, Algorithm 1 starts
+        from the nearest plausible training point in the target class (the MO baseline)
+        instead of δ_max = 1, so the CE is never farther than MO's and networks need no
+        unbounded first call.
     norm : "l1" (default), "l0", "linf", or a mapping ``{"l0": α, "l1": β, "linf": γ}`` with
         α + β + γ = 1 — the distance of eq. 3, normalised to [0, 1] (:func:`mace_distance`).
     epsilon : accuracy ε > 0 of the binary search: ``delta_max − delta_min <= epsilon``.
@@ -170,6 +173,7 @@ class MACE(Explainer):
         self._kind, self._parts = _model_parts(model)
         self._tau = float(tau) if tau is not None else (1e-6 if self._kind == "network" else 0.0)
         self._input: smt.SMTInput | None = None
+        self._cands: tuple[np.ndarray, np.ndarray] | None = None
 
     def __getstate__(self) -> dict[str, Any]:  # z3 objects do not pickle (joblib workers)
         state = dict(self.__dict__)
@@ -182,10 +186,29 @@ class MACE(Explainer):
             self._input = smt.SMTInput(self.encoder)
         return self._input
 
-    def _solver(self, x: np.ndarray, target: int) -> tuple[z3.Solver, smt.SMTInput, z3.ArithRef]:
-        """z3 solver holding φ_CF ∧ φ_g for query ``x`` and the distance variable D."""
+    def _radius(self, delta: float) -> float:
+        """Largest per-feature distance δ_j possible when d <= ``delta`` (inf if unbounded)."""
+        J = len(self.encoder.blocks_)
+        r = math.inf
+        for key in ("l1", "linf"):
+            if key in self._norm:
+                r = min(r, J * delta / self._norm[key])
+        if "l0" in self._norm and J * delta / self._norm["l0"] < 1.0:
+            r = 0.0
+        return r
+
+    def _solver(self, x: np.ndarray, target: int, delta: float | None,
+                extra: list[z3.BoolRef]) -> tuple[z3.Solver, smt.SMTInput]:
+        """z3 solver holding φ_CF ∧ φ_d(δ) ∧ φ_g for query ``x`` (no distance bound when
+        ``delta`` is None). The model formula is partially evaluated over the box that the
+        actionability and the distance bound leave to each column (tree branches outside it
+        dropped, neurons stable on it written without ``If``)."""
         inp = self._smt_input()
-        box = inp.box(x, self.actionability)
+        lo, hi = inp.box(x, self.actionability)
+        if delta is not None:
+            blo, bhi = inp.ball(x, self._radius(delta))
+            lo, hi = np.maximum(lo, blo), np.minimum(hi, bhi)
+        box = (lo, hi)
         s = z3.Solver()
         s.add(*inp.domain)
         s.add(*inp.actionability(x, self.actionability))
@@ -195,24 +218,67 @@ class MACE(Explainer):
             s.add(*smt.forest_formula(self._parts, inp, target, box, tau=self._tau))
         else:
             s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau))
-        D, dcons = inp.distance(x, self._norm)
-        s.add(*dcons)
-        return s, inp, D
+        if delta is not None:
+            D, dcons = inp.distance(x, self._norm)
+            s.add(*dcons)
+            s.add(D <= smt.rational(delta))
+        s.add(*extra)
+        return s, inp
 
     # --- Algorithm 1 ------------------------------------------------------------------------
     def _distance(self, x: np.ndarray, cf: np.ndarray) -> float:
         return float(mace_distance(self.encoder, x, cf[None], self._norm)[0])
 
+    def _seed(self, x: np.ndarray, target: int, previous: list[np.ndarray]
+              ) -> np.ndarray | None:
+        """The nearest training point (MACE distance) that the model puts in ``target``,
+        satisfies the plausibility clauses and differs from the ``previous`` CEs — the MO
+        baseline; it starts Algorithm 1 at its distance instead of 1. None without data."""
+        cands = self._candidates(target)
+        if cands is None or len(cands) == 0:
+            return None
+        ok = self._plausible(x, cands)
+        for cf in previous:
+            ok &= np.any(cands != cf[None, :], axis=1)
+        if not ok.any():
+            return None
+        cands = cands[ok]
+        return cands[int(np.argmin(mace_distance(self.encoder, x, cands, self._norm)))]
+
+    def _candidates(self, target: int) -> np.ndarray | None:
+        if self.data is None:
+            return None
+        if self._cands is None:
+            X = self.encoder.transform(self.data.frame)
+            self._cands = (X, self.model.predict(X))
+        X, pred = self._cands
+        return X[pred == target]
+
+    def _plausible(self, x: np.ndarray, C: np.ndarray) -> np.ndarray:
+        """Actionability (schema plus ``actionability`` overrides) of each row of ``C``."""
+        ok = np.ones(len(C), dtype=bool)
+        for b in self.encoder.blocks_:
+            act = Actionability(self.actionability.get(b.name, b.actionability))
+            d = C[:, b.slice] - x[None, b.slice]
+            if act is Actionability.IMMUTABLE:
+                ok &= np.all(d == 0, axis=1)
+            elif act is Actionability.INCREASE:
+                ok &= np.all(d >= 0, axis=1)
+            elif act is Actionability.DECREASE:
+                ok &= np.all(d <= 0, axis=1)
+        return ok
+
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         deadline = time.perf_counter() + self.time_limit
-        solver, inp, D = self._solver(x, target)
         stats = {"calls": 0, "time": 0.0}
         cfs: list[np.ndarray] = []
         highs: list[float] = []
         lows: list[float] = []
+        diversity: list[z3.BoolRef] = []
         status, message, low = "found", "", 0.0
         for k in range(self.n_counterfactuals):
-            st, cf, hi, low, message = self._search(solver, inp, D, x, target, low, deadline, stats)
+            st, cf, hi, low, message = self._search(x, target, low, cfs, diversity, deadline,
+                                                    stats)
             if cf is not None:
                 cfs.append(cf)
                 highs.append(hi)
@@ -223,7 +289,7 @@ class MACE(Explainer):
                     message = f"only {k} distinct plausible CE(s) exist"
                 status = st
                 break
-            solver.add(inp.differs(cf))
+            diversity.append(self._smt_input().differs(cf))
         cert: dict[str, Any] = {
             "delta_max": highs[0] if highs else math.nan,
             "delta_min": lows[0] if lows else low,
@@ -235,33 +301,74 @@ class MACE(Explainer):
         }
         return QueryResult(status, np.array(cfs) if cfs else None, cert, message=message)
 
-    def _search(self, solver: z3.Solver, inp: smt.SMTInput, D: z3.ArithRef, x: np.ndarray,
-                target: int, low: float, deadline: float, stats: dict[str, Any]
+    def _search(self, x: np.ndarray, target: int, low: float, previous: list[np.ndarray],
+                diversity: list[z3.BoolRef], deadline: float, stats: dict[str, Any]
                 ) -> tuple[str, np.ndarray | None, float, float, str]:
-        """Algorithm 1 from ``δ_min = low``: (status, CE, δ_max, δ_min, message)."""
+        """Algorithm 1 from ``δ_min = low``: (status, CE, δ_max, δ_min, message).
 
-        def ask(extra: list[z3.BoolRef]) -> smt.SMTResult:
+        Trees and forests keep one incremental solver (the distance bound pushed and popped);
+        networks get a fresh formula per step, partially evaluated on the distance ball,
+        where most neurons are stable, and the search first doubles δ up from δ_min
+        (unsatisfiable calls on small balls are cheap) until a call is satisfiable or δ
+        reaches the midpoint, then bisects. Every step keeps the invariant of Algorithm 1
+        (δ_min refuted, a CE at δ_max), so the certificate is the same."""
+        incremental = self._kind != "network"
+        base: tuple[z3.Solver, smt.SMTInput, z3.ArithRef] | None = None
+
+        def ask(delta: float | None) -> smt.SMTResult:
+            nonlocal base
             left = deadline - time.perf_counter()
             limit = left if self.sat_timeout is None else min(left, self.sat_timeout)
-            r = smt.check(solver, inp, extra, timeout=limit)
+            t0 = time.perf_counter()
+            if incremental:
+                if base is None:
+                    solver, inp = self._solver(x, target, None, diversity)
+                    D, dcons = inp.distance(x, self._norm)
+                    solver.add(*dcons)
+                    base = (solver, inp, D)
+                solver, inp, D = base
+                extra = [] if delta is None else [D <= smt.rational(delta)]
+            else:
+                solver, inp = self._solver(x, target, delta, diversity)
+                extra = []
+            r = smt.check(solver, inp, extra, timeout=limit - (time.perf_counter() - t0))
             stats["calls"] += 1
-            stats["time"] += r.time
+            stats["time"] += time.perf_counter() - t0
             if r.status == "sat" and self.model.predict(r.x[None])[0] != target:
                 return smt.SMTResult("error", r.x, "the float64 forward pass disagrees with the "
                                      "exact formula (raise tau)", r.time)
             return r
 
-        r = ask([])
-        if r.status == "unsat":
-            return "infeasible", None, math.nan, 1.0, "proved: no plausible CE exists"
-        if r.status != "sat":
-            return self._stop(r, None, math.nan, low)
-        best, high = r.x, self._distance(x, r.x)
+        gallop = not incremental  # networks: small balls first (few unstable neurons)
+        seed = self._seed(x, target, previous)
+        best: np.ndarray | None = None
+        high = 1.0  # d <= 1 always (Algorithm 1 starts here)
+        if seed is not None:
+            best, high = seed, self._distance(x, seed)
+        elif not gallop:
+            r = ask(None)
+            if r.status == "unsat":
+                return "infeasible", None, math.nan, 1.0, "proved: no plausible CE exists"
+            if r.status != "sat":
+                return self._stop(r, None, math.nan, low)
+            best, high = r.x, self._distance(x, r.x)
         for _ in range(_MAX_STEPS):
+            if high - low <= self.epsilon and best is None:
+                r = ask(None)  # no CE within 1 - ε yet: is there one at all?
+                if r.status == "unsat":
+                    return "infeasible", None, math.nan, 1.0, "proved: no plausible CE exists"
+                if r.status != "sat":
+                    return self._stop(r, None, math.nan, low)
+                best, high = r.x, self._distance(x, r.x)
             if high - low <= self.epsilon:
                 return "found", best, high, low, ""
             mid = 0.5 * (low + high)
-            r = ask([D <= smt.rational(mid)])
+            if gallop:
+                probe = max(low * 2.0, low + self.epsilon)
+                gallop = probe < mid
+                if gallop:
+                    mid = probe
+            r = ask(mid)
             if r.status == "sat":
                 best, high = r.x, min(self._distance(x, r.x), high)
             elif r.status == "unsat":

@@ -306,6 +306,37 @@ class SMTInput:
                 hi[b.slice] = x[b.slice]
         return lo, hi
 
+    def ball(self, x: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per model-space column, a range containing every assignment whose per-feature
+        distances δ_j to the query ``x`` are all <= ``radius`` (widened by a few ulps, so it
+        is a sound superset; used to prune trees and bound neurons along the bisection)."""
+        x = np.asarray(x, dtype=np.float64)
+        lo, hi = np.zeros(len(x)), np.ones(len(x))
+        if not math.isfinite(radius):
+            return lo, hi
+        for v, val in zip(self.vars, self.values(x), strict=True):
+            b = v.block
+            if v.sort == "real":
+                lo[b.start] = max(0.0, float(np.nextafter(np.nextafter(val - radius, -np.inf), -np.inf)))
+                hi[b.start] = min(1.0, float(np.nextafter(np.nextafter(val + radius, np.inf), np.inf)))
+            elif v.sort == "bool" or b.encoding == "onehot":
+                if radius < 1.0:
+                    lo[b.slice] = hi[b.slice] = x[b.slice]
+            else:
+                span = v.steps if v.sort == "grid" else v.steps - 1
+                reach = int(math.floor(radius * span)) + 1 if span > 0 else 0
+                k_lo, k_hi = max(0, val - reach), min(span, val + reach)
+                if v.sort == "grid":
+                    if span > 0:
+                        lo[b.start], hi[b.start] = np.float64(k_lo) / span, np.float64(k_hi) / span
+                    else:
+                        lo[b.start] = hi[b.start] = 0.0
+                else:  # thermometer columns j: 1 iff level >= j + 1
+                    j = np.arange(1, b.width + 1)
+                    lo[b.slice] = (k_lo >= j).astype(float)
+                    hi[b.slice] = (k_hi >= j).astype(float)
+        return lo, hi
+
     def distance(self, x: np.ndarray, norm: Mapping[str, float]) -> tuple[z3.ArithRef, list[z3.BoolRef]]:
         """MACE's normalised distance to the query ``x`` (eq. 3): returns ``(D, constraints)``
         where the constraints make ``D`` at least the distance of every assignment (and the
@@ -495,6 +526,8 @@ def interval_bounds(weights: Sequence[tuple[np.ndarray, np.ndarray]], lo: np.nda
         Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
         zl = Wp @ a + Wn @ b + bias
         zu = Wp @ b + Wn @ a + bias
+        pad = 1e-12 * (1.0 + np.abs(zl) + np.abs(zu))  # float rounding: keep the bounds sound
+        zl, zu = zl - pad, zu + pad
         out.append((zl, zu))
         if i < len(weights) - 1:
             a, b = np.maximum(zl, 0.0), np.maximum(zu, 0.0)
@@ -524,7 +557,11 @@ def network_formula(weights: Sequence[tuple[np.ndarray, np.ndarray]], inp: SMTIn
             if zl[i] >= 0:
                 cons.append(h == z)
             else:
-                cons += [h == z3.If(z >= 0, z, z3.RealVal(0)), h <= rational(zu[i])]
+                # exact ReLU, plus its triangle relaxation as redundant cuts for z3's simplex
+                slope = zu[i] / (zu[i] - zl[i])
+                cons += [h == z3.If(z >= 0, z, z3.RealVal(0)), h >= 0, h >= z,
+                         h <= rational(slope) * z - rational(slope * zl[i])
+                         + rational(1e-9 * (1 + zu[i] - zl[i]))]
             post.append(h)
         W, b = weights[layer]
         pre = []
