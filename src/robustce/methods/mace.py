@@ -30,10 +30,10 @@ import numpy as np
 import z3
 
 from robustce.data.schema import Actionability
+from robustce.distance import Distance
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
-from robustce.methods.milp_nearest import feature_distance
 from robustce.models.base import Model
 from robustce.solvers import smt
 
@@ -68,7 +68,8 @@ def normalise_norm(norm: str | Mapping[str, float]) -> dict[str, float]:
 
 def mace_distance(encoder: Any, q: np.ndarray, X: np.ndarray,
                   norm: str | Mapping[str, float] = "l1") -> np.ndarray:
-    """MACE's normalised distance (eq. 3) of each row of ``X`` from the query ``q``:
+    """MACE's normalised distance (eq. 3) of each row of ``X`` from the query ``q``, built on
+    :class:`~robustce.distance.Distance` in raw space:
     ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞) / J`` over the per-feature distances δ_j ∈ [0, 1] (numeric
     ``|Δ|/R_j``, ordinal ``|Δ level|/(K_j − 1)``, categorical and binary ``𝕀[≠]``), J = number
     of raw features."""
@@ -78,7 +79,7 @@ def mace_distance(encoder: Any, q: np.ndarray, X: np.ndarray,
     q = np.asarray(q, dtype=np.float64)
     total = np.zeros(len(X))
     for key, w in weights.items():
-        total += w * feature_distance(encoder, q, X, key, tol=0.0)
+        total += w * Distance(key, space="raw", tol=0.0).rowwise(q, X, encoder)
     return total / J
 
 
