@@ -232,7 +232,8 @@ def test_diverse_counterfactuals_differ(mixed):
 # --- world B: continuous features, logistic regression against an LP -----------------------
 
 
-def test_logistic_regression_l1_matches_the_lp():
+@pytest.fixture(scope="module")
+def continuous_lr():
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"a": rng.uniform(0, 10, 300), "b": rng.uniform(-5, 5, 300),
                           "c": rng.uniform(0, 1, 300)})
@@ -244,6 +245,12 @@ def test_logistic_regression_l1_matches_the_lp():
     enc = rc.data.Encoder(schema).fit(data.frame)
     X = enc.transform(data.frame)
     model = rc.models.wrap(LogisticRegression().fit(X, data.y), enc)
+    return data, model
+
+
+def test_logistic_regression_l1_matches_the_lp(continuous_lr):
+    data, model = continuous_lr
+    enc = model.encoder
     ex = MACE(model, norm="l1", epsilon=EPS)
     queries = data.frame.iloc[:12]
     res = ex.explain(queries)
@@ -274,6 +281,32 @@ def test_logistic_regression_l1_matches_the_lp():
         assert lo <= lp.fun + 1e-9 and lp.fun <= hi + 1e-9 and hi - lo <= EPS
         n += 1
     assert n >= 3
+
+
+@pytest.mark.parametrize("norm", ["l1", "linf", "l0"])
+def test_milp_backend_agrees_with_smt(continuous_lr, norm):
+    data, model = continuous_lr
+    queries = data.frame.iloc[:10]
+    a = MACE(model, norm=norm, epsilon=EPS).explain(queries)
+    b = MACE(model, norm=norm, epsilon=EPS, backend="milp").explain(queries)
+    assert (a.status == b.status).all()
+    found = a.status == "found"
+    assert found.sum() >= 3
+    ca, cb = a.certificates[found], b.certificates[found]
+    assert (cb["delta_max"] - cb["delta_min"] <= EPS).all()
+    assert (np.abs(ca["delta_max"] - cb["delta_max"]) <= EPS + 1e-9).all()
+    assert (cb["delta_min"] <= ca["delta_max"] + 1e-9).all()  # each lower bound below
+    assert (ca["delta_min"] <= cb["delta_max"] + 1e-9).all()  # the other's CE
+
+
+def test_milp_backend_refuses_what_it_cannot_do(mixed, continuous_lr):
+    with pytest.raises(UnsupportedModelError, match="smt"):
+        MACE(mixed[1]["tree"], backend="milp")
+    lr = continuous_lr[1]
+    with pytest.raises(ValidationError, match="one norm"):
+        MACE(lr, backend="milp", norm={"l1": 0.5, "l0": 0.5})
+    with pytest.raises(ValidationError, match="diverse"):
+        MACE(lr, backend="milp", n_counterfactuals=2)
 
 
 # --- world C: discrete features, a tiny MLP against enumeration ----------------------------

@@ -34,13 +34,14 @@ from robustce.distance import Distance
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
+from robustce.methods.milp_nearest import MILPNearest
 from robustce.models.base import Model
 from robustce.solvers import smt
 
 __all__ = ["MACE", "mace_distance", "normalise_norm"]
 
 NORMS = ("l0", "l1", "linf")
-BACKENDS = ("smt",)
+BACKENDS = ("smt", "milp")
 _MAX_STEPS = 200  # bisection cap (ε >= 1e-12 needs at most ~40)
 
 
@@ -99,7 +100,10 @@ class MACE(Explainer):
     norm : "l1" (default), "l0", "linf", or a mapping ``{"l0": α, "l1": β, "linf": γ}`` with
         α + β + γ = 1 — the distance of eq. 3, normalised to [0, 1] (:func:`mace_distance`).
     epsilon : accuracy ε > 0 of the binary search: ``delta_max − delta_min <= epsilon``.
-    backend : "smt" (z3; the paper's method).
+    backend : "smt" (z3; the paper's method) or "milp" (logistic regression and ReLU MLPs:
+        one MILP through :class:`~robustce.methods.MILPNearest` with the same distance,
+        constraints and margin — δ_max is the incumbent's distance, δ_min the solver's
+        proven bound / J; single norm, schema actionability, one CE per query).
     n_counterfactuals : number of CEs per query; each further one must differ from all earlier
         ones in at least one feature (diversity clause) and gets its own bounds.
     actionability : optional ``{feature: "immutable" | "increase" | "decrease" | "free"}``
@@ -174,7 +178,49 @@ class MACE(Explainer):
         self._kind, self._parts = _model_parts(model)
         self._tau = float(tau) if tau is not None else (1e-6 if self._kind == "network" else 0.0)
         self._input: smt.SMTInput | None = None
+        self._milp: MILPNearest | None = None
+        if backend == "milp":
+            self._milp = self._milp_backend()
         self._cands: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _milp_backend(self) -> MILPNearest:
+        """The MILP formulation of the same problem (LR and MLPs): MILPNearest with MACE's
+        raw-space distance, no tie-break term and the same margin ``tau``."""
+        if self._kind != "network":
+            raise UnsupportedModelError(
+                "backend='milp' covers logistic regression and ReLU MLPs; use backend='smt' "
+                f"for {self._kind}s")
+        if len(self._norm) != 1:
+            raise ValidationError("backend='milp' takes one norm ('l0', 'l1' or 'linf'), not a "
+                                  "weighted combination; use backend='smt'")
+        if self.actionability:
+            raise ValidationError("backend='milp' uses the schema's actionability; set "
+                                  "`actionability` overrides in the schema or use backend='smt'")
+        if self.n_counterfactuals != 1:
+            raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
+                                  "for diverse CEs")
+        return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
+                           tie_break=0.0, mip_gap=1e-9, time_limit=self.time_limit)
+
+    def _explain_milp(self, x: np.ndarray, target: int) -> QueryResult:
+        """One MILP solve: its incumbent is the CE (δ_max), its proven bound / J is δ_min."""
+        assert self._milp is not None
+        r = self._milp._nearest(x, target, self._milp.tau, self.time_limit)
+        J = len(self.encoder.blocks_)
+        low = max(0.0, float(r.bound) / J) if math.isfinite(r.bound) else 0.0
+        cert: dict[str, Any] = {"delta_max": math.nan, "delta_min": low, "epsilon": self.epsilon,
+                                "sat_calls": 0, "solver_time": r.time,
+                                "diverse_delta_max": None, "diverse_delta_min": None}
+        if r.status == "infeasible":
+            cert["delta_min"] = 1.0
+            return QueryResult("infeasible", None, cert, message="proved: no plausible CE exists")
+        if r.cf is None:
+            return QueryResult(r.status, None, cert, message=r.message)
+        high = self._distance(x, r.cf)
+        cert["delta_max"] = high
+        status = "found" if high - low <= self.epsilon else "timeout"
+        return QueryResult(status, r.cf[None], cert, message="" if status == "found" else
+                           f"MILP stopped at bounds [{low:.6g}, {high:.6g}] ({r.solver_status})")
 
     def __getstate__(self) -> dict[str, Any]:  # z3 objects do not pickle (joblib workers)
         state = dict(self.__dict__)
@@ -270,6 +316,8 @@ class MACE(Explainer):
         return ok
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
+        if self._milp is not None:
+            return self._explain_milp(x, target)
         deadline = time.perf_counter() + self.time_limit
         stats = {"calls": 0, "time": 0.0}
         cfs: list[np.ndarray] = []
