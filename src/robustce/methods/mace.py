@@ -245,11 +245,12 @@ class MACE(Explainer):
         return r
 
     def _solver(self, x: np.ndarray, target: int, delta: float | None,
-                extra: list[z3.BoolRef]) -> tuple[z3.Solver, smt.SMTInput]:
-        """z3 solver holding φ_CF ∧ φ_d(δ) ∧ φ_g for query ``x`` (no distance bound when
-        ``delta`` is None). The model formula is partially evaluated over the box that the
-        actionability and the distance bound leave to each column (tree branches outside it
-        dropped, neurons stable on it written without ``If``)."""
+                extra: list[z3.BoolRef]) -> tuple[z3.Solver, smt.SMTInput, z3.ArithRef]:
+        """z3 solver holding φ_CF ∧ φ_g for query ``x`` and the distance variable ``D``
+        (``D <= δ`` is then asserted per call). The model formula is partially evaluated over
+        the box that the actionability and, when ``delta`` is given, the bound ``d <= delta``
+        leave to each column (tree branches outside it dropped, neurons stable on it written
+        without ``If``); the solver is then valid for every bound up to ``delta``."""
         inp = self._smt_input()
         lo, hi = inp.box(x, self.actionability)
         if delta is not None:
@@ -265,12 +266,12 @@ class MACE(Explainer):
             s.add(*smt.forest_formula(self._parts, inp, target, box, tau=self._tau))
         else:
             s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau))
+        D, dcons = inp.distance(x, self._norm)
+        s.add(*dcons)
         if delta is not None:
-            D, dcons = inp.distance(x, self._norm)
-            s.add(*dcons)
             s.add(D <= smt.rational(delta))
         s.add(*extra)
-        return s, inp
+        return s, inp, D
 
     # --- Algorithm 1 ------------------------------------------------------------------------
     def _distance(self, x: np.ndarray, cf: np.ndarray) -> float:
@@ -355,31 +356,28 @@ class MACE(Explainer):
                 ) -> tuple[str, np.ndarray | None, float, float, str]:
         """Algorithm 1 from ``δ_min = low``: (status, CE, δ_max, δ_min, message).
 
-        Trees and forests keep one incremental solver (the distance bound pushed and popped);
-        networks get a fresh formula per step, partially evaluated on the distance ball,
-        where most neurons are stable, and the search first doubles δ up from δ_min
-        (unsatisfiable calls on small balls are cheap) until a call is satisfiable or δ
-        reaches the midpoint, then bisects. Every step keeps the invariant of Algorithm 1
-        (δ_min refuted, a CE at δ_max), so the certificate is the same."""
-        incremental = self._kind != "network"
+        Tree models keep one solver while the bound shrinks (``D <= δ`` pushed and popped)
+        and rebuild it, partially evaluated on the smaller distance ball, once δ has shrunk
+        fourfold (most trees of a forest then reduce to a few leaves); networks get a fresh
+        formula every step (most neurons become stable), and their search first doubles δ up
+        from δ_min (unsatisfiable calls on small balls are cheap) until a call is
+        satisfiable or δ reaches the midpoint, then bisects. Every step keeps the invariant
+        of Algorithm 1 (δ_min refuted, a CE at δ_max), so the certificate is the same."""
+        rebuild = 1.0 if self._kind == "network" else 4.0
         base: tuple[z3.Solver, smt.SMTInput, z3.ArithRef] | None = None
+        built = math.inf  # the bound the current solver was built for
 
         def ask(delta: float | None) -> smt.SMTResult:
-            nonlocal base
+            nonlocal base, built
             left = deadline - time.perf_counter()
             limit = left if self.sat_timeout is None else min(left, self.sat_timeout)
             t0 = time.perf_counter()
-            if incremental:
-                if base is None:
-                    solver, inp = self._solver(x, target, None, diversity)
-                    D, dcons = inp.distance(x, self._norm)
-                    solver.add(*dcons)
-                    base = (solver, inp, D)
-                solver, inp, D = base
-                extra = [] if delta is None else [D <= smt.rational(delta)]
-            else:
-                solver, inp = self._solver(x, target, delta, diversity)
-                extra = []
+            want = math.inf if delta is None else delta
+            if base is None or want > built or want * rebuild <= built:
+                base = self._solver(x, target, delta, diversity)
+                built = want
+            solver, inp, D = base
+            extra = [] if delta is None or delta == built else [D <= smt.rational(delta)]
             r = smt.check(solver, inp, extra, timeout=limit - (time.perf_counter() - t0))
             stats["calls"] += 1
             stats["time"] += time.perf_counter() - t0
@@ -388,7 +386,7 @@ class MACE(Explainer):
                                      "exact formula (raise tau)", r.time)
             return r
 
-        gallop = not incremental  # networks: small balls first (few unstable neurons)
+        gallop = self._kind == "network"  # small balls first (few unstable neurons)
         seed = self._seed(x, target, previous)
         best: np.ndarray | None = None
         high = 1.0  # d <= 1 always (Algorithm 1 starts here)

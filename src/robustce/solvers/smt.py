@@ -46,6 +46,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -67,9 +68,20 @@ __all__ = [
 ]
 
 
+@lru_cache(maxsize=1 << 18)
+def _rational(value: float) -> z3.RatNumRef:
+    f = Fraction(value)
+    return z3.RealVal(f"{f.numerator}/{f.denominator}")
+
+
 def rational(value: float) -> z3.RatNumRef:
     """The exact rational value of a float64 as a z3 constant (``RealVal(0.1)`` would be 1/10)."""
-    f = Fraction(float(value))
+    return _rational(float(value))
+
+
+@lru_cache(maxsize=1 << 16)
+def _vote(a: float, b: float) -> z3.RatNumRef:
+    f = Fraction(a) - Fraction(b)
     return z3.RealVal(f"{f.numerator}/{f.denominator}")
 
 
@@ -118,6 +130,8 @@ class SMTInput:
         self.vars: list[_Var] = []
         self.domain: list[z3.BoolRef] = []
         self._col_block = np.empty(encoder.n_features_out_, dtype=np.int64)
+        self._le: dict[tuple[int, float], Any] = {}
+        self._gt: dict[tuple[int, float], Any] = {}
         for i, b in enumerate(encoder.blocks_):
             f = b.feature
             name = f"{prefix}_{i}"
@@ -194,7 +208,14 @@ class SMTInput:
 
     def le(self, col: int, threshold: float) -> z3.BoolRef | bool:
         """Exactly 'the float64 model input of column ``col`` is <= threshold' (a Python bool
-        when the column's domain decides it)."""
+        when the column's domain decides it). Cached per (column, threshold)."""
+        key = (col, float(threshold))
+        out = self._le.get(key)
+        if out is None:
+            out = self._le[key] = self._le_uncached(col, key[1])
+        return out
+
+    def _le_uncached(self, col: int, threshold: float) -> z3.BoolRef | bool:
         t = float(threshold)
         v = self.vars[self._col_block[col]]
         if v.sort == "real":
@@ -215,7 +236,14 @@ class SMTInput:
         return z3.Not(self._indicator(col))
 
     def gt(self, col: int, threshold: float) -> z3.BoolRef | bool:
-        """Exactly 'the float64 model input of column ``col`` is > threshold'."""
+        """Exactly 'the float64 model input of column ``col`` is > threshold' (cached)."""
+        key = (col, float(threshold))
+        out = self._gt.get(key)
+        if out is None:
+            out = self._gt[key] = self._gt_uncached(col, key[1])
+        return out
+
+    def _gt_uncached(self, col: int, threshold: float) -> z3.BoolRef | bool:
         t = float(threshold)
         v = self.vars[self._col_block[col]]
         if v.sort == "real":
@@ -491,24 +519,25 @@ def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
     const: dict[int, Fraction] = dict.fromkeys(rivals, Fraction(0))
     for k, tree in enumerate(trees):
         paths = _leaf_paths(tree, inp, lo, hi)
+        value = tree.value
         if len(paths) == 1 and paths[0][1] is True:  # decided by the box
             leaf = paths[0][0]
             for c in rivals:
-                const[c] += Fraction(float(tree.value[leaf, target])) - Fraction(float(tree.value[leaf, c]))
+                const[c] += Fraction(float(value[leaf, target])) - Fraction(float(value[leaf, c]))
             continue
         conds = [c for _, c in paths]
         if any(c is True for c in conds):  # cannot happen with more than one path
             raise SolverError("inconsistent tree paths")
         cons.append(z3.Or(conds))  # some leaf is reached (excludes points between floats)
+        leaves = np.array([leaf for leaf, _ in paths])
         for c in rivals:
-            vals = [Fraction(float(tree.value[leaf, target])) - Fraction(float(tree.value[leaf, c]))
-                    for leaf, _ in paths]
-            if len(set(vals)) == 1:
-                const[c] += vals[0]
+            a, b = value[leaves, target], value[leaves, c]
+            if np.all(a - b == a[0] - b[0]) and np.all(a == a[0]):  # one vote everywhere
+                const[c] += Fraction(float(a[0])) - Fraction(float(b[0]))
                 continue
             var = z3.Real(f"{prefix}_{id(inp)}_{k}_{c}")
-            for val, (_, cond) in zip(vals, paths, strict=True):
-                cons.append(z3.Implies(cond, var == z3.RealVal(f"{val.numerator}/{val.denominator}")))
+            cons += [z3.Implies(cond, var == _vote(float(ai), float(bi)))
+                     for ai, bi, cond in zip(a, b, conds, strict=True)]
             sums[c].append(var)
     for c in rivals:
         total = z3.Sum([*sums[c], z3.RealVal(str(const[c] - Fraction(float(tau))))])
