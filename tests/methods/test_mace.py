@@ -402,3 +402,11 @@ def test_bad_actionability_and_backend(mixed):
         MACE(tree, actionability={"cat": "increase"})
     with pytest.raises(ValidationError, match="backend"):
         MACE(tree, backend="cvc5")
+
+
+def test_params_round_trip(mixed):
+    tree = mixed[1]["tree"]
+    ex = MACE(tree, norm={"l1": 0.5, "l0": 0.5}, epsilon=1e-4, n_counterfactuals=2,
+              actionability={"c1": "increase"}, time_limit=5)
+    again = MACE(tree, **ex.get_params())
+    assert again.get_params() == ex.get_params()
