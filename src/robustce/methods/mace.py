@@ -244,6 +244,26 @@ class MACE(Explainer):
             r = 0.0
         return r
 
+    def _pruner(self, x: np.ndarray, delta: float) -> Any:
+        """``prune(lo, hi)``: True when every point whose columns lie in ``[lo, hi]`` is
+        farther than ``delta`` from ``x`` — a lower bound of d from the column ranges alone
+        (each column's ω-weighted gap to the query bounds its feature's δ_f from below)."""
+        enc = self.encoder
+        w = Distance("l1", space="raw").column_weights(enc)
+        owner = enc.feature_of_column_
+        J = len(enc.blocks_)
+        norm = self._norm
+        limit = delta * (1 + 1e-12) + 1e-15
+
+        def prune(lo: np.ndarray, hi: np.ndarray) -> bool:
+            gap = w * np.maximum(0.0, np.maximum(lo - x, x - hi))
+            per = np.bincount(owner, gap, minlength=J)
+            lb = (norm.get("l1", 0.0) * per.sum() + norm.get("linf", 0.0) * per.max()
+                  + norm.get("l0", 0.0) * np.count_nonzero(per)) / J
+            return bool(lb > limit)
+
+        return prune
+
     def _solver(self, x: np.ndarray, target: int, delta: float | None,
                 extra: list[z3.BoolRef]) -> tuple[z3.Solver, smt.SMTInput, z3.ArithRef]:
         """z3 solver holding φ_CF ∧ φ_g for query ``x`` and the distance variable ``D``
@@ -260,10 +280,11 @@ class MACE(Explainer):
         s = z3.Solver()
         s.add(*inp.domain)
         s.add(*inp.actionability(x, self.actionability))
+        prune = None if delta is None else self._pruner(x, delta)
         if self._kind == "tree":
-            s.add(smt.tree_formula(self._parts[0], inp, target, box))
+            s.add(smt.tree_formula(self._parts[0], inp, target, box, prune=prune))
         elif self._kind == "forest":
-            s.add(*smt.forest_formula(self._parts, inp, target, box, tau=self._tau))
+            s.add(*smt.forest_formula(self._parts, inp, target, box, tau=self._tau, prune=prune))
         else:
             s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau))
         D, dcons = inp.distance(x, self._norm)

@@ -43,7 +43,7 @@ linear real/integer arithmetic.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -462,40 +462,54 @@ def _grid_kmax(steps: int, t: float) -> int:
 # ----------------------------------------------------------------------------------------
 
 
-def _leaf_paths(tree: Any, inp: SMTInput, lo: np.ndarray, hi: np.ndarray
+def _leaf_paths(tree: Any, inp: SMTInput, lo: np.ndarray, hi: np.ndarray,
+                prune: Callable[[np.ndarray, np.ndarray], bool] | None = None
                 ) -> list[tuple[int, z3.BoolRef | bool]]:
     """Leaves reachable inside the box ``[lo, hi]`` with their path conditions; tests the box
-    decides are left out (partial evaluation of the characteristic formula)."""
+    decides are left out (partial evaluation of the characteristic formula). ``prune(plo,
+    phi)`` may drop a subtree given the column ranges its path allows (e.g. when every point
+    there is provably farther than the distance bound)."""
     out: list[tuple[int, z3.BoolRef | bool]] = []
-    stack: list[tuple[int, Any]] = [(0, True)]
+    stack: list[tuple[int, Any, np.ndarray, np.ndarray]] = [(0, True, lo, hi)]
     feat, thr, left, right = tree.feature, tree.threshold, tree.left, tree.right
     while stack:
-        node, cond = stack.pop()
+        node, cond, plo, phi = stack.pop()
         if left[node] < 0:
             out.append((node, cond))
             continue
         f, t = int(feat[node]), float(thr[node])
-        if hi[f] <= t:  # the whole box goes left
-            stack.append((int(left[node]), cond))
+        if phi[f] <= t:  # the whole box goes left
+            stack.append((int(left[node]), cond, plo, phi))
             continue
-        if lo[f] > t:
-            stack.append((int(right[node]), cond))
+        if plo[f] > t:
+            stack.append((int(right[node]), cond, plo, phi))
             continue
-        for child, pred in ((int(left[node]), inp.le(f, t)), (int(right[node]), inp.gt(f, t))):
+        for child, pred, go_left in ((int(left[node]), inp.le(f, t), True),
+                                     (int(right[node]), inp.gt(f, t), False)):
             if pred is False:
                 continue
+            clo, chi = plo, phi
+            if prune is not None:
+                clo, chi = plo.copy(), phi.copy()
+                if go_left:
+                    chi[f] = t
+                else:
+                    clo[f] = t
+                if prune(clo, chi):
+                    continue
             stack.append((child, cond if pred is True else (pred if cond is True
-                                                            else z3.And(cond, pred))))
+                                                            else z3.And(cond, pred)), clo, chi))
     return out
 
 
 def tree_formula(tree: Any, inp: SMTInput, target: int,
-                 box: tuple[np.ndarray, np.ndarray] | None = None) -> z3.BoolRef:
+                 box: tuple[np.ndarray, np.ndarray] | None = None,
+                 prune: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> z3.BoolRef:
     """φ_f(x, target) of one decision tree (:class:`~robustce.models.TreeView`): the
     disjunction of the path conditions of the leaves whose argmax class is ``target``."""
     lo, hi = box if box is not None else (np.zeros(tree.n_features), np.ones(tree.n_features))
     leaf_class = np.argmax(tree.value, axis=1)
-    conds = [c for leaf, c in _leaf_paths(tree, inp, lo, hi) if leaf_class[leaf] == target]
+    conds = [c for leaf, c in _leaf_paths(tree, inp, lo, hi, prune) if leaf_class[leaf] == target]
     if any(c is True for c in conds):
         return z3.BoolVal(True)
     return z3.Or(conds) if conds else z3.BoolVal(False)
@@ -503,7 +517,9 @@ def tree_formula(tree: Any, inp: SMTInput, target: int,
 
 def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
                    box: tuple[np.ndarray, np.ndarray] | None = None, tau: float = 0.0,
-                   prefix: str = "v") -> list[z3.BoolRef]:
+                   prefix: str = "v",
+                   prune: Callable[[np.ndarray, np.ndarray], bool] | None = None
+                   ) -> list[z3.BoolRef]:
     """φ_f(x, target) of a soft-voting forest (scikit-learn's mean of leaf distributions):
     per tree and rival class ``c`` a real ``v = value_l[target] - value_l[c]`` of the reached
     leaf ``l``; the summed votes must be > ``tau`` against rivals listed before ``target``
@@ -518,8 +534,10 @@ def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
     sums: dict[int, list[z3.ArithRef]] = {c: [] for c in rivals}
     const: dict[int, Fraction] = dict.fromkeys(rivals, Fraction(0))
     for k, tree in enumerate(trees):
-        paths = _leaf_paths(tree, inp, lo, hi)
+        paths = _leaf_paths(tree, inp, lo, hi, prune)
         value = tree.value
+        if not paths:  # no leaf of this tree is within reach: nothing is
+            return [z3.BoolVal(False)]
         if len(paths) == 1 and paths[0][1] is True:  # decided by the box
             leaf = paths[0][0]
             for c in rivals:
