@@ -37,6 +37,7 @@ from robustce.methods.base import Explainer
 from robustce.methods.milp_nearest import MILPNearest
 from robustce.models.base import Model
 from robustce.solvers import smt
+from robustce.validation import check_choice, check_integer, check_number
 
 __all__ = ["MACE", "mace_distance", "normalise_norm"]
 
@@ -140,23 +141,31 @@ class MACE(Explainer):
                  epsilon: float = 1e-3, backend: str = "smt", n_counterfactuals: int = 1,
                  actionability: Mapping[str, str] | None = None, tau: float | None = None,
                  sat_timeout: float | None = None, **kwargs: Any):
+        self.norm = norm
+        self.epsilon = epsilon
+        self.backend = backend
+        self.n_counterfactuals = n_counterfactuals
+        self.actionability = actionability
+        self.tau = tau
+        self.sat_timeout = sat_timeout
         super().__init__(model, data, **kwargs)
-        self._norm = normalise_norm(norm)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        self._norm = normalise_norm(self.norm)
         try:
-            eps = float(epsilon)
+            eps = float(self.epsilon)
         except (TypeError, ValueError):
-            raise ValidationError(f"epsilon must be a number in (0, 1], got {epsilon!r}") from None
+            raise ValidationError(f"epsilon must be a number in (0, 1], got {self.epsilon!r}") from None
         if not (math.isfinite(eps) and 0 < eps <= 1):
-            raise ValidationError(f"epsilon must be in (0, 1], got {epsilon!r}")
-        if backend not in BACKENDS:
-            raise ValidationError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if int(n_counterfactuals) < 1 or int(n_counterfactuals) != n_counterfactuals:
-            raise ValidationError(f"n_counterfactuals must be a positive integer, got {n_counterfactuals}")
-        if tau is not None and not (math.isfinite(float(tau)) and float(tau) >= 0):
-            raise ValidationError(f"tau must be a finite number >= 0, got {tau}")
-        if sat_timeout is not None and not float(sat_timeout) > 0:
-            raise ValidationError(f"sat_timeout must be positive seconds, got {sat_timeout}")
-        acts = dict(actionability or {})
+            raise ValidationError(f"epsilon must be in (0, 1], got {self.epsilon!r}")
+        check_choice(self.backend, "backend", BACKENDS)
+        check_integer(self.n_counterfactuals, "n_counterfactuals", low=1)
+        if self.tau is not None:
+            check_number(self.tau, "tau", low=0)
+        if self.sat_timeout is not None:
+            check_number(self.sat_timeout, "sat_timeout", low=0, low_open=True)
+        acts = dict(self.actionability or {})
         for name, act in acts.items():
             feature = self.encoder.schema[name]  # SchemaError names an unknown feature
             try:
@@ -168,18 +177,16 @@ class MACE(Explainer):
                                                               Actionability.DECREASE):
                 raise ValidationError(f"feature {name!r} is categorical; {a.value}-only needs an "
                                       "ordered kind")
-        self.norm = norm
-        self.epsilon = eps
-        self.backend = backend
-        self.n_counterfactuals = int(n_counterfactuals)
-        self.actionability = acts
-        self.tau = tau
-        self.sat_timeout = None if sat_timeout is None else float(sat_timeout)
-        self._kind, self._parts = _model_parts(model)
-        self._tau = float(tau) if tau is not None else (1e-6 if self._kind == "network" else 0.0)
+        self._eps = eps
+        self._n_cf = int(self.n_counterfactuals)
+        self._acts = acts
+        self._sat_timeout = None if self.sat_timeout is None else float(self.sat_timeout)
+        self._kind, self._parts = _model_parts(self.model)
+        self._tau = (float(self.tau) if self.tau is not None
+                     else (1e-6 if self._kind == "network" else 0.0))
         self._input: smt.SMTInput | None = None
         self._milp: MILPNearest | None = None
-        if backend == "milp":
+        if self.backend == "milp":
             self._milp = self._milp_backend()
         self._cands: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -193,10 +200,10 @@ class MACE(Explainer):
         if len(self._norm) != 1:
             raise ValidationError("backend='milp' takes one norm ('l0', 'l1' or 'linf'), not a "
                                   "weighted combination; use backend='smt'")
-        if self.actionability:
+        if self._acts:
             raise ValidationError("backend='milp' uses the schema's actionability; set "
                                   "`actionability` overrides in the schema or use backend='smt'")
-        if self.n_counterfactuals != 1:
+        if self._n_cf != 1:
             raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
                                   "for diverse CEs")
         return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
@@ -208,7 +215,7 @@ class MACE(Explainer):
         r = self._milp._nearest(x, target, self._milp.tau, self.time_limit)
         J = len(self.encoder.blocks_)
         low = max(0.0, float(r.bound) / J) if math.isfinite(r.bound) else 0.0
-        cert: dict[str, Any] = {"delta_max": math.nan, "delta_min": low, "epsilon": self.epsilon,
+        cert: dict[str, Any] = {"delta_max": math.nan, "delta_min": low, "epsilon": self._eps,
                                 "sat_calls": 0, "solver_time": r.time,
                                 "diverse_delta_max": None, "diverse_delta_min": None}
         if r.status == "infeasible":
@@ -218,7 +225,7 @@ class MACE(Explainer):
             return QueryResult(r.status, None, cert, message=r.message)
         high = self._distance(x, r.cf)
         cert["delta_max"] = high
-        status = "found" if high - low <= self.epsilon else "timeout"
+        status = "found" if high - low <= self._eps else "timeout"
         return QueryResult(status, r.cf[None], cert, message="" if status == "found" else
                            f"MILP stopped at bounds [{low:.6g}, {high:.6g}] ({r.solver_status})")
 
@@ -272,14 +279,14 @@ class MACE(Explainer):
         leave to each column (tree branches outside it dropped, neurons stable on it written
         without ``If``); the solver is then valid for every bound up to ``delta``."""
         inp = self._smt_input()
-        lo, hi = inp.box(x, self.actionability)
+        lo, hi = inp.box(x, self._acts)
         if delta is not None:
             blo, bhi = inp.ball(x, self._radius(delta))
             lo, hi = np.maximum(lo, blo), np.minimum(hi, bhi)
         box = (lo, hi)
         s = z3.Solver()
         s.add(*inp.domain)
-        s.add(*inp.actionability(x, self.actionability))
+        s.add(*inp.actionability(x, self._acts))
         prune = None if delta is None else self._pruner(x, delta)
         if self._kind == "tree":
             s.add(smt.tree_formula(self._parts[0], inp, target, box, prune=prune))
@@ -327,7 +334,7 @@ class MACE(Explainer):
         """Actionability (schema plus ``actionability`` overrides) of each row of ``C``."""
         ok = np.ones(len(C), dtype=bool)
         for b in self.encoder.blocks_:
-            act = Actionability(self.actionability.get(b.name, b.actionability))
+            act = Actionability(self._acts.get(b.name, b.actionability))
             d = C[:, b.slice] - x[None, b.slice]
             if act is Actionability.IMMUTABLE:
                 ok &= np.all(d == 0, axis=1)
@@ -347,7 +354,7 @@ class MACE(Explainer):
         lows: list[float] = []
         diversity: list[z3.BoolRef] = []
         status, message, low = "found", "", 0.0
-        for k in range(self.n_counterfactuals):
+        for k in range(self._n_cf):
             st, cf, hi, low, message = self._search(x, target, low, cfs, diversity, deadline,
                                                     stats)
             if cf is not None:
@@ -364,11 +371,11 @@ class MACE(Explainer):
         cert: dict[str, Any] = {
             "delta_max": highs[0] if highs else math.nan,
             "delta_min": lows[0] if lows else low,
-            "epsilon": self.epsilon,
+            "epsilon": self._eps,
             "sat_calls": stats["calls"],
             "solver_time": stats["time"],
-            "diverse_delta_max": highs if self.n_counterfactuals > 1 else None,
-            "diverse_delta_min": lows if self.n_counterfactuals > 1 else None,
+            "diverse_delta_max": highs if self._n_cf > 1 else None,
+            "diverse_delta_min": lows if self._n_cf > 1 else None,
         }
         return QueryResult(status, np.array(cfs) if cfs else None, cert, message=message)
 
@@ -391,7 +398,7 @@ class MACE(Explainer):
         def ask(delta: float | None) -> smt.SMTResult:
             nonlocal base, built
             left = deadline - time.perf_counter()
-            limit = left if self.sat_timeout is None else min(left, self.sat_timeout)
+            limit = left if self._sat_timeout is None else min(left, self._sat_timeout)
             t0 = time.perf_counter()
             want = math.inf if delta is None else delta
             if base is None or want > built or want * rebuild <= built:
@@ -421,18 +428,18 @@ class MACE(Explainer):
                 return self._stop(r, None, math.nan, low)
             best, high = r.x, self._distance(x, r.x)
         for _ in range(_MAX_STEPS):
-            if high - low <= self.epsilon and best is None:
+            if high - low <= self._eps and best is None:
                 r = ask(None)  # no CE within 1 - ε yet: is there one at all?
                 if r.status == "unsat":
                     return "infeasible", None, math.nan, 1.0, "proved: no plausible CE exists"
                 if r.status != "sat":
                     return self._stop(r, None, math.nan, low)
                 best, high = r.x, self._distance(x, r.x)
-            if high - low <= self.epsilon:
+            if high - low <= self._eps:
                 return "found", best, high, low, ""
             mid = 0.5 * (low + high)
             if gallop:
-                probe = max(low * 2.0, low + self.epsilon)
+                probe = max(low * 2.0, low + self._eps)
                 gallop = probe < mid
                 if gallop:
                     mid = probe
@@ -443,7 +450,7 @@ class MACE(Explainer):
                 low = mid
             else:
                 return self._stop(r, best, high, low)
-        return "found" if high - low <= self.epsilon else "timeout", best, high, low, ""
+        return "found" if high - low <= self._eps else "timeout", best, high, low, ""
 
     @staticmethod
     def _stop(r: smt.SMTResult, best: np.ndarray | None, high: float, low: float
