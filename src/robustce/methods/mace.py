@@ -153,18 +153,16 @@ class MACE(Explainer):
     def _check_params(self) -> None:
         super()._check_params()
         self._norm = normalise_norm(self.norm)
-        try:
-            eps = float(self.epsilon)
-        except (TypeError, ValueError):
-            raise ValidationError(f"epsilon must be a number in (0, 1], got {self.epsilon!r}") from None
-        if not (math.isfinite(eps) and 0 < eps <= 1):
-            raise ValidationError(f"epsilon must be in (0, 1], got {self.epsilon!r}")
+        eps = float(check_number(self.epsilon, "epsilon", low=0, low_open=True, high=1))
         check_choice(self.backend, "backend", BACKENDS)
         check_integer(self.n_counterfactuals, "n_counterfactuals", low=1)
         if self.tau is not None:
             check_number(self.tau, "tau", low=0)
         if self.sat_timeout is not None:
             check_number(self.sat_timeout, "sat_timeout", low=0, low_open=True)
+        if self.actionability is not None and not isinstance(self.actionability, Mapping):
+            raise ValidationError("actionability must be a mapping {feature: 'immutable' | "
+                                  f"'increase' | 'decrease' | 'free'}}, got {self.actionability!r}")
         acts = dict(self.actionability or {})
         for name, act in acts.items():
             feature = self.encoder.schema[name]  # SchemaError names an unknown feature
