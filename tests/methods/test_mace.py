@@ -410,3 +410,11 @@ def test_params_round_trip(mixed):
               actionability={"c1": "increase"}, time_limit=5)
     again = MACE(tree, **ex.get_params())
     assert again.get_params() == ex.get_params()
+
+
+def test_built_from_the_registry(mixed):
+    data, models = mixed
+    ex = rc.methods.build_explainer("mace", models["tree"], None, norm={"l1": 1.0}, epsilon=0.01)
+    assert isinstance(ex, MACE)
+    res = ex.explain(data.frame.iloc[:4])
+    assert res.status.isin(["found", "already_target"]).all()
