@@ -6,12 +6,13 @@ when built, so importing robustce never needs the extra."""
 from robustce.methods.base import Explainer, QueryResult
 from robustce.methods.dice import DiCE
 from robustce.methods.diverse_robust import DiverseRobust
+from robustce.methods.mace import MACE
 from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
 from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
 from robustce.methods.wachter import Wachter
 
-__all__ = ["DiCE", "DiverseRobust", "Explainer", "MILPNearest", "MILPRobust", "NearestNeighbour",
-           "QueryResult", "Wachter", "available_methods", "build_explainer", "get_method",
-           "register_method"]
+__all__ = ["MACE", "DiCE", "DiverseRobust", "Explainer", "MILPNearest", "MILPRobust",
+           "NearestNeighbour", "QueryResult", "Wachter", "available_methods", "build_explainer",
+           "get_method", "register_method"]

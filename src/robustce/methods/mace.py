@@ -1,0 +1,477 @@
+"""``MACE``: model-agnostic nearest counterfactuals with an optimality certificate
+(Karimi, Barthe, Balle, Valera — AISTATS 2020).
+
+For a query ``x̂`` with target class ``t`` MACE asks an SMT solver (z3) a sequence of
+satisfiability questions
+
+    φ_{x̂,δ}(x) = φ_CF(x) ∧ φ_d(x, δ) ∧ φ_g(x)      "is there a CE at distance <= δ?"
+
+where ``φ_CF`` is the model's characteristic formula for class ``t``, ``φ_d`` the distance
+formula and ``φ_g`` the plausibility (type, range, actionability) and diversity clauses (see
+:mod:`robustce.solvers.smt`). Algorithm 1 bisects δ over ``[0, 1]``: an unsatisfiable call
+proves that no CE lies within δ and raises ``δ_min``; a satisfiable one gives a CE and lowers
+``δ_max`` to its distance. It stops when ``δ_max − δ_min <= ε``: the returned CE is within ε
+of the optimum, and ``δ_min`` is a certified lower bound (no plausible CE is closer).
+
+Two small departures from the paper's pseudo-code, both only tightening: the first call has no
+distance bound (unsatisfiable = proof that no plausible CE exists at all: status
+``infeasible``), and after a satisfiable call ``δ_max`` becomes the distance of the CE found
+rather than the threshold δ.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import z3
+
+from robustce.data.schema import Actionability
+from robustce.distance import Distance
+from robustce.errors import UnsupportedModelError, ValidationError
+from robustce.explanations import QueryResult
+from robustce.methods.base import Explainer
+from robustce.methods.milp_nearest import MILPNearest
+from robustce.models.base import Model
+from robustce.solvers import smt
+from robustce.validation import check_choice, check_integer, check_number
+
+__all__ = ["MACE", "mace_distance", "normalise_norm"]
+
+NORMS = ("l0", "l1", "linf")
+BACKENDS = ("smt", "milp")
+_MAX_STEPS = 200  # bisection cap (ε >= 1e-12 needs at most ~40)
+
+
+def normalise_norm(norm: str | Mapping[str, float]) -> dict[str, float]:
+    """``"l1"`` -> ``{"l1": 1.0}``; a mapping of weights α, β, γ (eq. 3) is checked: keys in
+    ``NORMS``, non-negative, summing to 1 (so that the distance lies in [0, 1])."""
+    if isinstance(norm, str):
+        if norm not in NORMS:
+            raise ValidationError(f"norm must be one of {NORMS} or a mapping of their weights, "
+                                  f"got {norm!r}")
+        return {norm: 1.0}
+    if not isinstance(norm, Mapping) or not norm:
+        raise ValidationError(f"norm must be one of {NORMS} or a mapping of their weights, "
+                              f"got {norm!r}")
+    unknown = [k for k in norm if k not in NORMS]
+    if unknown:
+        raise ValidationError(f"unknown norm(s) {unknown}; expected keys among {NORMS}")
+    w = {k: float(v) for k, v in norm.items()}
+    if any(not math.isfinite(v) or v < 0 for v in w.values()):
+        raise ValidationError(f"norm weights must be finite and >= 0, got {dict(norm)}")
+    if abs(sum(w.values()) - 1.0) > 1e-9:
+        raise ValidationError(f"norm weights must sum to 1 (so d ∈ [0, 1]), got {dict(norm)}")
+    return {k: v for k, v in w.items() if v > 0}
+
+
+def mace_distance(encoder: Any, q: np.ndarray, X: np.ndarray,
+                  norm: str | Mapping[str, float] = "l1") -> np.ndarray:
+    """MACE's normalised distance (eq. 3) of each row of ``X`` from the query ``q``, built on
+    :class:`~robustce.distance.Distance` in raw space:
+    ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞) / J`` over the per-feature distances δ_j ∈ [0, 1] (numeric
+    ``|Δ|/R_j``, ordinal ``|Δ level|/(K_j − 1)``, categorical and binary ``𝕀[≠]``), J = number
+    of raw features."""
+    weights = normalise_norm(norm)
+    J = len(encoder.blocks_)
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    q = np.asarray(q, dtype=np.float64)
+    total = np.zeros(len(X))
+    for key, w in weights.items():
+        total += w * Distance(key, space="raw", tol=0.0).rowwise(q, X, encoder)
+    return total / J
+
+
+class MACE(Explainer):
+    """Nearest plausible counterfactual within ε of the optimum, with a lower-bound certificate.
+
+    Parameters
+    ----------
+    model : a fitted decision tree or random forest (``rc.models.wrap`` of a scikit-learn
+        ``DecisionTreeClassifier`` / ``RandomForestClassifier`` / ``Extra*``), a logistic
+        regression, or a ReLU MLP (sklearn ``MLPClassifier``, :class:`~robustce.models.MLP`,
+        any model with a ``network()`` view). Others raise :class:`UnsupportedModelError`.
+    data : optional training :class:`~robustce.data.Dataset`. When given, Algorithm 1 starts
+        from the nearest plausible training point in the target class (the MO baseline)
+        instead of δ_max = 1, so the CE is never farther than MO's and networks need no
+        unbounded first call.
+    norm : "l1" (default), "l0", "linf", or a mapping ``{"l0": α, "l1": β, "linf": γ}`` with
+        α + β + γ = 1 — the distance of eq. 3, normalised to [0, 1] (:func:`mace_distance`).
+    epsilon : accuracy ε > 0 of the binary search: ``delta_max − delta_min <= epsilon``.
+    backend : "smt" (z3; the paper's method) or "milp" (logistic regression and ReLU MLPs:
+        one MILP through :class:`~robustce.methods.MILPNearest` with the same distance,
+        constraints and margin — δ_max is the incumbent's distance, δ_min the solver's
+        proven bound / J; single norm, schema actionability, one CE per query).
+    n_counterfactuals : number of CEs per query; each further one must differ from all earlier
+        ones in at least one feature (diversity clause) and gets its own bounds.
+    actionability : optional ``{feature: "immutable" | "increase" | "decrease" | "free"}``
+        overriding the schema's actionability (e.g. ``{"age": "immutable"}``).
+    tau : margin by which the target class must win (None = 1e-6 for logit models, whose
+        float64 forward pass must agree with exact arithmetic; 0 for trees and forests, which
+        are encoded exactly, ties resolved as scikit-learn does).
+    sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
+        per-query ``time_limit``).
+    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
+        the wall-clock budget per query.
+
+    Certificate columns (``certificate_columns``)
+    ----------------------------------------------
+    delta_max : distance of the returned (first) CE, :func:`mace_distance`.
+    delta_min : certified lower bound: no plausible CE has distance <= delta_min.
+    epsilon : the accuracy asked for; ``found`` guarantees delta_max − delta_min <= epsilon.
+    sat_calls : number of satisfiability calls (all CEs of the query).
+    solver_time : seconds spent inside z3.
+    diverse_delta_max, diverse_delta_min : lists over all CEs of the query (when
+        ``n_counterfactuals > 1``), each CE's bounds under the diversity clauses before it.
+
+    Statuses: ``found`` (converged within ε); ``infeasible`` (z3 proved that no plausible CE
+    exists); ``timeout`` (time ran out or z3 answered unknown: the certificate carries the
+    bounds reached so far, and the best CE found, if any, is returned); ``error``.
+    """
+
+    name: ClassVar[str] = "mace"
+    certificate_columns: ClassVar[tuple[str, ...]] = (
+        "delta_max", "delta_min", "epsilon", "sat_calls", "solver_time",
+        "diverse_delta_max", "diverse_delta_min")
+
+    def __init__(self, model: Model, data: Any = None, *, norm: str | Mapping[str, float] = "l1",
+                 epsilon: float = 1e-3, backend: str = "smt", n_counterfactuals: int = 1,
+                 actionability: Mapping[str, str] | None = None, tau: float | None = None,
+                 sat_timeout: float | None = None, **kwargs: Any):
+        self.norm = norm
+        self.epsilon = epsilon
+        self.backend = backend
+        self.n_counterfactuals = n_counterfactuals
+        self.actionability = actionability
+        self.tau = tau
+        self.sat_timeout = sat_timeout
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        self._norm = normalise_norm(self.norm)
+        eps = float(check_number(self.epsilon, "epsilon", low=0, low_open=True, high=1))
+        check_choice(self.backend, "backend", BACKENDS)
+        check_integer(self.n_counterfactuals, "n_counterfactuals", low=1)
+        if self.tau is not None:
+            check_number(self.tau, "tau", low=0)
+        if self.sat_timeout is not None:
+            check_number(self.sat_timeout, "sat_timeout", low=0, low_open=True)
+        if self.actionability is not None and not isinstance(self.actionability, Mapping):
+            raise ValidationError("actionability must be a mapping {feature: 'immutable' | "
+                                  f"'increase' | 'decrease' | 'free'}}, got {self.actionability!r}")
+        acts = dict(self.actionability or {})
+        for name, act in acts.items():
+            feature = self.encoder.schema[name]  # SchemaError names an unknown feature
+            try:
+                a = Actionability(act)
+            except ValueError:
+                raise ValidationError(f"actionability of {name!r} must be one of "
+                                      f"{[m.value for m in Actionability]}, got {act!r}") from None
+            if feature.kind.value == "categorical" and a in (Actionability.INCREASE,
+                                                              Actionability.DECREASE):
+                raise ValidationError(f"feature {name!r} is categorical; {a.value}-only needs an "
+                                      "ordered kind")
+        self._eps = eps
+        self._n_cf = int(self.n_counterfactuals)
+        self._acts = acts
+        self._sat_timeout = None if self.sat_timeout is None else float(self.sat_timeout)
+        self._kind, self._parts = _model_parts(self.model)
+        self._tau = (float(self.tau) if self.tau is not None
+                     else (1e-6 if self._kind == "network" else 0.0))
+        self._input: smt.SMTInput | None = None
+        self._milp: MILPNearest | None = None
+        if self.backend == "milp":
+            self._milp = self._milp_backend()
+        self._cands: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _milp_backend(self) -> MILPNearest:
+        """The MILP formulation of the same problem (LR and MLPs): MILPNearest with MACE's
+        raw-space distance, no tie-break term and the same margin ``tau``."""
+        if self._kind != "network":
+            raise UnsupportedModelError(
+                "backend='milp' covers logistic regression and ReLU MLPs; use backend='smt' "
+                f"for {self._kind}s")
+        if len(self._norm) != 1:
+            raise ValidationError("backend='milp' takes one norm ('l0', 'l1' or 'linf'), not a "
+                                  "weighted combination; use backend='smt'")
+        if self._acts:
+            raise ValidationError("backend='milp' uses the schema's actionability; set "
+                                  "`actionability` overrides in the schema or use backend='smt'")
+        if self._n_cf != 1:
+            raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
+                                  "for diverse CEs")
+        return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
+                           tie_break=0.0, mip_gap=1e-9, time_limit=self.time_limit)
+
+    def _explain_milp(self, x: np.ndarray, target: int) -> QueryResult:
+        """One MILP solve: its incumbent is the CE (δ_max), its proven bound / J is δ_min."""
+        assert self._milp is not None
+        r = self._milp._nearest(x, target, self._milp.tau, self.time_limit)
+        J = len(self.encoder.blocks_)
+        low = max(0.0, float(r.bound) / J) if math.isfinite(r.bound) else 0.0
+        cert: dict[str, Any] = {"delta_max": math.nan, "delta_min": low, "epsilon": self._eps,
+                                "sat_calls": 0, "solver_time": r.time,
+                                "diverse_delta_max": None, "diverse_delta_min": None}
+        if r.status == "infeasible":
+            cert["delta_min"] = 1.0
+            return QueryResult("infeasible", None, cert, message="proved: no plausible CE exists")
+        if r.cf is None:
+            return QueryResult(r.status, None, cert, message=r.message)
+        high = self._distance(x, r.cf)
+        cert["delta_max"] = high
+        status = "found" if high - low <= self._eps else "timeout"
+        return QueryResult(status, r.cf[None], cert, message="" if status == "found" else
+                           f"MILP stopped at bounds [{low:.6g}, {high:.6g}] ({r.solver_status})")
+
+    def __getstate__(self) -> dict[str, Any]:  # z3 objects do not pickle (joblib workers)
+        state = dict(self.__dict__)
+        state["_input"] = None
+        return state
+
+    # --- formula construction ---------------------------------------------------------------
+    def _smt_input(self) -> smt.SMTInput:
+        if self._input is None:
+            self._input = smt.SMTInput(self.encoder)
+        return self._input
+
+    def _radius(self, delta: float) -> float:
+        """Largest per-feature distance δ_j possible when d <= ``delta`` (inf if unbounded)."""
+        J = len(self.encoder.blocks_)
+        r = math.inf
+        for key in ("l1", "linf"):
+            if key in self._norm:
+                r = min(r, J * delta / self._norm[key])
+        if "l0" in self._norm and J * delta / self._norm["l0"] < 1.0:
+            r = 0.0
+        return r
+
+    def _pruner(self, x: np.ndarray, delta: float) -> Any:
+        """``prune(lo, hi)``: True when every point whose columns lie in ``[lo, hi]`` is
+        farther than ``delta`` from ``x`` — a lower bound of d from the column ranges alone
+        (each column's ω-weighted gap to the query bounds its feature's δ_f from below)."""
+        enc = self.encoder
+        w = Distance("l1", space="raw").column_weights(enc)
+        owner = enc.feature_of_column_
+        J = len(enc.blocks_)
+        norm = self._norm
+        limit = delta * (1 + 1e-12) + 1e-15
+
+        def prune(lo: np.ndarray, hi: np.ndarray) -> bool:
+            gap = w * np.maximum(0.0, np.maximum(lo - x, x - hi))
+            per = np.bincount(owner, gap, minlength=J)
+            lb = (norm.get("l1", 0.0) * per.sum() + norm.get("linf", 0.0) * per.max()
+                  + norm.get("l0", 0.0) * np.count_nonzero(per)) / J
+            return bool(lb > limit)
+
+        return prune
+
+    def _solver(self, x: np.ndarray, target: int, delta: float | None,
+                extra: list[z3.BoolRef]) -> tuple[z3.Solver, smt.SMTInput, z3.ArithRef]:
+        """z3 solver holding φ_CF ∧ φ_g for query ``x`` and the distance variable ``D``
+        (``D <= δ`` is then asserted per call). The model formula is partially evaluated over
+        the box that the actionability and, when ``delta`` is given, the bound ``d <= delta``
+        leave to each column (tree branches outside it dropped, neurons stable on it written
+        without ``If``); the solver is then valid for every bound up to ``delta``."""
+        inp = self._smt_input()
+        lo, hi = inp.box(x, self._acts)
+        if delta is not None:
+            blo, bhi = inp.ball(x, self._radius(delta))
+            lo, hi = np.maximum(lo, blo), np.minimum(hi, bhi)
+        box = (lo, hi)
+        s = z3.Solver()
+        s.add(*inp.domain)
+        s.add(*inp.actionability(x, self._acts))
+        prune = None if delta is None else self._pruner(x, delta)
+        if self._kind == "tree":
+            s.add(smt.tree_formula(self._parts[0], inp, target, box, prune=prune))
+        elif self._kind == "forest":
+            s.add(*smt.forest_formula(self._parts, inp, target, box, tau=self._tau, prune=prune))
+        else:
+            s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau))
+        D, dcons = inp.distance(x, self._norm)
+        s.add(*dcons)
+        if delta is not None:
+            s.add(D <= smt.rational(delta))
+        s.add(*extra)
+        return s, inp, D
+
+    # --- Algorithm 1 ------------------------------------------------------------------------
+    def _distance(self, x: np.ndarray, cf: np.ndarray) -> float:
+        return float(mace_distance(self.encoder, x, cf[None], self._norm)[0])
+
+    def _seed(self, x: np.ndarray, target: int, previous: list[np.ndarray]
+              ) -> np.ndarray | None:
+        """The nearest training point (MACE distance) that the model puts in ``target``,
+        satisfies the plausibility clauses and differs from the ``previous`` CEs — the MO
+        baseline; it starts Algorithm 1 at its distance instead of 1. None without data."""
+        cands = self._candidates(target)
+        if cands is None or len(cands) == 0:
+            return None
+        ok = self._plausible(x, cands)
+        for cf in previous:
+            ok &= np.any(cands != cf[None, :], axis=1)
+        if not ok.any():
+            return None
+        cands = cands[ok]
+        return cands[int(np.argmin(mace_distance(self.encoder, x, cands, self._norm)))]
+
+    def _candidates(self, target: int) -> np.ndarray | None:
+        if self.data is None:
+            return None
+        if self._cands is None:
+            X = self.encoder.transform(self.data.frame)
+            self._cands = (X, self.model.predict(X))
+        X, pred = self._cands
+        return X[pred == target]
+
+    def _plausible(self, x: np.ndarray, C: np.ndarray) -> np.ndarray:
+        """Actionability (schema plus ``actionability`` overrides) of each row of ``C``."""
+        ok = np.ones(len(C), dtype=bool)
+        for b in self.encoder.blocks_:
+            act = Actionability(self._acts.get(b.name, b.actionability))
+            d = C[:, b.slice] - x[None, b.slice]
+            if act is Actionability.IMMUTABLE:
+                ok &= np.all(d == 0, axis=1)
+            elif act is Actionability.INCREASE:
+                ok &= np.all(d >= 0, axis=1)
+            elif act is Actionability.DECREASE:
+                ok &= np.all(d <= 0, axis=1)
+        return ok
+
+    def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
+        if self._milp is not None:
+            return self._explain_milp(x, target)
+        deadline = time.perf_counter() + self.time_limit
+        stats = {"calls": 0, "time": 0.0}
+        cfs: list[np.ndarray] = []
+        highs: list[float] = []
+        lows: list[float] = []
+        diversity: list[z3.BoolRef] = []
+        status, message, low = "found", "", 0.0
+        for k in range(self._n_cf):
+            st, cf, hi, low, message = self._search(x, target, low, cfs, diversity, deadline,
+                                                    stats)
+            if cf is not None:
+                cfs.append(cf)
+                highs.append(hi)
+                lows.append(low)
+            if st != "found":
+                if st == "infeasible" and k > 0:
+                    st = "found"  # fewer diverse CEs exist than asked for
+                    message = f"only {k} distinct plausible CE(s) exist"
+                status = st
+                break
+            diversity.append(self._smt_input().differs(cf))
+        cert: dict[str, Any] = {
+            "delta_max": highs[0] if highs else math.nan,
+            "delta_min": lows[0] if lows else low,
+            "epsilon": self._eps,
+            "sat_calls": stats["calls"],
+            "solver_time": stats["time"],
+            "diverse_delta_max": highs if self._n_cf > 1 else None,
+            "diverse_delta_min": lows if self._n_cf > 1 else None,
+        }
+        return QueryResult(status, np.array(cfs) if cfs else None, cert, message=message)
+
+    def _search(self, x: np.ndarray, target: int, low: float, previous: list[np.ndarray],
+                diversity: list[z3.BoolRef], deadline: float, stats: dict[str, Any]
+                ) -> tuple[str, np.ndarray | None, float, float, str]:
+        """Algorithm 1 from ``δ_min = low``: (status, CE, δ_max, δ_min, message).
+
+        Tree models keep one solver while the bound shrinks (``D <= δ`` pushed and popped)
+        and rebuild it, partially evaluated on the smaller distance ball, once δ has shrunk
+        fourfold (most trees of a forest then reduce to a few leaves); networks get a fresh
+        formula every step (most neurons become stable), and their search first doubles δ up
+        from δ_min (unsatisfiable calls on small balls are cheap) until a call is
+        satisfiable or δ reaches the midpoint, then bisects. Every step keeps the invariant
+        of Algorithm 1 (δ_min refuted, a CE at δ_max), so the certificate is the same."""
+        rebuild = 1.0 if self._kind == "network" else 4.0
+        base: tuple[z3.Solver, smt.SMTInput, z3.ArithRef] | None = None
+        built = math.inf  # the bound the current solver was built for
+
+        def ask(delta: float | None) -> smt.SMTResult:
+            nonlocal base, built
+            left = deadline - time.perf_counter()
+            limit = left if self._sat_timeout is None else min(left, self._sat_timeout)
+            t0 = time.perf_counter()
+            want = math.inf if delta is None else delta
+            if base is None or want > built or want * rebuild <= built:
+                base = self._solver(x, target, delta, diversity)
+                built = want
+            solver, inp, D = base
+            extra = [] if delta is None or delta == built else [D <= smt.rational(delta)]
+            r = smt.check(solver, inp, extra, timeout=limit - (time.perf_counter() - t0))
+            stats["calls"] += 1
+            stats["time"] += time.perf_counter() - t0
+            if r.status == "sat" and self.model.predict(r.x[None])[0] != target:
+                return smt.SMTResult("error", r.x, "the float64 forward pass disagrees with the "
+                                     "exact formula (raise tau)", r.time)
+            return r
+
+        gallop = self._kind == "network"  # small balls first (few unstable neurons)
+        seed = self._seed(x, target, previous)
+        best: np.ndarray | None = None
+        high = 1.0  # d <= 1 always (Algorithm 1 starts here)
+        if seed is not None:
+            best, high = seed, self._distance(x, seed)
+        elif not gallop:
+            r = ask(None)
+            if r.status == "unsat":
+                return "infeasible", None, math.nan, 1.0, "proved: no plausible CE exists"
+            if r.status != "sat":
+                return self._stop(r, None, math.nan, low)
+            best, high = r.x, self._distance(x, r.x)
+        for _ in range(_MAX_STEPS):
+            if high - low <= self._eps and best is None:
+                r = ask(None)  # no CE within 1 - ε yet: is there one at all?
+                if r.status == "unsat":
+                    return "infeasible", None, math.nan, 1.0, "proved: no plausible CE exists"
+                if r.status != "sat":
+                    return self._stop(r, None, math.nan, low)
+                best, high = r.x, self._distance(x, r.x)
+            if high - low <= self._eps:
+                return "found", best, high, low, ""
+            mid = 0.5 * (low + high)
+            if gallop:
+                probe = max(low * 2.0, low + self._eps)
+                gallop = probe < mid
+                if gallop:
+                    mid = probe
+            r = ask(mid)
+            if r.status == "sat":
+                best, high = r.x, min(self._distance(x, r.x), high)
+            elif r.status == "unsat":
+                low = mid
+            else:
+                return self._stop(r, best, high, low)
+        return "found" if high - low <= self._eps else "timeout", best, high, low, ""
+
+    @staticmethod
+    def _stop(r: smt.SMTResult, best: np.ndarray | None, high: float, low: float
+              ) -> tuple[str, np.ndarray | None, float, float, str]:
+        if r.status == "error":
+            return "error", best, high, low, r.reason
+        note = f"z3: {r.reason or 'unknown'}; bounds [{low:.6g}, {high:.6g}] not within epsilon"
+        return "timeout", best, high, low, note
+
+
+def _model_parts(model: Model) -> tuple[str, Any]:
+    """("tree" | "forest", [TreeView, ...]) or ("network", [(W, b), ...]); else
+    :class:`UnsupportedModelError` naming the model."""
+    kind = getattr(model, "kind", None)
+    if kind in ("tree", "forest") and hasattr(model, "trees"):
+        return kind, model.trees()
+    try:
+        net = model.network()
+    except UnsupportedModelError as exc:
+        inner = getattr(model, "final_", None)
+        what = type(inner).__name__ if inner is not None else type(model).__name__
+        raise UnsupportedModelError(
+            f"MACE cannot encode {what}: supported are decision trees, random forests "
+            f"(rc.models.wrap), logistic regression and ReLU MLPs ({exc})") from None
+    return "network", [(np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64))
+                       for W, b in net.weights]

@@ -1,0 +1,657 @@
+"""SMT (z3) encodings for MACE (Karimi et al., AISTATS 2020): characteristic formulae of fitted
+models, raw feature variables linked to model space, and the distance formula (eq. 3).
+
+**Variables per raw feature** (:class:`SMTInput`), linked to the model's input exactly as the
+:class:`~robustce.data.Encoder` defines it:
+
+* continuous — one real ``x`` in ``[0, 1]``, the min-max scaled value (raw ``lower + x·R``);
+* integer — one int ``k`` in ``[0, R]``, the raw value minus ``lower``; model input ``k / R``;
+* binary — one bool; model input ``If(b, 1, 0)``;
+* categorical — one int ``c`` in ``[0, K)``, the level index; one-hot column ``j`` is ``c == j``;
+* ordinal — one int ``c`` in ``[0, K)`` in order; thermometer column ``j`` is ``c >= j + 1``
+  (integer-coded ordinals: ``c / (K - 1)``).
+
+**Characteristic formulae** ``φ_f(x, t)``, true iff the model predicts class ``t`` at ``x``:
+
+* a tree: the disjunction over the leaves predicting ``t`` of the conjunction of their path
+  conditions (paper Fig. 2); the conditions are shared along the tree as a DAG;
+* a forest (scikit-learn's soft vote): per tree a real ``v_k`` fixed by the reached leaf
+  (``path_l ⇒ v_k = value_l``, exactly one leaf reached), and the vote of the target class
+  beats every other class with scikit-learn's tie rule (the first maximum wins);
+* a ReLU network (logistic regression is the one-layer case; sklearn ``MLPClassifier`` and our
+  ``MLP`` through ``model.network()``): one real per hidden neuron, ``h = If(z >= 0, z, 0)``
+  (paper Fig. 3), neurons that interval bounds prove stable written without the ``If``; the
+  target logit beats the others by at least ``tau``.
+
+Exactness against float64. Tree thresholds ``t`` (already adjusted by :class:`TreeView` so that
+``x <= t`` reproduces scikit-learn's float32 routing) are compared exactly for the floats the
+model will see: a scaled column goes left iff ``x <= t`` and right iff ``x >= nextafter(t, +inf)``
+(no float64 lies between), a grid column ``k / R`` by the exact set of grid points whose float64
+value is ``<= t``, and 0/1 columns by their two values. Every float64 counterfactual therefore
+satisfies the formula iff the model routes it to the same leaf; real points between two
+consecutive floats are excluded, which leaves lower bounds sound. Network logits are real
+arithmetic; ``tau > 0`` keeps the float64 forward pass on the same side.
+
+**Distance** (:meth:`SMTInput.distance`): per raw feature ``δ_j = |Δ| / R_j`` (numeric),
+``|Δ level| / (K_j - 1)`` (ordinal), ``𝕀[≠]`` (categorical, binary; a one-hot group counts
+once); ``d = (α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞) / J`` with ``α + β + γ = 1`` so that ``d ∈ [0, 1]`` (the
+division of ‖δ‖∞ by the number of features J follows the authors' code). Absolute values are
+slack reals (``e_j >= ±Δ``) and ‖δ‖₀ uses one bool per feature, so every formula stays in
+linear real/integer arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import z3
+
+from robustce.data.encoder import Encoder, FeatureBlock
+from robustce.data.schema import Actionability, FeatureKind
+from robustce.errors import SolverError, ValidationError
+
+__all__ = [
+    "SMTInput",
+    "SMTResult",
+    "check",
+    "forest_formula",
+    "interval_bounds",
+    "network_formula",
+    "rational",
+    "tree_formula",
+]
+
+
+@lru_cache(maxsize=1 << 18)
+def _rational(value: float) -> z3.RatNumRef:
+    f = Fraction(value)
+    return z3.RealVal(f"{f.numerator}/{f.denominator}")
+
+
+def rational(value: float) -> z3.RatNumRef:
+    """The exact rational value of a float64 as a z3 constant (``RealVal(0.1)`` would be 1/10)."""
+    return _rational(float(value))
+
+
+@lru_cache(maxsize=1 << 16)
+def _vote(a: float, b: float) -> z3.RatNumRef:
+    f = Fraction(a) - Fraction(b)
+    return z3.RealVal(f"{f.numerator}/{f.denominator}")
+
+
+def _to_float(value: z3.ExprRef) -> float:
+    """A z3 numeral (int or rational) as the nearest float64."""
+    if z3.is_int_value(value):
+        return float(value.as_long())
+    if z3.is_rational_value(value):
+        return float(Fraction(value.numerator_as_long(), value.denominator_as_long()))
+    if z3.is_algebraic_value(value):  # irrational (cannot arise in linear arithmetic)
+        return float(value.approx(20).as_fraction())
+    raise SolverError(f"z3 returned a non-numeric value {value}")
+
+
+def _is_one(p: z3.BoolRef) -> z3.ArithRef:
+    return z3.If(p, z3.RealVal(1), z3.RealVal(0))
+
+
+@dataclass
+class _Var:
+    """One raw feature: its z3 variable and where it sits in model space."""
+
+    block: FeatureBlock
+    var: z3.ExprRef
+    sort: str  # "real" (scaled continuous), "grid" (int k, column k/steps), "bool", "level"
+    steps: int = 0  # grid: number of grid steps; level: number of levels
+
+
+@dataclass
+class SMTResult:
+    """Outcome of one satisfiability call."""
+
+    status: str  # "sat", "unsat" or "unknown"
+    x: np.ndarray | None  # the model-space row of the satisfying assignment (sat only)
+    reason: str = ""
+    time: float = 0.0
+
+
+class SMTInput:
+    """z3 variables for the raw features of ``encoder``'s schema and the model-space columns
+    they define. ``domain`` holds the type and range constraints (plausibility, part i)."""
+
+    def __init__(self, encoder: Encoder, prefix: str = "x"):
+        encoder._check_fitted()
+        self.encoder = encoder
+        self.vars: list[_Var] = []
+        self.domain: list[z3.BoolRef] = []
+        self._col_block = np.empty(encoder.n_features_out_, dtype=np.int64)
+        self._le: dict[tuple[int, float], Any] = {}
+        self._gt: dict[tuple[int, float], Any] = {}
+        for i, b in enumerate(encoder.blocks_):
+            f = b.feature
+            name = f"{prefix}_{i}"
+            self._col_block[b.slice] = i
+            if b.encoding == "scaled" and f.kind is FeatureKind.CONTINUOUS:
+                v = z3.Real(name)
+                const = f.upper == f.lower  # a constant feature encodes as 0
+                self.domain += [v == 0] if const else [v >= 0, v <= 1]
+                self.vars.append(_Var(b, v, "real"))
+            elif b.encoding in ("scaled", "integer_levels"):
+                steps = int(b.n_steps or 0)
+                v = z3.Int(name)
+                self.domain += [v >= 0, v <= steps]
+                self.vars.append(_Var(b, v, "grid", steps))
+            elif b.encoding == "binary":
+                self.vars.append(_Var(b, z3.Bool(name), "bool"))
+            else:  # onehot / thermometer
+                v = z3.Int(name)
+                self.domain += [v >= 0, v <= f.n_levels - 1]
+                self.vars.append(_Var(b, v, "level", f.n_levels))
+
+    @property
+    def n_features(self) -> int:
+        return len(self.vars)
+
+    # --- model-space columns -------------------------------------------------------------
+    def _indicator(self, col: int) -> z3.BoolRef:
+        """For a 0/1 column: the predicate 'this column is 1'."""
+        v = self.vars[self._col_block[col]]
+        j = col - v.block.start
+        if v.sort == "bool":
+            return v.var
+        if v.block.encoding == "onehot":
+            return v.var == j
+        return v.var >= j + 1  # thermometer
+
+    def column(self, col: int) -> z3.ArithRef:
+        """The model-space value of column ``col`` as a real expression."""
+        v = self.vars[self._col_block[col]]
+        if v.sort == "real":
+            return v.var
+        if v.sort == "grid":
+            return z3.ToReal(v.var) / v.steps if v.steps else z3.RealVal(0)
+        return _is_one(self._indicator(col))
+
+    def linear(self, weights: np.ndarray, bias: float) -> z3.ArithRef:
+        """``Σ_j w_j x_j + b`` over the model-space columns, grouped per raw feature (a
+        categorical block becomes one ``If`` chain over its levels)."""
+        w = np.asarray(weights, dtype=np.float64)
+        terms: list[z3.ArithRef] = [rational(bias)]
+        for v in self.vars:
+            ws = w[v.block.slice]
+            if not np.any(ws):
+                continue
+            if v.sort == "real":
+                terms.append(rational(ws[0]) * v.var)
+            elif v.sort == "grid":
+                if v.steps:
+                    terms.append(rational(ws[0] / v.steps) * z3.ToReal(v.var))
+            elif v.sort == "bool":
+                terms.append(z3.If(v.var, rational(ws[0]), z3.RealVal(0)))
+            elif v.block.encoding == "onehot":
+                expr = rational(ws[-1])
+                for j in range(len(ws) - 2, -1, -1):
+                    expr = z3.If(v.var == j, rational(ws[j]), expr)
+                terms.append(expr)
+            else:  # thermometer: level c contributes the sum of its first c weights
+                cum = np.concatenate([[0.0], np.cumsum(ws)])
+                expr = rational(cum[-1])
+                for c in range(len(cum) - 2, -1, -1):
+                    expr = z3.If(v.var == c, rational(cum[c]), expr)
+                terms.append(expr)
+        return z3.Sum(terms)
+
+    def le(self, col: int, threshold: float) -> z3.BoolRef | bool:
+        """Exactly 'the float64 model input of column ``col`` is <= threshold' (a Python bool
+        when the column's domain decides it). Cached per (column, threshold)."""
+        key = (col, float(threshold))
+        out = self._le.get(key)
+        if out is None:
+            out = self._le[key] = self._le_uncached(col, key[1])
+        return out
+
+    def _le_uncached(self, col: int, threshold: float) -> z3.BoolRef | bool:
+        t = float(threshold)
+        v = self.vars[self._col_block[col]]
+        if v.sort == "real":
+            if v.block.feature.upper == v.block.feature.lower:
+                return 0.0 <= t
+            return v.var <= rational(t)
+        if v.sort == "grid":
+            kmax = _grid_kmax(v.steps, t)
+            if kmax < 0:
+                return False
+            if kmax >= v.steps:
+                return True
+            return v.var <= kmax
+        if t >= 1.0:
+            return True
+        if t < 0.0:
+            return False
+        return z3.Not(self._indicator(col))
+
+    def gt(self, col: int, threshold: float) -> z3.BoolRef | bool:
+        """Exactly 'the float64 model input of column ``col`` is > threshold' (cached)."""
+        key = (col, float(threshold))
+        out = self._gt.get(key)
+        if out is None:
+            out = self._gt[key] = self._gt_uncached(col, key[1])
+        return out
+
+    def _gt_uncached(self, col: int, threshold: float) -> z3.BoolRef | bool:
+        t = float(threshold)
+        v = self.vars[self._col_block[col]]
+        if v.sort == "real":
+            if v.block.feature.upper == v.block.feature.lower:
+                return 0.0 > t
+            return v.var >= rational(float(np.nextafter(t, np.inf)))
+        le = self.le(col, t)
+        return (not le) if isinstance(le, bool) else z3.Not(le)
+
+    # --- query-dependent parts -----------------------------------------------------------
+    def values(self, x: np.ndarray) -> list[Any]:
+        """Per raw feature, the value of its variable at the model-space row ``x`` (a float
+        for continuous, an int grid step or level index, a bool)."""
+        x = np.asarray(x, dtype=np.float64)
+        out: list[Any] = []
+        for v in self.vars:
+            b = v.block
+            if v.sort == "real":
+                out.append(float(x[b.start]))
+            elif v.sort == "grid":
+                out.append(int(round(x[b.start] * v.steps)) if v.steps else 0)
+            elif v.sort == "bool":
+                out.append(bool(x[b.start] >= 0.5))
+            elif b.encoding == "onehot":
+                out.append(int(np.argmax(x[b.slice])))
+            else:
+                out.append(int((x[b.slice] >= 0.5).sum()))
+        return out
+
+    def _const(self, v: _Var, value: Any) -> z3.ExprRef:
+        if v.sort == "real":
+            return rational(value)
+        if v.sort == "bool":
+            return z3.BoolVal(bool(value))
+        return z3.IntVal(int(value))
+
+    def equal(self, i: int, value: Any) -> z3.BoolRef:
+        """Feature ``i`` takes ``value`` (as returned by :meth:`values`)."""
+        v = self.vars[i]
+        return v.var == self._const(v, value)
+
+    def actionability(self, x: np.ndarray,
+                      overrides: Mapping[str, str | Actionability] | None = None
+                      ) -> list[z3.BoolRef]:
+        """Plausibility, part ii: immutable features keep the query's value, increase-only
+        (decrease-only) features do not go down (up). ``overrides`` maps feature names to an
+        actionability replacing the schema's (user constraints such as 'age unchanged')."""
+        overrides = dict(overrides or {})
+        out: list[z3.BoolRef] = []
+        for i, (v, val) in enumerate(zip(self.vars, self.values(x), strict=True)):
+            act = Actionability(overrides.get(v.block.name, v.block.actionability))
+            if act is Actionability.FREE:
+                continue
+            if act is Actionability.IMMUTABLE:
+                out.append(self.equal(i, val))
+                continue
+            if v.sort == "bool":
+                # increase: a true query stays true; decrease: a false query stays false
+                if act is Actionability.INCREASE and val:
+                    out.append(v.var)
+                elif act is Actionability.DECREASE and not val:
+                    out.append(z3.Not(v.var))
+                continue
+            if v.block.encoding == "onehot":
+                raise ValidationError(f"feature {v.block.name!r} is categorical; "
+                                      f"{act.value}-only needs an ordered kind")
+            c = self._const(v, val)
+            out.append(v.var >= c if act is Actionability.INCREASE else v.var <= c)
+        return out
+
+    def box(self, x: np.ndarray, overrides: Mapping[str, str | Actionability] | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Per model-space column, the range allowed by the actionability constraints at query
+        ``x`` (used to prune tree nodes and to bound network neurons)."""
+        overrides = dict(overrides or {})
+        x = np.asarray(x, dtype=np.float64)
+        lo, hi = np.zeros(len(x)), np.ones(len(x))
+        for v in self.vars:
+            b = v.block
+            act = Actionability(overrides.get(b.name, b.actionability))
+            if b.encoding == "scaled" and b.feature.upper == b.feature.lower:
+                hi[b.slice] = 0.0
+            if act is Actionability.IMMUTABLE:
+                lo[b.slice] = hi[b.slice] = x[b.slice]
+            elif act is Actionability.INCREASE:
+                lo[b.slice] = x[b.slice]
+            elif act is Actionability.DECREASE:
+                hi[b.slice] = x[b.slice]
+        return lo, hi
+
+    def ball(self, x: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per model-space column, a range containing every assignment whose per-feature
+        distances δ_j to the query ``x`` are all <= ``radius`` (widened by a few ulps, so it
+        is a sound superset; used to prune trees and bound neurons along the bisection)."""
+        x = np.asarray(x, dtype=np.float64)
+        lo, hi = np.zeros(len(x)), np.ones(len(x))
+        if not math.isfinite(radius):
+            return lo, hi
+        for v, val in zip(self.vars, self.values(x), strict=True):
+            b = v.block
+            if v.sort == "real":
+                lo[b.start] = max(0.0, float(np.nextafter(np.nextafter(val - radius, -np.inf), -np.inf)))
+                hi[b.start] = min(1.0, float(np.nextafter(np.nextafter(val + radius, np.inf), np.inf)))
+            elif v.sort == "bool" or b.encoding == "onehot":
+                if radius < 1.0:
+                    lo[b.slice] = hi[b.slice] = x[b.slice]
+            else:
+                span = v.steps if v.sort == "grid" else v.steps - 1
+                reach = int(math.floor(radius * span)) + 1 if span > 0 else 0
+                k_lo, k_hi = max(0, val - reach), min(span, val + reach)
+                if v.sort == "grid":
+                    if span > 0:
+                        lo[b.start], hi[b.start] = np.float64(k_lo) / span, np.float64(k_hi) / span
+                    else:
+                        lo[b.start] = hi[b.start] = 0.0
+                else:  # thermometer columns j: 1 iff level >= j + 1
+                    j = np.arange(1, b.width + 1)
+                    lo[b.slice] = (k_lo >= j).astype(float)
+                    hi[b.slice] = (k_hi >= j).astype(float)
+        return lo, hi
+
+    def distance(self, x: np.ndarray, norm: Mapping[str, float]) -> tuple[z3.ArithRef, list[z3.BoolRef]]:
+        """MACE's normalised distance to the query ``x`` (eq. 3): returns ``(D, constraints)``
+        where the constraints make ``D`` at least the distance of every assignment (and the
+        distance itself is attainable), so ``D <= δ`` holds iff ``d(x', x) <= δ``.
+
+        ``norm`` maps "l0", "l1", "linf" to their weights α, β, γ (summing to 1)."""
+        alpha = float(norm.get("l0", 0.0))
+        beta = float(norm.get("l1", 0.0))
+        gamma = float(norm.get("linf", 0.0))
+        vals = self.values(x)
+        cons: list[z3.BoolRef] = []
+        n = len(self.vars)
+        total: list[z3.ArithRef] = []
+        need_abs = beta > 0 or gamma > 0
+        per_feature: list[z3.ArithRef] = []
+        changed: list[z3.ArithRef] = []
+        for i, (v, val) in enumerate(zip(self.vars, vals, strict=True)):
+            same = self.equal(i, val)
+            if alpha > 0:
+                changed.append(z3.If(same, z3.RealVal(0), z3.RealVal(1)))
+            if not need_abs:
+                continue
+            if v.sort == "bool" or v.block.encoding == "onehot":
+                per_feature.append(z3.If(same, z3.RealVal(0), z3.RealVal(1)))
+                continue
+            if v.sort == "real":
+                diff = v.var - rational(val)
+                scale = z3.RealVal(1)
+            else:
+                span = v.steps if v.sort == "grid" else v.steps - 1
+                if span <= 0:
+                    per_feature.append(z3.RealVal(0))
+                    continue
+                diff = z3.ToReal(v.var - int(val))
+                scale = z3.RealVal(f"1/{span}")
+            e = z3.Real(f"_e_{id(self)}_{i}")
+            cons += [e >= scale * diff, e >= -scale * diff]
+            per_feature.append(e)
+        if alpha > 0:
+            total.append(rational(alpha) * z3.Sum(changed))
+        if beta > 0:
+            total.append(rational(beta) * z3.Sum(per_feature))
+        if gamma > 0:
+            m = z3.Real(f"_max_{id(self)}")
+            cons += [m >= e for e in per_feature] + [m >= 0]
+            total.append(rational(gamma) * m)
+        D = z3.Real(f"_dist_{id(self)}")
+        cons.append(D * n >= z3.Sum(total) if total else D >= 0)
+        return D, cons
+
+    def differs(self, x: np.ndarray) -> z3.BoolRef:
+        """Diversity clause: the assignment differs from the row ``x`` in at least one feature
+        (‖·‖₀ ≥ 1, paper §4.2)."""
+        vals = self.values(x)
+        return z3.Or([z3.Not(self.equal(i, val)) for i, val in enumerate(vals)])
+
+    # --- reading a solution --------------------------------------------------------------
+    def decode(self, model: z3.ModelRef) -> np.ndarray:
+        """The model-space row (float64, as the encoder would encode it) of a z3 model."""
+        x = np.zeros(self.encoder.n_features_out_)
+        for v in self.vars:
+            b = v.block
+            val = model.eval(v.var, model_completion=True)
+            if v.sort == "real":
+                x[b.start] = min(max(_to_float(val), 0.0), 1.0)
+            elif v.sort == "grid":
+                k = int(val.as_long())
+                x[b.start] = np.float64(k) / v.steps if v.steps else 0.0
+            elif v.sort == "bool":
+                x[b.start] = 1.0 if z3.is_true(val) else 0.0
+            elif b.encoding == "onehot":
+                x[b.start + int(val.as_long())] = 1.0
+            else:
+                x[b.slice] = int(val.as_long()) >= np.arange(1, b.width + 1)
+        return x
+
+
+def _grid_kmax(steps: int, t: float) -> int:
+    """Largest k in [0, steps] whose float64 model input ``k / steps`` is <= t (-1 if none)."""
+    if steps == 0:
+        return 0 if 0.0 <= t else -1
+    if not math.isfinite(t):
+        return steps if t > 0 else -1
+    k = int(math.floor(t * steps))
+    k = min(max(k, -1), steps)
+    while k + 1 <= steps and np.float64(k + 1) / steps <= t:
+        k += 1
+    while k >= 0 and np.float64(k) / steps > t:
+        k -= 1
+    return k
+
+
+# ----------------------------------------------------------------------------------------
+# Characteristic formulae
+# ----------------------------------------------------------------------------------------
+
+
+def _leaf_paths(tree: Any, inp: SMTInput, lo: np.ndarray, hi: np.ndarray,
+                prune: Callable[[np.ndarray, np.ndarray], bool] | None = None
+                ) -> list[tuple[int, z3.BoolRef | bool]]:
+    """Leaves reachable inside the box ``[lo, hi]`` with their path conditions; tests the box
+    decides are left out (partial evaluation of the characteristic formula). ``prune(plo,
+    phi)`` may drop a subtree given the column ranges its path allows (e.g. when every point
+    there is provably farther than the distance bound)."""
+    out: list[tuple[int, z3.BoolRef | bool]] = []
+    stack: list[tuple[int, Any, np.ndarray, np.ndarray]] = [(0, True, lo, hi)]
+    feat, thr, left, right = tree.feature, tree.threshold, tree.left, tree.right
+    while stack:
+        node, cond, plo, phi = stack.pop()
+        if left[node] < 0:
+            out.append((node, cond))
+            continue
+        f, t = int(feat[node]), float(thr[node])
+        if phi[f] <= t:  # the whole box goes left
+            stack.append((int(left[node]), cond, plo, phi))
+            continue
+        if plo[f] > t:
+            stack.append((int(right[node]), cond, plo, phi))
+            continue
+        for child, pred, go_left in ((int(left[node]), inp.le(f, t), True),
+                                     (int(right[node]), inp.gt(f, t), False)):
+            if pred is False:
+                continue
+            clo, chi = plo, phi
+            if prune is not None:
+                clo, chi = plo.copy(), phi.copy()
+                if go_left:
+                    chi[f] = t
+                else:
+                    clo[f] = t
+                if prune(clo, chi):
+                    continue
+            stack.append((child, cond if pred is True else (pred if cond is True
+                                                            else z3.And(cond, pred)), clo, chi))
+    return out
+
+
+def tree_formula(tree: Any, inp: SMTInput, target: int,
+                 box: tuple[np.ndarray, np.ndarray] | None = None,
+                 prune: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> z3.BoolRef:
+    """φ_f(x, target) of one decision tree (:class:`~robustce.models.TreeView`): the
+    disjunction of the path conditions of the leaves whose argmax class is ``target``."""
+    lo, hi = box if box is not None else (np.zeros(tree.n_features), np.ones(tree.n_features))
+    leaf_class = np.argmax(tree.value, axis=1)
+    conds = [c for leaf, c in _leaf_paths(tree, inp, lo, hi, prune) if leaf_class[leaf] == target]
+    if any(c is True for c in conds):
+        return z3.BoolVal(True)
+    return z3.Or(conds) if conds else z3.BoolVal(False)
+
+
+def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
+                   box: tuple[np.ndarray, np.ndarray] | None = None, tau: float = 0.0,
+                   prefix: str = "v",
+                   prune: Callable[[np.ndarray, np.ndarray], bool] | None = None
+                   ) -> list[z3.BoolRef]:
+    """φ_f(x, target) of a soft-voting forest (scikit-learn's mean of leaf distributions):
+    per tree and rival class ``c`` a real ``v = value_l[target] - value_l[c]`` of the reached
+    leaf ``l``; the summed votes must be > ``tau`` against rivals listed before ``target``
+    and >= ``tau`` against those after it (``np.argmax`` keeps the first maximum)."""
+    if len(trees) == 0:
+        raise ValidationError("a forest needs at least one tree")
+    n_features = trees[0].n_features
+    lo, hi = box if box is not None else (np.zeros(n_features), np.ones(n_features))
+    n_classes = trees[0].n_classes
+    rivals = [c for c in range(n_classes) if c != target]
+    cons: list[z3.BoolRef] = []
+    sums: dict[int, list[z3.ArithRef]] = {c: [] for c in rivals}
+    const: dict[int, Fraction] = dict.fromkeys(rivals, Fraction(0))
+    for k, tree in enumerate(trees):
+        paths = _leaf_paths(tree, inp, lo, hi, prune)
+        value = tree.value
+        if not paths:  # no leaf of this tree is within reach: nothing is
+            return [z3.BoolVal(False)]
+        if len(paths) == 1 and paths[0][1] is True:  # decided by the box
+            leaf = paths[0][0]
+            for c in rivals:
+                const[c] += Fraction(float(value[leaf, target])) - Fraction(float(value[leaf, c]))
+            continue
+        conds = [c for _, c in paths]
+        if any(c is True for c in conds):  # cannot happen with more than one path
+            raise SolverError("inconsistent tree paths")
+        cons.append(z3.Or(conds))  # some leaf is reached (excludes points between floats)
+        leaves = np.array([leaf for leaf, _ in paths])
+        for c in rivals:
+            a, b = value[leaves, target], value[leaves, c]
+            if np.all(a - b == a[0] - b[0]) and np.all(a == a[0]):  # one vote everywhere
+                const[c] += Fraction(float(a[0])) - Fraction(float(b[0]))
+                continue
+            var = z3.Real(f"{prefix}_{id(inp)}_{k}_{c}")
+            cons += [z3.Implies(cond, var == _vote(float(ai), float(bi)))
+                     for ai, bi, cond in zip(a, b, conds, strict=True)]
+            sums[c].append(var)
+    for c in rivals:
+        total = z3.Sum([*sums[c], z3.RealVal(str(const[c] - Fraction(float(tau))))])
+        cons.append(total > 0 if c < target else total >= 0)
+    return cons
+
+
+def interval_bounds(weights: Sequence[tuple[np.ndarray, np.ndarray]], lo: np.ndarray,
+                    hi: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pre-activation bounds of every layer over the input box ``[lo, hi]`` (interval
+    arithmetic, sign-aware)."""
+    out = []
+    a, b = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    for i, (W, bias) in enumerate(weights):
+        Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+        zl = Wp @ a + Wn @ b + bias
+        zu = Wp @ b + Wn @ a + bias
+        pad = 1e-12 * (1.0 + np.abs(zl) + np.abs(zu))  # float rounding: keep the bounds sound
+        zl, zu = zl - pad, zu + pad
+        out.append((zl, zu))
+        if i < len(weights) - 1:
+            a, b = np.maximum(zl, 0.0), np.maximum(zu, 0.0)
+    return out
+
+
+def network_formula(weights: Sequence[tuple[np.ndarray, np.ndarray]], inp: SMTInput, target: int,
+                    box: tuple[np.ndarray, np.ndarray] | None = None, tau: float = 1e-6,
+                    prefix: str = "h") -> list[z3.BoolRef]:
+    """φ_f(x, target) of a ReLU network (last layer = logits; one logit for binary models,
+    class 1 iff logit > 0): one real per hidden neuron with ``h = If(z >= 0, z, 0)``, stable
+    neurons (by interval bounds over ``box``) without the ``If``; the target wins by >= ``tau``."""
+    d = inp.encoder.n_features_out_
+    lo, hi = box if box is not None else (np.zeros(d), np.ones(d))
+    bounds = interval_bounds(weights, lo, hi)
+    cons: list[z3.BoolRef] = []
+    W0, b0 = weights[0]
+    pre = [inp.linear(W0[i], b0[i]) for i in range(W0.shape[0])]
+    for layer in range(1, len(weights)):
+        zl, zu = bounds[layer - 1]
+        post: list[z3.ArithRef] = []
+        for i, z in enumerate(pre):
+            if zu[i] <= 0:
+                post.append(z3.RealVal(0))
+                continue
+            h = z3.Real(f"{prefix}_{id(inp)}_{layer}_{i}")
+            if zl[i] >= 0:
+                cons.append(h == z)
+            else:
+                # exact ReLU, plus its triangle relaxation as redundant cuts for z3's simplex
+                slope = zu[i] / (zu[i] - zl[i])
+                cons += [h == z3.If(z >= 0, z, z3.RealVal(0)), h >= 0, h >= z,
+                         h <= rational(slope) * z - rational(slope * zl[i])
+                         + rational(1e-9 * (1 + zu[i] - zl[i]))]
+            post.append(h)
+        W, b = weights[layer]
+        pre = []
+        for i in range(W.shape[0]):
+            terms = [rational(W[i, j]) * post[j] for j in range(W.shape[1])
+                     if W[i, j] != 0 and not (z3.is_rational_value(post[j]))]
+            pre.append(z3.Sum([*terms, rational(b[i])]))
+    t = rational(tau)
+    if len(pre) == 1:
+        if target not in (0, 1):
+            raise ValidationError(f"binary network: target class must be 0 or 1, got {target}")
+        cons.append(pre[0] >= t if target == 1 else pre[0] <= -t)
+    else:
+        cons += [pre[target] - pre[c] >= t for c in range(len(pre)) if c != target]
+    return cons
+
+
+# ----------------------------------------------------------------------------------------
+# The oracle
+# ----------------------------------------------------------------------------------------
+
+
+def check(solver: z3.Solver, inp: SMTInput, extra: Sequence[z3.BoolRef] = (),
+          timeout: float | None = None) -> SMTResult:
+    """One SAT call: is ``solver``'s formula ∧ ``extra`` satisfiable? ``timeout`` in seconds
+    (z3's own per-call limit; ``unknown`` on expiry)."""
+    import time
+
+    if timeout is not None:
+        if not timeout > 0:
+            return SMTResult("unknown", None, "no time left")
+        solver.set("timeout", max(1, int(math.ceil(timeout * 1000))))
+    t0 = time.perf_counter()
+    if extra:
+        solver.push()
+        solver.add(*extra)
+    try:
+        r = solver.check()
+        if r == z3.sat:
+            return SMTResult("sat", inp.decode(solver.model()), time=time.perf_counter() - t0)
+        if r == z3.unsat:
+            return SMTResult("unsat", None, time=time.perf_counter() - t0)
+        return SMTResult("unknown", None, solver.reason_unknown(), time.perf_counter() - t0)
+    finally:
+        if extra:
+            solver.pop()

@@ -1,0 +1,420 @@
+"""MACE: δ_min <= optimum <= δ_max <= δ_min + ε against brute force (grids for trees, an LP for
+logistic regression, enumeration for a tiny MLP); valid, plausible CEs; never farther than MO;
+diversity; honest statuses; clear errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import linprog
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.tree import DecisionTreeClassifier
+
+import robustce as rc
+from robustce.data import Feature, Schema, from_frame
+from robustce.data.schema import FeatureKind
+from robustce.errors import UnsupportedModelError, ValidationError
+from robustce.methods.mace import MACE
+
+LEVELS = ("low", "mid", "high")
+CATS = ("a", "b", "c")
+EPS = 1e-3
+
+
+def _reference_distance(enc: rc.data.Encoder, q: np.ndarray, C: np.ndarray, norm) -> np.ndarray:
+    """MACE eq. 3 from decoded raw values (independent of the code under test): numeric
+    |Δ|/range, ordinal |Δ level|/(k-1), categorical/binary 𝕀[≠], combined and divided by J."""
+    a = enc.level_indices(np.atleast_2d(q))
+    b = enc.level_indices(np.atleast_2d(C))
+    delta = np.zeros_like(b)
+    for j, blk in enumerate(enc.blocks_):
+        f = blk.feature
+        if f.kind.is_numeric:
+            span = f.upper - f.lower
+            delta[:, j] = np.abs(b[:, j] - a[:, j]) / span if span > 0 else 0.0
+        elif f.kind is FeatureKind.ORDINAL:
+            delta[:, j] = np.abs(b[:, j] - a[:, j]) / (f.n_levels - 1)
+        else:
+            delta[:, j] = (b[:, j] != a[:, j]).astype(float)
+    weights = {norm: 1.0} if isinstance(norm, str) else norm
+    parts = {"l0": (delta > 0).sum(axis=1), "l1": delta.sum(axis=1), "linf": delta.max(axis=1)}
+    return sum(w * parts[k] for k, w in weights.items()) / len(enc.blocks_)
+
+
+def _check_plausible_and_valid(model, q: np.ndarray, cf: np.ndarray, target: int) -> None:
+    enc = model.encoder
+    np.testing.assert_array_equal(enc.project(cf[None])[0], cf)  # type and range consistent
+    assert int(model.predict(cf[None])[0]) == target  # a plain forward pass
+    assert np.all(cf[enc.immutable_mask_] == q[enc.immutable_mask_])
+    assert np.all(cf[enc.increasing_mask_] >= q[enc.increasing_mask_])
+    assert np.all(cf[enc.decreasing_mask_] <= q[enc.decreasing_mask_])
+
+
+# --- world A: mixed kinds, for trees and forests -------------------------------------------
+
+
+def _mixed_frame(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    f = pd.DataFrame({
+        "c1": rng.uniform(0, 10, n).round(2), "n": rng.integers(0, 7, n),
+        "level": rng.choice(LEVELS, n), "cat": rng.choice(CATS, n), "flag": rng.integers(0, 2, n),
+    })
+    score = (f.c1 / 10 + f.n / 6 + f.level.map({"low": 0, "mid": 0.4, "high": 0.8})
+             + (f.cat == "b") * 0.5 - f.flag * 0.3 + rng.normal(0, 0.15, n))
+    f["y"] = (score > 1.1).astype(int)
+    return f
+
+
+def _mixed_schema() -> Schema:
+    return Schema([
+        Feature("c1", "continuous", lower=0.0, upper=10.0),
+        Feature("n", "integer", lower=0, upper=6, actionability="increase"),
+        Feature("level", "ordinal", categories=LEVELS),
+        Feature("cat", "categorical", categories=CATS),
+        Feature("flag", "binary", categories=(0, 1), actionability="immutable"),
+    ])
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    data = from_frame(_mixed_frame(300, 0), "y", schema=_mixed_schema())
+    enc = rc.data.Encoder(data.schema).fit(data.frame)
+    X = enc.transform(data.frame)
+    tree = rc.models.wrap(DecisionTreeClassifier(max_depth=5, random_state=0).fit(X, data.y), enc)
+    forest = rc.models.wrap(RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0)
+                            .fit(X, data.y), enc)
+    return data, {"tree": tree, "forest": forest}
+
+
+def _tree_grid(model) -> np.ndarray:
+    """Every candidate optimum of a tree model: the continuous column at the query value or at
+    a threshold / the next float above it; every value of the discrete features. (For a tree
+    the nearest point of each leaf box clips the query, so these are exact.)"""
+    enc = model.encoder
+    thr = np.concatenate([t.threshold[t.feature == 0] for t in model.trees()])
+    c1 = np.unique(np.clip(np.concatenate([thr, np.nextafter(thr, np.inf), [0.0, 1.0]]), 0, 1))
+    frame = pd.DataFrame(list(itertools.product(range(7), LEVELS, CATS, (0, 1))),
+                         columns=["n", "level", "cat", "flag"])
+    frame.insert(0, "c1", 0.0)
+    G = enc.transform(frame)
+    return np.repeat(G, len(c1), axis=0), np.tile(c1, len(G))
+
+
+def _brute_force_tree(model, q: np.ndarray, target: int, norm) -> float:
+    G, c1 = _tree_grid(model)
+    G = np.vstack([G, G])
+    G[:, 0] = np.concatenate([c1, np.full(len(c1), q[0])])  # and the query's own value
+    ok = model.predict(G) == target
+    enc = model.encoder
+    ok &= np.all(G[:, enc.immutable_mask_] == q[enc.immutable_mask_], axis=1)
+    ok &= np.all(G[:, enc.increasing_mask_] >= q[enc.increasing_mask_], axis=1)
+    return float(_reference_distance(enc, q, G[ok], norm).min()) if ok.any() else math.inf
+
+
+NORMS = ["l1", "l0", "linf", {"l1": 0.5, "linf": 0.5}]
+
+
+@pytest.mark.parametrize("kind", ["tree", "forest"])
+@pytest.mark.parametrize("norm", NORMS, ids=["l1", "l0", "linf", "mixed"])
+def test_trees_bounds_bracket_the_brute_force_optimum(mixed, kind, norm):
+    data, models = mixed
+    model = models[kind]
+    queries = data.frame.iloc[:10]
+    res = MACE(model, norm=norm, epsilon=EPS, time_limit=30).explain(queries)
+    Q = model.encoder.transform(queries)
+    cert = res.certificates
+    n_found = 0
+    for i, label in enumerate(queries.index):
+        if res.status[label] == "already_target":
+            continue
+        target = int(res.target_class[label])
+        opt = _brute_force_tree(model, Q[i], target, norm)
+        if math.isinf(opt):
+            assert res.status[label] == "infeasible"
+            continue
+        assert res.status[label] == "found"
+        n_found += 1
+        lo, hi = cert.loc[label, "delta_min"], cert.loc[label, "delta_max"]
+        assert lo <= opt + 1e-12 <= hi + 2e-12
+        assert hi - lo <= EPS
+        cf = res.counterfactuals_encoded[(res.counterfactuals["query_id"] == label).to_numpy()][0]
+        assert hi == pytest.approx(_reference_distance(model.encoder, Q[i], cf, norm)[0], abs=1e-12)
+        _check_plausible_and_valid(model, Q[i], cf, target)
+    assert n_found >= 3
+
+
+def test_never_farther_than_mo(mixed):
+    data, models = mixed
+    model = models["forest"]
+    train = data.subset(np.arange(200))
+    queries = data.frame.iloc[200:215]
+    enc = model.encoder
+    Xtr = enc.transform(train.frame)
+    with_data = MACE(model, train, norm="l1").explain(queries)
+    without = MACE(model, norm="l1").explain(queries)
+    Q = enc.transform(queries)
+    checked = 0
+    for i, label in enumerate(queries.index):
+        if with_data.status[label] != "found":
+            continue
+        target = int(with_data.target_class[label])
+        ok = model.predict(Xtr) == target
+        ok &= np.all(Xtr[:, enc.immutable_mask_] == Q[i, enc.immutable_mask_], axis=1)
+        ok &= np.all(Xtr[:, enc.increasing_mask_] >= Q[i, enc.increasing_mask_], axis=1)
+        if not ok.any():
+            continue
+        mo = _reference_distance(enc, Q[i], Xtr[ok], "l1").min()
+        assert with_data.certificates.loc[label, "delta_max"] <= mo + 1e-12
+        assert without.certificates.loc[label, "delta_max"] <= mo + EPS
+        checked += 1
+    assert checked >= 3
+
+
+def test_user_constraint_keeps_a_feature_unchanged(mixed):
+    data, models = mixed
+    model = models["tree"]
+    queries = data.frame.iloc[:10]
+    free = MACE(model, norm="l1").explain(queries)
+    fixed = MACE(model, norm="l1", actionability={"c1": "immutable"}).explain(queries)
+    assert (fixed.status.isin(["found", "infeasible", "already_target"])).all()
+    merged = fixed.counterfactuals.merge(queries, left_on="query_id", right_index=True,
+                                         suffixes=("", "_q"))
+    assert len(merged) and (merged["c1"] == merged["c1_q"]).all()
+    both = (free.status == "found") & (fixed.status == "found")
+    # a constrained optimum is never below the unconstrained lower bound
+    assert (fixed.certificates.loc[both, "delta_max"]
+            >= free.certificates.loc[both, "delta_min"] - 1e-12).all()
+
+
+def test_infeasible_is_a_proof(mixed):
+    data, models = mixed
+    model = models["tree"]
+    everything = dict.fromkeys(model.encoder.schema.names, "immutable")
+    res = MACE(model, actionability=everything).explain(data.frame.iloc[:6])
+    active = res.status != "already_target"
+    assert active.any() and (res.status[active] == "infeasible").all()
+    assert len(res.counterfactuals) == 0
+
+
+def test_diverse_counterfactuals_differ(mixed):
+    data, models = mixed
+    model = models["tree"]
+    queries = data.frame.iloc[:6]
+    res = MACE(model, norm="l1", n_counterfactuals=3).explain(queries)
+    Q = model.encoder.transform(queries)
+    seen = 0
+    for i, label in enumerate(queries.index):
+        if res.status[label] != "found":
+            continue
+        rows = (res.counterfactuals["query_id"] == label).to_numpy()
+        cfs = res.counterfactuals_encoded[rows]
+        raw = res.counterfactuals.loc[rows, model.encoder.schema.names]
+        assert len(cfs) == 3
+        assert not raw.duplicated().any()  # every pair differs in at least one feature
+        target = int(res.target_class[label])
+        lows = res.certificates.loc[label, "diverse_delta_min"]
+        highs = res.certificates.loc[label, "diverse_delta_max"]
+        for k, cf in enumerate(cfs):
+            _check_plausible_and_valid(model, Q[i], cf, target)
+            assert highs[k] == pytest.approx(_reference_distance(model.encoder, Q[i], cf, "l1")[0])
+            assert lows[k] <= highs[k] <= lows[k] + EPS
+            assert highs[k] >= lows[0] - 1e-12  # more clauses never beat the first lower bound
+        seen += 1
+    assert seen >= 2
+
+
+# --- world B: continuous features, logistic regression against an LP -----------------------
+
+
+@pytest.fixture(scope="module")
+def continuous_lr():
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.uniform(0, 10, 300), "b": rng.uniform(-5, 5, 300),
+                          "c": rng.uniform(0, 1, 300)})
+    frame["y"] = ((frame.a / 10 + frame.b / 10 + frame.c + rng.normal(0, 0.2, 300)) > 1.0).astype(int)
+    schema = Schema([Feature("a", "continuous", lower=0.0, upper=10.0),
+                     Feature("b", "continuous", lower=-5.0, upper=5.0, actionability="increase"),
+                     Feature("c", "continuous", lower=0.0, upper=1.0, actionability="immutable")])
+    data = from_frame(frame, "y", schema=schema)
+    enc = rc.data.Encoder(schema).fit(data.frame)
+    X = enc.transform(data.frame)
+    model = rc.models.wrap(LogisticRegression().fit(X, data.y), enc)
+    return data, model
+
+
+def test_logistic_regression_l1_matches_the_lp(continuous_lr):
+    data, model = continuous_lr
+    enc = model.encoder
+    ex = MACE(model, norm="l1", epsilon=EPS)
+    queries = data.frame.iloc[:12]
+    res = ex.explain(queries)
+    (W, b), = model.network().weights
+    tau = 1e-6
+    Q = enc.transform(queries)
+    n = 0
+    for i, label in enumerate(queries.index):
+        if res.status[label] == "already_target":
+            continue
+        t = int(res.target_class[label])
+        q = Q[i]
+        sign = 1.0 if t == 1 else -1.0
+        # variables (x_a, x_b, x_c, e_a, e_b, e_c): min Σ e / J
+        c = np.r_[np.zeros(3), np.ones(3) / 3]
+        A = [np.r_[-sign * W[0], np.zeros(3)]]  # sign * (w·x + b) >= tau
+        ub = [sign * b[0] - tau]
+        for j in range(3):  # e_j >= |x_j - q_j|
+            A += [np.r_[np.eye(3)[j], -np.eye(3)[j]], np.r_[-np.eye(3)[j], -np.eye(3)[j]]]
+            ub += [q[j], -q[j]]
+        bounds = [(0, 1), (q[1], 1), (q[2], q[2])] + [(0, None)] * 3
+        lp = linprog(c, A_ub=np.array(A), b_ub=np.array(ub), bounds=bounds, method="highs")
+        if lp.status == 2:
+            assert res.status[label] == "infeasible"
+            continue
+        assert lp.status == 0 and res.status[label] == "found"
+        lo, hi = res.certificates.loc[label, ["delta_min", "delta_max"]]
+        assert lo <= lp.fun + 1e-9 and lp.fun <= hi + 1e-9 and hi - lo <= EPS
+        n += 1
+    assert n >= 3
+
+
+@pytest.mark.parametrize("norm", ["l1", "linf", "l0"])
+def test_milp_backend_agrees_with_smt(continuous_lr, norm):
+    data, model = continuous_lr
+    queries = data.frame.iloc[:10]
+    a = MACE(model, norm=norm, epsilon=EPS).explain(queries)
+    b = MACE(model, norm=norm, epsilon=EPS, backend="milp").explain(queries)
+    assert (a.status == b.status).all()
+    found = a.status == "found"
+    assert found.sum() >= 3
+    ca, cb = a.certificates[found], b.certificates[found]
+    assert (cb["delta_max"] - cb["delta_min"] <= EPS).all()
+    assert (np.abs(ca["delta_max"] - cb["delta_max"]) <= EPS + 1e-9).all()
+    assert (cb["delta_min"] <= ca["delta_max"] + 1e-9).all()  # each lower bound below
+    assert (ca["delta_min"] <= cb["delta_max"] + 1e-9).all()  # the other's CE
+
+
+def test_milp_backend_refuses_what_it_cannot_do(mixed, continuous_lr):
+    with pytest.raises(UnsupportedModelError, match="smt"):
+        MACE(mixed[1]["tree"], backend="milp")
+    lr = continuous_lr[1]
+    with pytest.raises(ValidationError, match="one norm"):
+        MACE(lr, backend="milp", norm={"l1": 0.5, "l0": 0.5})
+    with pytest.raises(ValidationError, match="diverse"):
+        MACE(lr, backend="milp", n_counterfactuals=2)
+
+
+# --- world C: discrete features, a tiny MLP against enumeration ----------------------------
+
+
+@pytest.mark.slow
+def test_mlp_bounds_bracket_enumeration():
+    rng = np.random.default_rng(2)
+    n = 400
+    frame = pd.DataFrame({"n": rng.integers(0, 7, n), "level": rng.choice(LEVELS, n),
+                          "cat": rng.choice(CATS, n), "flag": rng.integers(0, 2, n)})
+    score = frame.n / 6 + frame.level.map({"low": 0, "mid": 0.4, "high": 0.8}) \
+        + (frame.cat == "b") * 0.5 - frame.flag * 0.3
+    frame["y"] = (score + rng.normal(0, 0.1, n) > 0.9).astype(int)
+    schema = Schema([Feature("n", "integer", lower=0, upper=6),
+                     Feature("level", "ordinal", categories=LEVELS, actionability="increase"),
+                     Feature("cat", "categorical", categories=CATS),
+                     Feature("flag", "binary", categories=(0, 1))])
+    data = from_frame(frame, "y", schema=schema)
+    enc = rc.data.Encoder(schema).fit(data.frame)
+    X = enc.transform(data.frame)
+    est = MLPClassifier((6,), max_iter=2000, random_state=0).fit(X, data.y)
+    model = rc.models.wrap(est, enc)
+    grid = enc.transform(pd.DataFrame(list(itertools.product(range(7), LEVELS, CATS, (0, 1))),
+                                      columns=["n", "level", "cat", "flag"]))
+    logits = model.logits(grid)[:, 0]
+    queries = data.frame.iloc[:8]
+    Q = enc.transform(queries)
+    for norm in ("l1", "l0"):
+        res = MACE(model, norm=norm, time_limit=30).explain(queries)
+        for i, label in enumerate(queries.index):
+            if res.status[label] == "already_target":
+                continue
+            t = int(res.target_class[label])
+            ok = (logits >= 1e-6) if t == 1 else (logits <= -1e-6)
+            ok &= np.all(grid[:, enc.increasing_mask_] >= Q[i, enc.increasing_mask_], axis=1)
+            if not ok.any():
+                assert res.status[label] == "infeasible"
+                continue
+            opt = _reference_distance(enc, Q[i], grid[ok], norm).min()
+            assert res.status[label] == "found", res.messages[label]
+            lo, hi = res.certificates.loc[label, ["delta_min", "delta_max"]]
+            assert lo <= opt + 1e-12 <= hi + 2e-12 and hi - lo <= EPS
+
+
+def test_timeout_reports_bounds_not_a_claim(mixed):
+    data, models = mixed
+    res = MACE(models["forest"], time_limit=1e-4).explain(data.frame.iloc[:5])
+    active = res.status != "already_target"
+    assert (res.status[active] == "timeout").all()
+    assert (res.certificates.loc[active, "delta_min"] == 0.0).all()
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+
+def test_unsupported_models_are_named(mixed):
+    data, models = mixed
+    enc = models["tree"].encoder
+    X = enc.transform(data.frame)
+    gb = GradientBoostingClassifier(n_estimators=3).fit(X, data.y)
+    with pytest.raises(UnsupportedModelError, match="GradientBoostingClassifier"):
+        MACE(rc.models.wrap(gb, enc))
+
+    class Opaque(rc.models.Model):
+        def __init__(self, encoder):
+            self.encoder = encoder
+
+        def logits(self, X):
+            return np.zeros((len(self.encode(X)), 1))
+
+    with pytest.raises(UnsupportedModelError, match="Opaque"):
+        MACE(Opaque(enc))
+
+
+@pytest.mark.parametrize("eps", [0, -1e-3, float("nan"), 2.0, "x"])
+def test_bad_epsilon(mixed, eps):
+    with pytest.raises(ValidationError, match="epsilon"):
+        MACE(mixed[1]["tree"], epsilon=eps)
+
+
+@pytest.mark.parametrize("norm", ["l2", "cosine", {"l1": 0.7}, {"l3": 1.0}, {"l1": -1, "l0": 2}])
+def test_bad_norm(mixed, norm):
+    with pytest.raises(ValidationError, match="norm"):
+        MACE(mixed[1]["tree"], norm=norm)
+
+
+def test_bad_actionability_and_backend(mixed):
+    tree = mixed[1]["tree"]
+    with pytest.raises(ValidationError, match="nope"):
+        MACE(tree, actionability={"nope": "immutable"})
+    with pytest.raises(ValidationError, match="categorical"):
+        MACE(tree, actionability={"cat": "increase"})
+    with pytest.raises(ValidationError, match="backend"):
+        MACE(tree, backend="cvc5")
+
+
+def test_params_round_trip(mixed):
+    tree = mixed[1]["tree"]
+    ex = MACE(tree, norm={"l1": 0.5, "l0": 0.5}, epsilon=1e-4, n_counterfactuals=2,
+              actionability={"c1": "increase"}, time_limit=5)
+    again = MACE(tree, **ex.get_params())
+    assert again.get_params() == ex.get_params()
+
+
+def test_built_from_the_registry(mixed):
+    data, models = mixed
+    ex = rc.methods.build_explainer("mace", models["tree"], None, norm={"l1": 1.0}, epsilon=0.01)
+    assert isinstance(ex, MACE)
+    res = ex.explain(data.frame.iloc[:4])
+    assert res.status.isin(["found", "already_target"]).all()
