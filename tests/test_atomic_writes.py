@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import robustce as rc
-from robustce.evaluation import runner
+from robustce.evaluation import results, runner
 from robustce.explanations import Explanations, QueryResult
 from robustce.utils import atomic_write
 
@@ -165,7 +165,7 @@ def test_model_save_failing_mid_write_keeps_the_previous_model(tmp_path, monkeyp
 # --- benchmark cell files -------------------------------------------------------------------
 def test_benchmark_cell_file_is_never_half_written(tmp_path, monkeypatch):
     out = tmp_path / "bench"
-    record = {"format": runner.CELL_FORMAT, "cell": "diabetes__nn__s0", "ok": True, "value": 1.5}
+    record = {"format": results.CELL_FORMAT, "cell": "diabetes__nn__s0", "ok": True, "value": 1.5}
     runner._write_cell(out, dict(record), None)
     cell = out / "cells" / "diabetes__nn__s0.json"
     before = cell.read_bytes()
@@ -180,4 +180,4 @@ def test_benchmark_cell_file_is_never_half_written(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert cell.read_bytes() == before
     assert _listing(out / "cells") == ["diabetes__nn__s0.json"]
-    assert runner._read_cell(cell)["value"] == 1.5
+    assert results.read_cell(cell)["value"] == 1.5
