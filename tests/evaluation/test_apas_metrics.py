@@ -1,0 +1,40 @@
+"""§7.2 metrics: sampled δ_max and max provable δ per CE."""
+
+import numpy as np
+
+from robustce.evaluation.apas_metrics import SPECS, apas_delta_max, provable_delta_max
+from robustce.models import ReLUNetwork
+from robustce.robustness import max_provable_delta
+
+
+def _net(seed=0, sizes=(3, 5, 1)):
+    rng = np.random.default_rng(seed)
+    return ReLUNetwork([(rng.normal(size=(o, i)), rng.normal(size=o) * 0.5)
+                        for i, o in zip(sizes[:-1], sizes[1:], strict=True)])
+
+
+def test_sampled_is_at_least_provable_per_ce_and_invalid_rows_get_zero_or_nan():
+    net = _net()
+    C = np.random.default_rng(1).normal(size=(8, 3))
+    t = net.predict(C)
+    t[0] = 1 - t[0]  # row 0: the model does not give it its target class
+    C[1] = np.nan
+    sampled = apas_delta_max(net, C, t, delta_init=1e-3)
+    proven = provable_delta_max(net, C, t, delta_init=1e-3)
+    assert sampled[0] == 0.0 and proven[0] == 0.0
+    assert np.isnan(sampled[1]) and np.isnan(proven[1])
+    assert (sampled[2:] >= proven[2:]).all() and (sampled[2:] > proven[2:]).any()
+    # provable_delta_max is max_provable_delta's δ
+    ref = max_provable_delta(net, C[2:], t[2:], delta_init=1e-3).delta
+    np.testing.assert_array_equal(proven[2:], ref)
+    assert set(SPECS) == {"apas_delta_max", "max_provable_delta"}
+
+
+def test_scalar_target_and_seed():
+    net = _net(2)
+    C = np.random.default_rng(3).normal(size=(4, 3))
+    C = C[net.predict(C) == 1]
+    assert len(C) >= 1
+    a = apas_delta_max(net, C, 1, random_state=5)
+    b = apas_delta_max(net, C, 1, random_state=5)
+    np.testing.assert_array_equal(a, b)
