@@ -112,45 +112,42 @@ Layers = list[tuple[np.ndarray, np.ndarray]]
 
 def _draw_noise(weights: Layers, s: int, rng: np.random.Generator, biases: bool
                 ) -> list[tuple[np.ndarray, np.ndarray | None]]:
-    """s unit-box realisations U ∈ [−1, 1] of every weight (and bias), drawn in the order
-    :meth:`ParameterShift.sample` draws them (W₁, b₁, W₂, …)."""
-    out = []
-    for W, b in weights:
-        UW = rng.random((s,) + W.shape)
-        UW *= 2.0
-        UW -= 1.0
-        Ub = None
-        if biases:
-            Ub = rng.random((s,) + b.shape)
-            Ub *= 2.0
-            Ub -= 1.0
-        out.append((UW, Ub))
-    return out
+    """s draws r ∈ [0, 1) of every weight (and bias), in the order :meth:`ParameterShift.sample`
+    draws them (W₁, b₁, W₂, …); the realisation is θ + δ(2r − 1)."""
+    return [(rng.random((s,) + W.shape), rng.random((s,) + b.shape) if biases else None)
+            for W, b in weights]
 
 
 def _sampled_margins(weights: Layers, X: np.ndarray, t: np.ndarray, deltas: np.ndarray,
                      noise: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
-    """Target margins of every row under θ + δ_row·U_s for every noise draw s: shape (s, N).
+    """Target margins of every row under θ + δ_row·(2r_s − 1) for every draw s: shape (s, N).
 
     Everything is batched per-draw GEMMs (small ones, which BLAS runs single-threaded: no
-    thread oversubscription). One δ for all rows: the draws' weights W + δU_s are formed (small)
-    and applied directly. Per-row δ: z = h Wᵀ + b + δ_row·(h U_sᵀ + u_s)."""
+    thread oversubscription). Many rows at one δ: the draws' weights W − δ + 2δr_s are formed
+    and applied. Otherwise the noise product is applied to the activations,
+    z = hWᵀ + b + δ_row·(2(h r_sᵀ + r_b) − Σh − 1), which never touches the noise twice."""
     last = len(weights) - 1
     same = bool(np.all(deltas == deltas[0]))
     h = X[None]  # (1, N, in) broadcasts against the draws
-    for i, ((W, b), (UW, Ub)) in enumerate(zip(weights, noise, strict=True)):
-        if same:
-            Ws = UW * deltas[0]
-            Ws += W
-            bs = b if Ub is None else b + deltas[0] * Ub  # (o,) or (s, o)
+    for i, ((W, b), (rW, rb)) in enumerate(zip(weights, noise, strict=True)):
+        if same and len(X) > W.shape[1]:
+            d = float(deltas[0])
+            Ws = rW * (2.0 * d)
+            Ws += W - d
             z = np.matmul(h, Ws.transpose(0, 2, 1))
-            z += bs if bs.ndim == 1 else bs[:, None, :]
+            if rb is None:
+                z += b
+            else:
+                bs = rb * (2.0 * d)
+                bs += b - d
+                z += bs[:, None, :]
         else:
-            d = deltas[None, :, None]
-            z = np.matmul(h, UW.transpose(0, 2, 1))
-            if Ub is not None:
-                z += Ub[:, None, :]
-            z *= d
+            z = np.matmul(h, rW.transpose(0, 2, 1))
+            if rb is not None:
+                z += rb[:, None, :]
+            z *= 2.0
+            z -= h.sum(axis=-1, keepdims=True) + (0.0 if rb is None else 1.0)
+            z *= deltas[None, :, None]
             z += h @ W.T
             z += b
         if i < last:
