@@ -174,7 +174,7 @@ def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.nda
                   rng: np.random.Generator, biases: bool, stop_at_flip: bool,
                   bounds: list[tuple[np.ndarray, np.ndarray]] | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """n draws from each row's Δ_δ (θ + δ_row·U, U shared across rows). Returns per row: the
+    """n draws from each row's Δ_δ (θ + δ_row(2r − 1), r shared across rows). Returns per row: the
     smallest margin seen, the number of draws with margin ≤ 0, the draws evaluated, and whether
     all evaluated draws kept the class. ``stop_at_flip``: a row stops at its first flip (its
     outcome is then already decided); draws are made in growing chunks so that flips found
