@@ -5,12 +5,13 @@
 
 Every robustness claim here is proven over all of Δ (``enumerate_delta`` reports proven volume
 fractions) except APΔS's (``apas``): a sampled test whose claim is probabilistic — with
-confidence α, a fraction ≥ R of Δ keeps the class. The network views (``IntervalNetwork``, ``as_network``, ``empirical_delta``)
-live in :mod:`robustce.models.network` and are re-exported here.
+confidence α, a fraction ≥ R of Δ keeps the class. The network views (``IntervalNetwork``,
+``as_network``, ``empirical_delta``) live in :mod:`robustce.models.network` and are re-exported here.
 """
 
 from robustce.models.network import IntervalNetwork, as_network, empirical_delta
 from robustce.robustness.apas import (
+    APASCertifier,
     APASMaxDeltaResult,
     APASResult,
     apas_certify,
@@ -30,6 +31,7 @@ from robustce.robustness.maxdelta import MaxDeltaResult, max_provable_delta
 from robustce.robustness.shift import ParameterShift, SampledNetworks
 
 __all__ = [
+    "APASCertifier",
     "APASMaxDeltaResult",
     "APASResult",
     "CertStatus",

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,18 +38,21 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
-from robustce.models.network import ReLUNetwork
-from robustce.robustness.exact import (
-    _check_rows,
-    _margin,
-    _margin_terms,
-    point_layer_bounds,
+from robustce.models.network import (
+    ReLUNetwork,
+    as_network,
+    class_margin,
+    margin_terms,
+    model_space_rows,
     resolve_targets,
 )
-from robustce.robustness.shift import ParameterShift, as_network
+from robustce.robustness.certifier import Certificates, Certifier, CertStatus
+from robustce.robustness.exact import point_layer_bounds
+from robustce.robustness.shift import ParameterShift
 from robustce.utils import check_random_state
 
-__all__ = ["APASMaxDeltaResult", "APASResult", "apas_certify", "apas_max_delta", "apas_sample_size"]
+__all__ = ["APASCertifier", "APASMaxDeltaResult", "APASResult", "apas_certify", "apas_max_delta",
+           "apas_sample_size"]
 
 #: float64 elements one chunk of noise or activations may hold (about 16 MB)
 _CHUNK_ELEMENTS = 1 << 21
@@ -153,7 +157,7 @@ def _sampled_margins(weights: Layers, X: np.ndarray, t: np.ndarray, deltas: np.n
         if i < last:
             np.maximum(z, 0.0, out=z)
         h = z
-    return _margin(h, t)
+    return class_margin(h, t)
 
 
 def _prune(net: ReLUNetwork, X: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]
@@ -218,10 +222,10 @@ def _rows_and_targets(model: Any, cfs: Any, target_class: Any
     """The network, the rows (unusable ones replaced by zeros), the unusable-row mask, the
     per-row targets and the nominal target margins."""
     net = as_network(model)
-    X, bad = _check_rows(net, cfs, model)
+    X, bad = model_space_rows(net, cfs, model)
     X = np.where(bad[:, None], 0.0, X)
-    t = resolve_targets(net, X, target_class)
-    nominal = _margin(net.forward(X), t)
+    t = resolve_targets(target_class, len(X), network=net, X=X)
+    nominal = class_margin(net.forward(X), t)
     return net, X, bad, t, nominal
 
 
@@ -436,7 +440,7 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
         idx = np.flatnonzero(active)
         # interval bounds: where all of Δ_δ keeps the class, every draw would pass
         bounds = point_layer_bounds(net, X[idx], cand[idx], biases)
-        sure = _margin_terms(bounds[-1][0], bounds[-1][1], t[idx]).min(axis=1) > 0
+        sure = margin_terms(bounds[-1][0], bounds[-1][1], t[idx]).min(axis=1) > 0
         ok = sure.copy()
         need = idx[~sure]
         if need.size:
@@ -473,3 +477,82 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
             "rounds": rounds}
     return APASMaxDeltaResult(lo, hi, status, n_tests, n_interval, n_samples, t, message, a, r, n,
                               time.perf_counter() - t0, meta)
+
+
+# --- the certifier protocol ----------------------------------------------------------------------
+
+
+class APASCertifier(Certifier):
+    """APΔS's probabilistic Δ-test as a :class:`~robustce.robustness.certifier.Certifier`.
+
+    ``robust`` means: all n = ⌈ln(1−α)/ln R⌉ draws from Δ = ``shift`` kept the target class, so
+    with confidence α at least a fraction R of Δ does (Lemma 4) — an average-case claim, not a
+    proof over all of Δ (that is :class:`~robustce.robustness.ExactDeltaCertifier`). A draw
+    that flips the CE makes it ``not_robust``; so does a CE the network itself does not give
+    the target class.
+
+    Parameters
+    ----------
+    shift : :class:`ParameterShift` or a number δ.
+    alpha, R : Lemma 4's confidence and fraction, in (0, 1).
+    n : draws per CE instead of Lemma 4's (``alpha`` then becomes 1 − Rⁿ).
+    random_state : None (fresh entropy per call), an int (each call's draws are seeded by it and
+        the rows tested — the same CE gets the same draws in any order or process) or a
+        Generator (consumed call by call).
+
+    Certificates: ``lower`` — the smallest sampled margin where the test passed (Lemma 4: with
+    confidence α a fraction ≥ R of Δ has at least this margin; NaN where it failed);
+    ``upper`` — the smallest margin of a concrete network seen (a draw, or the base network);
+    ``evidence`` — per row ``{"n": n, "n_flips": k, "min_margin": m}``; ``columns``:
+    ``min_sampled_margin``, ``n_flips``. A sampled test runs n forward passes per row and no
+    solver, so ``time_limit`` does not apply.
+    """
+
+    name = "apas"
+
+    def __init__(self, shift: ParameterShift | float, *, alpha: float = 0.999, R: float = 0.995,
+                 n: int | None = None, random_state: int | np.random.Generator | None = None):
+        if not isinstance(shift, ParameterShift):
+            shift = ParameterShift(_check_delta(shift))
+        self.shift = shift
+        self.n, self.alpha, self.R = _resolve_n(alpha, R, n)
+        if not (random_state is None or isinstance(random_state, np.random.Generator)
+                or (isinstance(random_state, int | np.integer) and not isinstance(random_state, bool))):
+            raise ValidationError(
+                f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}")
+        self.random_state = random_state
+
+    def params(self) -> dict[str, Any]:
+        return {"delta": self.shift.delta, "p": "inf", "biases": self.shift.biases,
+                "alpha": self.alpha, "R": self.R, "n": self.n}
+
+    def rng_for(self, X: np.ndarray, targets: np.ndarray) -> np.random.Generator:
+        """The generator one call draws from (see ``random_state``)."""
+        if isinstance(self.random_state, np.random.Generator):
+            return self.random_state
+        if self.random_state is None:
+            return np.random.default_rng()
+        key = zlib.crc32(np.ascontiguousarray(X, dtype=np.float64).tobytes())
+        key = zlib.crc32(np.ascontiguousarray(targets, dtype=np.int64).tobytes(), key)
+        return np.random.default_rng(np.random.SeedSequence([int(self.random_state), key]))
+
+    def certify(self, network: Any, X: Any, targets: Any, *,
+                time_limit: float | None = None) -> Certificates:
+        net = as_network(network)
+        X, bad = model_space_rows(net, X, network)
+        Xc = np.where(bad[:, None], 0.0, X)
+        t = resolve_targets(targets, len(X), network=net, X=Xc)
+        res = apas_certify(net, X, self.shift, target_class=t, random_state=self.rng_for(Xc, t),
+                           R=self.R, n=self.n)
+        status = np.full(len(X), CertStatus.NOT_ROBUST, dtype=object)
+        status[res.passed] = CertStatus.ROBUST
+        status[res.status == "error"] = CertStatus.ERROR
+        lower = np.where(res.passed, res.min_margin, np.nan)
+        upper = np.fmin(res.min_margin, res.nominal_margin)
+        evidence: list[Any] = [
+            None if s == "error" else {"n": res.n, "n_flips": int(k), "min_margin": float(m)}
+            for s, k, m in zip(res.status, res.n_flips, res.min_margin, strict=True)]
+        per_row = np.full(len(X), res.time / max(len(X), 1))
+        return Certificates(status, lower, upper, evidence, per_row, res.target_class, self.name,
+                            self.params(), {"min_sampled_margin": res.min_margin,
+                                            "n_flips": res.n_flips})

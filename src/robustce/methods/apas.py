@@ -1,0 +1,87 @@
+"""``APAS`` (APΔS Algorithm 2, Marzari et al. 2024): MILP-R's loop with the sampled Δ-test.
+
+Per query: the nearest CE with validity margin ``tau``; APΔS's probabilistic test at the target
+δ (:class:`~robustce.robustness.APASCertifier`: n = ⌈ln(1−α)/ln R⌉ draws from Δ, all must keep
+the class); if a draw flips it, raise the margin ("increase the allowed distance") and repeat.
+The loop — margin schedule, bisection after an unreachable margin, round and time caps, statuses
+— is :class:`~robustce.methods.MILPRobust`'s, with this certifier plugged in. For a found CE the
+certificate also reports its APΔS δ_max (Algorithm 1): how much larger a shift it withstands.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from robustce.explanations import QueryResult
+from robustce.methods.milp_robust import MILPRobust
+from robustce.robustness.apas import APASCertifier, _check_delta, apas_max_delta
+from robustce.robustness.shift import ParameterShift
+
+__all__ = ["APAS"]
+
+
+class APAS(MILPRobust):
+    """Nearest CE that passes APΔS's probabilistic Δ-test (Algorithm 2).
+
+    Parameters
+    ----------
+    delta : δ of the shift set Δ (every weight and bias in [θ − δ, θ + δ]), or a
+        :class:`~robustce.robustness.ParameterShift`.
+    alpha, R : with confidence α, a fraction ≥ R of Δ keeps a returned CE's class (Lemma 4;
+        n = ⌈ln(1−α)/ln R⌉ draws, 1379 for the defaults).
+    n : draws per test instead of Lemma 4's (``alpha`` becomes 1 − Rⁿ).
+    delta_init : δ_init of the δ_max search reported per CE (its bisection resolution).
+    report_delta_max : compute each found CE's δ_max (Algorithm 1; n draws per tested δ).
+    growth, max_rounds, slack, bisect_tol, norm, tau, solver, time_limit, … : as
+        :class:`MILPRobust` (the margin loop). ``random_state``: an int makes every test's draws
+        a function of the seed and the CE (same result in any order, with any ``n_jobs``).
+
+    Certificate columns (``certificate_columns``)
+    ----------------------------------------------
+    distance : distance of the returned CE from the query (``norm``).
+    delta, p : the shift set Δ the test samples.
+    alpha, R, n : the test's confidence, fraction and number of draws.
+    delta_status : the sampled test's status for the returned CE (``robust`` = all draws kept
+        the class; not a proof over all of Δ).
+    min_sampled_margin : the smallest target margin over the test's draws.
+    tau, rounds, optimal, solver : as :class:`MILPRobust`.
+    delta_max : the CE's APΔS δ_max (NaN when not reported).
+
+    Statuses as :class:`MILPRobust`: ``found``, ``infeasible``, ``no_robust_point``, ``timeout``,
+    ``error``.
+    """
+
+    name: ClassVar[str] = "apas"
+    certificate_columns: ClassVar[tuple[str, ...]] = (
+        "distance", "delta", "p", "alpha", "R", "n", "delta_status", "min_sampled_margin", "tau",
+        "rounds", "optimal", "solver", "delta_max")
+
+    def __init__(self, model: Any, data: Any = None, *, delta: ParameterShift | float = 0.05,
+                 alpha: float = 0.999, R: float = 0.995, n: int | None = None,
+                 delta_init: float = 1e-4, report_delta_max: bool = True, **kwargs: Any):
+        kwargs.pop("certifier", None)
+        kwargs.pop("shift", None)
+        certifier = APASCertifier(delta, alpha=alpha, R=R, n=n,
+                                  random_state=kwargs.get("random_state"))
+        super().__init__(model, data, shift=certifier.shift, certifier=certifier, **kwargs)
+        self.delta = certifier.shift.delta
+        self.alpha, self.R, self.n = certifier.alpha, certifier.R, certifier.n
+        self.delta_init = _check_delta(delta_init, "delta_init")
+        self.report_delta_max = bool(report_delta_max)
+
+    def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
+        r = super()._explain_one(x, target)
+        cert = r.certificate
+        cert["min_sampled_margin"] = cert.pop("worst_case_margin", math.nan)
+        cert.update({"alpha": self.alpha, "R": self.R, "n": self.n, "delta_max": math.nan})
+        if r.status == "found" and self.report_delta_max and r.cfs is not None:
+            cf = r.cfs[:1]
+            rng = self.certifier.rng_for(cf, np.array([target]))
+            dm = apas_max_delta(self._network, cf, R=self.R, delta_init=self.delta_init,
+                                random_state=rng, target_class=target, n=self.n,
+                                biases=self.shift.biases)
+            cert["delta_max"] = float(dm.delta[0])
+        return r
