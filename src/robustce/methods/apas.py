@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.milp_robust import MILPRobust
 from robustce.robustness.apas import APASCertifier, _check_delta, apas_max_delta
@@ -28,8 +29,8 @@ class APAS(MILPRobust):
 
     Parameters
     ----------
-    delta : δ of the shift set Δ (every weight and bias in [θ − δ, θ + δ]), or a
-        :class:`~robustce.robustness.ParameterShift`.
+    delta : δ of the shift set Δ (default 0.05; every weight and bias in [θ − δ, θ + δ]), or a
+        :class:`~robustce.robustness.ParameterShift` (``shift=`` is accepted as MILP-R's name).
     alpha, R : with confidence α, a fraction ≥ R of Δ keeps a returned CE's class (Lemma 4;
         n = ⌈ln(1−α)/ln R⌉ draws, 1379 for the defaults).
     n : draws per test instead of Lemma 4's (``alpha`` becomes 1 − Rⁿ).
@@ -59,11 +60,18 @@ class APAS(MILPRobust):
         "distance", "delta", "p", "alpha", "R", "n", "delta_status", "min_sampled_margin", "tau",
         "rounds", "optimal", "solver", "delta_max")
 
-    def __init__(self, model: Any, data: Any = None, *, delta: ParameterShift | float = 0.05,
+    def __init__(self, model: Any, data: Any = None, *, delta: ParameterShift | float | None = None,
                  alpha: float = 0.999, R: float = 0.995, n: int | None = None,
                  delta_init: float = 1e-4, report_delta_max: bool = True, **kwargs: Any):
-        kwargs.pop("certifier", None)
-        kwargs.pop("shift", None)
+        if kwargs.pop("certifier", None) is not None:
+            raise ValidationError("APAS's certifier is the sampled test (APASCertifier); to loop "
+                                  "with another one use MILPRobust(certifier=...)")
+        if "shift" in kwargs:  # MILP-R's name for the same parameter
+            shift = kwargs.pop("shift")
+            if delta is not None:
+                raise ValidationError(f"give delta or shift, not both (delta={delta!r}, shift={shift!r})")
+            delta = shift
+        delta = 0.05 if delta is None else delta
         certifier = APASCertifier(delta, alpha=alpha, R=R, n=n,
                                   random_state=kwargs.get("random_state"))
         super().__init__(model, data, shift=certifier.shift, certifier=certifier, **kwargs)
