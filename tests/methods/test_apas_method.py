@@ -104,10 +104,12 @@ def test_apas_parameters_are_checked_and_reported():
         APAS(model, delta_init=0)
     with pytest.raises(ValidationError, match="MILPRobust"):
         APAS(model, certifier=APASCertifier(0.1))
-    with pytest.raises(ValidationError, match="not both"):
+    with pytest.raises(ValidationError, match="same shift set"):
         APAS(model, delta=0.2, shift=0.3)
     assert APAS(model, shift=ParameterShift(0.3, biases=False)).shift.biases is False
-    p = APAS(model, delta=0.2, R=0.9, random_state=0).get_params()
-    assert p["delta"] == 0.2 and p["R"] == 0.9 and p["n"] == 66
-    assert p["certifier"] == {"certifier": "apas", "delta": 0.2, "p": "inf", "biases": True,
-                              "alpha": 0.999, "R": 0.9, "n": 66}
+    ex = APAS(model, delta=0.2, R=0.9, random_state=0)
+    p = ex.get_params()
+    assert p["delta"] == 0.2 and p["R"] == 0.9 and p["shift"] == ParameterShift(0.2)
+    assert ex.certifier_.n == 66 and ex.certifier_.params()["alpha"] == 0.999
+    again = APAS(model, **p)  # get_params round-trips
+    assert again.shift == ex.shift and again.certifier_.params() == ex.certifier_.params()

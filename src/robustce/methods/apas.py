@@ -11,6 +11,7 @@ certificate also reports its APΔS δ_max (Algorithm 1): how much larger a shift
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,6 +21,7 @@ from robustce.explanations import QueryResult
 from robustce.methods.milp_robust import MILPRobust
 from robustce.robustness.apas import APASCertifier, _check_delta, apas_max_delta
 from robustce.robustness.shift import ParameterShift
+from robustce.validation import check_bool
 
 __all__ = ["APAS"]
 
@@ -30,7 +32,8 @@ class APAS(MILPRobust):
     Parameters
     ----------
     delta : δ of the shift set Δ (default 0.05; every weight and bias in [θ − δ, θ + δ]), or a
-        :class:`~robustce.robustness.ParameterShift` (``shift=`` is accepted as MILP-R's name).
+        :class:`~robustce.robustness.ParameterShift`; ``shift`` is MILP-R's name for the same
+        thing (given both, they must agree).
     alpha, R : with confidence α, a fraction ≥ R of Δ keeps a returned CE's class (Lemma 4;
         n = ⌈ln(1−α)/ln R⌉ draws, 1379 for the defaults).
     n : draws per test instead of Lemma 4's (``alpha`` becomes 1 − Rⁿ).
@@ -62,34 +65,61 @@ class APAS(MILPRobust):
 
     def __init__(self, model: Any, data: Any = None, *, delta: ParameterShift | float | None = None,
                  alpha: float = 0.999, R: float = 0.995, n: int | None = None,
-                 delta_init: float = 1e-4, report_delta_max: bool = True, **kwargs: Any):
-        if kwargs.pop("certifier", None) is not None:
-            raise ValidationError("APAS's certifier is the sampled test (APASCertifier); to loop "
-                                  "with another one use MILPRobust(certifier=...)")
-        if "shift" in kwargs:  # MILP-R's name for the same parameter
-            shift = kwargs.pop("shift")
-            if delta is not None:
-                raise ValidationError(f"give delta or shift, not both (delta={delta!r}, shift={shift!r})")
-            delta = shift
-        delta = 0.05 if delta is None else delta
-        certifier = APASCertifier(delta, alpha=alpha, R=R, n=n,
-                                  random_state=kwargs.get("random_state"))
-        super().__init__(model, data, shift=certifier.shift, certifier=certifier, **kwargs)
-        self.delta = certifier.shift.delta
-        self.alpha, self.R, self.n = certifier.alpha, certifier.R, certifier.n
-        self.delta_init = _check_delta(delta_init, "delta_init")
-        self.report_delta_max = bool(report_delta_max)
+                 delta_init: float = 1e-4, report_delta_max: bool = True,
+                 shift: ParameterShift | float | None = None, **kwargs: Any):
+        self.delta = delta
+        self.alpha = alpha
+        self.R = R
+        self.n = n
+        self.delta_init = delta_init
+        self.report_delta_max = report_delta_max
+        super().__init__(model, data, shift=shift, **kwargs)
+
+    def _check_params(self) -> None:
+        # Δ is ``delta`` or MILP-R's name for it, ``shift`` (given both, they must agree); the
+        # resolved ParameterShift goes to ``shift`` before MILP-R's checks, which read it
+        given = [_as_shift(v, name) for v, name in ((self.delta, "delta"), (self.shift, "shift"))
+                 if v is not None]
+        if len(given) == 2 and given[0] != given[1]:
+            raise ValidationError(f"delta and shift name the same shift set; got delta="
+                                  f"{self.delta!r} and shift={self.shift!r}")
+        self.shift = given[0] if given else ParameterShift(0.05)
+        super()._check_params()
+        if self.certifier is not None:
+            raise ValidationError("APAS's certifier is the sampled test (APASCertifier); to run "
+                                  "the margin loop with another one use MILPRobust(certifier=...)")
+        _check_delta(self.delta_init, "delta_init")
+        check_bool(self.report_delta_max, "report_delta_max")
+        self.certifier_ = APASCertifier(self.shift, alpha=self.alpha, R=self.R, n=self.n,
+                                        random_state=self.random_state)
+
+    def _certifier(self) -> APASCertifier:
+        return self.certifier_
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         r = super()._explain_one(x, target)
+        test = self.certifier_
         cert = r.certificate
         cert["min_sampled_margin"] = cert.pop("worst_case_margin", math.nan)
-        cert.update({"alpha": self.alpha, "R": self.R, "n": self.n, "delta_max": math.nan})
+        cert.update({"alpha": test.alpha, "R": test.R, "n": test.n, "delta_max": math.nan})
         if r.status == "found" and self.report_delta_max and r.cfs is not None:
             cf = r.cfs[:1]
-            rng = self.certifier.rng_for(cf, np.array([target]))
-            dm = apas_max_delta(self._network, cf, R=self.R, delta_init=self.delta_init,
-                                random_state=rng, target_class=target, n=self.n,
-                                biases=self.shift.biases)
+            dm = apas_max_delta(self._network, cf, R=test.R, delta_init=float(self.delta_init),
+                                random_state=test.rng_for(cf, np.array([target])),
+                                target_class=target, n=test.n, biases=self.shift.biases)
             cert["delta_max"] = float(dm.delta[0])
         return r
+
+
+def _as_shift(value: Any, name: str) -> ParameterShift:
+    """A ParameterShift from one, a number δ or its ``to_dict()`` mapping."""
+    if isinstance(value, ParameterShift):
+        return value
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"delta", "p", "biases"}
+        if unknown or "delta" not in value or str(value.get("p", "inf")) != "inf":
+            raise ValidationError(f"{name} must be a ParameterShift, a number δ or "
+                                  f"{{'delta': δ, 'biases': bool}}, got {value!r}")
+        return ParameterShift(_check_delta(value["delta"], name),
+                              biases=check_bool(value.get("biases", True), f"{name}.biases"))
+    return ParameterShift(_check_delta(value, name))
