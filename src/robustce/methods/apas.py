@@ -25,15 +25,18 @@ from robustce.validation import check_bool
 
 __all__ = ["APAS"]
 
+#: MILPRobust's default ``shift`` (APAS's default δ too)
+_MILP_R_DEFAULT_DELTA = 0.05
+
 
 class APAS(MILPRobust):
     """Nearest CE that passes APΔS's probabilistic Δ-test (Algorithm 2).
 
     Parameters
     ----------
-    delta : δ of the shift set Δ (default 0.05; every weight and bias in [θ − δ, θ + δ]), or a
-        :class:`~robustce.robustness.ParameterShift`; ``shift`` is MILP-R's name for the same
-        thing (given both, they must agree).
+    delta : δ of the shift set Δ (every weight and bias in [θ − δ, θ + δ]), or a
+        :class:`~robustce.robustness.ParameterShift`; None: ``shift``, MILP-R's name for the same
+        set (default 0.05). A non-default ``shift`` that disagrees with ``delta`` is an error.
     alpha, R : with confidence α, a fraction ≥ R of Δ keeps a returned CE's class (Lemma 4;
         n = ⌈ln(1−α)/ln R⌉ draws, 1379 for the defaults).
     n : draws per test instead of Lemma 4's (``alpha`` becomes 1 − Rⁿ).
@@ -65,25 +68,27 @@ class APAS(MILPRobust):
 
     def __init__(self, model: Any, data: Any = None, *, delta: ParameterShift | float | None = None,
                  alpha: float = 0.999, R: float = 0.995, n: int | None = None,
-                 delta_init: float = 1e-4, report_delta_max: bool = True,
-                 shift: ParameterShift | float | None = None, **kwargs: Any):
+                 delta_init: float = 1e-4, report_delta_max: bool = True, **kwargs: Any):
         self.delta = delta
         self.alpha = alpha
         self.R = R
         self.n = n
         self.delta_init = delta_init
         self.report_delta_max = report_delta_max
-        super().__init__(model, data, shift=shift, **kwargs)
+        super().__init__(model, data, **kwargs)
 
     def _check_params(self) -> None:
-        # Δ is ``delta`` or MILP-R's name for it, ``shift`` (given both, they must agree); the
-        # resolved ParameterShift goes to ``shift`` before MILP-R's checks, which read it
-        given = [_as_shift(v, name) for v, name in ((self.delta, "delta"), (self.shift, "shift"))
-                 if v is not None]
-        if len(given) == 2 and given[0] != given[1]:
-            raise ValidationError(f"delta and shift name the same shift set; got delta="
-                                  f"{self.delta!r} and shift={self.shift!r}")
-        self.shift = given[0] if given else ParameterShift(0.05)
+        # Δ is ``delta``, or MILP-R's ``shift`` when no delta is given; a non-default shift that
+        # disagrees with delta is an error. The resolved ParameterShift goes to ``shift`` before
+        # MILP-R's checks read it (get_params then round-trips: delta and shift agree).
+        shift = _as_shift(self.shift, "shift")
+        if self.delta is not None:
+            delta = _as_shift(self.delta, "delta")
+            if shift != delta and shift != ParameterShift(_MILP_R_DEFAULT_DELTA):
+                raise ValidationError(f"delta and shift name the same shift set; got delta="
+                                      f"{self.delta!r} and shift={self.shift!r}")
+            shift = delta
+        self.shift = shift
         super()._check_params()
         if self.certifier is not None:
             raise ValidationError("APAS's certifier is the sampled test (APASCertifier); to run "

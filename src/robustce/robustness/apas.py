@@ -50,6 +50,7 @@ from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.exact import point_layer_bounds
 from robustce.robustness.shift import ParameterShift
 from robustce.utils import check_random_state
+from robustce.validation import check_number
 
 __all__ = ["APASCertifier", "APASMaxDeltaResult", "APASResult", "apas_certify", "apas_max_delta",
            "apas_sample_size"]
@@ -59,13 +60,7 @@ _CHUNK_ELEMENTS = 1 << 21
 
 
 def _unit_interval(value: Any, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a number in (0, 1), got {value!r}") from None
-    if isinstance(value, bool) or not 0.0 < v < 1.0:  # NaN fails the comparison too
-        raise ValidationError(f"{name} must be in the open interval (0, 1), got {value!r}")
-    return v
+    return float(check_number(value, name, low=0.0, high=1.0, low_open=True, high_open=True))
 
 
 def apas_sample_size(alpha: float, R: float) -> int:
@@ -88,13 +83,7 @@ def apas_sample_size(alpha: float, R: float) -> int:
 
 
 def _check_delta(delta: Any, name: str = "delta") -> float:
-    try:
-        d = float(delta)
-    except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a positive number, got {delta!r}") from None
-    if isinstance(delta, bool) or not (d > 0 and math.isfinite(d)):
-        raise ValidationError(f"{name} must be a positive finite number, got {delta!r}")
-    return d
+    return float(check_number(delta, name, low=0.0, low_open=True))
 
 
 def _resolve_n(alpha: Any, R: Any, n: Any) -> tuple[int, float, float]:
