@@ -38,3 +38,29 @@ def test_scalar_target_and_seed():
     a = apas_delta_max(net, C, 1, random_state=5)
     b = apas_delta_max(net, C, 1, random_state=5)
     np.testing.assert_array_equal(a, b)
+
+
+def test_registered_metrics_and_the_named_config():
+    import pandas as pd
+
+    import robustce as rc
+    from robustce.data import Feature, Schema
+    from robustce.evaluation import METRICS, evaluate
+    from robustce.evaluation.config import resolve_config
+
+    assert {"apas_delta_max", "max_provable_delta"} <= set(METRICS)
+    frame = pd.DataFrame({"x": np.linspace(0.0, 1.0, 11)})
+    enc = rc.data.Encoder(Schema([Feature("x", "continuous", lower=0.0, upper=1.0)])).fit(frame)
+    model = rc.models.NetworkModel([(np.array([[2.0]]), np.array([0.0])),
+                                    (np.array([[1.0]]), np.array([-1.0]))], enc)
+    res = rc.methods.MILPRobust(model, shift=0.15, tau=0.55, time_limit=20).explain(
+        pd.DataFrame({"x": [0.0]}, index=["q"]))
+    table = evaluate(res, model, metrics=["apas_delta_max", "max_provable_delta"])
+    sampled, proven = table["apas_delta_max"].iloc[0], table["max_provable_delta"].iloc[0]
+    assert sampled >= proven >= 0.15  # MILP-R's CE is proven at δ = 0.15
+    for quick in (False, True):
+        cfg = resolve_config("apas-table1", quick=quick)
+        assert [d.evaluation["delta"] for d in cfg.datasets] == [0.11, 0.02, 0.11, 0.05]
+        assert [m.name for m in cfg.methods] == ["apas", "milp_robust", "wachter"]
+        assert {"apas_delta_max", "max_provable_delta"} <= set(cfg.metrics)
+        assert cfg.queries["n"] == (10 if quick else 50)

@@ -11,8 +11,9 @@ resolution) and cap, so sampled ≥ provable CE by CE. A method's summary is the
 (Fig. 4 of the paper). A CE the model does not classify as its target gets 0; an unusable (NaN)
 row gets NaN.
 
-Registration (the evaluation registry lists metrics with what they need): both need only the
-model, the CEs and their target classes; higher is better. ``SPECS`` holds the descriptions.
+Both need only the model, the CEs and their target classes; higher is better. Importing this
+module registers them in :data:`robustce.evaluation.metrics.METRICS` (``robustce.evaluation``
+imports it), so configs can name ``apas_delta_max`` and ``max_provable_delta``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from robustce.evaluation.metrics import METRICS, MetricInputs, MetricSpec, register_metric
 from robustce.robustness.apas import apas_max_delta
 from robustce.robustness.maxdelta import max_provable_delta
 
@@ -60,3 +62,22 @@ def provable_delta_max(model: Any, C: np.ndarray, target_class: Any, *, delta_in
     res = max_provable_delta(model, C, t, delta_init=delta_init, delta_max=delta_max,
                              time_limit=time_limit)
     return np.where(res.status == "error", np.nan, res.delta)
+
+
+def _sampled_metric(m: MetricInputs) -> np.ndarray:
+    return apas_delta_max(m.model, m.C, m.targets)
+
+
+def _provable_metric(m: MetricInputs) -> np.ndarray:
+    return provable_delta_max(m.model, m.C, m.targets)
+
+
+def _register() -> None:
+    for name, compute in (("apas_delta_max", _sampled_metric),
+                          ("max_provable_delta", _provable_metric)):
+        if name not in METRICS:
+            description, higher = SPECS[name]
+            register_metric(MetricSpec(name, description, frozenset(), higher, True, compute))
+
+
+_register()
