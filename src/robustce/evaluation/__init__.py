@@ -28,9 +28,6 @@ __all__ = [
     "summarise",
 ]
 
-# the §7.2 shift-size metrics register themselves (apas_delta_max, max_provable_delta)
-from robustce.evaluation import apas_metrics  # noqa: E402, F401
-
 # benchmark runner, configs, method registry and reports
 from robustce.evaluation.config import BenchmarkConfig, load_config, parse_config  # noqa: E402
 from robustce.evaluation.report import format_table, markdown_table, write_report  # noqa: E402

@@ -11,9 +11,11 @@ resolution) and cap, so sampled ≥ provable CE by CE. A method's summary is the
 (Fig. 4 of the paper). A CE the model does not classify as its target gets 0; an unusable (NaN)
 row gets NaN.
 
-Both need only the model, the CEs and their target classes; higher is better. Importing this
-module registers them in :data:`robustce.evaluation.metrics.METRICS` (``robustce.evaluation``
-imports it), so configs can name ``apas_delta_max`` and ``max_provable_delta``.
+Both need only the model, the CEs and their target classes; higher is better.
+:func:`register_apas_metrics` adds them to :data:`robustce.evaluation.metrics.METRICS` (so
+``evaluate`` and configs can name them). They are not registered on import: the registry's
+``default_metrics`` takes every metric whose inputs are available, and these two run a search
+(and MILPs) per CE — they should be opt-in.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from robustce.evaluation.metrics import METRICS, MetricInputs, MetricSpec, regis
 from robustce.robustness.apas import apas_max_delta
 from robustce.robustness.maxdelta import max_provable_delta
 
-__all__ = ["SPECS", "apas_delta_max", "provable_delta_max"]
+__all__ = ["SPECS", "apas_delta_max", "provable_delta_max", "register_apas_metrics"]
 
 #: metric name -> (description, higher is better)
 SPECS: dict[str, tuple[str, bool]] = {
@@ -72,12 +74,11 @@ def _provable_metric(m: MetricInputs) -> np.ndarray:
     return provable_delta_max(m.model, m.C, m.targets)
 
 
-def _register() -> None:
+def register_apas_metrics() -> None:
+    """Register ``apas_delta_max`` and ``max_provable_delta`` (idempotent)."""
     for name, compute in (("apas_delta_max", _sampled_metric),
                           ("max_provable_delta", _provable_metric)):
         if name not in METRICS:
             description, higher = SPECS[name]
             register_metric(MetricSpec(name, description, frozenset(), higher, True, compute))
 
-
-_register()
