@@ -3,6 +3,7 @@
 ``DiCE`` wraps the optional ``dice-ml`` (extra ``robustce[dice]``); it imports dice-ml only
 when built, so importing robustce never needs the extra."""
 
+from robustce.methods.apas import APAS
 from robustce.methods.base import Explainer, QueryResult
 from robustce.methods.dice import DiCE
 from robustce.methods.diverse_robust import DiverseRobust
@@ -13,6 +14,6 @@ from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
 from robustce.methods.wachter import Wachter
 
-__all__ = ["MACE", "DiCE", "DiverseRobust", "Explainer", "MILPNearest", "MILPRobust",
+__all__ = ["APAS", "MACE", "DiCE", "DiverseRobust", "Explainer", "MILPNearest", "MILPRobust",
            "NearestNeighbour", "QueryResult", "Wachter", "available_methods", "build_explainer",
            "get_method", "register_method"]

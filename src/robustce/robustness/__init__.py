@@ -4,12 +4,20 @@
 (``maxdelta``) and exact enumeration of Δ by interval splitting (``enumeration``).
 
 Every robustness claim here is proven over all of Δ (``enumerate_delta`` reports proven volume
-fractions); sampled, probabilistic certificates (APΔS's test) are not implemented yet. The
-network views (``IntervalNetwork``, ``as_network``, ``empirical_delta``)
-live in :mod:`robustce.models.network` and are re-exported here.
+fractions) except APΔS's (``apas``): a sampled test whose claim is probabilistic — with
+confidence α, a fraction ≥ R of Δ keeps the class. The network views (``IntervalNetwork``,
+``as_network``, ``empirical_delta``) live in :mod:`robustce.models.network` and are re-exported here.
 """
 
 from robustce.models.network import IntervalNetwork, as_network, empirical_delta
+from robustce.robustness.apas import (
+    APASCertifier,
+    APASMaxDeltaResult,
+    APASResult,
+    apas_certify,
+    apas_max_delta,
+    apas_sample_size,
+)
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.enumeration import EnumerationResult, enumerate_delta
 from robustce.robustness.exact import (
@@ -23,6 +31,9 @@ from robustce.robustness.maxdelta import MaxDeltaResult, max_provable_delta
 from robustce.robustness.shift import ParameterShift, SampledNetworks
 
 __all__ = [
+    "APASCertifier",
+    "APASMaxDeltaResult",
+    "APASResult",
     "CertStatus",
     "Certificates",
     "Certifier",
@@ -34,6 +45,9 @@ __all__ = [
     "MaxDeltaResult",
     "ParameterShift",
     "SampledNetworks",
+    "apas_certify",
+    "apas_max_delta",
+    "apas_sample_size",
     "as_network",
     "empirical_delta",
     "enumerate_delta",

@@ -1,0 +1,547 @@
+"""APΔS: probabilistic Δ-robustness by sampling (Marzari et al., ECAI 2024).
+
+Lemma 4 (tolerance limits). Draw n networks θ₁..θₙ i.i.d. uniformly from the box
+Δ_δ = {θ' : |θ' − θ| ≤ δ elementwise}. If the counterfactual ``x`` keeps its target class on
+all n, then with confidence α = 1 − Rⁿ at least a fraction R of Δ_δ keeps it: a CE whose true
+robust fraction p is below R passes all n draws with probability pⁿ < Rⁿ = 1 − α. Hence
+
+    n = ⌈ln(1 − α) / ln R⌉                                               (apas_sample_size)
+
+(1379 for α = 0.999, R = 0.995; the paper's 1378 rounds down and gives 1 − 0.995¹³⁷⁸ ≈ 0.998999,
+slightly less than the stated α).
+
+* :func:`apas_certify` — the probabilistic Δ-test at one δ for many CEs: all CEs × all n draws in
+  batched array code; per CE whether every draw kept the class, the smallest sampled margin and
+  the number of draws that flipped it.
+* :func:`apas_max_delta` — Algorithm 1: per CE, double δ from δ_init until some draw flips the
+  CE, then bisect to δ_init resolution; every tested δ gets n *fresh* draws.
+
+Realisations are drawn as θ + δ·U with U uniform in [−1, 1] per weight (and bias), one U per
+sample shared by all CEs tested in the same step (each CE still sees n i.i.d. draws from its own
+Δ_δ, which is all Lemma 4 asks). A δ at which interval propagation already proves every network
+in Δ_δ keeps the class needs no draws: all n would pass with certainty, so skipping them leaves
+the algorithm's output distribution unchanged. A test stops drawing for a CE at its first flip.
+
+Margins follow :func:`robustce.models.network.class_margin` (> 0 iff the target class is
+predicted); a draw with margin ≤ 0 counts as a flip (a tie is not a keep).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from robustce.errors import ValidationError
+from robustce.models.network import (
+    ReLUNetwork,
+    as_network,
+    class_margin,
+    margin_terms,
+    model_space_rows,
+    resolve_targets,
+)
+from robustce.robustness.certifier import Certificates, Certifier, CertStatus
+from robustce.robustness.exact import point_layer_bounds
+from robustce.robustness.shift import ParameterShift
+from robustce.utils import check_random_state
+from robustce.validation import check_number
+
+__all__ = ["APASCertifier", "APASMaxDeltaResult", "APASResult", "apas_certify", "apas_max_delta",
+           "apas_sample_size"]
+
+#: float64 elements one chunk of noise or activations may hold (about 16 MB)
+_CHUNK_ELEMENTS = 1 << 21
+
+
+def _unit_interval(value: Any, name: str) -> float:
+    return float(check_number(value, name, low=0.0, high=1.0, low_open=True, high_open=True))
+
+
+def apas_sample_size(alpha: float, R: float) -> int:
+    """Number of draws n = ⌈ln(1 − α) / ln R⌉ for confidence α that a fraction ≥ R of Δ keeps
+    the CE (Lemma 4): the smallest n with Rⁿ ≤ 1 − α.
+
+    For α = 0.999, R = 0.995 this is 1379. The paper's 1378 is ``log_R(1 − α) = 1378.1`` rounded
+    down, which gives confidence 1 − 0.995¹³⁷⁸ ≈ 0.998999 < α: one draw short.
+    """
+    a = _unit_interval(alpha, "alpha")
+    r = _unit_interval(R, "R")
+    log_fail, log_r = math.log1p(-a), math.log(r)
+    n = max(1, math.ceil(log_fail / log_r))
+    # guard the ceiling against rounding in the ratio: the defining inequality is n ln R ≤ ln(1−α)
+    while n > 1 and (n - 1) * log_r <= log_fail:
+        n -= 1
+    while n * log_r > log_fail:
+        n += 1
+    return n
+
+
+def _check_delta(delta: Any, name: str = "delta") -> float:
+    return float(check_number(delta, name, low=0.0, low_open=True))
+
+
+def _resolve_n(alpha: Any, R: Any, n: Any) -> tuple[int, float, float]:
+    """(n, α, R): n from Lemma 4, or a given n with the confidence α = 1 − Rⁿ it buys."""
+    r = _unit_interval(R, "R")
+    if n is None:
+        a = _unit_interval(alpha, "alpha")
+        return apas_sample_size(a, r), a, r
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
+        raise ValidationError(f"n must be a positive integer or None, got {n!r}")
+    return int(n), -math.expm1(int(n) * math.log(r)), r
+
+
+# --- the sampling engine -------------------------------------------------------------------------
+
+
+Layers = list[tuple[np.ndarray, np.ndarray]]
+
+
+def _draw_noise(weights: Layers, s: int, rng: np.random.Generator, biases: bool
+                ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """s draws r ∈ [0, 1) of every weight (and bias), in the order :meth:`ParameterShift.sample`
+    draws them (W₁, b₁, W₂, …); the realisation is θ + δ(2r − 1)."""
+    return [(rng.random((s,) + W.shape), rng.random((s,) + b.shape) if biases else None)
+            for W, b in weights]
+
+
+def _sampled_margins(weights: Layers, X: np.ndarray, t: np.ndarray, deltas: np.ndarray,
+                     noise: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+    """Target margins of every row under θ + δ_row·(2r_s − 1) for every draw s: shape (s, N).
+
+    Everything is batched per-draw GEMMs (small ones, which BLAS runs single-threaded: no
+    thread oversubscription). Many rows at one δ: the draws' weights W − δ + 2δr_s are formed
+    and applied. Otherwise the noise product is applied to the activations,
+    z = hWᵀ + b + δ_row·(2(h r_sᵀ + r_b) − Σh − 1), which never touches the noise twice."""
+    last = len(weights) - 1
+    same = bool(np.all(deltas == deltas[0]))
+    h = X[None]  # (1, N, in) broadcasts against the draws
+    for i, ((W, b), (rW, rb)) in enumerate(zip(weights, noise, strict=True)):
+        if same and len(X) > W.shape[1]:
+            d = float(deltas[0])
+            Ws = rW * (2.0 * d)
+            Ws += W - d
+            z = np.matmul(h, Ws.transpose(0, 2, 1))
+            if rb is None:
+                z += b
+            else:
+                bs = rb * (2.0 * d)
+                bs += b - d
+                z += bs[:, None, :]
+        else:
+            z = np.matmul(h, rW.transpose(0, 2, 1))
+            if rb is not None:
+                z += rb[:, None, :]
+            z *= 2.0
+            z -= h.sum(axis=-1, keepdims=True) + (0.0 if rb is None else 1.0)
+            z *= deltas[None, :, None]
+            z += h @ W.T
+            z += b
+        if i < last:
+            np.maximum(z, 0.0, out=z)
+        h = z
+    return class_margin(h, t)
+
+
+def _prune(net: ReLUNetwork, X: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]
+           ) -> tuple[Layers, np.ndarray]:
+    """The network without the parts no draw can see, for these rows: input columns that are 0
+    in every row, and hidden neurons whose interval upper bound over Δ_δ is ≤ 0 in every row
+    (inactive for every network in Δ, so their incoming and outgoing weights never matter).
+    Margins of the pruned network under the kept coordinates' noise equal the full network's."""
+    keep = [np.any(X != 0.0, axis=0)]
+    for lo_hi in bounds[:-1]:
+        keep.append(np.any(lo_hi[1] > -1e-12, axis=0))
+    keep.append(np.ones(net.n_outputs, dtype=bool))
+    weights = [(W[keep[i + 1]][:, keep[i]], b[keep[i + 1]]) for i, (W, b) in enumerate(net.weights)]
+    return weights, X[:, keep[0]]
+
+
+def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
+                  rng: np.random.Generator, biases: bool, stop_at_flip: bool,
+                  bounds: list[tuple[np.ndarray, np.ndarray]] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """n draws from each row's Δ_δ (θ + δ_row(2r − 1), r shared across rows). Returns per row: the
+    smallest margin seen, the number of draws with margin ≤ 0, the draws evaluated, and whether
+    all evaluated draws kept the class. ``stop_at_flip``: a row stops at its first flip (its
+    outcome is then already decided); draws are made in growing chunks so that flips found
+    early save the rest. ``bounds``: the rows' interval layer bounds at their δ — then noise is
+    drawn only for the coordinates that can matter (:func:`_prune`)."""
+    N = len(X)
+    min_m = np.full(N, np.inf)
+    flips = np.zeros(N, dtype=np.int64)
+    evaluated = np.zeros(N, dtype=np.int64)
+    if N == 0:
+        return min_m, flips, evaluated, np.ones(0, dtype=bool)
+    weights = net.weights
+    if bounds is not None:
+        weights, X = _prune(net, X, bounds)
+    n_params = sum(W.size + (b.size if biases else 0) for W, b in weights)
+    width = max(1, max(W.shape[0] for W, _ in weights))
+    row_chunk = min(N, 4096)
+    cap = max(1, _CHUNK_ELEMENTS // max(n_params, row_chunk * width))
+    step = min(cap, 64) if stop_at_flip else cap
+    open_ = np.ones(N, dtype=bool)
+    done = 0
+    while done < n and open_.any():
+        s = min(step, n - done)
+        noise = _draw_noise(weights, s, rng, biases)
+        rows = np.flatnonzero(open_)
+        for a in range(0, len(rows), row_chunk):
+            r = rows[a:a + row_chunk]
+            m = _sampled_margins(weights, X[r], t[r], deltas[r], noise)
+            min_m[r] = np.minimum(min_m[r], m.min(axis=0))
+            flips[r] += (m <= 0).sum(axis=0)
+            evaluated[r] += s
+        if stop_at_flip:
+            open_ &= flips == 0
+            step = min(cap, 4 * step)
+        done += s
+    return min_m, flips, evaluated, flips == 0
+
+
+def _rows_and_targets(model: Any, cfs: Any, target_class: Any
+                      ) -> tuple[ReLUNetwork, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The network, the rows (unusable ones replaced by zeros), the unusable-row mask, the
+    per-row targets and the nominal target margins."""
+    net = as_network(model)
+    X, bad = model_space_rows(net, cfs, model)
+    X = np.where(bad[:, None], 0.0, X)
+    t = resolve_targets(target_class, len(X), network=net, X=X)
+    nominal = class_margin(net.forward(X), t)
+    return net, X, bad, t, nominal
+
+
+# --- the probabilistic Δ-test --------------------------------------------------------------------
+
+
+@dataclass
+class APASResult:
+    """Per counterfactual outcome of :func:`apas_certify` (arrays of length N).
+
+    ``passed``: every one of the n draws from Δ_δ kept the target class — then, with confidence
+    ``alpha``, at least a fraction ``R`` of Δ_δ does. ``status``: ``"passed"``, ``"failed"`` (some
+    draw flipped it), ``"invalid"`` (not valid on the nominal model; never passed) or ``"error"``
+    (NaN/inf row). ``min_margin``: the smallest target margin over the draws (NaN for error rows);
+    ``n_flips``: draws with margin ≤ 0 (``n_flips / n`` estimates the non-robust fraction).
+    """
+
+    passed: np.ndarray
+    status: np.ndarray
+    min_margin: np.ndarray
+    n_flips: np.ndarray
+    nominal_margin: np.ndarray
+    target_class: np.ndarray
+    message: np.ndarray
+    delta: float
+    alpha: float
+    R: float
+    n: int
+    time: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.passed)
+
+    def certificate(self, i: int) -> dict[str, Any]:
+        """What counterfactual ``i``'s claim rests on — enough to re-check it."""
+        m = float(self.min_margin[i])
+        return {
+            "passed": bool(self.passed[i]), "status": str(self.status[i]),
+            "delta": self.delta, "p": "inf", "biases": self.meta.get("biases", True),
+            "alpha": self.alpha, "R": self.R, "n": self.n,
+            "min_margin": None if math.isnan(m) else m, "n_flips": int(self.n_flips[i]),
+            "target_class": int(self.target_class[i]), "message": str(self.message[i]),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per counterfactual."""
+        return pd.DataFrame({
+            "passed": self.passed, "status": self.status.astype(str),
+            "min_margin": self.min_margin, "n_flips": self.n_flips,
+            "nominal_margin": self.nominal_margin, "target_class": self.target_class,
+            "delta": self.delta, "alpha": self.alpha, "R": self.R, "n": self.n,
+            "message": self.message.astype(str),
+        })
+
+
+def apas_certify(model: Any, cfs: Any, delta: Any, alpha: float = 0.999, R: float = 0.995,
+                 target_class: Any = None, random_state: int | np.random.Generator | None = None,
+                 *, n: int | None = None, biases: bool = True) -> APASResult:
+    """Probabilistic Δ-test (APΔS, Lemma 4) of counterfactuals at one shift size δ.
+
+    Parameters
+    ----------
+    model : a :class:`ReLUNetwork` or a model with ``.network()`` (and ``.encode`` for frames).
+    cfs : counterfactuals: model-space array (N, d) or a raw DataFrame.
+    delta : δ > 0 (every weight and bias uniform in [θ − δ, θ + δ]), or a
+        :class:`~robustce.robustness.ParameterShift` (its δ and ``biases``).
+    alpha, R : confidence α and robust fraction R, both in (0, 1); n = ⌈ln(1−α)/ln R⌉ draws.
+    target_class : int, per-row array, or None (the class the model predicts per row).
+    random_state : int, Generator or None.
+    n : number of draws instead of Lemma 4's (``alpha`` is then reported as 1 − Rⁿ).
+    biases : whether the shift moves biases too.
+
+    All CEs are evaluated on the same n draws (batched, chunked to bound memory).
+    """
+    if isinstance(delta, ParameterShift):
+        delta, biases = delta.delta, delta.biases
+    d = _check_delta(delta)
+    n, a, r = _resolve_n(alpha, R, n)
+    rng = check_random_state(random_state)
+    t0 = time.perf_counter()
+    net, X, bad, t, nominal = _rows_and_targets(model, cfs, target_class)
+    N = len(X)
+    use = np.flatnonzero(~bad)
+    min_m = np.full(N, np.nan)
+    flips = np.zeros(N, dtype=np.int64)
+    mm, fl, _, _ = _sampled_test(net, X[use], t[use], np.full(len(use), d), n, rng, biases,
+                                 stop_at_flip=False)
+    min_m[use], flips[use] = mm, fl
+    invalid = ~bad & ~(nominal > 0)
+    passed = ~bad & ~invalid & (flips == 0)
+    status = np.where(passed, "passed", "failed").astype(object)
+    message = np.full(N, "", dtype=object)
+    status[invalid] = "invalid"
+    for i in np.flatnonzero(invalid):
+        message[i] = (f"not valid on the nominal model: target-{int(t[i])} margin "
+                      f"{nominal[i]:.4g} <= 0")
+    status[bad] = "error"
+    message[bad] = "counterfactual contains NaN or infinite values"
+    nominal = np.where(bad, np.nan, nominal)
+    meta = {"biases": bool(biases), "p": "inf"}
+    return APASResult(passed, status, min_m, flips, nominal, t, message, d, a, r, n,
+                      time.perf_counter() - t0, meta)
+
+
+# --- Algorithm 1: the largest δ that passes ------------------------------------------------------
+
+
+@dataclass
+class APASMaxDeltaResult:
+    """Per counterfactual outcome of :func:`apas_max_delta` (arrays of length N).
+
+    ``delta``: δ_max — the largest tested δ at which all n fresh draws kept the class (0 when the
+    CE is invalid on the nominal model or a draw at δ_init already flips it). ``upper``: the
+    smallest tested δ at which a draw flipped it (inf when none did). ``status``: ``"ok"``,
+    ``"not_robust"`` (flipped at δ_init), ``"invalid"`` (not valid on the nominal model),
+    ``"capped"`` (kept up to the cap ``delta_max``), ``"round_limit"`` or ``"error"`` (NaN row).
+    ``n_tests``: δ values tested; ``n_interval``: of which decided by interval bounds (all of
+    Δ_δ proven to keep the class, so every draw would have passed); ``n_samples``: draws
+    evaluated. ``time``: seconds for the whole batch.
+    """
+
+    delta: np.ndarray
+    upper: np.ndarray
+    status: np.ndarray
+    n_tests: np.ndarray
+    n_interval: np.ndarray
+    n_samples: np.ndarray
+    target_class: np.ndarray
+    message: np.ndarray
+    alpha: float
+    R: float
+    n: int
+    time: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.delta)
+
+    @property
+    def delta_max(self) -> np.ndarray:
+        """Alias of ``delta`` under the paper's name."""
+        return self.delta
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per counterfactual."""
+        return pd.DataFrame({
+            "delta_max": self.delta, "upper": self.upper, "status": self.status.astype(str),
+            "n_tests": self.n_tests, "n_interval": self.n_interval, "n_samples": self.n_samples,
+            "target_class": self.target_class, "alpha": self.alpha, "R": self.R, "n": self.n,
+            "message": self.message.astype(str),
+        })
+
+
+def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
+                   delta_init: float = 1e-4, random_state: int | np.random.Generator | None = None,
+                   *, target_class: Any = None, delta_max: float = 10.0, n: int | None = None,
+                   biases: bool = True, max_rounds: int = 200) -> APASMaxDeltaResult:
+    """Largest δ each counterfactual passes the probabilistic Δ-test at (APΔS Algorithm 1).
+
+    Test δ_init; on a flip δ_max = 0. Otherwise double δ until a draw flips the CE, then bisect
+    between the last passing and the first flipping δ until they are ≤ δ_init apart; δ_max is the
+    last passing δ. Each tested δ gets n fresh draws, so each test alone carries Lemma 4's
+    guarantee (across the ``n_tests`` tests of one CE a union bound gives confidence at least
+    1 − n_tests·(1 − α) for all of them at once).
+
+    Vectorised over CEs: each round tests every still-active CE at its own candidate δ with one
+    shared set of unit-box draws (θ + δ_i·U). Where δ is at most the exact max provable δ every
+    draw passes, so δ_max ≥ ``max_provable_delta`` (same ``delta_init`` / ``delta_max``).
+
+    Parameters
+    ----------
+    model, cfs, target_class, biases, n : as :func:`apas_certify`.
+    alpha, R : Lemma 4's confidence and fraction (n = ⌈ln(1−α)/ln R⌉ draws per tested δ).
+    delta_init : first δ tested and the bisection's resolution (the paper's 0.0001).
+    delta_max : cap on δ; a CE still passing there gets status ``capped``.
+    max_rounds : cap on rounds (each round tests every active CE once).
+    """
+    d0 = _check_delta(delta_init, "delta_init")
+    try:
+        dmax = float(delta_max)
+    except (TypeError, ValueError):
+        raise ValidationError(f"delta_max must be a number, got {delta_max!r}") from None
+    if not (math.isfinite(dmax) and dmax >= d0):
+        raise ValidationError(f"delta_max must be finite and >= delta_init, got {delta_max!r}")
+    if isinstance(max_rounds, bool) or int(max_rounds) < 1:
+        raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    n, a, r = _resolve_n(alpha, R, n)
+    rng = check_random_state(random_state)
+    t0 = time.perf_counter()
+    net, X, bad, t, nominal = _rows_and_targets(model, cfs, target_class)
+    N = len(X)
+    lo = np.zeros(N)
+    hi = np.full(N, np.inf)
+    cand = np.full(N, d0)
+    n_tests = np.zeros(N, dtype=np.int64)
+    n_interval = np.zeros(N, dtype=np.int64)
+    n_samples = np.zeros(N, dtype=np.int64)
+    status = np.full(N, "ok", dtype=object)
+    message = np.full(N, "", dtype=object)
+    invalid = ~bad & ~(nominal > 0)
+    status[invalid] = "invalid"
+    for i in np.flatnonzero(invalid):
+        message[i] = (f"not valid on the nominal model: target-{int(t[i])} margin "
+                      f"{nominal[i]:.4g} <= 0; delta_max = 0")
+    status[bad] = "error"
+    message[bad] = "counterfactual contains NaN or infinite values"
+    active = ~bad & ~invalid
+    rounds = 0
+    while active.any() and rounds < int(max_rounds):
+        rounds += 1
+        idx = np.flatnonzero(active)
+        # interval bounds: where all of Δ_δ keeps the class, every draw would pass
+        bounds = point_layer_bounds(net, X[idx], cand[idx], biases)
+        sure = margin_terms(bounds[-1][0], bounds[-1][1], t[idx]).min(axis=1) > 0
+        ok = sure.copy()
+        need = idx[~sure]
+        if need.size:
+            nb = [(lo_[~sure], hi_[~sure]) for lo_, hi_ in bounds]
+            _, _, used, keep = _sampled_test(net, X[need], t[need], cand[need], n, rng, biases,
+                                             stop_at_flip=True, bounds=nb)
+            ok[~sure] = keep
+            n_samples[need] += used
+        n_tests[idx] += 1
+        n_interval[idx[sure]] += 1
+        lo[idx[ok]] = cand[idx[ok]]
+        hi[idx[~ok]] = cand[idx[~ok]]
+        li, hi_i = lo[idx], hi[idx]
+        doubling = np.isinf(hi_i)
+        capped = doubling & (li >= dmax)
+        flipped_at_init = ~doubling & (li == 0.0)
+        narrow = ~doubling & ~flipped_at_init & (hi_i - li <= d0)
+        status[idx[capped]] = "capped"
+        status[idx[flipped_at_init]] = "not_robust"
+        active[idx[capped | flipped_at_init | narrow]] = False
+        grow = doubling & ~capped
+        cand[idx[grow]] = np.minimum(2.0 * li[grow], dmax)
+        bis = ~doubling & ~flipped_at_init & ~narrow
+        cand[idx[bis]] = 0.5 * (li[bis] + hi_i[bis])
+    for i in np.flatnonzero(status == "not_robust"):
+        message[i] = f"a sampled realisation at delta_init = {d0:g} flips it; delta_max = 0"
+    for i in np.flatnonzero(status == "capped"):
+        message[i] = f"every draw kept the class up to the cap delta_max = {dmax:g}"
+    for i in np.flatnonzero(active):
+        status[i] = "round_limit"
+        message[i] = (f"stopped after max_rounds = {int(max_rounds)}; delta_max is the last "
+                      f"passing delta tested")
+    meta = {"delta_init": d0, "delta_max": dmax, "biases": bool(biases), "p": "inf",
+            "rounds": rounds}
+    return APASMaxDeltaResult(lo, hi, status, n_tests, n_interval, n_samples, t, message, a, r, n,
+                              time.perf_counter() - t0, meta)
+
+
+# --- the certifier protocol ----------------------------------------------------------------------
+
+
+class APASCertifier(Certifier):
+    """APΔS's probabilistic Δ-test as a :class:`~robustce.robustness.certifier.Certifier`.
+
+    ``robust`` means: all n = ⌈ln(1−α)/ln R⌉ draws from Δ = ``shift`` kept the target class, so
+    with confidence α at least a fraction R of Δ does (Lemma 4) — an average-case claim, not a
+    proof over all of Δ (that is :class:`~robustce.robustness.ExactDeltaCertifier`). A draw
+    that flips the CE makes it ``not_robust``; so does a CE the network itself does not give
+    the target class.
+
+    Parameters
+    ----------
+    shift : :class:`ParameterShift` or a number δ.
+    alpha, R : Lemma 4's confidence and fraction, in (0, 1).
+    n : draws per CE instead of Lemma 4's (``alpha`` then becomes 1 − Rⁿ).
+    random_state : None (fresh entropy per call), an int (each call's draws are seeded by it and
+        the rows tested — the same CE gets the same draws in any order or process) or a
+        Generator (consumed call by call).
+
+    Certificates: ``lower`` — the smallest sampled margin where the test passed (Lemma 4: with
+    confidence α a fraction ≥ R of Δ has at least this margin; NaN where it failed);
+    ``upper`` — the smallest margin of a concrete network seen (a draw, or the base network);
+    ``evidence`` — per row ``{"n": n, "n_flips": k, "min_margin": m}``; ``columns``:
+    ``min_sampled_margin``, ``n_flips``. A sampled test runs n forward passes per row and no
+    solver, so ``time_limit`` does not apply.
+    """
+
+    name = "apas"
+
+    def __init__(self, shift: ParameterShift | float, *, alpha: float = 0.999, R: float = 0.995,
+                 n: int | None = None, random_state: int | np.random.Generator | None = None):
+        if not isinstance(shift, ParameterShift):
+            shift = ParameterShift(_check_delta(shift))
+        self.shift = shift
+        self.n, self.alpha, self.R = _resolve_n(alpha, R, n)
+        if not (random_state is None or isinstance(random_state, np.random.Generator)
+                or (isinstance(random_state, int | np.integer) and not isinstance(random_state, bool))):
+            raise ValidationError(
+                f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}")
+        self.random_state = random_state
+
+    def params(self) -> dict[str, Any]:
+        return {"delta": self.shift.delta, "p": "inf", "biases": self.shift.biases,
+                "alpha": self.alpha, "R": self.R, "n": self.n}
+
+    def rng_for(self, X: np.ndarray, targets: np.ndarray) -> np.random.Generator:
+        """The generator one call draws from (see ``random_state``)."""
+        if isinstance(self.random_state, np.random.Generator):
+            return self.random_state
+        if self.random_state is None:
+            return np.random.default_rng()
+        key = zlib.crc32(np.ascontiguousarray(X, dtype=np.float64).tobytes())
+        key = zlib.crc32(np.ascontiguousarray(targets, dtype=np.int64).tobytes(), key)
+        return np.random.default_rng(np.random.SeedSequence([int(self.random_state), key]))
+
+    def certify(self, network: Any, X: Any, targets: Any, *,
+                time_limit: float | None = None) -> Certificates:
+        net = as_network(network)
+        X, bad = model_space_rows(net, X, network)
+        Xc = np.where(bad[:, None], 0.0, X)
+        t = resolve_targets(targets, len(X), network=net, X=Xc)
+        res = apas_certify(net, X, self.shift, target_class=t, random_state=self.rng_for(Xc, t),
+                           R=self.R, n=self.n)
+        status = np.full(len(X), CertStatus.NOT_ROBUST, dtype=object)
+        status[res.passed] = CertStatus.ROBUST
+        status[res.status == "error"] = CertStatus.ERROR
+        lower = np.where(res.passed, res.min_margin, np.nan)
+        upper = np.fmin(res.min_margin, res.nominal_margin)
+        evidence: list[Any] = [
+            None if s == "error" else {"n": res.n, "n_flips": int(k), "min_margin": float(m)}
+            for s, k, m in zip(res.status, res.n_flips, res.min_margin, strict=True)]
+        per_row = np.full(len(X), res.time / max(len(X), 1))
+        return Certificates(status, lower, upper, evidence, per_row, res.target_class, self.name,
+                            self.params(), {"min_sampled_margin": res.min_margin,
+                                            "n_flips": res.n_flips})

@@ -1,0 +1,372 @@
+"""APΔS (Marzari et al. 2024): Lemma 4's sample size, the probabilistic Δ-test, Algorithm 1."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import robustce as rc
+from robustce.errors import RobustCEError, ValidationError
+from robustce.models import NetworkModel, ReLUNetwork
+from robustce.models.network import class_margin
+from robustce.robustness import (
+    ParameterShift,
+    apas_certify,
+    apas_max_delta,
+    apas_sample_size,
+    enumerate_delta,
+    max_provable_delta,
+)
+
+
+def _net(seed: int, sizes=(3, 5, 4, 1), scale: float = 1.0) -> ReLUNetwork:
+    rng = np.random.default_rng(seed)
+    return ReLUNetwork([(rng.normal(size=(o, i)) * scale, rng.normal(size=o) * 0.5 * scale)
+                        for i, o in zip(sizes[:-1], sizes[1:], strict=True)])
+
+
+def _plain_margins(net: ReLUNetwork, x: np.ndarray, t: int, delta: float, m: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """Target margins of m networks drawn uniformly from the box, written out by hand (no
+    robustce sampling code): the independent reference."""
+    h = np.broadcast_to(x, (m, x.size))
+    last = len(net.weights) - 1
+    for i, (W, b) in enumerate(net.weights):
+        Wp = W[None] + rng.uniform(-delta, delta, size=(m,) + W.shape)
+        bp = b[None] + rng.uniform(-delta, delta, size=(m,) + b.shape)
+        h = np.einsum("moi,mi->mo", Wp, h) + bp
+        if i < last:
+            h = np.maximum(h, 0.0)
+    return class_margin(h, t)
+
+
+# --- Lemma 4: the sample size ------------------------------------------------------------------
+
+
+def test_sample_size_of_the_paper_setting_is_1379_and_1378_is_one_short():
+    n = apas_sample_size(0.999, 0.995)
+    assert n == 1379
+    # the defining inequality R^n <= 1 - α holds at 1379 and fails at the paper's 1378
+    assert 0.995 ** 1379 <= 1 - 0.999 < 0.995 ** 1378
+    assert apas_sample_size(0.99, 0.95) == 90
+    assert 0.95 ** 90 <= 0.01 < 0.95 ** 89
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.9, 0.99, 0.999, 0.999999])
+@pytest.mark.parametrize("R", [0.1, 0.5, 0.9, 0.95, 0.995, 0.9999])
+def test_sample_size_is_the_smallest_n_with_R_to_the_n_below_one_minus_alpha(alpha, R):
+    n = apas_sample_size(alpha, R)
+    assert n >= 1
+    assert n * math.log(R) <= math.log1p(-alpha) + 1e-12
+    if n > 1:
+        assert (n - 1) * math.log(R) > math.log1p(-alpha) - 1e-12
+
+
+@pytest.mark.parametrize("bad", [0, 1, 0.0, 1.0, -0.1, 1.5, float("nan"), float("inf"), "x", None,
+                                 True])
+def test_sample_size_rejects_parameters_outside_the_open_unit_interval(bad):
+    with pytest.raises(ValidationError, match="alpha"):
+        apas_sample_size(bad, 0.9)
+    with pytest.raises(ValidationError, match="R"):
+        apas_sample_size(0.9, bad)
+
+
+# --- the probabilistic Δ-test --------------------------------------------------------------------
+
+
+def test_certify_equals_the_min_over_parameter_shift_samples():
+    net = _net(2)
+    X = np.random.default_rng(1).normal(size=(12, 3))
+    res = apas_certify(net, X, 0.1, alpha=0.99, R=0.95, random_state=7)
+    assert res.n == 90
+    t = net.predict(X)
+    # ParameterShift.sample with the same seed draws the same realisations
+    draws = ParameterShift(0.1).sample(net, res.n, random_state=7)
+    m = np.stack([draws.margin(X[i:i + 1], int(t[i]))[:, 0] for i in range(len(X))], axis=1)
+    np.testing.assert_allclose(res.min_margin, m.min(axis=0), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(res.n_flips, (m <= 0).sum(axis=0))
+    np.testing.assert_array_equal(res.passed, (m > 0).all(axis=0))
+    assert set(res.status) <= {"passed", "failed"}
+    assert res.passed.any() and (~res.passed).any()  # both outcomes occur in this set-up
+
+
+def test_certify_passes_what_intervals_prove_and_fails_what_flips_for_sure():
+    # z = x·w + b with x = 1, w = 1, b = 1: margin 2, worst case over Δ_δ is 2 - 2δ
+    net = ReLUNetwork([(np.array([[1.0]]), np.array([1.0]))])
+    X = np.array([[1.0]])
+    assert apas_certify(net, X, 0.9, random_state=0).passed[0]  # every network keeps it
+    # δ = 5: a flip needs u + v < -0.4 (u, v uniform in [-1, 1]): probability 0.32 per draw
+    res = apas_certify(net, X, 5.0, random_state=0)
+    assert not res.passed[0] and res.status[0] == "failed"
+    assert res.n_flips[0] / res.n == pytest.approx(0.32, abs=0.04)
+
+
+def test_certify_statuses_for_invalid_and_unusable_rows_are_not_exceptions():
+    net = ReLUNetwork([(np.array([[1.0]]), np.array([0.0]))])
+    X = np.array([[2.0], [-2.0], [np.nan]])
+    res = apas_certify(net, X, 0.01, target_class=1, random_state=0)
+    assert res.status.tolist() == ["passed", "invalid", "error"]
+    assert res.passed.tolist() == [True, False, False]
+    assert "nominal" in res.message[1]
+    assert np.isnan(res.min_margin[2])
+    frame = res.to_frame()
+    assert len(frame) == 3 and {"passed", "min_margin", "n", "alpha", "R", "delta"} <= set(frame)
+    cert = res.certificate(0)
+    assert cert["n"] == 1379 and cert["alpha"] == 0.999 and cert["delta"] == 0.01
+
+
+def test_certify_multiclass_per_row_targets():
+    net = _net(3, sizes=(2, 6, 3))
+    X = np.random.default_rng(4).uniform(size=(8, 2))
+    t = net.predict(X)
+    res = apas_certify(net, X, 0.05, target_class=t, alpha=0.9, R=0.9, random_state=1)
+    assert np.array_equal(res.target_class, t)
+    for i in range(len(X)):
+        ref = _plain_margins(net, X[i], int(t[i]), 0.05, 20_000, np.random.default_rng(i))
+        # min over the test's draws is a draw's margin: never below the true minimum by much
+        assert res.min_margin[i] >= ref.min() - 0.05
+        if (ref <= 0).mean() > 0.2:  # a CE flipping this often cannot survive 22 draws
+            assert not res.passed[i]
+
+
+def test_certify_accepts_a_raw_frame_with_the_model_and_a_parameter_shift():
+    df = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [0.0, 1.0, 0.0, 1.0]})
+    enc = rc.data.Encoder(rc.data.infer_schema(df)).fit(df)
+    model = NetworkModel([(np.array([[1.0, 1.0]]), np.array([-1.0]))], enc)
+    cfs = pd.DataFrame({"a": [3.0, 0.0], "b": [1.0, 0.0]})
+    framed = apas_certify(model, cfs, ParameterShift(0.05), target_class=1, random_state=0)
+    encoded = apas_certify(model, model.encode(cfs), 0.05, target_class=1, random_state=0)
+    np.testing.assert_array_equal(framed.min_margin, encoded.min_margin)
+    assert framed.status.tolist() == ["passed", "invalid"]
+
+
+def test_certify_same_seed_same_result_and_chunking_keeps_the_answer(monkeypatch):
+    net = _net(5)
+    X = np.random.default_rng(6).uniform(size=(40, 3))
+    a = apas_certify(net, X, 0.1, random_state=3)
+    b = apas_certify(net, X, 0.1, random_state=3)
+    np.testing.assert_array_equal(a.min_margin, b.min_margin)
+    import robustce.robustness.apas as apas_mod
+
+    monkeypatch.setattr(apas_mod, "_CHUNK_ELEMENTS", 64)  # one draw per chunk
+    c = apas_certify(net, X, 0.1, random_state=3)
+    # other draws, same distribution: flip rates agree within sampling error
+    assert np.abs(c.n_flips / c.n - a.n_flips / a.n).max() < 0.08
+    sure = np.asarray(
+        ParameterShift(0.1).interval(net).margin_lower_bound(X, net.predict(X)) > 0)
+    assert sure.any() and c.passed[sure].all()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"delta": 0.0}, "delta"), ({"delta": -1.0}, "delta"), ({"delta": float("nan")}, "delta"),
+    ({"delta": "a"}, "delta"), ({"alpha": 1.0}, "alpha"), ({"R": 0.0}, "R"),
+    ({"R": float("nan")}, "R"), ({"n": 0}, "n"), ({"n": 2.5}, "n"),
+])
+def test_certify_bad_parameters(kwargs, match):
+    net = _net(0)
+    args = {"delta": 0.1} | kwargs
+    with pytest.raises(ValidationError, match=match):
+        apas_certify(net, np.zeros((1, 3)), **args)
+
+
+def test_certify_bad_models_and_rows():
+    net = _net(0)
+    with pytest.raises(ValidationError, match="shape"):
+        apas_certify(net, np.zeros((2, 4)), 0.1)
+    with pytest.raises(ValidationError, match="network"):
+        apas_certify(object(), np.zeros((1, 3)), 0.1)
+    with pytest.raises(ValidationError, match="target_class"):
+        apas_certify(net, np.zeros((1, 3)), 0.1, target_class=2)
+    from sklearn.tree import DecisionTreeClassifier
+
+    df = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0]})
+    enc = rc.data.Encoder(rc.data.infer_schema(df)).fit(df)
+    tree = rc.models.wrap(DecisionTreeClassifier(max_depth=1).fit(enc.transform(df), [0, 0, 1, 1]),
+                          enc)
+    with pytest.raises(RobustCEError, match="ReLU"):
+        apas_certify(tree, np.zeros((1, 1)), 0.1)
+
+
+# --- the guarantee, statistically ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def _calibrated_pairs(n_pairs: int, seed: int, target_flip: float = 0.06):
+    """(network, CE, δ) triples whose robust fraction at δ is near 1 − target_flip: a 2-4-1
+    network, a CE it classifies, and δ set by bisection so that target_flip of 2 000 fixed draws
+    flip the CE. Many such CEs sit just below R = 0.95, where a correct test rarely passes."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n_pairs:
+        net = _net(int(rng.integers(1 << 30)), sizes=(2, 4, 1))
+        x = rng.normal(size=2)
+        t = int(net.predict(x[None])[0])
+        U = [(rng.uniform(-1, 1, (2000,) + W.shape), rng.uniform(-1, 1, (2000,) + b.shape))
+             for W, b in net.weights]
+
+        def flip_rate(d, net=net, x=x, t=t, U=U):
+            h = np.broadcast_to(x, (2000, 2))
+            for i, ((W, b), (UW, Ub)) in enumerate(zip(net.weights, U, strict=True)):
+                h = np.einsum("moi,mi->mo", W + d * UW, h) + b + d * Ub
+                h = np.maximum(h, 0.0) if i == 0 else h
+            return float((class_margin(h, t) <= 0).mean())
+
+        lo, hi = 0.0, 8.0
+        if flip_rate(hi) < 2 * target_flip:
+            continue  # a CE this stable has no δ near the boundary worth testing
+        for _ in range(18):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if flip_rate(mid) < target_flip else (lo, mid)
+        out.append((net, x, t, hi))
+    return out
+
+
+def _guarantee_check(n_pairs: int, n_reference: int, seed: int, n_override: int | None = None):
+    """Certify each pair at (α, R) = (0.99, 0.95) with its own seed; estimate its true robust
+    fraction with n_reference fresh draws (hand-written sampler); count the pairs that passed
+    although their robust fraction is below R. Lemma 4: each pair does so with probability
+    ≤ 1 − α, independently across pairs, so the count is stochastically ≤ Binomial(N, 0.01)."""
+    from scipy.stats import binom
+
+    pairs = _calibrated_pairs(n_pairs, seed)
+    below, violations = 0, 0
+    ref_rng = np.random.default_rng(seed + 1)
+    for j, (net, x, t, d) in enumerate(pairs):
+        res = apas_certify(net, x[None], d, alpha=0.99, R=0.95, random_state=10_000 * seed + j,
+                           n=n_override)
+        p_true = float((_plain_margins(net, x, t, d, n_reference, ref_rng) > 0).mean())
+        below += p_true < 0.95
+        violations += bool(res.passed[0]) and p_true < 0.95
+    p_value = float(binom.sf(violations - 1, len(pairs), 0.01))  # P(Binomial >= violations)
+    return below, violations, p_value
+
+
+def test_guarantee_holds_statistically_fast():
+    below, violations, p_value = _guarantee_check(n_pairs=60, n_reference=20_000, seed=1)
+    assert below >= 40  # most pairs sit below R: the test is sharp
+    assert p_value >= 1e-3, (violations, below)
+
+
+def test_guarantee_check_catches_too_few_draws():
+    # the same check with a third of Lemma 4's draws (a bug it must detect) rejects
+    below, violations, p_value = _guarantee_check(n_pairs=60, n_reference=20_000, seed=1,
+                                                  n_override=30)
+    assert p_value < 1e-3, (violations, below)
+
+
+@pytest.mark.slow
+def test_guarantee_holds_statistically_200_pairs_100k_reference_draws():
+    below, violations, p_value = _guarantee_check(n_pairs=250, n_reference=100_000, seed=2)
+    assert below >= 150
+    assert p_value >= 1e-3, (violations, below)
+
+
+# --- Algorithm 1: δ_max -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed, sizes", [(0, (3, 5, 4, 1)), (2, (3, 4, 3)), (4, (2, 6, 1))])
+def test_sampled_delta_max_is_at_least_the_max_provable_delta(seed, sizes):
+    net = _net(seed, sizes)
+    X = np.random.default_rng(seed + 1).normal(size=(10, sizes[0]))
+    exact = max_provable_delta(net, X, delta_init=1e-3, delta_max=2.0)
+    sampled = apas_max_delta(net, X, delta_init=1e-3, delta_max=2.0, random_state=seed)
+    assert (exact.n_timeouts == 0).all()
+    assert (sampled.delta >= exact.delta).all(), np.c_[sampled.delta, exact.delta]
+    assert (sampled.delta > exact.delta).any()  # average case certifies more than worst case
+
+
+def test_doubling_delta_max_makes_flips_appear_for_most_ces():
+    net = _net(7, (4, 8, 6, 1))
+    X = np.random.default_rng(8).normal(size=(30, 4))
+    res = apas_max_delta(net, X, random_state=0)
+    ok = res.status == "ok"
+    assert ok.sum() >= 25
+    for i in np.flatnonzero(ok):
+        assert res.upper[i] - res.delta[i] <= 1e-4 + 1e-12  # bisected to δ_init resolution
+    doubled = apas_certify(net, X[ok], 2 * res.delta[ok][0], random_state=1)  # warm-up shape check
+    assert len(doubled) == ok.sum()
+    flips = [not apas_certify(net, X[i:i + 1], 2 * res.delta[i], random_state=100 + i).passed[0]
+             for i in np.flatnonzero(ok)]
+    assert np.mean(flips) >= 0.8
+
+
+def test_delta_max_is_where_a_closed_form_flip_rate_puts_it():
+    # z = w·x + b, x = 1: the margin under Δ_δ is c + δ(u + v), c = w + b, u, v ~ U[-1, 1].
+    # Every draw keeps the class for δ ≤ c / 2; the flip probability at δ > c / 2 is
+    # (2 − c/δ)² / 8, 1 % at δ = c / (2 − √0.08), where 1379 draws all pass with chance 1e-6.
+    w, b = 0.7, 0.3
+    net = ReLUNetwork([(np.array([[w]]), np.array([b]))])
+    c = w + b
+    upper = c / (2 - math.sqrt(0.08))
+    for seed in range(5):
+        res = apas_max_delta(net, np.array([[1.0]]), random_state=seed)
+        assert c / 2 <= res.delta[0] <= upper + 1e-4, res.delta[0]
+        assert res.n_interval[0] >= 1  # the doubling up to c / 2 needs no draws
+
+
+def test_delta_max_statuses_invalid_not_robust_capped_and_error():
+    net = ReLUNetwork([(np.array([[1.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([-1.0]))])
+    X = np.array([[1.0 + 1e-9], [50.0], [0.5], [np.nan]])  # margins ~1e-9, 49, -0.5, NaN
+    res = apas_max_delta(net, X, target_class=1, delta_max=0.05, random_state=0)
+    assert res.status.tolist() == ["not_robust", "capped", "invalid", "error"]
+    assert res.delta.tolist()[:1] == [0.0] and res.delta[2] == 0.0
+    assert res.delta[1] == pytest.approx(0.05) and np.isinf(res.upper[1])
+    assert "nominal" in res.message[2] and "delta_init" in res.message[0]
+    frame = res.to_frame()
+    assert list(frame.columns[:3]) == ["delta_max", "upper", "status"]
+    assert res.n_samples[0] >= 1 and res.n_samples[2] == 0
+
+
+def test_delta_max_fresh_draws_every_step_and_bounded_rounds():
+    net = _net(0)
+    X = np.random.default_rng(1).normal(size=(5, 3))
+    res = apas_max_delta(net, X, random_state=0)
+    sampled_tests = res.n_tests - res.n_interval
+    assert (res.n_samples <= res.n * sampled_tests).all()
+    assert (res.n_samples >= sampled_tests).all()
+    again = apas_max_delta(net, X, random_state=0)
+    np.testing.assert_array_equal(res.delta, again.delta)  # same seed, same result
+    short = apas_max_delta(net, X, random_state=0, max_rounds=3)
+    assert (short.status == "round_limit").any() and (short.n_tests <= 3).all()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"delta_init": 0.0}, "delta_init"), ({"delta_init": float("nan")}, "delta_init"),
+    ({"delta_max": 1e-5}, "delta_max"), ({"alpha": 0.0}, "alpha"), ({"R": 1.0}, "R"),
+    ({"max_rounds": 0}, "max_rounds"),
+])
+def test_delta_max_bad_parameters(kwargs, match):
+    with pytest.raises(ValidationError, match=match):
+        apas_max_delta(_net(0), np.zeros((1, 3)), **kwargs)
+
+
+# --- §7.1: the paper's synthetic example, confirmed by exact enumeration ------------------------
+
+
+def _paper_fig3_network() -> ReLUNetwork:
+    """Fig. 3 of the paper: the interval network at δ = 0.115 has weights [−0.48, −0.25],
+    [−0.99, −0.76], [−1.14, −0.91], [0.69, 0.93]; their centres are the base network (1-2-1,
+    no biases). Input x = −2.57."""
+    return ReLUNetwork([(np.array([[-0.365], [-0.875]]), np.zeros(2)),
+                        (np.array([[-1.025, 0.81]]), np.zeros(1))])
+
+
+def test_section_7_1_delta_max_and_enumeration_confirm_the_guarantee():
+    net, x = _paper_fig3_network(), np.array([[-2.57]])
+    # the paper: n = 100k draws, R = 0.9 -> δ_max = 0.115
+    res = apas_max_delta(net, x, R=0.9, n=100_000, biases=False, random_state=0)
+    assert res.delta[0] == pytest.approx(0.115, abs=0.003)
+    # Lemma 4's n for (α, R) = (0.999, 0.9); the exact enumeration at its δ_max bounds the
+    # non-robust share of Δ by non_robust + unknown, which must stay within 1 − R
+    lemma = apas_max_delta(net, x, alpha=0.999, R=0.9, biases=False, random_state=0)
+    assert lemma.n == 66
+    for d in (res.delta[0], lemma.delta[0]):
+        enum = enumerate_delta(net, x, ParameterShift(d, biases=False), max_splits=14)
+        assert enum.non_robust + enum.unknown <= 0.1
+    # and neither is Δ-robust in the worst case: sampling certifies beyond the provable δ
+    exact = max_provable_delta(net, x, biases=False)
+    assert exact.delta[0] < res.delta[0] <= lemma.delta[0] + 0.05
