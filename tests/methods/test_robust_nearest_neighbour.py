@@ -19,7 +19,7 @@ DELTA = 0.05
 @pytest.fixture(scope="module")
 def moons_setup():
     data = moons(300, noise=0.25, random_state=0)
-    model = rc.models.MLP((8, 8), epochs=80, random_state=0).fit(data)
+    model = rc.models.MLP((8, 8), epochs=25, lr=0.01, random_state=0).fit(data)
     return data, model
 
 

@@ -1,0 +1,290 @@
+"""``PROPLACE``: provably robust and plausible counterfactuals by robust optimisation
+(Jiang, Lan, Leofante, Rago, Toni 2024, Algorithm 1).
+
+For a query x with target class t, PROPLACE solves problem (2):
+
+    min_{x'} ‖x' − x‖₁   s.t.   margin_t(θ'(x')) ≥ 0 for every θ' ∈ Δ,   x' ∈ X_plaus,
+
+where Δ = {θ' : ‖θ' − θ‖_∞ ≤ δ} and X_plaus (Definition 10) is the convex hull of the query
+and its k Δ-robust nearest neighbours S_{k,Δ} (Definition 9, from
+:class:`~robustce.methods.RobustNearestNeighbour`), intersected here with the valid encodings
+of model space (one-hot groups, integer grids, thermometer ordinals, binaries) and with the
+query's actionability (immutable features fixed, increase/decrease-only bounded by x).
+
+Algorithm 1 (a cutting-plane loop over a working set Δ′ ⊂ Δ, Δ′ = {θ} at first):
+
+1. **outer problem** (eq. 3, MILP (5)): the closest x' in the region that *every* network in
+   Δ′ puts in class t with margin ≥ σ. Each member of Δ′ is its own copy of the exact ReLU
+   encoding (:func:`~robustce.solvers.encodings.encode_network`: own binaries, big-M from
+   interval bounds over the region's bounding box); the region is λ ≥ 0, Σλ = 1,
+   x' = Σ λ_l v_l (:func:`~robustce.solvers.encodings.encode_hull_region`);
+2. **inner problem** (eq. 4, MILP (6)): the exact Δ-test at x'
+   (:func:`~robustce.robustness.exact_worst_case`). If it proves Δ-robustness, stop. Otherwise
+   its witness — a network in Δ whose margin at x' is below σ − t: the base network or a
+   sign-attack vertex when those already flip x', else the MILP (6) worst case — joins Δ′.
+
+Tolerances (Proposition 2): the outer problem demands margin ≥ σ (``sigma``) on Δ′, the loop
+stops when the exact test proves the worst case over Δ is ≥ σ − t (``t``; a MILP dual bound
+≥ σ − t, or an interval bound > 0), with σ > t > 0. Each witness added has margin < σ − t at
+the current x' and every later x' must reach σ on it, so consecutive solutions are separated
+by t / L (L a Lipschitz constant of the network in x), which bounds the number of iterations.
+The k vertices are certified with worst-case margin ≥ σ, so they are feasible for every Δ′ and
+the loop cannot become infeasible (Proposition 1: sound and complete whenever a Δ-robust
+neighbour exists). A per-query iteration cap and time budget end the loop with ``timeout``.
+
+Soundness: the returned CE is the projected solution itself, re-certified by the exact test
+with ``precheck=False`` (its exact worst-case margin is in the certificate); a CE that fails it
+is never reported ``found``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from robustce.errors import ValidationError
+from robustce.explanations import QueryResult
+from robustce.methods.base import Explainer
+from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour, _as_shift
+from robustce.models.network import ReLUNetwork
+from robustce.robustness.exact import DeltaStatus, exact_worst_case
+from robustce.solvers.encodings import (
+    InputVars,
+    encode_hull_region,
+    encode_input_domain,
+    encode_network,
+)
+from robustce.solvers.milp import MILP, SolveStatus, check_solver
+
+__all__ = ["PROPLACE"]
+
+
+@dataclass
+class _Outer:
+    """The outer MILP of one query, grown by one network copy per iteration."""
+
+    milp: MILP
+    x_cols: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    inputs: InputVars
+
+
+class PROPLACE(Explainer):
+    """Provably Δ-robust and plausible CE in the hull of the query and its k Δ-robust
+    nearest neighbours (PROPLACE, Algorithm 1).
+
+    Parameters
+    ----------
+    model, data : a ReLU classifier (others raise
+        :class:`~robustce.errors.UnsupportedModelError`) and its training
+        :class:`~robustce.data.Dataset` (the neighbours come from it).
+    shift : :class:`~robustce.robustness.ParameterShift` or a number δ (p = ∞ box).
+    k : number of Δ-robust nearest neighbours spanning the region (≥ 1; when fewer reachable
+        ones exist, those are used and ``k_used`` says so).
+    norm : "l1" — the objective ‖x' − x‖₁ in model space (MILP (5a)).
+    max_iterations : cap on outer/inner iterations per query.
+    sigma, t : the tolerances σ > t > 0 of Proposition 2 (logits; see the module docstring).
+    certify_time_limit : seconds per exact Δ-test (pool certification and inner problem).
+    solver : "highs" (default) or "gurobi".
+    mip_gap : relative optimality gap of the outer MILP.
+    threads : solver threads per MILP.
+    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
+        the total budget per query (all iterations); ``n_jobs`` runs queries in parallel.
+
+    Certificate columns (``certificate_columns``)
+    ----------------------------------------------
+    distance : ‖x' − x‖₁ in model space.
+    delta : δ of the shift set.
+    worst_case_margin : exact worst-case target margin of the CE over Δ (≥ σ − t for MILP
+        proofs; a proven lower bound if the exact value could not be computed in time).
+    iterations : outer/inner iterations used.
+    n_networks : |Δ′| at the end (1 = the nominal network sufficed).
+    k_used : hull vertices besides the query (≤ k).
+    optimal : whether the last outer MILP was solved to optimality.
+    solver_status : status of the last outer MILP.
+
+    Statuses: ``found`` (proven Δ-robust, valid, actionable, in the region); ``no_robust_point``
+    (no reachable training point is proven Δ-robust: Proposition 1's condition fails);
+    ``timeout`` (time budget or ``max_iterations`` ran out, or an exact test was undecided);
+    ``error``.
+    """
+
+    name: ClassVar[str] = "proplace"
+    certificate_columns: ClassVar[tuple[str, ...]] = (
+        "distance", "delta", "worst_case_margin", "iterations", "n_networks", "k_used", "optimal",
+        "solver_status")
+
+    def __init__(self, model: Any, data: Any = None, *, shift: Any = 0.05, k: int = 20,
+                 norm: str = "l1", max_iterations: int = 50, sigma: float = 1e-4, t: float = 5e-5,
+                 certify_time_limit: float = 10.0, solver: str = "highs", mip_gap: float = 1e-4,
+                 threads: int = 1, **kwargs: Any):
+        super().__init__(model, data, **kwargs)
+        if data is None:
+            raise ValidationError("PROPLACE needs the training data (data=): the region's vertices")
+        try:
+            k_int = int(k)
+        except (TypeError, ValueError):
+            raise ValidationError(f"k must be a positive integer, got {k!r}") from None
+        if k_int < 1 or k_int != k:
+            raise ValidationError(f"k must be a positive integer, got {k!r}")
+        if norm != "l1":
+            raise ValidationError(f"norm must be 'l1' (MILP (5a)), got {norm!r}")
+        if int(max_iterations) < 1:
+            raise ValidationError(f"max_iterations must be >= 1, got {max_iterations}")
+        if not (0 < float(t) < float(sigma) and math.isfinite(float(sigma))):
+            raise ValidationError(f"need sigma > t > 0 (Proposition 2), got sigma={sigma}, t={t}")
+        if not 0 <= float(mip_gap) < 1:
+            raise ValidationError(f"mip_gap must be in [0, 1), got {mip_gap}")
+        if not (float(certify_time_limit) > 0 and math.isfinite(float(certify_time_limit))):
+            raise ValidationError(f"certify_time_limit must be positive seconds, got {certify_time_limit}")
+        self.shift = _as_shift(shift)
+        self.k = k_int
+        self.norm = norm
+        self.max_iterations = int(max_iterations)
+        self.sigma = float(sigma)
+        self.t = float(t)
+        self.certify_time_limit = float(certify_time_limit)
+        self.solver = check_solver(solver)
+        self.mip_gap = float(mip_gap)
+        self.threads = int(threads)
+        self._network = model.network()  # UnsupportedModelError for non-ReLU models
+        # vertices: certified with margin >= sigma, so they are feasible for every working set
+        self.neighbours = RobustNearestNeighbour(
+            model, data, shift=self.shift, target_class=self.target_class, norm="l1",
+            tol=self.sigma, certify_time_limit=self.certify_time_limit, solver=self.solver)
+
+    # --- batch: neighbours for all queries at once, then one loop per query ---------------------
+    def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+        verts: list[np.ndarray] = [np.zeros((0, X.shape[1]))] * len(X)
+        for tc in np.unique(targets):
+            rows = np.flatnonzero(targets == tc)
+            for r, S in zip(rows, self.neighbours.k_robust_neighbours(X[rows], self.k, int(tc)),
+                            strict=True):
+                verts[r] = S
+        jobs = list(zip(X, targets, verts, strict=True))
+        if self.n_jobs == 1 or len(jobs) == 1:
+            return [self._timed(x, int(tc), S) for x, tc, S in jobs]
+        return Parallel(n_jobs=self.n_jobs)(delayed(self._timed)(x, int(tc), S) for x, tc, S in jobs)
+
+    def _timed(self, x: np.ndarray, target: int, S: np.ndarray) -> QueryResult:
+        t0 = time.perf_counter()
+        r = self._solve(x, target, S, t0)
+        r.time = time.perf_counter() - t0
+        return r
+
+    # --- Algorithm 1 for one query ---------------------------------------------------------------
+    def _solve(self, x: np.ndarray, target: int, S: np.ndarray, t0: float) -> QueryResult:
+        cert: dict[str, Any] = {"distance": math.nan, "delta": self.shift.delta,
+                                "worst_case_margin": math.nan, "iterations": 0, "n_networks": 0,
+                                "k_used": len(S), "optimal": False, "solver_status": None}
+        if len(S) == 0:
+            info = self.neighbours.certify_pool(target)
+            r = RobustNearestNeighbour._none_robust({}, info)
+            return QueryResult(r.status, None, cert, message=r.message)
+        note = "" if len(S) >= self.k else (
+            f"only {len(S)} Δ-robust neighbour(s) reachable; the region uses them (k = {self.k})")
+        outer = self._outer(x, S)
+        self._add_network(outer, self._network, target)
+        n_networks = 1
+
+        def left() -> float:
+            return self.time_limit - (time.perf_counter() - t0)
+
+        for it in range(1, self.max_iterations + 1):
+            cert.update(iterations=it, n_networks=n_networks)
+            if left() <= 1e-3:
+                return QueryResult("timeout", None, cert, message=_join(note, "time limit reached"))
+            res = outer.milp.solve(time_limit=max(left(), 1e-3))
+            cert.update(optimal=res.status is SolveStatus.OPTIMAL, solver_status=res.status.value)
+            if not res.has_solution:
+                if res.status in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
+                    return QueryResult("timeout", None, cert, message=_join(note, "outer MILP: time limit"))
+                return QueryResult("error", None, cert, message=_join(
+                    note, f"outer MILP: {res.status.value} (the certified vertices should be "
+                          f"feasible) {res.message}"))
+            xs = np.clip(res.values[outer.x_cols], outer.lower, outer.upper)
+            cf = self.encoder.project(xs[None])[0]
+            test = exact_worst_case(self._network, cf[None], self.shift, target, solver=self.solver,
+                                    time_limit=max(min(self.certify_time_limit, left()), 1e-3),
+                                    tol=self.sigma - self.t)
+            status = test.status[0]
+            if status is DeltaStatus.ROBUST:
+                return self._certified(x, cf, target, test, cert, note, left)
+            witness = test.witness[0]
+            if witness is None or status in (DeltaStatus.TIMEOUT, DeltaStatus.ERROR):
+                return QueryResult("timeout", None, cert, message=_join(
+                    note, f"inner problem undecided at iteration {it} ({status.value})"))
+            self._add_network(outer, witness, target)
+            n_networks += 1
+        return QueryResult("timeout", None, cert, message=_join(
+            note, f"max_iterations = {self.max_iterations} reached without a Δ-robust CE"))
+
+    def _certified(self, x: np.ndarray, cf: np.ndarray, target: int, test: Any,
+                   cert: dict[str, Any], note: str, left: Any) -> QueryResult:
+        """Re-certify the CE with the exact test (no prechecks) and fill the certificate."""
+        value = float(test.value[0])
+        if not math.isfinite(value):
+            full = exact_worst_case(self._network, cf[None], self.shift, target, solver=self.solver,
+                                    precheck=False, tol=self.sigma - self.t,
+                                    time_limit=max(min(self.certify_time_limit, left()), 1e-2))
+            if full.status[0] is not DeltaStatus.ROBUST and full.status[0] is not DeltaStatus.TIMEOUT:
+                return QueryResult("error", None, cert, message=_join(  # pragma: no cover
+                    note, f"re-certification disagrees: {full.status[0].value}"))
+            value = float(full.value[0]) if math.isfinite(full.value[0]) else float(test.lower[0])
+        cert.update(distance=float(np.abs(cf - x).sum()), worst_case_margin=value)
+        return QueryResult("found", cf[None], cert, message=note)
+
+    def _outer(self, x: np.ndarray, S: np.ndarray) -> _Outer:
+        """MILP (5) without networks: the input domain ∩ the hull of {x} ∪ S, and ‖x' − x‖₁."""
+        m = MILP(self.solver, time_limit=max(self.time_limit, 1e-3), mip_gap=self.mip_gap,
+                 threads=self.threads)
+        dom = encode_input_domain(m, self.encoder, x, actionability=True)
+        V = np.vstack([x[None, :], S])
+        fixed = dom.upper <= dom.lower
+        lo = np.where(fixed, dom.lower, np.maximum(dom.lower, V.min(axis=0)))
+        hi = np.where(fixed, dom.upper, np.minimum(dom.upper, V.max(axis=0)))
+        hi = np.maximum(hi, lo)
+        m.set_var_bounds(dom.index, lo, hi)
+        # fixed columns (immutables, constants) are equal on every vertex up to rounding: not tied
+        encode_hull_region(m, V, dom.index, columns=np.flatnonzero(~fixed))
+        # |x'_j - x_j|: linear for 0/1 columns at a 0/1 query value, else d_j >= ±(x'_j - x_j)
+        free = np.flatnonzero(~fixed)
+        is01 = (dom.column_kind[free] == "binary") & np.isin(x[free], (0.0, 1.0))
+        lin, gen = free[is01], free[~is01]
+        cols, coefs, const = [dom.index[lin]], [np.where(x[lin] == 0.0, 1.0, -1.0)], float(x[lin].sum())
+        if gen.size:
+            dv = m.add_vars(gen.size, 0.0, np.maximum(hi[gen] - x[gen], x[gen] - lo[gen]))
+            r = np.arange(gen.size)
+            one = np.ones(gen.size)
+            m.add_constrs_coo(np.concatenate([r, r]), np.concatenate([dv, dom.index[gen]]),
+                              np.concatenate([one, -one]), gen.size, -x[gen], np.inf)
+            m.add_constrs_coo(np.concatenate([r, r]), np.concatenate([dv, dom.index[gen]]),
+                              np.concatenate([one, one]), gen.size, x[gen], np.inf)
+            cols.append(dv)
+            coefs.append(one)
+        m.set_objective(np.concatenate(cols), np.concatenate(coefs), constant=const)
+        return _Outer(m, dom.index, lo, hi, InputVars(dom.index, lo, hi))
+
+    def _add_network(self, outer: _Outer, net: ReLUNetwork, target: int) -> None:
+        """One more member of Δ′: its own encoding over the region's box, margin ≥ σ (5b–5f)."""
+        m = outer.milp
+        y = encode_network(m, net, outer.inputs).outputs
+        if len(y) == 1:
+            lb, ub = (self.sigma, np.inf) if target == 1 else (-np.inf, -self.sigma)
+            m.add_constrs_coo([0], [y[0]], [1.0], 1, lb, ub)
+            return
+        others = np.array([j for j in range(len(y)) if j != target])
+        r = np.arange(len(others))
+        m.add_constrs_coo(np.concatenate([r, r]),
+                          np.concatenate([np.full(len(r), y[target]), y[others]]),
+                          np.concatenate([np.ones(len(r)), -np.ones(len(r))]), len(r), self.sigma, np.inf)
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
