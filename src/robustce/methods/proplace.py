@@ -74,6 +74,7 @@ class _Outer:
     upper: np.ndarray
     inputs: InputVars
     weights: np.ndarray  # λ
+    vertices: np.ndarray
     networks: list[tuple[ReLUNetwork, Any]] = field(default_factory=list)  # (net, encoding)
 
 
@@ -276,7 +277,7 @@ class PROPLACE(Explainer):
             cols.append(dv)
             coefs.append(one)
         m.set_objective(np.concatenate(cols), np.concatenate(coefs), constant=const)
-        return _Outer(m, dom.index, lo, hi, InputVars(dom.index, lo, hi), hull.weights)
+        return _Outer(m, dom.index, lo, hi, InputVars(dom.index, lo, hi), hull.weights, V)
 
     def _start_at_vertex(self, outer: _Outer, S: np.ndarray, i: int) -> None:
         """Warm start at neighbour ``S[i]`` (feasible for every Δ′: certified margin ≥ σ):
@@ -295,7 +296,7 @@ class PROPLACE(Explainer):
     def _add_network(self, outer: _Outer, net: ReLUNetwork, target: int) -> None:
         """One more member of Δ′: its own encoding over the region's box, margin ≥ σ (5b–5f)."""
         m = outer.milp
-        enc = encode_network(m, net, outer.inputs)
+        enc = encode_network(m, net, outer.inputs, bounds=_hull_bounds(net, outer.vertices))
         outer.networks.append((net, enc))
         y = enc.outputs
         if len(y) == 1:
@@ -307,6 +308,22 @@ class PROPLACE(Explainer):
         m.add_constrs_coo(np.concatenate([r, r]),
                           np.concatenate([np.full(len(r), y[target]), y[others]]),
                           np.concatenate([np.ones(len(r)), -np.ones(len(r))]), len(r), self.sigma, np.inf)
+
+
+def _hull_bounds(net: ReLUNetwork, V: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pre-activation bounds of every layer over the convex hull of ``V`` (big-M of MILP (5)):
+    exact for the first layer (a linear function is extreme at a vertex), interval arithmetic
+    after it — tighter than bounds over the hull's bounding box."""
+    W, b = net.weights[0]
+    Z = V @ W.T + b
+    lo, hi = Z.min(axis=0), Z.max(axis=0)
+    out = [(lo, hi)]
+    for W, b in net.weights[1:]:
+        vlo, vhi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+        Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+        lo, hi = Wp @ vlo + Wn @ vhi + b, Wp @ vhi + Wn @ vlo + b
+        out.append((lo, hi))
+    return out
 
 
 def _join(*parts: str) -> str:
