@@ -11,7 +11,7 @@ from robustce.data import Feature, Schema, from_frame
 from robustce.data.builtin import moons
 from robustce.errors import RobustCEError, ValidationError
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
-from robustce.robustness import ParameterShift, exact_worst_case
+from robustce.robustness import ExactDeltaCertifier, ParameterShift, exact_worst_case
 
 DELTA = 0.05
 
@@ -74,27 +74,28 @@ def test_pool_is_robust_under_sampled_realisations(moons_setup):
         assert margins.min() > 0
 
 
-def test_pool_certified_once_and_cached(moons_setup, monkeypatch):
+def test_pool_certified_once_and_cached(moons_setup):
+    """One batched test of the pool per target class (through the certifier protocol), reused
+    by every later explain / k_robust_neighbours call."""
     data, model = moons_setup
-    import robustce.methods.robust_nearest_neighbour as mod
 
-    calls = []
-    real = mod.exact_worst_case
+    class Counting(ExactDeltaCertifier):
+        calls: list[int] = []
 
-    def counting(*args, **kwargs):
-        calls.append(len(np.atleast_2d(args[1])))
-        return real(*args, **kwargs)
+        def certify(self, network, X, targets, **kw):
+            self.calls.append(len(np.atleast_2d(X)))
+            return super().certify(network, X, targets, **kw)
 
-    monkeypatch.setattr(mod, "exact_worst_case", counting)
-    ex = RobustNearestNeighbour(model, data, shift=DELTA, target_class=1)
+    counting = Counting(DELTA, tol=1e-6)
+    ex = RobustNearestNeighbour(model, data, shift=DELTA, target_class=1, certifier=counting)
     q = data.frame.iloc[:60]
     ex.explain(q)
-    n_pool_calls = len(calls)
+    n_pool_calls = len(counting.calls)
     ex.explain(q)
     ex.k_robust_neighbours(model.encoder.transform(q), 3)
     assert n_pool_calls == 2  # one batched pool test + one re-certification of returned points
-    assert len(calls) == n_pool_calls  # nothing certified again
-    assert calls[0] == ex.pool_info[1].n_candidates
+    assert len(counting.calls) == n_pool_calls  # nothing certified again
+    assert counting.calls[0] == ex.pool_info[1].n_candidates
 
 
 def test_empty_pool_is_no_robust_point(moons_setup):

@@ -18,10 +18,12 @@ Algorithm 1 (a cutting-plane loop over a working set Δ′ ⊂ Δ, Δ′ = {θ} 
    encoding (:func:`~robustce.solvers.encodings.encode_network`: own binaries, big-M from
    interval bounds over the region's bounding box); the region is λ ≥ 0, Σλ = 1,
    x' = Σ λ_l v_l (:func:`~robustce.solvers.encodings.encode_hull_region`);
-2. **inner problem** (eq. 4, MILP (6)): the exact Δ-test at x'
-   (:func:`~robustce.robustness.exact_worst_case`). If it proves Δ-robustness, stop. Otherwise
-   its witness — a network in Δ whose margin at x' is below σ − t: the base network or a
-   sign-attack vertex when those already flip x', else the MILP (6) worst case — joins Δ′.
+2. **inner problem** (eq. 4, MILP (6)): the Δ-test at x' (the certifier protocol; default
+   :class:`~robustce.robustness.ExactDeltaCertifier`, the exact MILP test). If it proves
+   Δ-robustness, stop. Otherwise its evidence — a network in Δ whose margin at x' is below
+   σ − t: the base network or a sign-attack vertex when those already flip x', else a solution
+   of MILP (6) — joins Δ′. (Any violating network serves the convergence argument below; the
+   argmax of (6) is not needed.)
 
 Tolerances (Proposition 2): the outer problem demands margin ≥ σ (``sigma``) on Δ′, the loop
 stops when the exact test proves the worst case over Δ is ≥ σ − t (``t``; a MILP dual bound
@@ -32,9 +34,9 @@ The k vertices are certified with worst-case margin ≥ σ, so they are feasible
 the loop cannot become infeasible (Proposition 1: sound and complete whenever a Δ-robust
 neighbour exists). A per-query iteration cap and time budget end the loop with ``timeout``.
 
-Soundness: the returned CE is the projected solution itself, re-certified by the exact test
-with ``precheck=False`` (its exact worst-case margin is in the certificate); a CE that fails it
-is never reported ``found``.
+Soundness: the CE returned is the projected solution itself — the very point the last
+Δ-test proved robust (the default certifier then also computes its exact worst-case margin by a
+full MILP, reported in the certificate); a CE that is not proven is never reported ``found``.
 """
 
 from __future__ import annotations
@@ -47,14 +49,17 @@ from typing import Any, ClassVar
 import numpy as np
 from joblib import Parallel, delayed
 
+from robustce.distance import Distance
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour, _as_shift
 from robustce.models.network import ReLUNetwork
-from robustce.robustness.exact import DeltaStatus, exact_worst_case
+from robustce.robustness.certifier import Certifier, CertStatus
+from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.solvers.encodings import (
     InputVars,
+    encode_distance,
     encode_hull_region,
     encode_input_domain,
     encode_network,
@@ -94,6 +99,10 @@ class PROPLACE(Explainer):
     max_iterations : cap on outer/inner iterations per query.
     sigma, t : the tolerances σ > t > 0 of Proposition 2 (logits; see the module docstring).
     certify_time_limit : seconds per exact Δ-test (pool certification and inner problem).
+    certifier : the Δ-test (a :class:`~robustce.robustness.Certifier` whose evidence for a
+        non-robust point is a :class:`~robustce.models.ReLUNetwork`, added to Δ′); default
+        None: :class:`~robustce.robustness.ExactDeltaCertifier` at ``shift``, tol σ − t. The
+        vertices are certified by it too, and need a proven margin ≥ σ.
     solver : "highs" (default) or "gurobi".
     mip_gap : relative optimality gap of the outer MILP.
     threads : solver threads per MILP.
@@ -128,7 +137,8 @@ class PROPLACE(Explainer):
     def __init__(self, model: Any, data: Any = None, *, shift: Any = 0.05, k: int = 20,
                  norm: str = "l1", max_iterations: int = 50, sigma: float = 1e-4, t: float = 5e-5,
                  certify_time_limit: float = 10.0, solver: str = "highs", mip_gap: float = 1e-4,
-                 threads: int = 1, warm_start: bool = True, **kwargs: Any):
+                 threads: int = 1, warm_start: bool = True, certifier: Certifier | None = None,
+                 **kwargs: Any):
         super().__init__(model, data, **kwargs)
         if data is None:
             raise ValidationError("PROPLACE needs the training data (data=): the region's vertices")
@@ -159,11 +169,25 @@ class PROPLACE(Explainer):
         self.mip_gap = float(mip_gap)
         self.threads = int(threads)
         self.warm_start = bool(warm_start)
+        if certifier is not None and not callable(getattr(certifier, "certify", None)):
+            raise ValidationError(f"certifier must have a certify method, got {type(certifier).__name__}")
+        self.certifier = certifier
+        #: the distance minimised and reported: ‖x' − x‖₁ over model-space columns (MILP (5a))
+        self.distance_ = Distance("l1", space="model")
         self._network = model.network()  # UnsupportedModelError for non-ReLU models
         # vertices: certified with margin >= sigma, so they are feasible for every working set
         self.neighbours = RobustNearestNeighbour(
             model, data, shift=self.shift, target_class=self.target_class, norm="l1",
-            tol=self.sigma, certify_time_limit=self.certify_time_limit, solver=self.solver)
+            tol=self.sigma, certify_time_limit=self.certify_time_limit, solver=self.solver,
+            certifier=certifier)
+
+    def _certifier(self) -> Any:
+        """The inner problem's test: the given certifier, or the exact Δ-test with tol σ − t
+        (then the exact worst case of a CE it proves robust)."""
+        if self.certifier is not None:
+            return self.certifier
+        return ExactDeltaCertifier(self.shift, solver=self.solver, time_limit=self.certify_time_limit,
+                                   tol=self.sigma - self.t, exact_value=True)
 
     # --- batch: neighbours for all queries at once, then one loop per query ---------------------
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
@@ -218,35 +242,24 @@ class PROPLACE(Explainer):
                           f"feasible) {res.message}"))
             xs = np.clip(res.values[outer.x_cols], outer.lower, outer.upper)
             cf = self.encoder.project(xs[None])[0]
-            test = exact_worst_case(self._network, cf[None], self.shift, target, solver=self.solver,
-                                    time_limit=max(min(self.certify_time_limit, left()), 1e-3),
-                                    tol=self.sigma - self.t)
-            status = test.status[0]
-            if status is DeltaStatus.ROBUST:
-                return self._certified(x, cf, target, test, cert, note, left)
-            witness = test.witness[0]
-            if witness is None or status in (DeltaStatus.TIMEOUT, DeltaStatus.ERROR):
+            test = self._certifier().certify(self._network, cf[None], np.array([target]),
+                                             time_limit=max(min(self.certify_time_limit, left()), 1e-3))
+            status = CertStatus(test.status[0])
+            if status is CertStatus.ROBUST:
+                cert.update(distance=float(self.distance_.rowwise(cf[None], x[None])[0]),
+                            worst_case_margin=float(test.lower[0]))
+                return QueryResult("found", cf[None], cert, message=note)
+            witness = test.evidence[0]
+            if status in (CertStatus.TIMEOUT, CertStatus.ERROR):
                 return QueryResult("timeout", None, cert, message=_join(
                     note, f"inner problem undecided at iteration {it} ({status.value})"))
+            if not isinstance(witness, ReLUNetwork):
+                return QueryResult("error", None, cert, message=_join(
+                    note, f"the certifier gave no network to add to Δ′ ({status.value})"))
             self._add_network(outer, witness, target)
             n_networks += 1
         return QueryResult("timeout", None, cert, message=_join(
             note, f"max_iterations = {self.max_iterations} reached without a Δ-robust CE"))
-
-    def _certified(self, x: np.ndarray, cf: np.ndarray, target: int, test: Any,
-                   cert: dict[str, Any], note: str, left: Any) -> QueryResult:
-        """Re-certify the CE with the exact test (no prechecks) and fill the certificate."""
-        value = float(test.value[0])
-        if not math.isfinite(value):
-            full = exact_worst_case(self._network, cf[None], self.shift, target, solver=self.solver,
-                                    precheck=False, tol=self.sigma - self.t,
-                                    time_limit=max(min(self.certify_time_limit, left()), 1e-2))
-            if full.status[0] is not DeltaStatus.ROBUST and full.status[0] is not DeltaStatus.TIMEOUT:
-                return QueryResult("error", None, cert, message=_join(  # pragma: no cover
-                    note, f"re-certification disagrees: {full.status[0].value}"))
-            value = float(full.value[0]) if math.isfinite(full.value[0]) else float(test.lower[0])
-        cert.update(distance=float(np.abs(cf - x).sum()), worst_case_margin=value)
-        return QueryResult("found", cf[None], cert, message=note)
 
     def _outer(self, x: np.ndarray, S: np.ndarray) -> _Outer:
         """MILP (5) without networks: the input domain ∩ the hull of {x} ∪ S, and ‖x' − x‖₁."""
@@ -261,22 +274,7 @@ class PROPLACE(Explainer):
         m.set_var_bounds(dom.index, lo, hi)
         # fixed columns (immutables, constants) are equal on every vertex up to rounding: not tied
         hull = encode_hull_region(m, V, dom.index, columns=np.flatnonzero(~fixed))
-        # |x'_j - x_j|: linear for 0/1 columns at a 0/1 query value, else d_j >= ±(x'_j - x_j)
-        free = np.flatnonzero(~fixed)
-        is01 = (dom.column_kind[free] == "binary") & np.isin(x[free], (0.0, 1.0))
-        lin, gen = free[is01], free[~is01]
-        cols, coefs, const = [dom.index[lin]], [np.where(x[lin] == 0.0, 1.0, -1.0)], float(x[lin].sum())
-        if gen.size:
-            dv = m.add_vars(gen.size, 0.0, np.maximum(hi[gen] - x[gen], x[gen] - lo[gen]))
-            r = np.arange(gen.size)
-            one = np.ones(gen.size)
-            m.add_constrs_coo(np.concatenate([r, r]), np.concatenate([dv, dom.index[gen]]),
-                              np.concatenate([one, -one]), gen.size, -x[gen], np.inf)
-            m.add_constrs_coo(np.concatenate([r, r]), np.concatenate([dv, dom.index[gen]]),
-                              np.concatenate([one, one]), gen.size, x[gen], np.inf)
-            cols.append(dv)
-            coefs.append(one)
-        m.set_objective(np.concatenate(cols), np.concatenate(coefs), constant=const)
+        encode_distance(m, dom, x, self.distance_, self.encoder).set_as_objective(m)
         return _Outer(m, dom.index, lo, hi, InputVars(dom.index, lo, hi), hull.weights, V)
 
     def _start_at_vertex(self, outer: _Outer, S: np.ndarray, i: int) -> None:

@@ -8,15 +8,16 @@ For a query x with target class t the answer is
 where D_t^Δ(x) holds the training points z that the model puts in class t, that are reachable
 from x (same immutable values, increase/decrease-only respected — exactly as
 :class:`~robustce.methods.NearestNeighbour`) and that pass the exact Δ-test
-(:func:`robustce.robustness.exact_worst_case`): their worst-case target margin over every
-network in Δ is proven ≥ ``tol``.
+(by default :class:`robustce.robustness.ExactDeltaCertifier`, the exact MILP test; any
+:class:`~robustce.robustness.Certifier` can be given): their worst-case target margin over
+every network in Δ is proven ≥ ``tol``.
 
 How it stays fast: the candidate pool of a target class is certified **once** per
 (model, shift, target) — one batched exact test over all candidates (interval bounds and a
 weight attack decide most rows at once; the rest get one small MILP each) — and cached on the
 explainer; one KD-tree is built over the certified points only, and all queries go to it in one
 call (the search itself is :class:`NearestNeighbour`'s). The returned points are re-certified
-by the exact test with ``precheck=False``, which also gives their exact worst-case margin.
+(default: the exact test again, computing their exact worst-case margin by a full MILP).
 
 :meth:`RobustNearestNeighbour.k_robust_neighbours` returns the k nearest certified points per
 query: S_{k,Δ} of Definition 9 (the hull vertices of :class:`~robustce.methods.PROPLACE`).
@@ -33,8 +34,9 @@ import numpy as np
 
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
-from robustce.methods.nearest_neighbour import _P, NearestNeighbour
-from robustce.robustness.exact import exact_worst_case
+from robustce.methods.nearest_neighbour import NearestNeighbour
+from robustce.robustness.certifier import Certifier
+from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
 from robustce.solvers.milp import check_solver
 
@@ -79,14 +81,17 @@ class RobustNearestNeighbour(NearestNeighbour):
         (> 0; guards against solver tolerances).
     certify_time_limit : seconds of MILP time per candidate in the pool certification; a
         candidate whose test times out is left out of the pool (never assumed robust).
+    certifier : the robustness test (a :class:`~robustce.robustness.Certifier`); default None:
+        :class:`~robustce.robustness.ExactDeltaCertifier` at ``shift`` with ``tol``. A point
+        enters the pool only if the certifier says ``robust`` and its ``lower`` bound is ≥ ``tol``.
     solver : "highs" (default) or "gurobi".
     time_limit, random_state, n_jobs : see :class:`~robustce.methods.base.Explainer`.
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------
     distance : ‖x' − x‖_p of the rank-0 CE.
-    worst_case_margin : exact worst-case target margin of the rank-0 CE over Δ (re-certified
-        by the exact test with ``precheck=False``).
+    worst_case_margin : worst-case target margin of the rank-0 CE over Δ from its
+        re-certification (default certifier: the exact value, by a full MILP).
     delta : δ of the shift set.
     n_candidates : certified pool points with the query's immutable values.
     training_index : index label in ``data.frame`` of the rank-0 CE.
@@ -102,7 +107,7 @@ class RobustNearestNeighbour(NearestNeighbour):
 
     def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
                  tol: float = 1e-6, certify_time_limit: float = 10.0, solver: str = "highs",
-                 **kwargs: Any):
+                 certifier: Certifier | None = None, **kwargs: Any):
         super().__init__(model, data, **kwargs)
         if not (float(tol) > 0 and math.isfinite(float(tol))):
             raise ValidationError(f"tol must be a positive number, got {tol}")
@@ -112,11 +117,22 @@ class RobustNearestNeighbour(NearestNeighbour):
         self.tol = float(tol)
         self.certify_time_limit = float(certify_time_limit)
         self.solver = check_solver(solver)
+        if certifier is not None and not callable(getattr(certifier, "certify", None)):
+            raise ValidationError(f"certifier must have a certify method, got {type(certifier).__name__}")
+        self.certifier = certifier
         self._network = model.network()  # UnsupportedModelError for non-ReLU models
         self.pool_info: dict[int, PoolInfo] = {}
         self._exact_margin: dict[int, dict[int, float]] = {}
 
     # --- the certified pool -------------------------------------------------------------------
+    def _certifier(self, exact_value: bool = False) -> Any:
+        """The given certifier, or the exact Δ-test (``exact_value``: also the exact worst case
+        of the rows it proves robust)."""
+        if self.certifier is not None:
+            return self.certifier
+        return ExactDeltaCertifier(self.shift, solver=self.solver, time_limit=self.certify_time_limit,
+                                   tol=self.tol, exact_value=exact_value)
+
     def _filter_candidates(self, target_class: int, cand: np.ndarray, source: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray]:
         """One batched exact Δ-test over all candidates of the class; keep the proven ones."""
@@ -124,11 +140,11 @@ class RobustNearestNeighbour(NearestNeighbour):
         if len(cand) == 0:
             self.pool_info[target_class] = PoolInfo(target_class, 0, 0, 0, 0, 0.0, {})
             return cand, source
-        res = exact_worst_case(self._network, cand, self.shift, target_class, solver=self.solver,
-                               time_limit=self.certify_time_limit, decide_only=True, tol=self.tol)
+        res = self._certifier().certify(self._network, cand, target_class)
         keep = res.robust & (res.lower >= self.tol)
         not_rob = res.not_robust
-        decided = {k: int((res.decided_by[keep] == k).sum()) for k in ("interval", "milp")}
+        how = res.columns.get("decided_by", np.full(len(cand), "", dtype=object))
+        decided = {k: int((how[keep] == k).sum()) for k in ("interval", "milp")}
         self.pool_info[target_class] = PoolInfo(
             target_class, len(cand), int(keep.sum()), int(not_rob.sum()),
             int((~keep & ~not_rob).sum()), time.perf_counter() - t0, decided)
@@ -172,15 +188,14 @@ class RobustNearestNeighbour(NearestNeighbour):
 
     # --- explain ---------------------------------------------------------------------------------
     def _recertify(self, t: int, positions: np.ndarray) -> dict[int, float]:
-        """Exact worst-case margin (precheck off) of pool points, cached; NaN if not proven."""
+        """Re-certified worst-case margin of pool points (cached); NaN if not proven."""
         cache = self._exact_margin.setdefault(t, {})
         todo = np.array([p for p in np.unique(positions) if p not in cache], dtype=np.int64)
         if todo.size:
             idx = self.index(t)
-            res = exact_worst_case(self._network, idx.X[todo], self.shift, t, solver=self.solver,
-                                   time_limit=self.certify_time_limit, precheck=False, tol=self.tol)
-            for p, ok, v, lo in zip(todo, res.robust, res.value, res.lower, strict=True):
-                cache[int(p)] = (float(v) if math.isfinite(v) else float(lo)) if ok else math.nan
+            res = self._certifier(exact_value=True).certify(self._network, idx.X[todo], t)
+            for p, ok, lo in zip(todo, res.robust, res.lower, strict=True):
+                cache[int(p)] = float(lo) if ok else math.nan
         return cache
 
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
@@ -213,7 +228,7 @@ class RobustNearestNeighbour(NearestNeighbour):
                     continue
                 cfs = idx.X[pos[j, :count[j]]]
                 label = self._labels[idx.source[p0]]
-                cert.update(distance=float(np.linalg.norm(cfs[0] - X[r], ord=_P[self.norm])),
+                cert.update(distance=float(self.distance_.rowwise(cfs[:1], X[r][None])[0]),
                             worst_case_margin=margins[p0],
                             training_index=label.item() if hasattr(label, "item") else label)
                 results[r] = QueryResult("found", cfs, cert)
