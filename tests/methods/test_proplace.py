@@ -241,3 +241,11 @@ def test_adult_subsample_robust_by_sampling(adult_setup):
     assert len(C) >= 10
     assert ParameterShift(0.035).sample(model, 10_000, random_state=0).margin(C, 1).min() > 0
     assert pgd_weight_attack(model.network(), C, 1, 0.035).min() > 0
+
+
+def test_get_params_round_trip(moons_setup):
+    data, model = moons_setup
+    ex = PROPLACE(model, data, shift=DELTA, k=4, max_iterations=7, sigma=2e-4, t=1e-4)
+    again = PROPLACE(model, data, **ex.get_params())
+    assert again.get_params() == ex.get_params()
+    assert again.shift == ex.shift and again.k == 4 and again.sigma == 2e-4

@@ -59,6 +59,8 @@ class PoolInfo:
 def _as_shift(shift: Any) -> ParameterShift:
     if isinstance(shift, ParameterShift):
         return shift
+    if isinstance(shift, dict) and "delta" in shift:  # ParameterShift.to_dict(): get_params round trip
+        return ParameterShift(float(shift["delta"]), biases=bool(shift.get("biases", True)))
     try:
         return ParameterShift(float(shift))
     except (TypeError, ValueError):
