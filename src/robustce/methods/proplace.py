@@ -68,6 +68,12 @@ from robustce.solvers.milp import MILP, SolveStatus, check_solver
 
 __all__ = ["PROPLACE"]
 
+#: HiGHS options of the outer MILP: its RINS / RENS / root-reduced-cost sub-MIPs took most of
+#: the time on HELOC's outer problems without changing the optimum (same objective, ~2× faster
+#: on the dumped models)
+_HIGHS_OUTER = {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
+                "mip_heuristic_run_root_reduced_cost": False}
+
 
 @dataclass
 class _Outer:
@@ -264,7 +270,7 @@ class PROPLACE(Explainer):
     def _outer(self, x: np.ndarray, S: np.ndarray) -> _Outer:
         """MILP (5) without networks: the input domain ∩ the hull of {x} ∪ S, and ‖x' − x‖₁."""
         m = MILP(self.solver, time_limit=max(self.time_limit, 1e-3), mip_gap=self.mip_gap,
-                 threads=self.threads)
+                 threads=self.threads, options=_HIGHS_OUTER if self.solver == "highs" else None)
         dom = encode_input_domain(m, self.encoder, x, actionability=True)
         V = np.vstack([x[None, :], S])
         fixed = dom.upper <= dom.lower
