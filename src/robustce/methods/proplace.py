@@ -65,6 +65,7 @@ from robustce.solvers.encodings import (
     encode_network,
 )
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
+from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["PROPLACE"]
 
@@ -146,54 +147,53 @@ class PROPLACE(Explainer):
                  certify_time_limit: float = 10.0, solver: str = "highs", mip_gap: float = 1e-4,
                  threads: int = 1, warm_start: bool = True, certifier: Certifier | None = None,
                  **kwargs: Any):
-        super().__init__(model, data, **kwargs)
-        if data is None:
-            raise ValidationError("PROPLACE needs the training data (data=): the region's vertices")
-        try:
-            k_int = int(k)
-        except (TypeError, ValueError):
-            raise ValidationError(f"k must be a positive integer, got {k!r}") from None
-        if k_int < 1 or k_int != k:
-            raise ValidationError(f"k must be a positive integer, got {k!r}")
-        if norm != "l1":
-            raise ValidationError(f"norm must be 'l1' (MILP (5a)), got {norm!r}")
-        if int(max_iterations) < 1:
-            raise ValidationError(f"max_iterations must be >= 1, got {max_iterations}")
-        if not (0 < float(t) < float(sigma) and math.isfinite(float(sigma))):
-            raise ValidationError(f"need sigma > t > 0 (Proposition 2), got sigma={sigma}, t={t}")
-        if not 0 <= float(mip_gap) < 1:
-            raise ValidationError(f"mip_gap must be in [0, 1), got {mip_gap}")
-        if not (float(certify_time_limit) > 0 and math.isfinite(float(certify_time_limit))):
-            raise ValidationError(f"certify_time_limit must be positive seconds, got {certify_time_limit}")
-        self.shift = _as_shift(shift)
-        self.k = k_int
+        self.shift = shift
+        self.k = k
         self.norm = norm
-        self.max_iterations = int(max_iterations)
-        self.sigma = float(sigma)
-        self.t = float(t)
-        self.certify_time_limit = float(certify_time_limit)
-        self.solver = check_solver(solver)
-        self.mip_gap = float(mip_gap)
-        self.threads = int(threads)
-        self.warm_start = bool(warm_start)
-        if certifier is not None and not callable(getattr(certifier, "certify", None)):
-            raise ValidationError(f"certifier must have a certify method, got {type(certifier).__name__}")
+        self.max_iterations = max_iterations
+        self.sigma = sigma
+        self.t = t
+        self.certify_time_limit = certify_time_limit
+        self.solver = solver
+        self.mip_gap = mip_gap
+        self.threads = threads
+        self.warm_start = warm_start
         self.certifier = certifier
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.data is None:
+            raise ValidationError("PROPLACE needs the training data (data=): the region's vertices")
+        self.shift = _as_shift(self.shift)
+        check_integer(self.k, "k", low=1)
+        check_choice(self.norm, "norm", ("l1",))  # MILP (5a)
+        check_integer(self.max_iterations, "max_iterations", low=1)
+        check_number(self.t, "t", low=0, low_open=True)
+        check_number(self.sigma, "sigma", low=self.t, low_open=True)  # σ > t > 0 (Proposition 2)
+        check_number(self.certify_time_limit, "certify_time_limit", low=0, low_open=True)
+        self.solver_ = check_solver(self.solver)
+        check_number(self.mip_gap, "mip_gap", low=0, high=1, high_open=True)
+        check_integer(self.threads, "threads", low=1)
+        check_bool(self.warm_start, "warm_start")
+        if self.certifier is not None and not callable(getattr(self.certifier, "certify", None)):
+            raise ValidationError(f"certifier must have a certify method, got "
+                                  f"{type(self.certifier).__name__}")
         #: the distance minimised and reported: ‖x' − x‖₁ over model-space columns (MILP (5a))
         self.distance_ = Distance("l1", space="model")
-        self._network = model.network()  # UnsupportedModelError for non-ReLU models
+        self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
         # vertices: certified with margin >= sigma, so they are feasible for every working set
         self.neighbours = RobustNearestNeighbour(
-            model, data, shift=self.shift, target_class=self.target_class, norm="l1",
-            tol=self.sigma, certify_time_limit=self.certify_time_limit, solver=self.solver,
-            certifier=certifier)
+            self.model, self.data, shift=self.shift, target_class=self.target_class, norm="l1",
+            tol=self.sigma, certify_time_limit=self.certify_time_limit, solver=self.solver_,
+            certifier=self.certifier)
 
     def _certifier(self) -> Any:
         """The inner problem's test: the given certifier, or the exact Δ-test with tol σ − t
         solving MILP (6) for every x' (its evidence is the worst network in Δ)."""
         if self.certifier is not None:
             return self.certifier
-        return ExactDeltaCertifier(self.shift, solver=self.solver, time_limit=self.certify_time_limit,
+        return ExactDeltaCertifier(self.shift, solver=self.solver_, time_limit=self.certify_time_limit,
                                    tol=self.sigma - self.t, worst_case=True)
 
     # --- batch: neighbours for all queries at once, then one loop per query ---------------------
@@ -270,8 +270,8 @@ class PROPLACE(Explainer):
 
     def _outer(self, x: np.ndarray, S: np.ndarray) -> _Outer:
         """MILP (5) without networks: the input domain ∩ the hull of {x} ∪ S, and ‖x' − x‖₁."""
-        m = MILP(self.solver, time_limit=max(self.time_limit, 1e-3), mip_gap=self.mip_gap,
-                 threads=self.threads, options=_HIGHS_OUTER if self.solver == "highs" else None)
+        m = MILP(self.solver_, time_limit=max(self.time_limit, 1e-3), mip_gap=self.mip_gap,
+                 threads=self.threads, options=_HIGHS_OUTER if self.solver_ == "highs" else None)
         dom = encode_input_domain(m, self.encoder, x, actionability=True)
         V = np.vstack([x[None, :], S])
         fixed = dom.upper <= dom.lower

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -39,6 +40,7 @@ from robustce.robustness.certifier import Certifier
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
 from robustce.solvers.milp import check_solver
+from robustce.validation import check_bool, check_number
 
 __all__ = ["PoolInfo", "RobustNearestNeighbour"]
 
@@ -57,14 +59,18 @@ class PoolInfo:
 
 
 def _as_shift(shift: Any) -> ParameterShift:
+    """A :class:`ParameterShift` from one, a number δ or its ``to_dict()``."""
     if isinstance(shift, ParameterShift):
         return shift
-    if isinstance(shift, dict) and "delta" in shift:  # ParameterShift.to_dict(): get_params round trip
-        return ParameterShift(float(shift["delta"]), biases=bool(shift.get("biases", True)))
-    try:
-        return ParameterShift(float(shift))
-    except (TypeError, ValueError):
-        raise ValidationError(f"shift must be a ParameterShift or a number δ, got {shift!r}") from None
+    if isinstance(shift, Mapping):  # ParameterShift.to_dict(), e.g. from saved metadata
+        unknown = set(shift) - {"delta", "p", "biases"}
+        if unknown or "delta" not in shift or str(shift.get("p", "inf")) != "inf":
+            raise ValidationError(f"shift must be a ParameterShift, a number δ or "
+                                  f"{{'delta': δ, 'biases': bool}}, got {shift!r}")
+        return ParameterShift(shift["delta"], biases=check_bool(shift.get("biases", True),
+                                                                "shift.biases"))
+    check_number(shift, "shift", low=0, low_open=True)
+    return ParameterShift(shift)
 
 
 class RobustNearestNeighbour(NearestNeighbour):
@@ -110,19 +116,24 @@ class RobustNearestNeighbour(NearestNeighbour):
     def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
                  tol: float = 1e-6, certify_time_limit: float = 10.0, solver: str = "highs",
                  certifier: Certifier | None = None, **kwargs: Any):
-        super().__init__(model, data, **kwargs)
-        if not (float(tol) > 0 and math.isfinite(float(tol))):
-            raise ValidationError(f"tol must be a positive number, got {tol}")
-        if not (float(certify_time_limit) > 0 and math.isfinite(float(certify_time_limit))):
-            raise ValidationError(f"certify_time_limit must be positive seconds, got {certify_time_limit}")
-        self.shift = _as_shift(shift)
-        self.tol = float(tol)
-        self.certify_time_limit = float(certify_time_limit)
-        self.solver = check_solver(solver)
-        if certifier is not None and not callable(getattr(certifier, "certify", None)):
-            raise ValidationError(f"certifier must have a certify method, got {type(certifier).__name__}")
+        self.shift = shift
+        self.tol = tol
+        self.certify_time_limit = certify_time_limit
+        self.solver = solver
         self.certifier = certifier
-        self._network = model.network()  # UnsupportedModelError for non-ReLU models
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        # the search reads the resolved ParameterShift; get_params then returns it (round-trips)
+        self.shift = _as_shift(self.shift)
+        check_number(self.tol, "tol", low=0, low_open=True)
+        check_number(self.certify_time_limit, "certify_time_limit", low=0, low_open=True)
+        self.solver_ = check_solver(self.solver)
+        if self.certifier is not None and not callable(getattr(self.certifier, "certify", None)):
+            raise ValidationError(f"certifier must have a certify method, got "
+                                  f"{type(self.certifier).__name__}")
+        self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
         self.pool_info: dict[int, PoolInfo] = {}
         self._exact_margin: dict[int, dict[int, float]] = {}
 
@@ -132,7 +143,7 @@ class RobustNearestNeighbour(NearestNeighbour):
         of the rows it proves robust)."""
         if self.certifier is not None:
             return self.certifier
-        return ExactDeltaCertifier(self.shift, solver=self.solver, time_limit=self.certify_time_limit,
+        return ExactDeltaCertifier(self.shift, solver=self.solver_, time_limit=self.certify_time_limit,
                                    tol=self.tol, exact_value=exact_value)
 
     def _filter_candidates(self, target_class: int, cand: np.ndarray, source: np.ndarray
