@@ -26,6 +26,10 @@ NON_DEFAULT = {
                         time_limit=7.5),
     "MILPRobust": dict(shift=0.02, growth=3, max_rounds=4, slack=0.1, bisect_tol=0.01,
                        delta_time_limit=5.0, norm="linf"),
+    "PROPLACE": dict(shift=0.02, k=5, max_iterations=9, sigma=2e-4, t=1e-4,
+                     certify_time_limit=4.0, mip_gap=1e-3, warm_start=False),
+    "RobustNearestNeighbour": dict(shift=0.02, n_neighbours=2, norm="l2", tol=1e-5,
+                                   certify_time_limit=3.0, target_class=1),
     "Wachter": dict(lam_init=0.5, lam_schedule=3, loss="bce", distance_weights="ones",
                     init_noise=0.01, straight_through=False, random_state=7),
 }
