@@ -128,8 +128,11 @@ def test_proplace_table1_has_the_per_dataset_protocol():
         assert d.evaluation["delta"] == delta
         assert (d.model["hidden_layers"], d.model["epochs"]) == (layers, epochs)
         for m in cfg.methods:
-            if m.name == "milp_robust":
-                assert cfg.method_params(d, m)["shift"] == delta  # MILP-R certifies at the evaluated δ
+            if m.name in ("milp_robust", "proplace", "robust_nearest_neighbour"):
+                assert cfg.method_params(d, m)["shift"] == delta  # certified at the evaluated δ
+            if m.name == "proplace":  # the authors' k
+                assert cfg.method_params(d, m)["k"] == (23 if label == "heloc" else 20)
+    assert {"proplace", "robust_nearest_neighbour", "milp_robust", "wachter"} <= {m.name for m in cfg.methods}
     assert cfg.seeds == [0, 1] and cfg.queries["n"] == 50
 
 

@@ -77,3 +77,19 @@ def test_certifier_is_abstract_and_options_are_checked():
     c = ExactDeltaCertifier(0.05, time_limit=2)
     assert c.to_dict() == {"certifier": "exact_delta", "delta": 0.05, "p": "inf", "biases": True,
                            "solver": "highs", "time_limit": 2.0, "tol": 1e-6}
+
+
+@pytest.mark.parametrize(("k", "delta"), [(1, 0.3), (3, 0.1)])
+def test_worst_case_certifier_gives_the_argmax_network(k, delta):
+    """worst_case=True: same decisions, lower = the exact worst case, and the evidence of a
+    non-robust row is the network in Δ attaining it (PROPLACE's MILP (6))."""
+    net, X, t = _case(k)
+    shift = ParameterShift(delta)
+    cert = ExactDeltaCertifier(shift, worst_case=True).certify(net, X, t)
+    np.testing.assert_array_equal(cert.robust, is_delta_robust(net, X, shift, t))
+    full = exact_worst_case(net, X, shift, t, precheck=False)
+    np.testing.assert_allclose(cert.lower, full.value, atol=1e-6)
+    for i in np.flatnonzero(cert.not_robust):
+        w = cert.evidence[i]
+        assert shift.contains(net, w, atol=1e-9)
+        assert w.margin(X[i][None], int(t[i]))[0] == pytest.approx(full.value[i], abs=1e-6)

@@ -11,9 +11,11 @@ from robustce.methods.mace import MACE
 from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
 from robustce.methods.nearest_neighbour import NearestNeighbour
+from robustce.methods.proplace import PROPLACE
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
+from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
 from robustce.methods.wachter import Wachter
 
-__all__ = ["APAS", "MACE", "DiCE", "DiverseRobust", "Explainer", "MILPNearest", "MILPRobust",
-           "NearestNeighbour", "QueryResult", "Wachter", "available_methods", "build_explainer",
-           "get_method", "register_method"]
+__all__ = ["APAS", "MACE", "PROPLACE", "DiCE", "DiverseRobust", "Explainer", "MILPNearest",
+           "MILPRobust", "NearestNeighbour", "QueryResult", "RobustNearestNeighbour", "Wachter",
+           "available_methods", "build_explainer", "get_method", "register_method"]
