@@ -4,6 +4,7 @@
 when built, so importing robustce never needs the extra."""
 
 from robustce.methods.base import Explainer, QueryResult
+from robustce.methods.counternet import CounterNet
 from robustce.methods.dice import DiCE
 from robustce.methods.diverse_robust import DiverseRobust
 from robustce.methods.mace import MACE
@@ -13,6 +14,6 @@ from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
 from robustce.methods.wachter import Wachter
 
-__all__ = ["MACE", "DiCE", "DiverseRobust", "Explainer", "MILPNearest", "MILPRobust",
-           "NearestNeighbour", "QueryResult", "Wachter", "available_methods", "build_explainer",
-           "get_method", "register_method"]
+__all__ = ["MACE", "CounterNet", "DiCE", "DiverseRobust", "Explainer", "MILPNearest", "MILPRobust",
+           "NearestNeighbour", "QueryResult", "Wachter", "available_methods",
+           "build_explainer", "get_method", "register_method"]
