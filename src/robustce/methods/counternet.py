@@ -94,15 +94,19 @@ class CounterNetModule(nn.Module):
 
 
 class _PredictorView(nn.Module):
-    """``f(x; θ)`` alone, sharing the module's parameters (names match ``predictor_names``), so
-    ``torch.func.functional_call`` can evaluate it under shifted parameters θ'."""
+    """``f(x; θ)`` alone, without dropout, sharing the module's parameters (names match
+    ``predictor_names``), so ``torch.func.functional_call`` can evaluate it under shifted
+    parameters θ'."""
 
     def __init__(self, net: CounterNetModule):
         super().__init__()
         self.encoder, self.predictor, self.head = net.encoder, net.predictor, net.head
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.predictor(self.encoder(x)))[:, 0]
+        for m in (*self.encoder, *self.predictor):
+            if not isinstance(m, nn.Dropout):  # deterministic in any mode
+                x = m(x)
+        return self.head(x)[:, 0]
 
 
 class CEConstraints:
@@ -350,15 +354,10 @@ class CounterNet(Trainable, Explainer):
 
     def _shifted_logit(self, params: dict[str, torch.Tensor] | None,
                        x: torch.Tensor) -> torch.Tensor:
-        view = _PredictorView(self.net_)
-        was = view.training
-        view.eval()  # the validity loss reads the predictor without dropout
-        try:
-            if params is None:
-                return view(x)
-            return torch.func.functional_call(view, params, (x,))
-        finally:
-            view.train(was)
+        view = _PredictorView(self.net_)  # no dropout: L2 reads the predictor as deployed
+        if params is None:
+            return view(x)
+        return torch.func.functional_call(view, params, (x,))
 
     # --- fitted state ---------------------------------------------------------------------
     def _check_fitted(self) -> None:
@@ -379,7 +378,7 @@ class CounterNet(Trainable, Explainer):
     def predictor_view(self) -> nn.Module:
         """``f(x; θ)`` as a module whose parameter names match :meth:`predictor_params`."""
         self._check_fitted()
-        return _PredictorView(self.net_).eval()
+        return _PredictorView(self.net_)
 
     # --- inference ------------------------------------------------------------------------
     def predict_proba(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
@@ -397,7 +396,7 @@ class CounterNet(Trainable, Explainer):
         exact encoding. No validity check (``explain`` does that)."""
         self._check_fitted()
         X = np.asarray(X, dtype=np.float64)
-        with torch.no_grad():
+        with torch.no_grad(), _single_thread():
             xt = torch.as_tensor(X, dtype=torch.float32, device=self.device_)
             _, raw = self.net_(xt)
             soft = self.constraints_.soft(xt, raw).cpu().double().numpy()
