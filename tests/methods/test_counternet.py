@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch.func import functional_call, grad
@@ -10,7 +11,11 @@ from torch.func import functional_call, grad
 import robustce as rc
 from robustce.errors import NotFittedError, ValidationError
 from robustce.methods.counternet import CEConstraints, CounterNet, CounterNetModule, _PredictorView
-from robustce.methods.rocoursenet import unrolled_adversarial_loss, virtual_data_shift
+from robustce.methods.rocoursenet import (
+    RoCourseNet,
+    unrolled_adversarial_loss,
+    virtual_data_shift,
+)
 
 TINY = ((16, 8), (8,), (8,))
 
@@ -176,3 +181,56 @@ def test_vds_rejects_bad_input():
                 dict(norm="l1"), dict(shift_mask=np.zeros(3, bool)), dict(shift_mask=np.ones(2, bool))):
         with pytest.raises(ValidationError):
             virtual_data_shift(view, theta, x, y, x, 1 - y, **bad)
+
+
+# --- RoCourseNet (Algorithm 2) ------------------------------------------------------------------
+def test_rocoursenet_bad_parameters():
+    for bad in (dict(epsilon=0), dict(epsilon=-0.1), dict(n_steps=0), dict(k=0), dict(alpha=0),
+                dict(norm="l3"), dict(inner_optimizer="rmsprop"), dict(epsilon_schedule="cosine")):
+        with pytest.raises(ValidationError):
+            RoCourseNet(progress=False, **bad)
+
+
+def test_rocoursenet_rejects_data_without_continuous_features():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"colour": rng.choice(["red", "green", "blue"], 40),
+                       "size": rng.choice(["s", "m"], 40), "label": rng.integers(0, 2, 40)})
+    data = rc.data.from_frame(df, "label")
+    with pytest.raises(ValidationError, match="continuous features"):
+        RoCourseNet(hidden=TINY, epochs=1, progress=False).fit(data)
+
+
+def test_rocoursenet_schedules_epsilon_linearly_and_is_deterministic(loan_small):
+    train, _ = loan_small
+    small = train.subset(np.arange(64))
+    kw = dict(hidden=TINY, epochs=3, batch_size=32, epsilon=0.3, n_steps=2, progress=False)
+    a = RoCourseNet(random_state=5, **kw).fit(small)
+    b = RoCourseNet(random_state=5, **kw).fit(small)
+    np.testing.assert_allclose(a.epsilons_, [0.1, 0.2, 0.3])
+    sa, sb = a.net_.state_dict(), b.net_.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    constant = RoCourseNet(random_state=5, epsilon_schedule="constant", **kw).fit(small)
+    np.testing.assert_allclose(constant.epsilons_, [0.3, 0.3, 0.3])
+
+
+@pytest.mark.slow
+def test_rocoursenet_resists_vds_better_than_counternet(loan_small):
+    """Trained against VDS, RoCourseNet's CEs survive a fresh VDS attack more often than
+    CounterNet's (same data, seed, architecture and epochs)."""
+    train, _ = loan_small
+    kw = dict(hidden=TINY, epochs=25, batch_size=32, lambdas=(1, 1, 0.1), random_state=0,
+              progress=False)
+    out = {}
+    for cls, extra in ((CounterNet, {}), (RoCourseNet, dict(epsilon=0.3))):
+        m = cls(**kw, **extra).fit(train)
+        X = m.encoder.transform(train.frame)
+        x, y = torch.tensor(X, dtype=torch.float32), torch.tensor(train.y, dtype=torch.float32)
+        x_cf = torch.tensor(m.counterfactuals(X), dtype=torch.float32)
+        view, theta = m.predictor_view(), m.predictor_params()
+        with torch.no_grad():
+            y_cf = 1 - (functional_call(view, theta, (x,)) > 0).float()
+        attacked, _ = virtual_data_shift(view, theta, x, y, x_cf, y_cf, epsilon=0.1, n_steps=7,
+                                         shift_mask=m.constraints_.continuous,
+                                         generator=torch.Generator().manual_seed(1))
+        out[cls.__name__] = _robust_validity(view, attacked, x_cf, y_cf)
+    assert out["RoCourseNet"] > out["CounterNet"] + 0.1, out

@@ -12,8 +12,9 @@ from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
 from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
+from robustce.methods.rocoursenet import RoCourseNet
 from robustce.methods.wachter import Wachter
 
 __all__ = ["MACE", "CounterNet", "DiCE", "DiverseRobust", "Explainer", "MILPNearest", "MILPRobust",
-           "NearestNeighbour", "QueryResult", "Wachter", "available_methods",
+           "NearestNeighbour", "QueryResult", "RoCourseNet", "Wachter", "available_methods",
            "build_explainer", "get_method", "register_method"]
