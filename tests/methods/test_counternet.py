@@ -221,7 +221,7 @@ def test_rocoursenet_resists_vds_better_than_counternet(loan_small):
     kw = dict(hidden=TINY, epochs=25, batch_size=32, lambdas=(1, 1, 0.1), random_state=0,
               progress=False)
     out = {}
-    for cls, extra in ((CounterNet, {}), (RoCourseNet, dict(epsilon=0.3))):
+    for cls, extra in ((CounterNet, {}), (RoCourseNet, dict(epsilon=0.1))):
         m = cls(**kw, **extra).fit(train)
         X = m.encoder.transform(train.frame)
         x, y = torch.tensor(X, dtype=torch.float32), torch.tensor(train.y, dtype=torch.float32)
@@ -229,8 +229,8 @@ def test_rocoursenet_resists_vds_better_than_counternet(loan_small):
         view, theta = m.predictor_view(), m.predictor_params()
         with torch.no_grad():
             y_cf = 1 - (functional_call(view, theta, (x,)) > 0).float()
-        attacked, _ = virtual_data_shift(view, theta, x, y, x_cf, y_cf, epsilon=0.1, n_steps=7,
+        attacked, _ = virtual_data_shift(view, theta, x, y, x_cf, y_cf, epsilon=0.3, n_steps=10,
                                          shift_mask=m.constraints_.continuous,
-                                         generator=torch.Generator().manual_seed(1))
+                                         generator=torch.Generator().manual_seed(0))
         out[cls.__name__] = _robust_validity(view, attacked, x_cf, y_cf)
     assert out["RoCourseNet"] > out["CounterNet"] + 0.1, out

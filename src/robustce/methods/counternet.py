@@ -7,11 +7,12 @@ trained, a CE costs one forward pass (the amortised method).
 Training is block-wise coordinate descent, per mini-batch (RoCourseNet paper, Algorithm 2 without
 the attacker):
 
-1. predictor step on ``λ₁·L₁``, ``L₁ = MSE(ŷ, y)`` (encoder + predictor);
+1. predictor step on ``λ₁·L₁``, ``L₁`` = binary cross-entropy of ŷ (or, as the authors,
+   ``MSE(ŷ, y)``: ``prediction_loss="mse"``) — encoder + predictor;
 2. explainer step on ``λ₂·L₂ + λ₃·L₃`` with the predictor frozen, ``L₂ = MSE(f(x_cf), 1 − round(ŷ))``
    (validity), ``L₃ = MSE(x, x_cf)`` (proximity) — explainer weights only.
 
-(All three losses are mean squared errors, as in the authors' configurations.)
+(L₂ and L₃ are mean squared errors, as in the authors' configurations.)
 
 The explainer's raw output is mapped onto valid encodings: scaled, binary and integer-coded
 columns through a sigmoid (so they stay in [0, 1]); one-hot groups through a softmax; thermometer
@@ -185,6 +186,9 @@ class CounterNet(Trainable, Explainer):
     epochs, lr, batch_size : Adam training (paper: 50 epochs, 0.003, 128).
     lambdas : (λ₁, λ₂, λ₃) weights of prediction, validity and proximity losses.
     dropout : dropout rate after every hidden layer during training.
+    prediction_loss : L₁, "bce" (binary cross-entropy on the logit, default) or "mse" (squared
+        error of the probability, the authors' choice; it saturates on imbalanced data such as
+        single loan years, where the predictor then outputs p ≈ 1 everywhere and no CE is valid).
     ordinal_encoding : encoder used for model space ("thermometer" or "integer").
     progress : show a progress bar over epochs.
     device : torch device to train on ("cpu", "cuda", ...); inference runs on it too.
@@ -205,6 +209,7 @@ class CounterNet(Trainable, Explainer):
         batch_size: int = 128,
         lambdas: Sequence[float] = (1.0, 0.2, 0.1),
         dropout: float = 0.3,
+        prediction_loss: str = "bce",
         ordinal_encoding: str = "thermometer",
         progress: bool = True,
         device: str = "cpu",
@@ -219,6 +224,7 @@ class CounterNet(Trainable, Explainer):
         self.batch_size = batch_size
         self.lambdas = lambdas
         self.dropout = dropout
+        self.prediction_loss = prediction_loss
         self.ordinal_encoding = ordinal_encoding
         self.progress = progress
         self.device = device
@@ -263,6 +269,7 @@ class CounterNet(Trainable, Explainer):
             check_number(v, f"lambdas {name}", low=0)
         self.lambdas_ = lambdas
         check_number(self.dropout, "dropout", low=0, high=1, high_open=True)
+        check_choice(self.prediction_loss, "prediction_loss", ("bce", "mse"))
         check_choice(self.ordinal_encoding, "ordinal_encoding", ("thermometer", "integer"))
         check_bool(self.progress, "progress")
         try:
@@ -318,7 +325,7 @@ class CounterNet(Trainable, Explainer):
                 idx = perm[s:s + bs]
                 xb, yb = X[idx], y[idx]
                 # (i) predictor step: λ1·L1 on encoder + predictor
-                loss1 = lam1 * torch.mean((torch.sigmoid(net.logit(xb)) - yb) ** 2)
+                loss1 = lam1 * self._prediction_loss(net.logit(xb), yb)
                 opt1.zero_grad()
                 loss1.backward()
                 opt1.step()
@@ -342,6 +349,11 @@ class CounterNet(Trainable, Explainer):
             bar.set_postfix(L1=f"{sums[0]:.3f}", L2=f"{sums[1]:.3f}", L3=f"{sums[2]:.3f}")
         bar.close()
         net.eval()
+
+    def _prediction_loss(self, logit: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.prediction_loss == "bce":
+            return nn.functional.binary_cross_entropy_with_logits(logit, y)
+        return torch.mean((torch.sigmoid(logit) - y) ** 2)
 
     # hooks RoCourseNet overrides: the predictor the validity loss is measured on
     def _start_epoch(self, epoch: int) -> None:
