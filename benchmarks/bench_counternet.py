@@ -9,7 +9,9 @@
 * **inference** — one CE per query for 1 000 loan test queries: the amortised forward pass
   (``counterfactuals``: network + projection to exact encodings) and the full ``explain``
   (encoding, re-validation, packing), against Wachter on CounterNet's own predictor for the
-  same queries (per 1 000 queries; Wachter on a subset in ``--quick``).
+  same queries (per 1 000 queries; Wachter on a subset in ``--quick``). The forward pass is
+  reported as wall time and as process CPU time (what it costs on a core of its own: on a shared,
+  oversubscribed machine the wall time mostly measures waiting for a core).
 
     python benchmarks/bench_counternet.py            # 10 000 training rows, 1 000 queries
     python benchmarks/bench_counternet.py --quick    # 2 000 rows, Wachter on 200 queries
@@ -66,11 +68,13 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
 
     X = cn.encoder.transform(test.frame)
     cn.counterfactuals(X[:10])  # warm-up
-    reps = [time.perf_counter()]
+    wall, cpu = [], []
     for _ in range(20):
+        w0, c0 = time.perf_counter(), time.process_time()
         cn.counterfactuals(X)
-        reps.append(time.perf_counter())
-    forward_s = float(np.median(np.diff(reps)))
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+    forward_s, forward_cpu_s = float(np.median(wall)), float(np.median(cpu))
     t0 = time.perf_counter()
     e = cn.explain(test.frame)
     explain_s = time.perf_counter() - t0
@@ -82,11 +86,13 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
         "name": "1 000 loan queries, one CE each: CounterNet forward pass vs Wachter (same model)",
         "seconds": forward_s, "baseline_seconds": wachter_s, "ratio": wachter_s / forward_s,
         "benchmark": "counternet_inference", "dataset": "loan 2007", "n_queries": len(test),
-        "forward_ms_per_1000": forward_s * 1e3, "explain_ms_per_1000": explain_s * 1e3,
+        "forward_ms_per_1000": forward_s * 1e3, "forward_cpu_ms_per_1000": forward_cpu_s * 1e3,
+        "explain_ms_per_1000": explain_s * 1e3,
         "wachter_s_per_1000": wachter_s, "wachter_queries_timed": len(wq),
         "counternet_found": float((e.status == "found").mean()),
         "wachter_found": float((w.status == "found").mean()),
-        "under_10ms": forward_s * 1e3 < 10, "load_average_1min": os.getloadavg()[0],
+        "under_10ms": forward_s * 1e3 < 10, "under_10ms_cpu": forward_cpu_s * 1e3 < 10,
+        "load_average_1min": os.getloadavg()[0],
     })
     return rows
 
