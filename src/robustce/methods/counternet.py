@@ -7,12 +7,12 @@ trained, a CE costs one forward pass (the amortised method).
 Training is block-wise coordinate descent, per mini-batch (RoCourseNet paper, Algorithm 2 without
 the attacker):
 
-1. predictor step on ``λ₁·L₁``, ``L₁`` = binary cross-entropy of ŷ (or, as the authors,
-   ``MSE(ŷ, y)``: ``prediction_loss="mse"``) — encoder + predictor;
+1. predictor step on ``λ₁·L₁``, ``L₁ = MSE(ŷ, y)`` (or binary cross-entropy:
+   ``prediction_loss="bce"``) — encoder + predictor;
 2. explainer step on ``λ₂·L₂ + λ₃·L₃`` with the predictor frozen, ``L₂ = MSE(f(x_cf), 1 − round(ŷ))``
    (validity), ``L₃ = MSE(x, x_cf)`` (proximity) — explainer weights only.
 
-(L₂ and L₃ are mean squared errors, as in the authors' configurations.)
+(Mean squared errors throughout, as in the authors' configurations.)
 
 The explainer's raw output is mapped onto valid encodings: scaled, binary and integer-coded
 columns through a sigmoid (so they stay in [0, 1]); one-hot groups through a softmax; thermometer
@@ -186,9 +186,9 @@ class CounterNet(Trainable, Explainer):
     epochs, lr, batch_size : Adam training (paper: 50 epochs, 0.003, 128).
     lambdas : (λ₁, λ₂, λ₃) weights of prediction, validity and proximity losses.
     dropout : dropout rate after every hidden layer during training.
-    prediction_loss : L₁, "bce" (binary cross-entropy on the logit, default) or "mse" (squared
-        error of the probability, the authors' choice; it saturates on imbalanced data such as
-        single loan years, where the predictor then outputs p ≈ 1 everywhere and no CE is valid).
+    prediction_loss : L₁, "mse" (squared error of the probability, the authors' choice, default)
+        or "bce" (binary cross-entropy on the logit). On very imbalanced data (a single early
+        loan year: 96 % approvals) either gives a near-constant predictor, and then no valid CE.
     ordinal_encoding : encoder used for model space ("thermometer" or "integer").
     progress : show a progress bar over epochs.
     device : torch device to train on ("cpu", "cuda", ...); inference runs on it too.
@@ -209,7 +209,7 @@ class CounterNet(Trainable, Explainer):
         batch_size: int = 128,
         lambdas: Sequence[float] = (1.0, 0.2, 0.1),
         dropout: float = 0.3,
-        prediction_loss: str = "bce",
+        prediction_loss: str = "mse",
         ordinal_encoding: str = "thermometer",
         progress: bool = True,
         device: str = "cpu",
