@@ -108,6 +108,13 @@ def test_explain_before_fit_and_bad_params():
             CounterNet(**bad)
 
 
+def test_params_round_trip_without_a_model():
+    m = RoCourseNet(hidden=TINY, epsilon=0.2, n_steps=3, progress=False)
+    assert m.model is None  # no model goes in: it trains its own
+    assert type(m)(**m.get_params()).get_params() == m.get_params()
+    assert {"epsilon", "n_steps", "k", "hidden", "lambdas"} <= set(RoCourseNet.param_names())
+
+
 def test_multiclass_is_rejected():
     with pytest.raises(ValidationError, match="binary"):
         CounterNet(hidden=TINY, epochs=1, progress=False).fit(rc.datasets.load("iris"))

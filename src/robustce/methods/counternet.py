@@ -247,6 +247,8 @@ class CounterNet(Trainable, Explainer):
             if not (rs is None or isinstance(rs, np.random.Generator)):
                 check_integer(rs, "random_state", low=0)
             check_integer(self.n_jobs, "n_jobs")
+            if self.n_jobs == 0:
+                raise ValidationError("n_jobs must be non-zero (-1 = all cores)")
         try:
             hidden = tuple(tuple(int(h) for h in part) for part in self.hidden)
         except (TypeError, ValueError):
