@@ -241,3 +241,15 @@ def test_rocoursenet_resists_vds_better_than_counternet(loan_small):
                                          generator=torch.Generator().manual_seed(0))
         out[cls.__name__] = _robust_validity(view, attacked, x_cf, y_cf)
     assert out["RoCourseNet"] > out["CounterNet"] + 0.1, out
+
+
+def test_build_explainer_trains_a_counternet_without_a_model(loan_small):
+    train, test = loan_small
+    small = train.subset(np.arange(80))
+    ex = rc.methods.build_explainer("counternet", None, small, seed=2, hidden=TINY, epochs=1,
+                                    progress=False)
+    assert isinstance(ex, CounterNet) and ex.random_state == 2 and ex.is_fitted_
+    assert len(ex.explain(test.frame.iloc[:3]).status) == 3
+    model = rc.models.NetworkModel(ex.model.network(), ex.encoder)
+    with pytest.raises(rc.errors.ConfigError, match="takes none"):
+        rc.methods.build_explainer("rocoursenet", model, small, progress=False)
