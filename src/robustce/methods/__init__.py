@@ -5,6 +5,7 @@ when built, so importing robustce never needs the extra."""
 
 from robustce.methods.apas import APAS
 from robustce.methods.base import Explainer, QueryResult
+from robustce.methods.counternet import CounterNet
 from robustce.methods.dice import DiCE
 from robustce.methods.diverse_robust import DiverseRobust
 from robustce.methods.mace import MACE
@@ -14,8 +15,10 @@ from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.proplace import PROPLACE
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
+from robustce.methods.rocoursenet import RoCourseNet
 from robustce.methods.wachter import Wachter
 
-__all__ = ["APAS", "MACE", "PROPLACE", "DiCE", "DiverseRobust", "Explainer", "MILPNearest",
-           "MILPRobust", "NearestNeighbour", "QueryResult", "RobustNearestNeighbour", "Wachter",
-           "available_methods", "build_explainer", "get_method", "register_method"]
+__all__ = ["APAS", "MACE", "PROPLACE", "CounterNet", "DiCE", "DiverseRobust", "Explainer",
+           "MILPNearest", "MILPRobust", "NearestNeighbour", "QueryResult", "RoCourseNet",
+           "RobustNearestNeighbour", "Wachter", "available_methods", "build_explainer", "get_method",
+           "register_method"]

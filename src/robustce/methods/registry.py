@@ -270,6 +270,8 @@ def convert_params(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
 def build_explainer(name: str | type, model: Any, data: Any = None, /, *, seed: int | None = None,
                     **params: Any) -> Explainer:
     """A ready explainer: ``Method(model, data, **params)``, fitted on ``data`` if trainable.
+    Methods that train their own model (CounterNet, RoCourseNet) take ``model=None`` and are
+    built as ``Method(**params).fit(data)``.
 
     ``name`` is a registry name (or an Explainer class); ``params`` are plain values or
     constructor arguments (converted by :func:`convert_params`); ``seed`` becomes
@@ -281,7 +283,13 @@ def build_explainer(name: str | type, model: Any, data: Any = None, /, *, seed: 
     kwargs = convert_params(cls, params)
     if seed is not None and "random_state" in cls.param_names():
         kwargs.setdefault("random_state", int(seed))
-    explainer = cls(model, data, **kwargs)
+    if "model" in inspect.signature(cls.__init__).parameters:
+        explainer = cls(model, data, **kwargs)
+    elif model is not None:  # CounterNet-style: the method trains its own predictor
+        raise ConfigError(f"{cls.__name__} trains its own model and takes none; pass model=None "
+                          "and the training data")
+    else:
+        explainer = cls(**kwargs)
     if isinstance(explainer, Trainable):
         explainer.fit(data)
     return explainer

@@ -1,0 +1,427 @@
+"""CounterNet (Guo et al., 2021): a predictor and its recourse generator trained together.
+
+One network: an encoder ``z = h(x)``, a predictor head ``p = q(z)``, ``ŷ = σ(w·p + b)``, and an
+explainer head ``x_cf = g([z, p])`` that outputs the whole counterfactual in model space. Once
+trained, a CE costs one forward pass (the amortised method).
+
+Training is block-wise coordinate descent, per mini-batch (RoCourseNet paper, Algorithm 2 without
+the attacker):
+
+1. predictor step on ``λ₁·L₁``, ``L₁ = MSE(ŷ, y)`` (or binary cross-entropy:
+   ``prediction_loss="bce"``) — encoder + predictor;
+2. explainer step on ``λ₂·L₂ + λ₃·L₃`` with the predictor frozen, ``L₂ = MSE(f(x_cf), 1 − round(ŷ))``
+   (validity), ``L₃ = MSE(x, x_cf)`` (proximity) — explainer weights only.
+
+(Mean squared errors throughout, as in the authors' configurations.)
+
+The explainer's raw output is mapped onto valid encodings: scaled, binary and integer-coded
+columns through a sigmoid (so they stay in [0, 1]); one-hot groups through a softmax; thermometer
+ordinals through a softmax over their levels turned into the cumulative code. Immutable columns are
+reset to the query, increase-only (decrease-only) columns clamped to ``≥ x`` (``≤ x``). At
+inference the soft CE is projected to an exact encoding (one-hot by argmax, integers snapped).
+
+Unlike the post-hoc methods, the constructor takes **no model**: CounterNet *is* the classifier.
+``CounterNet(**params).fit(train)``, then ``explain``, ``predict`` and ``predict_proba``;
+``.model`` is the trained predictor as a robustce :class:`~robustce.models.NetworkModel` (a plain
+ReLU network once dropout is off), so every metric, certifier and exact test applies to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Sequence
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from robustce.data.dataset import Dataset
+from robustce.data.encoder import Encoder
+from robustce.errors import NotFittedError, ValidationError
+from robustce.explanations import QueryResult
+from robustce.methods.base import Explainer, Trainable
+from robustce.models.mlp import _single_thread
+from robustce.models.network_model import NetworkModel
+from robustce.utils import check_random_state
+from robustce.validation import check_bool, check_choice, check_integer, check_number
+
+__all__ = ["CounterNet"]
+
+LOAN_HIDDEN = ((200, 50), (50,), (50,))
+
+
+def _mlp(n_in: int, sizes: Sequence[int], dropout: float) -> tuple[nn.Sequential, int]:
+    layers: list[nn.Module] = []
+    for h in sizes:
+        layers += [nn.Linear(n_in, h), nn.ReLU(), nn.Dropout(dropout)]
+        n_in = h
+    return nn.Sequential(*layers), n_in
+
+
+class CounterNetModule(nn.Module):
+    """Encoder, predictor head (one logit) and explainer head (raw CE, ``d`` columns)."""
+
+    def __init__(self, n_inputs: int, hidden: Sequence[Sequence[int]], dropout: float):
+        super().__init__()
+        enc, dec, exp = hidden
+        self.encoder, n_z = _mlp(n_inputs, enc, dropout)
+        self.predictor, n_p = _mlp(n_z, dec, dropout)
+        self.head = nn.Linear(n_p, 1)
+        body, n_e = _mlp(n_z + n_p, exp, dropout)
+        self.explainer = nn.Sequential(*body, nn.Linear(n_e, n_inputs))
+
+    def predictor_names(self) -> list[str]:
+        """Names of the parameters of ``f(x; θ)`` (encoder, predictor, head)."""
+        return [n for n, _ in self.named_parameters() if not n.startswith("explainer.")]
+
+    def logit(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.predictor(self.encoder(x)))[:, 0]
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = self.encoder(x)
+        p = self.predictor(z)
+        return self.head(p)[:, 0], self.explainer(torch.cat([z, p], dim=1))
+
+    def relu_weights(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The predictor as ``[(W, b), ...]`` (float64; dropout is the identity at inference)."""
+        linears = [m for m in (*self.encoder, *self.predictor, self.head)
+                   if isinstance(m, nn.Linear)]
+        return [(m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
+                for m in linears]
+
+
+class _PredictorView(nn.Module):
+    """``f(x; θ)`` alone, without dropout, sharing the module's parameters (names match
+    ``predictor_names``), so ``torch.func.functional_call`` can evaluate it under shifted
+    parameters θ'."""
+
+    def __init__(self, net: CounterNetModule):
+        super().__init__()
+        self.encoder, self.predictor, self.head = net.encoder, net.predictor, net.head
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for m in (*self.encoder, *self.predictor):
+            if not isinstance(m, nn.Dropout):  # deterministic in any mode
+                x = m(x)
+        return self.head(x)[:, 0]
+
+
+class CEConstraints:
+    """Maps the explainer's raw output onto (soft) valid encodings for one :class:`Encoder`.
+
+    ``soft(x, raw)``: differentiable, used in training; ``hard(x, soft)``: exact encodings
+    (numpy, via ``Encoder.project``), used at inference. Both reset immutable columns to the query
+    and clamp increase/decrease-only columns.
+    """
+
+    def __init__(self, encoder: Encoder, device: torch.device):
+        encoder._check_fitted()
+        self.encoder = encoder
+        sig = np.zeros(encoder.n_features_out_, dtype=bool)
+        self.softmax_blocks: list[tuple[int, int]] = []
+        self.thermo_blocks: list[tuple[int, int]] = []
+        for b in encoder.blocks_:
+            if b.encoding == "onehot":
+                self.softmax_blocks.append((b.start, b.stop))
+            elif b.encoding == "thermometer":
+                self.thermo_blocks.append((b.start, b.stop))
+            else:
+                sig[b.slice] = True
+        self.sigmoid_cols = torch.tensor(np.flatnonzero(sig), device=device)
+
+        def mask(m: np.ndarray) -> torch.Tensor:
+            return torch.tensor(m, dtype=torch.bool, device=device)
+
+        self.immutable = mask(encoder.immutable_mask_)
+        self.increasing = mask(encoder.increasing_mask_)
+        self.decreasing = mask(encoder.decreasing_mask_)
+        self.continuous = np.array([b.encoding == "scaled" for b in encoder.blocks_
+                                    for _ in range(b.width)], dtype=bool)
+
+    def soft(self, x: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
+        parts = torch.empty_like(raw)
+        parts[:, self.sigmoid_cols] = torch.sigmoid(raw[:, self.sigmoid_cols])
+        for s, e in self.softmax_blocks:
+            parts[:, s:e] = torch.softmax(raw[:, s:e], dim=1)
+        for s, e in self.thermo_blocks:
+            # levels 0..w; logits for levels 1..w come from the block, level 0 is the reference
+            logits = torch.cat([torch.zeros_like(raw[:, s:s + 1]), raw[:, s:e]], dim=1)
+            p = torch.softmax(logits, dim=1)
+            # thermometer column j (level >= j + 1) = P(level >= j + 1)
+            parts[:, s:e] = torch.flip(torch.cumsum(torch.flip(p[:, 1:], [1]), 1), [1])
+        cf = torch.where(self.immutable, x, parts)
+        cf = torch.where(self.increasing, torch.maximum(cf, x), cf)
+        return torch.where(self.decreasing, torch.minimum(cf, x), cf)
+
+    def hard(self, X: np.ndarray, soft: np.ndarray) -> np.ndarray:
+        enc = self.encoder
+        cf = enc.project(soft)
+        cf[:, enc.immutable_mask_] = X[:, enc.immutable_mask_]
+        cf[:, enc.increasing_mask_] = np.maximum(cf, X)[:, enc.increasing_mask_]
+        cf[:, enc.decreasing_mask_] = np.minimum(cf, X)[:, enc.decreasing_mask_]
+        return cf
+
+
+@contextlib.contextmanager
+def _seeded(seed: int, device: torch.device) -> Iterator[None]:
+    """Torch RNG forked and seeded (weights, dropout), the caller's state restored after."""
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
+
+
+class CounterNet(Trainable, Explainer):
+    """CounterNet: predictor and CE generator in one network, trained block-wise.
+
+    Parameters
+    ----------
+    hidden : (encoder, predictor, explainer) layer sizes; default the authors' loan network
+        ``((200, 50), (50,), (50,))`` (german ``((100, 50), (20,), (20,))``, student
+        ``((50, 10), (10,), (10,))``).
+    epochs, lr, batch_size : Adam training (paper: 50 epochs, 0.003, 128).
+    lambdas : (λ₁, λ₂, λ₃) weights of prediction, validity and proximity losses.
+    dropout : dropout rate after every hidden layer during training.
+    prediction_loss : L₁, "mse" (squared error of the probability, the authors' choice, default)
+        or "bce" (binary cross-entropy on the logit). On very imbalanced data (a single early
+        loan year: 96 % approvals) either gives a near-constant predictor, and then no valid CE.
+    ordinal_encoding : encoder used for model space ("thermometer" or "integer").
+    progress : show a progress bar over epochs.
+    device : torch device to train on ("cpu", "cuda", ...); inference runs on it too.
+    target_class, time_limit, random_state, n_jobs : as for every :class:`Explainer`.
+
+    No model is passed in: CounterNet trains its own predictor (``.model`` after ``fit``).
+    Binary classification only.
+    """
+
+    name: ClassVar[str] = "counternet"
+
+    def __init__(
+        self,
+        *,
+        hidden: Sequence[Sequence[int]] = LOAN_HIDDEN,
+        epochs: int = 50,
+        lr: float = 0.003,
+        batch_size: int = 128,
+        lambdas: Sequence[float] = (1.0, 0.2, 0.1),
+        dropout: float = 0.3,
+        prediction_loss: str = "mse",
+        ordinal_encoding: str = "thermometer",
+        progress: bool = True,
+        device: str = "cpu",
+        target_class: int | None = None,
+        time_limit: float = 60.0,
+        random_state: int | np.random.Generator | None = None,
+        n_jobs: int = 1,
+    ):
+        self.hidden = hidden
+        self.epochs = epochs
+        self.lr = lr
+        self.batch_size = batch_size
+        self.lambdas = lambdas
+        self.dropout = dropout
+        self.prediction_loss = prediction_loss
+        self.ordinal_encoding = ordinal_encoding
+        self.progress = progress
+        self.device = device
+        self.model = None
+        self.data = None
+        self.target_class = target_class
+        self.time_limit = time_limit
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self._check_params()
+
+    # --- parameters -----------------------------------------------------------------------
+    def _check_params(self) -> None:
+        if self.model is not None:
+            super()._check_params()
+        else:  # before fit: the base checks that need no model
+            check_integer(self.target_class, "target_class", low=0, high=1, allow_none=True)
+            check_number(self.time_limit, "time_limit", low=0, low_open=True)
+            rs = self.random_state
+            if not (rs is None or isinstance(rs, np.random.Generator)):
+                check_integer(rs, "random_state", low=0)
+            check_integer(self.n_jobs, "n_jobs")
+            if self.n_jobs == 0:
+                raise ValidationError("n_jobs must be non-zero (-1 = all cores)")
+        try:
+            hidden = tuple(tuple(int(h) for h in part) for part in self.hidden)
+        except (TypeError, ValueError):
+            raise ValidationError("hidden must be three sequences of layer sizes (encoder, "
+                                  f"predictor, explainer), got {self.hidden!r}") from None
+        if len(hidden) != 3 or not all(hidden) or min(min(p) for p in hidden) < 1:
+            raise ValidationError("hidden must be three non-empty sequences of positive layer "
+                                  f"sizes (encoder, predictor, explainer), got {self.hidden!r}")
+        self.hidden_ = hidden
+        check_integer(self.epochs, "epochs", low=1)
+        check_number(self.lr, "lr", low=0, low_open=True)
+        check_integer(self.batch_size, "batch_size", low=1)
+        try:
+            lambdas = tuple(float(v) for v in self.lambdas)
+        except (TypeError, ValueError):
+            raise ValidationError(f"lambdas must be three numbers, got {self.lambdas!r}") from None
+        if len(lambdas) != 3:
+            raise ValidationError(f"lambdas must be three numbers (λ1, λ2, λ3), got {lambdas}")
+        for name, v in zip(("λ1", "λ2", "λ3"), lambdas, strict=True):
+            check_number(v, f"lambdas {name}", low=0)
+        self.lambdas_ = lambdas
+        check_number(self.dropout, "dropout", low=0, high=1, high_open=True)
+        check_choice(self.prediction_loss, "prediction_loss", ("bce", "mse"))
+        check_choice(self.ordinal_encoding, "ordinal_encoding", ("thermometer", "integer"))
+        check_bool(self.progress, "progress")
+        try:
+            self.device_ = torch.device(self.device)
+        except (RuntimeError, TypeError):
+            raise ValidationError(f"device must be a torch device name, got {self.device!r}") from None
+
+    # --- training -------------------------------------------------------------------------
+    def _fit(self, data: Dataset) -> None:
+        self._check_params()
+        if data.n_classes != 2:
+            raise ValidationError(f"{type(self).__name__} is binary only; dataset {data.name!r} "
+                                  f"has {data.n_classes} classes")
+        if len(data) == 0:
+            raise ValidationError("cannot train on an empty dataset")
+        encoder = Encoder(data.schema, ordinal_encoding=self.ordinal_encoding)
+        X = encoder.fit_transform(data.frame)
+        seed = int(check_random_state(self.random_state).integers(2**31 - 1))
+        dev = self.device_
+        self.encoder_ = encoder
+        self.constraints_ = CEConstraints(encoder, dev)
+        self.class_names_ = tuple(data.class_names)
+        t0 = time.perf_counter()
+        with _single_thread(), _seeded(seed, dev):
+            self.net_ = CounterNetModule(X.shape[1], self.hidden_, float(self.dropout)).to(dev)
+            self._train(torch.tensor(X, dtype=torch.float32, device=dev),
+                        torch.tensor(data.y, dtype=torch.float32, device=dev), seed)
+        self.net_.eval()
+        self.fit_time_ = time.perf_counter() - t0
+        self.model = NetworkModel(self.net_.relu_weights(), encoder, self.class_names_)
+        self.data = data
+
+    def _train(self, X: torch.Tensor, y: torch.Tensor, seed: int) -> None:
+        net = self.net_
+        lam1, lam2, lam3 = self.lambdas_
+        pred_params = [p for n, p in net.named_parameters() if not n.startswith("explainer.")]
+        exp_params = list(net.explainer.parameters())
+        opt1 = torch.optim.Adam(pred_params, lr=float(self.lr))
+        opt2 = torch.optim.Adam(exp_params, lr=float(self.lr))
+        gen = torch.Generator().manual_seed(seed)
+        bs = int(self.batch_size)
+        self.epoch_times_: list[float] = []
+        self.history_: list[dict[str, float]] = []
+        bar = tqdm(range(int(self.epochs)), desc=type(self).__name__, unit="epoch",
+                   disable=not self.progress, leave=False)
+        for epoch in bar:
+            t0 = time.perf_counter()
+            self._start_epoch(epoch)
+            net.train()
+            perm = torch.randperm(len(X), generator=gen).to(X.device)
+            sums = np.zeros(3)
+            for s in range(0, len(X), bs):
+                idx = perm[s:s + bs]
+                xb, yb = X[idx], y[idx]
+                # (i) predictor step: λ1·L1 on encoder + predictor
+                loss1 = lam1 * self._prediction_loss(net.logit(xb), yb)
+                opt1.zero_grad()
+                loss1.backward()
+                opt1.step()
+                # (ii) explainer step: λ2·L2 + λ3·L3 with the predictor frozen
+                logit, raw = net(xb)
+                y_cf = 1.0 - torch.round(torch.sigmoid(logit.detach()))
+                cf = self.constraints_.soft(xb, raw)
+                params = self._validity_params(xb, yb, cf.detach(), y_cf)
+                p_cf = torch.sigmoid(self._shifted_logit(params, cf))
+                loss2 = torch.mean((p_cf - y_cf) ** 2)
+                loss3 = torch.mean((cf - xb) ** 2)
+                grads = torch.autograd.grad(lam2 * loss2 + lam3 * loss3, exp_params)
+                opt2.zero_grad()
+                for p, g in zip(exp_params, grads, strict=True):
+                    p.grad = g
+                opt2.step()
+                sums += len(idx) * np.array([loss1.item(), loss2.item(), loss3.item()])
+            sums /= len(X)
+            self.history_.append({"L1": sums[0], "L2": sums[1], "L3": sums[2]})
+            self.epoch_times_.append(time.perf_counter() - t0)
+            bar.set_postfix(L1=f"{sums[0]:.3f}", L2=f"{sums[1]:.3f}", L3=f"{sums[2]:.3f}")
+        bar.close()
+        net.eval()
+
+    def _prediction_loss(self, logit: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.prediction_loss == "bce":
+            return nn.functional.binary_cross_entropy_with_logits(logit, y)
+        return torch.mean((torch.sigmoid(logit) - y) ** 2)
+
+    # hooks RoCourseNet overrides: the predictor the validity loss is measured on
+    def _start_epoch(self, epoch: int) -> None:
+        """Called at the start of each epoch (RoCourseNet schedules ε here)."""
+
+    def _validity_params(self, x: torch.Tensor, y: torch.Tensor, cf: torch.Tensor,
+                         y_cf: torch.Tensor) -> dict[str, torch.Tensor] | None:
+        """Predictor parameters for L2 (``None``: the current, unshifted predictor)."""
+        return None
+
+    def _shifted_logit(self, params: dict[str, torch.Tensor] | None,
+                       x: torch.Tensor) -> torch.Tensor:
+        view = _PredictorView(self.net_)  # no dropout: L2 reads the predictor as deployed
+        if params is None:
+            return view(x)
+        return torch.func.functional_call(view, params, (x,))
+
+    # --- fitted state ---------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not getattr(self, "is_fitted_", False) or self.model is None:
+            raise NotFittedError(f"{type(self).__name__} learns from data: call fit(train) first")
+
+    @property
+    def encoder(self) -> Encoder:  # type: ignore[override]
+        self._check_fitted()
+        return self.encoder_
+
+    def predictor_params(self) -> dict[str, torch.Tensor]:
+        """θ: the predictor's parameters (detached copies), keyed for ``functional_call``."""
+        self._check_fitted()
+        names = set(self.net_.predictor_names())
+        return {n: p.detach().clone() for n, p in self.net_.named_parameters() if n in names}
+
+    def predictor_view(self) -> nn.Module:
+        """``f(x; θ)`` as a module whose parameter names match :meth:`predictor_params`."""
+        self._check_fitted()
+        return _PredictorView(self.net_)
+
+    # --- inference ------------------------------------------------------------------------
+    def predict_proba(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        """Class probabilities (n, 2) from the trained predictor."""
+        self._check_fitted()
+        return self.model.predict_proba(X)
+
+    def predict(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        """Predicted classes (0/1) from the trained predictor."""
+        self._check_fitted()
+        return self.model.predict(X)
+
+    def counterfactuals(self, X: np.ndarray) -> np.ndarray:
+        """One CE per row of model-space ``X`` (n, d): one forward pass plus projection to an
+        exact encoding. No validity check (``explain`` does that)."""
+        self._check_fitted()
+        X = np.asarray(X, dtype=np.float64)
+        with torch.no_grad(), _single_thread():
+            xt = torch.as_tensor(X, dtype=torch.float32, device=self.device_)
+            _, raw = self.net_(xt)
+            soft = self.constraints_.soft(xt, raw).cpu().double().numpy()
+        return self.constraints_.hard(X, soft)
+
+    def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+        t0 = time.perf_counter()
+        cfs = self.counterfactuals(X)
+        flips = self.model.predict(cfs) == targets
+        each = (time.perf_counter() - t0) / max(len(X), 1)
+        return [QueryResult("found", cfs[i:i + 1], time=each) if ok else
+                QueryResult("not_found", None, time=each,
+                            message="the explainer head's CE does not reach the target class")
+                for i, ok in enumerate(flips)]

@@ -1,0 +1,268 @@
+"""RoCourseNet: CounterNet trained against a worst-case *data* shift (tri-level problem, eq. 4).
+
+The attacker (eq. 3) shifts the training inputs by δ (‖δᵢ‖∞ ≤ ε, continuous features only); the
+defender retrains its predictor on ``x + δ`` and the attacker picks δ so that the retrained
+predictor ``f(·; θ'(δ))`` rejects the current CEs. :func:`virtual_data_shift` (VDS, Algorithm 1)
+approximates it: T signed-gradient steps on δ, each differentiating the adversarial loss through
+K unrolled training steps of the predictor (``torch.func``: ``functional_call`` + nested
+``grad``). :class:`RoCourseNet` (Algorithm 2) trains the explainer head against ``θ'`` every batch,
+with ε scheduled linearly over the epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad
+
+from robustce.data.dataset import Dataset
+from robustce.errors import ValidationError
+from robustce.methods.counternet import CounterNet, _PredictorView
+from robustce.models.mlp import _single_thread
+from robustce.validation import check_choice, check_integer, check_number
+
+__all__ = ["RoCourseNet", "unrolled_adversarial_loss", "virtual_data_shift"]
+
+Params = dict[str, torch.Tensor]
+AdamState = tuple  # Adam: (m, v, step count as a 0-d tensor); SGD: ()
+
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+
+
+def _mse_prob(predictor: nn.Module, params: Params, x: torch.Tensor,
+              target: torch.Tensor) -> torch.Tensor:
+    """Mean squared error between ``σ(f(x; params))`` and ``target`` (the authors' losses)."""
+    return torch.mean((torch.sigmoid(functional_call(predictor, params, (x,))) - target) ** 2)
+
+
+def _inner_step(theta: Params, g: Params, state: AdamState | None, lr: float,
+                optimizer: str) -> tuple[Params, AdamState | None]:
+    """One differentiable training step of the predictor (SGD or Adam, Algorithm 1 line 6)."""
+    if optimizer == "sgd":
+        return {n: theta[n] - lr * g[n] for n in theta}, ()
+    b1, b2 = ADAM_BETAS
+    m, v, t = state if state else ({n: torch.zeros_like(p) for n, p in theta.items()},
+                                               {n: torch.zeros_like(p) for n, p in theta.items()},
+                                               torch.zeros(()))
+    t = t + 1
+    m = {n: b1 * m[n] + (1 - b1) * g[n] for n in theta}
+    v = {n: b2 * v[n] + (1 - b2) * g[n] ** 2 for n in theta}
+    c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+    # sqrt(v + tiny): finite derivative where a gradient entry is exactly 0
+    new = {n: theta[n] - lr * (m[n] / c1) / (torch.sqrt(v[n] / c2 + 1e-30) + ADAM_EPS)
+           for n in theta}
+    return new, (m, v, t)
+
+
+def unrolled_adversarial_loss(
+    delta: torch.Tensor,
+    predictor: nn.Module,
+    theta: Params,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x_cf: torch.Tensor,
+    y_cf: torch.Tensor,
+    *,
+    k: int = 2,
+    inner_lr: float = 0.03,
+    inner_optimizer: str = "adam",
+    state: AdamState | None = None,
+) -> tuple[torch.Tensor, tuple[Params, AdamState | None]]:
+    """``L(f(x_cf; θ'), y_cf)`` after K unrolled predictor steps on ``(x + δ, y)`` from θ.
+
+    Differentiable in ``delta`` through the unrolled steps (the only path: ``x_cf`` does not
+    depend on δ). Returns the loss and ``(θ', optimizer state)``.
+    """
+    th = theta
+    for _ in range(k):
+        g = grad(_mse_prob, argnums=1)(predictor, th, x + delta, y)
+        th, state = _inner_step(th, g, state, inner_lr, inner_optimizer)
+    return _mse_prob(predictor, th, x_cf, y_cf), (th, state)
+
+
+def _project(delta: torch.Tensor, epsilon: float, norm: str) -> torch.Tensor:
+    if norm == "inf":
+        return delta.clamp(-epsilon, epsilon)
+    n = delta.norm(dim=1, keepdim=True)
+    return delta * torch.clamp(epsilon / (n + 1e-12), max=1.0)
+
+
+def _check_vds(epsilon: float, n_steps: int, k: int, inner_lr: float, alpha: float | None,
+               norm: str, inner_optimizer: str) -> None:
+    check_number(epsilon, "epsilon", low=0, low_open=True)
+    check_integer(n_steps, "n_steps (T)", low=1)
+    check_integer(k, "k (unrolled steps K)", low=1)
+    check_number(inner_lr, "inner_lr", low=0, low_open=True)
+    check_number(alpha, "alpha", low=0, low_open=True, allow_none=True)
+    check_choice(norm, "norm", ("inf", "l2"))
+    check_choice(inner_optimizer, "inner_optimizer", ("adam", "sgd"))
+
+
+def virtual_data_shift(
+    predictor: nn.Module,
+    theta: Params,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x_cf: torch.Tensor,
+    y_cf: torch.Tensor,
+    *,
+    epsilon: float = 0.1,
+    n_steps: int = 7,
+    k: int = 2,
+    inner_lr: float = 0.03,
+    alpha: float | None = None,
+    norm: str = "inf",
+    shift_mask: torch.Tensor | np.ndarray | None = None,
+    inner_optimizer: str = "adam",
+    generator: torch.Generator | None = None,
+) -> tuple[Params, torch.Tensor]:
+    """Virtual data shift (Algorithm 1): a worst-case shifted predictor θ' and the shift δ.
+
+    ``predictor(x) -> logit`` is evaluated with ``functional_call`` under parameters ``theta``
+    (e.g. ``CounterNet.predictor_view()`` and ``.predictor_params()``). ``(x, y)`` is the training
+    batch, ``x_cf`` its CEs and ``y_cf`` the class each CE should get (``1 − round(f(x; θ))``).
+
+    δ ~ U(−ε, ε) on the ``shift_mask`` columns (default all; RoCourseNet passes the continuous
+    ones), then T times: θ' ← K unrolled steps on ``(x + δ, y)`` (SGD or, as in the authors'
+    code, Adam with ``inner_lr``; θ' and the optimizer state carry over between attacker steps),
+    δ ← δ + α·sign(∇δ L(f(x_cf; θ'), y_cf)) (L2: the row-normalised gradient), projected onto the
+    ε-ball of ``norm``. ``alpha`` defaults to 2.5ε/T. Returns detached ``(θ', δ)``.
+    """
+    _check_vds(epsilon, n_steps, k, inner_lr, alpha, norm, inner_optimizer)
+    if x.ndim != 2 or x_cf.shape != x.shape or y.shape != (len(x),) or y_cf.shape != (len(x),):
+        raise ValidationError(f"virtual_data_shift needs x and x_cf of one shape (n, d) and y, "
+                              f"y_cf of shape (n,); got {tuple(x.shape)}, {tuple(x_cf.shape)}, "
+                              f"{tuple(y.shape)}, {tuple(y_cf.shape)}")
+    if shift_mask is None:
+        mask = torch.ones(x.shape[1], dtype=x.dtype, device=x.device)
+    else:
+        mask = torch.as_tensor(np.asarray(shift_mask, dtype=bool), device=x.device).to(x.dtype)
+        if mask.shape != (x.shape[1],):
+            raise ValidationError(f"shift_mask must have one entry per column ({x.shape[1]}), "
+                                  f"got shape {tuple(mask.shape)}")
+        if not bool(mask.any()):
+            raise ValidationError("shift_mask selects no column: the virtual data shift needs at "
+                                  "least one continuous feature to perturb")
+    eps = float(epsilon)
+    step = 2.5 * eps / n_steps if alpha is None else float(alpha)
+    u = torch.rand(x.shape, generator=generator, dtype=x.dtype).to(x.device)
+    delta = (2 * u - 1) * eps * mask
+    with _single_thread():
+        theta = {n: p.detach() for n, p in theta.items()}
+        state: AdamState | None = None
+        objective: Callable = grad(unrolled_adversarial_loss, argnums=0, has_aux=True)
+        for _ in range(int(n_steps)):
+            g, (theta, state) = objective(delta, predictor, theta, x, y, x_cf, y_cf, k=int(k),
+                                          inner_lr=float(inner_lr), inner_optimizer=inner_optimizer,
+                                          state=state)
+            theta = {n: p.detach() for n, p in theta.items()}
+            if state:
+                state = ({n: t.detach() for n, t in state[0].items()},
+                         {n: t.detach() for n, t in state[1].items()}, state[2].detach())
+            if norm == "inf":
+                direction = torch.sign(g)
+            else:
+                gm = g * mask
+                direction = gm / (gm.norm(dim=1, keepdim=True) + 1e-12)
+            delta = _project((delta + step * direction) * mask, eps, norm).detach()
+    return theta, delta
+
+
+class RoCourseNet(CounterNet):
+    """RoCourseNet (Algorithm 2): CounterNet whose explainer is trained against VDS.
+
+    Per mini-batch: (i) predictor step on λ₁·L₁; (ii) VDS → shifted predictor θ'; (iii) explainer
+    step on λ₂·L₂ + λ₃·L₃ with L₂ measured under θ'. ε grows linearly over the epochs
+    (``ε_e = E·e/N`` for epoch e = 1..N; ``epsilon_schedule="constant"`` keeps E).
+
+    Parameters (beyond :class:`CounterNet`'s; defaults from the paper / authors' code)
+    ----------
+    epsilon : maximum shift E (0.1).
+    n_steps : attacker steps T (7; german 10).
+    k : unrolled predictor steps K (2).
+    inner_lr : learning rate of the unrolled steps (0.03).
+    alpha : attacker step size (None: 2.5ε/T with the epoch's ε).
+    norm : "inf" (paper) or "l2" ball.
+    inner_optimizer : "adam" (authors' code) or "sgd" (the paper's Algorithm 1 line 6).
+    epsilon_schedule : "linear" (paper) or "constant".
+
+    VDS shifts continuous (scaled) columns only; a dataset without any is rejected at ``fit``.
+    """
+
+    name: ClassVar[str] = "rocoursenet"
+
+    def __init__(
+        self,
+        *,
+        epsilon: float = 0.1,
+        n_steps: int = 7,
+        k: int = 2,
+        inner_lr: float = 0.03,
+        alpha: float | None = None,
+        norm: str = "inf",
+        inner_optimizer: str = "adam",
+        epsilon_schedule: str = "linear",
+        **kwargs,
+    ):
+        self.epsilon = epsilon
+        self.n_steps = n_steps
+        self.k = k
+        self.inner_lr = inner_lr
+        self.alpha = alpha
+        self.norm = norm
+        self.inner_optimizer = inner_optimizer
+        self.epsilon_schedule = epsilon_schedule
+        super().__init__(**kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        _check_vds(self.epsilon, self.n_steps, self.k, self.inner_lr, self.alpha, self.norm,
+                   self.inner_optimizer)
+        check_choice(self.epsilon_schedule, "epsilon_schedule", ("linear", "constant"))
+
+    def _fit(self, data: Dataset) -> None:
+        if not any(f.kind.is_numeric for f in data.schema):
+            raise ValidationError(
+                f"RoCourseNet's virtual data shift perturbs continuous features only, and dataset "
+                f"{data.name!r} has none (all features are categorical/ordinal/binary); use "
+                "CounterNet instead"
+            )
+        super()._fit(data)
+
+    def _start_epoch(self, epoch: int) -> None:
+        E, N = float(self.epsilon), int(self.epochs)
+        self.epsilon_ = E * (epoch + 1) / N if self.epsilon_schedule == "linear" else E
+        if epoch == 0:
+            self._shift_mask = torch.tensor(self.constraints_.continuous, device=self.device_)
+            self._vds_gen = torch.Generator().manual_seed(int(self._vds_seed()))
+            self.epsilons_ = []
+        self.epsilons_.append(self.epsilon_)
+
+    def _vds_seed(self) -> int:
+        return int(torch.randint(2**31 - 1, (1,)).item())  # under _seeded: fixed by random_state
+
+    def _validity_params(self, x: torch.Tensor, y: torch.Tensor, cf: torch.Tensor,
+                         y_cf: torch.Tensor) -> dict[str, torch.Tensor]:
+        eps = self.epsilon_
+        alpha = self.alpha
+        theta, _ = virtual_data_shift(
+            self.predictor_view_train(), self._current_params(), x, y, cf, y_cf, epsilon=eps,
+            n_steps=int(self.n_steps), k=int(self.k), inner_lr=float(self.inner_lr),
+            alpha=alpha, norm=self.norm, shift_mask=self._shift_mask,
+            inner_optimizer=self.inner_optimizer, generator=self._vds_gen,
+        )
+        return theta
+
+    def _current_params(self) -> dict[str, torch.Tensor]:
+        names = set(self.net_.predictor_names())
+        return {n: p.detach() for n, p in self.net_.named_parameters() if n in names}
+
+    def predictor_view_train(self) -> nn.Module:
+        """The predictor view during training (no dropout in the attacker)."""
+        return _PredictorView(self.net_)
+

@@ -1,0 +1,255 @@
+"""CounterNet and RoCourseNet: architecture, constraints, determinism, VDS, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch.func import functional_call, grad
+
+import robustce as rc
+from robustce.errors import NotFittedError, ValidationError
+from robustce.methods.counternet import CEConstraints, CounterNet, CounterNetModule, _PredictorView
+from robustce.methods.rocoursenet import (
+    RoCourseNet,
+    unrolled_adversarial_loss,
+    virtual_data_shift,
+)
+
+TINY = ((16, 8), (8,), (8,))
+
+
+@pytest.fixture(scope="module")
+def loan_small():
+    data = rc.datasets.load("synthetic_loan", n_samples=600, random_state=1)
+    return data.split(test_size=0.25, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(loan_small):
+    train, _ = loan_small
+    return CounterNet(hidden=TINY, epochs=25, batch_size=32, lambdas=(1, 1, 0.1),
+                      random_state=0, progress=False).fit(train)
+
+
+def test_same_seed_same_model_and_other_seed_differs(loan_small):
+    train, _ = loan_small
+    small = train.subset(np.arange(120))
+    kw = dict(hidden=TINY, epochs=2, batch_size=32, progress=False)
+    a = CounterNet(random_state=3, **kw).fit(small)
+    b = CounterNet(random_state=3, **kw).fit(small)
+    c = CounterNet(random_state=4, **kw).fit(small)
+    sa, sb, sc = (m.net_.state_dict() for m in (a, b, c))
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+
+
+def test_model_view_is_the_trained_predictor(fitted, loan_small):
+    _, test = loan_small
+    assert isinstance(fitted.model, rc.models.NetworkModel)
+    X = fitted.encoder.transform(test.frame)
+    with torch.no_grad():
+        torch_p = torch.sigmoid(fitted.predictor_view()(torch.tensor(X, dtype=torch.float32)))
+    np.testing.assert_allclose(fitted.predict_proba(test.frame)[:, 1], torch_p.numpy(), atol=1e-5)
+    np.testing.assert_array_equal(fitted.predict(test.frame), fitted.model.predict(X))
+    # it learned something: better than the majority class on held-out rows
+    majority = max(test.y.mean(), 1 - test.y.mean())
+    assert (fitted.predict(test.frame) == test.y).mean() > majority
+
+
+def test_ces_respect_encoding_immutables_and_flip_the_predictor(fitted, loan_small):
+    _, test = loan_small
+    enc = fitted.encoder
+    X = enc.transform(test.frame)
+    C = fitted.counterfactuals(X)
+    np.testing.assert_array_equal(C, enc.project(C))  # exact encodings
+    for b in enc.blocks_:
+        if b.encoding == "onehot":
+            assert np.all(C[:, b.slice].sum(1) == 1)
+    np.testing.assert_array_equal(C[:, enc.immutable_mask_], X[:, enc.immutable_mask_])
+    assert np.all(C[:, enc.increasing_mask_] >= X[:, enc.increasing_mask_])
+    assert C.min() >= 0 and C.max() <= 1
+    validity = (fitted.model.predict(C) != fitted.model.predict(X)).mean()
+    assert validity >= 0.9
+    e = fitted.explain(test.frame)
+    found = e.status == "found"
+    assert found.mean() >= 0.9
+    assert set(e.status) <= {"found", "not_found"}
+
+
+def test_soft_constraints_are_valid_relaxations(fitted):
+    enc = fitted.encoder
+    cons = CEConstraints(enc, torch.device("cpu"))
+    g = torch.Generator().manual_seed(0)
+    x = torch.tensor(enc.project(torch.rand(50, enc.n_features_out_, generator=g).numpy()),
+                     dtype=torch.float32)
+    raw = (3 * torch.randn(50, enc.n_features_out_, generator=g)).requires_grad_()
+    soft = cons.soft(x, raw)
+    assert soft.min() >= 0 and soft.max() <= 1
+    for b in enc.blocks_:
+        block = soft[:, b.slice]
+        if b.encoding == "onehot":
+            torch.testing.assert_close(block.sum(1), torch.ones(50))
+        if b.encoding == "thermometer":
+            assert torch.all(block[:, 1:] <= block[:, :-1] + 1e-6)
+    imm = torch.tensor(enc.immutable_mask_)
+    torch.testing.assert_close(soft[:, imm], x[:, imm])
+    soft.sum().backward()  # differentiable
+    assert raw.grad is not None and torch.isfinite(raw.grad).all()
+
+
+def test_explain_before_fit_and_bad_params():
+    with pytest.raises(NotFittedError):
+        CounterNet(progress=False).explain(np.zeros((1, 3)))
+    for bad in (dict(epochs=0), dict(lr=-1), dict(lambdas=(1, 2)), dict(dropout=1.0),
+                dict(hidden=((8,), (8,))), dict(hidden=((0,), (8,), (8,))), dict(batch_size=0)):
+        with pytest.raises(ValidationError):
+            CounterNet(**bad)
+
+
+def test_params_round_trip_without_a_model():
+    m = RoCourseNet(hidden=TINY, epsilon=0.2, n_steps=3, progress=False)
+    assert m.model is None  # no model goes in: it trains its own
+    assert type(m)(**m.get_params()).get_params() == m.get_params()
+    assert {"epsilon", "n_steps", "k", "hidden", "lambdas"} <= set(RoCourseNet.param_names())
+
+
+def test_multiclass_is_rejected():
+    with pytest.raises(ValidationError, match="binary"):
+        CounterNet(hidden=TINY, epochs=1, progress=False).fit(rc.datasets.load("iris"))
+
+
+# --- virtual data shift (Algorithm 1) ----------------------------------------------------------
+def _robust_validity(view, theta, x_cf, y_cf):
+    with torch.no_grad():
+        return ((functional_call(view, theta, (x_cf,)) > 0).float() == y_cf).float().mean().item()
+
+
+def test_vds_lowers_robust_validity_of_a_fixed_counternet(fitted, loan_small):
+    train, _ = loan_small
+    X = fitted.encoder.transform(train.frame)
+    x = torch.tensor(X, dtype=torch.float32)
+    y = torch.tensor(train.y, dtype=torch.float32)
+    x_cf = torch.tensor(fitted.counterfactuals(X), dtype=torch.float32)
+    view, theta = fitted.predictor_view(), fitted.predictor_params()
+    with torch.no_grad():
+        y_cf = 1 - (functional_call(view, theta, (x,)) > 0).float()
+    before = _robust_validity(view, theta, x_cf, y_cf)
+    kw = dict(epsilon=0.3, n_steps=10, shift_mask=fitted.constraints_.continuous)
+    attacked, delta = virtual_data_shift(view, theta, x, y, x_cf, y_cf,
+                                         generator=torch.Generator().manual_seed(0), **kw)
+    # the same retraining on a random (not optimised) shift of the same size
+    random_shift, _ = virtual_data_shift(view, theta, x, y, x_cf, y_cf, alpha=1e-12,
+                                         generator=torch.Generator().manual_seed(0), **kw)
+    after = _robust_validity(view, attacked, x_cf, y_cf)
+    baseline = _robust_validity(view, random_shift, x_cf, y_cf)
+    assert before >= 0.9
+    assert after < baseline - 0.2, (before, baseline, after)
+    # δ stays in the ε-ball and on the continuous columns
+    assert delta.abs().max() <= 0.3 + 1e-6
+    assert torch.all(delta[:, ~torch.tensor(fitted.constraints_.continuous)] == 0)
+
+
+@pytest.mark.parametrize("inner_optimizer", ["sgd", "adam"])
+def test_vds_gradient_flows_through_unrolled_steps(inner_optimizer):
+    """∇δ of the adversarial loss (torch.func through K unrolled steps) matches central finite
+    differences on a tiny float64 network. x_cf does not depend on δ, so any non-zero gradient
+    has come through the unrolled predictor updates."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = CounterNetModule(3, ((5,), (4,), (2,)), 0.0).double()
+        x = torch.rand(6, 3, dtype=torch.float64)
+        x_cf = torch.rand(6, 3, dtype=torch.float64)
+        delta = 0.1 * torch.randn(6, 3, dtype=torch.float64)
+        u = torch.randn(6, 3, dtype=torch.float64)
+    view = _PredictorView(net)
+    theta = {n: p.detach() for n, p in view.named_parameters()}
+    y = torch.tensor([0, 1, 0, 1, 1, 0], dtype=torch.float64)
+    y_cf = 1 - y
+    kw = dict(k=3, inner_lr=0.5 if inner_optimizer == "sgd" else 0.05,
+              inner_optimizer=inner_optimizer)
+
+    def loss(d):
+        return unrolled_adversarial_loss(d, view, theta, x, y, x_cf, y_cf, **kw)[0]
+
+    g, _ = grad(unrolled_adversarial_loss, has_aux=True)(delta, view, theta, x, y, x_cf, y_cf, **kw)
+    h = 1e-6
+    fd = (loss(delta + h * u) - loss(delta - h * u)) / (2 * h)
+    assert g.abs().max() > 1e-6
+    assert torch.isclose((g * u).sum(), fd, rtol=1e-4, atol=1e-9), ((g * u).sum().item(), fd.item())
+
+
+def test_vds_rejects_bad_input():
+    view = _PredictorView(CounterNetModule(3, ((4,), (3,), (2,)), 0.0))
+    theta = {n: p.detach() for n, p in view.named_parameters()}
+    x, y = torch.rand(4, 3), torch.ones(4)
+    for bad in (dict(epsilon=0), dict(epsilon=-0.1), dict(n_steps=0), dict(k=0),
+                dict(norm="l1"), dict(shift_mask=np.zeros(3, bool)), dict(shift_mask=np.ones(2, bool))):
+        with pytest.raises(ValidationError):
+            virtual_data_shift(view, theta, x, y, x, 1 - y, **bad)
+
+
+# --- RoCourseNet (Algorithm 2) ------------------------------------------------------------------
+def test_rocoursenet_bad_parameters():
+    for bad in (dict(epsilon=0), dict(epsilon=-0.1), dict(n_steps=0), dict(k=0), dict(alpha=0),
+                dict(norm="l3"), dict(inner_optimizer="rmsprop"), dict(epsilon_schedule="cosine")):
+        with pytest.raises(ValidationError):
+            RoCourseNet(progress=False, **bad)
+
+
+def test_rocoursenet_rejects_data_without_continuous_features():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"colour": rng.choice(["red", "green", "blue"], 40),
+                       "size": rng.choice(["s", "m"], 40), "label": rng.integers(0, 2, 40)})
+    data = rc.data.from_frame(df, "label")
+    with pytest.raises(ValidationError, match="continuous features"):
+        RoCourseNet(hidden=TINY, epochs=1, progress=False).fit(data)
+
+
+def test_rocoursenet_schedules_epsilon_linearly_and_is_deterministic(loan_small):
+    train, _ = loan_small
+    small = train.subset(np.arange(64))
+    kw = dict(hidden=TINY, epochs=3, batch_size=32, epsilon=0.3, n_steps=2, progress=False)
+    a = RoCourseNet(random_state=5, **kw).fit(small)
+    b = RoCourseNet(random_state=5, **kw).fit(small)
+    np.testing.assert_allclose(a.epsilons_, [0.1, 0.2, 0.3])
+    sa, sb = a.net_.state_dict(), b.net_.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    constant = RoCourseNet(random_state=5, epsilon_schedule="constant", **kw).fit(small)
+    np.testing.assert_allclose(constant.epsilons_, [0.3, 0.3, 0.3])
+
+
+@pytest.mark.slow
+def test_rocoursenet_resists_vds_better_than_counternet(loan_small):
+    """Trained against VDS, RoCourseNet's CEs survive a fresh VDS attack more often than
+    CounterNet's (same data, seed, architecture and epochs)."""
+    train, _ = loan_small
+    kw = dict(hidden=TINY, epochs=25, batch_size=32, lambdas=(1, 1, 0.1), random_state=0,
+              progress=False)
+    out = {}
+    for cls, extra in ((CounterNet, {}), (RoCourseNet, dict(epsilon=0.1))):
+        m = cls(**kw, **extra).fit(train)
+        X = m.encoder.transform(train.frame)
+        x, y = torch.tensor(X, dtype=torch.float32), torch.tensor(train.y, dtype=torch.float32)
+        x_cf = torch.tensor(m.counterfactuals(X), dtype=torch.float32)
+        view, theta = m.predictor_view(), m.predictor_params()
+        with torch.no_grad():
+            y_cf = 1 - (functional_call(view, theta, (x,)) > 0).float()
+        attacked, _ = virtual_data_shift(view, theta, x, y, x_cf, y_cf, epsilon=0.3, n_steps=10,
+                                         shift_mask=m.constraints_.continuous,
+                                         generator=torch.Generator().manual_seed(0))
+        out[cls.__name__] = _robust_validity(view, attacked, x_cf, y_cf)
+    assert out["RoCourseNet"] > out["CounterNet"] + 0.1, out
+
+
+def test_build_explainer_trains_a_counternet_without_a_model(loan_small):
+    train, test = loan_small
+    small = train.subset(np.arange(80))
+    ex = rc.methods.build_explainer("counternet", None, small, seed=2, hidden=TINY, epochs=1,
+                                    progress=False)
+    assert isinstance(ex, CounterNet) and ex.random_state == 2 and ex.is_fitted_
+    assert len(ex.explain(test.frame.iloc[:3]).status) == 3
+    model = rc.models.NetworkModel(ex.model.network(), ex.encoder)
+    with pytest.raises(rc.errors.ConfigError, match="takes none"):
+        rc.methods.build_explainer("rocoursenet", model, small, progress=False)
