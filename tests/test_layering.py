@@ -92,8 +92,9 @@ def graph() -> dict[str, list[tuple[str, int]]]:
 
 
 def test_every_module_has_a_layer(graph):
+    assert graph, "no modules found under src/robustce"
     for name in graph:
-        layer_of(name)
+        assert 0 <= layer_of(name) < len(LAYERS), name
 
 
 def test_no_import_runs_up_the_layers(graph):
