@@ -140,6 +140,7 @@ class NearestNeighbour(Explainer):
         cand, first = (_unique_rows(X[rows])[:2] if len(rows) else
                        (np.zeros((0, X.shape[1])), np.zeros(0, dtype=np.int64)))
         source = rows[first]
+        cand, source = self._filter_candidates(t, cand, source)
         imm = self.encoder.immutable_mask_
         if imm.any() and len(cand):
             keys, _, group = _unique_rows(np.round(cand[:, imm], _KEY_DECIMALS))
@@ -154,6 +155,11 @@ class NearestNeighbour(Explainer):
                           np.bincount(group, minlength=len(keys)), tree)
         self._indices[t] = idx
         return idx
+
+    def _filter_candidates(self, target_class: int, cand: np.ndarray, source: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+        """Hook: restrict the candidates of a class before the tree is built (default: all)."""
+        return cand, source
 
     def _query_groups(self, idx: _ClassIndex, X: np.ndarray) -> np.ndarray:
         """Group id of each query's immutable values among the candidates' groups (-1: none)."""
@@ -179,6 +185,10 @@ class NearestNeighbour(Explainer):
             idx = self.index(int(t))
             groups = self._query_groups(idx, X[rows])
             pos = self._search(idx, X[rows], groups)  # (q, n_neighbours), -1 = none
+            if len(idx.X) == 0:  # the model puts no training point in this class
+                for r in rows:
+                    results[r] = self._infeasible(0)
+                continue
             count = (pos >= 0).sum(axis=1)
             cfs = idx.X[np.maximum(pos, 0)]  # (q, n_neighbours, d)
             dist0 = self.distance_.rowwise(cfs[:, 0], X[rows])
@@ -194,9 +204,11 @@ class NearestNeighbour(Explainer):
                     results[r] = self._infeasible(int(n_cand[j]))
         return results
 
-    def _search(self, idx: _ClassIndex, X: np.ndarray, groups: np.ndarray) -> np.ndarray:
-        """Candidate positions per query, nearest first: shape (q, n_neighbours), -1 padded."""
-        nb = self.n_neighbours
+    def _search(self, idx: _ClassIndex, X: np.ndarray, groups: np.ndarray,
+                n: int | None = None) -> np.ndarray:
+        """Candidate positions per query, nearest first: shape (q, n), -1 padded
+        (``n`` defaults to ``n_neighbours``)."""
+        nb = self.n_neighbours if n is None else int(n)
         out = np.full((len(X), nb), -1, dtype=np.int64)
         todo = np.flatnonzero(groups >= 0)
         if len(todo) == 0:
