@@ -160,9 +160,13 @@ class Wachter(Explainer):
                 scale = X.max(axis=0) - X.min(axis=0)
                 scale = np.where(scale > 0, scale, 1.0)
             return 1.0 / scale
-        w = np.asarray(spec, dtype=np.float64).reshape(-1)
+        try:
+            w = np.asarray(spec, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            w = np.full(0, np.nan)
         if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValidationError(f"distance_weights must be {d} finite non-negative numbers")
+            raise ValidationError(f"distance_weights must be None, 'mad', 'range' or {d} finite "
+                                  f"non-negative numbers, got {spec!r}")
         return w
 
     # --- search -----------------------------------------------------------------------------
