@@ -31,7 +31,13 @@ def package_version() -> str:
 
 def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
     """``None`` -> fresh generator, ``int`` -> seeded generator, ``Generator`` -> itself."""
+    if isinstance(random_state, bool):
+        raise ValidationError(f"random_state must be None, an int >= 0 or a numpy Generator, got "
+                              f"{random_state!r}")
     if random_state is None or isinstance(random_state, int | np.integer):
+        if random_state is not None and random_state < 0:
+            raise ValidationError(f"random_state must be None, an int >= 0 or a numpy Generator, "
+                                  f"got {random_state!r}")
         return np.random.default_rng(None if random_state is None else int(random_state))
     if isinstance(random_state, np.random.Generator):
         return random_state
