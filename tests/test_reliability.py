@@ -29,8 +29,8 @@ def test_single_query_as_series_on_mixed_schema(mixed):
     one = nn.explain(data.frame.iloc[3])
     framed = nn.explain(data.frame.iloc[[3]])
     assert list(one.query_ids) == [3]
-    pd.testing.assert_frame_equal(one.to_frame().drop(columns="time"),
-                                  framed.to_frame().drop(columns="time"))
+    pd.testing.assert_frame_equal(one.to_frame().drop(columns="time_s"),
+                                  framed.to_frame().drop(columns="time_s"))
     assert one.queries.dtypes.to_dict() == data.frame.dtypes.to_dict()
 
 
