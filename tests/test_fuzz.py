@@ -5,7 +5,9 @@
   wrong types, huge): only :class:`~robustce.errors.RobustCEError` subclasses escape, with a
   message naming the parameter; NaN, strings and arbitrary objects are never accepted;
 * random corruptions (truncation, byte flips, deleted or emptied files) of a saved model and of
-  saved explanations: loading either works or raises a ``RobustCEError`` naming the file.
+  saved explanations: loading either works or raises a ``RobustCEError`` naming the file;
+* the CLI: one bad value in one argument, or a corrupt explanations directory for ``certify``:
+  exit code 2, one line on stderr, no traceback, no output created.
 
 ``FUZZ_EXAMPLES`` (hypothesis ``max_examples``) keeps the default run fast (> 200 generated cases
 in all); the ``slow``-marked variants run ten times more.
@@ -20,7 +22,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import robustce as rc
@@ -28,7 +30,7 @@ from robustce.errors import RobustCEError
 from robustce.explanations import Explanations
 from robustce.methods.base import Explainer
 
-FUZZ_EXAMPLES = {"params": 160, "robustness": 80, "files": 40}
+FUZZ_EXAMPLES = {"params": 160, "robustness": 80, "files": 40, "cli": 40, "cli_files": 20}
 FUZZ = settings(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
@@ -258,3 +260,92 @@ def test_robustness_parameters_fuzz_slow(world, data):
     target, param = data.draw(st.sampled_from(_robustness_cases(world)), label="case")
     _check_robustness_value(world, target, param, data.draw(st.sampled_from(BAD), label="value"))
 
+
+
+# --- the CLI --------------------------------------------------------------------------------------
+_BAD_TEXT = ["nan", "inf", "-inf", "0", "-1", "1000000000000000000", "x", "", "[1, 2]", "1e999"]
+_EXPLAIN = ["explain", "--dataset", "moons", "--method", "nearest_neighbour", "--queries", "2",
+            "--hidden", "4", "--epochs", "2"]
+
+
+def _cli_cases():
+    """(argv builder, text) pairs: each puts one bad value into one argument."""
+    return [
+        ("explain --param n_neighbours", lambda v, out: _EXPLAIN + ["--param", f"n_neighbours={v}",
+                                                                    "--out", out]),
+        ("explain --param norm", lambda v, out: _EXPLAIN + ["--param", f"norm={v}",
+                                                            "--out", out]),
+        ("explain --test-size", lambda v, out: _EXPLAIN + ["--test-size", v, "--out", out]),
+        ("explain --queries", lambda v, out: ["explain", "--dataset", "moons", "--method",
+                                              "nearest_neighbour", "--queries", v, "--out", out]),
+        ("explain --hidden", lambda v, out: ["explain", "--dataset", "moons", "--method",
+                                             "wachter", "--hidden", v, "--out", out]),
+        ("explain --method", lambda v, out: ["explain", "--dataset", "moons", "--method",
+                                             v or "none", "--out", out]),
+        ("certify --delta", lambda v, out: ["certify", "nowhere", "--delta", v, "--out", out]),
+    ]
+
+
+#: (case, value) pairs that are not errors: more queries than the test split has means all
+_CLI_VALID = {("explain --queries", "1000000000000000000")}
+
+
+def _check_cli(argv, out, capsys):
+    from robustce.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, (argv, code, err)
+    assert len(lines) == 1 and "error" in lines[0], (argv, err)
+    assert "Traceback" not in err
+    assert not out.exists(), argv
+
+
+@settings(FUZZ, max_examples=FUZZ_EXAMPLES["cli"])
+@given(case=st.sampled_from(_cli_cases()), value=st.sampled_from(_BAD_TEXT))
+def test_cli_bad_arguments_fuzz(tmp_path_factory, capsys, case, value):
+    """(A model trained before the check would print a second line: "training an MLP ...".)"""
+    assume((case[0], value) not in _CLI_VALID)
+    out = tmp_path_factory.mktemp("cli") / "out"
+    _check_cli(case[1](value, str(out)), out, capsys)
+
+
+@settings(FUZZ, max_examples=FUZZ_EXAMPLES["cli_files"])
+@given(how=st.sampled_from(HOWS), seed=st.integers(0, 2**32 - 1))
+def test_cli_certify_corrupt_explanations_fuzz(saved_originals, world, tmp_path_factory, capsys,
+                                               how, seed):
+    from robustce.cli import main
+
+    work = tmp_path_factory.mktemp("cli_corrupt")
+    shutil.copytree(saved_originals / "expl", work / "expl")
+    _corrupt(work / "expl", how, np.random.default_rng(seed))
+    out = work / "certs" / "c.csv"
+    argv = ["certify", str(work / "expl"), "--model", str(saved_originals / "model"),
+            "--delta", "0.01", "--time-limit", "1", "--out", str(out)]
+    try:
+        Explanations.load(work / "expl")
+    except RobustCEError:
+        _check_cli(argv, out, capsys)
+    else:  # a harmless corruption (e.g. a flipped byte inside a text cell): certify works
+        assert main(argv) == 0
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=10 * FUZZ_EXAMPLES["files"])
+@given(kind=st.sampled_from(["model", "expl"]), how=st.sampled_from(HOWS),
+       seed=st.integers(0, 2**32 - 1))
+def test_corrupt_saved_files_fuzz_slow(saved_originals, tmp_path_factory, kind, how, seed):
+    work = tmp_path_factory.mktemp("corrupt")
+    shutil.copytree(saved_originals / kind, work / kind)
+    name = _corrupt(work / kind, how, np.random.default_rng(seed))
+    _check_load(rc.models.load if kind == "model" else Explanations.load, work / kind, name)
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=70)
+@given(case=st.sampled_from(_cli_cases()), value=st.sampled_from(_BAD_TEXT))
+def test_cli_bad_arguments_fuzz_slow(tmp_path_factory, capsys, case, value):
+    assume((case[0], value) not in _CLI_VALID)
+    out = tmp_path_factory.mktemp("cli") / "out"
+    _check_cli(case[1](value, str(out)), out, capsys)

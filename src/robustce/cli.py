@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from robustce.errors import RobustCEError, ValidationError
 
@@ -264,7 +264,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         schema = model.encoder.schema if model is not None else data.schema
         queries = _read_queries(args.queries_file, schema, target)
     trained = model is None
-    if trained:
+    if trained:  # the method's parameters are checked before the (possibly long) training
+        build_explainer(cls, _stand_in_model(train, hidden), train, seed=args.seed, **params)
         print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
         model = MLP(hidden, epochs=args.epochs, lr=5e-3, random_state=args.seed).fit(train)
     if queries is None:
@@ -279,6 +280,17 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if trained:
         print(f"model:        {Path(out) / 'model'}")
     return EXIT_OK
+
+
+def _stand_in_model(train: Any, hidden: tuple[int, ...]) -> Any:
+    """A throwaway one-epoch MLP of the same shape on a few rows of each class: building the
+    explainer on it validates the method's parameters before the real training."""
+    import numpy as np
+
+    from robustce.models import MLP
+
+    rows = np.concatenate([np.flatnonzero(train.y == k)[:10] for k in np.unique(train.y)])
+    return MLP(hidden, epochs=1, random_state=0).fit(train.subset(np.sort(rows)))
 
 
 def _check_explanations_out(out: str) -> None:
@@ -462,8 +474,16 @@ def _help_of(parser: argparse.ArgumentParser):
     return show_help
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (``robustce explain: error: ...; see --help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USER_ERROR)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="robustce",
         description="Robust counterfactual explanations with checkable guarantees.",
     )
