@@ -165,7 +165,7 @@ def test_certify_needs_a_model(tmp_path, explained, capsys):
     assert main(["certify", str(copy), "--delta", "0.01"]) == 2
     assert "pass --model" in capsys.readouterr().err
     assert main(["certify", str(explained), "--delta", "-1"]) == 2
-    assert "delta must be a positive" in capsys.readouterr().err
+    assert "delta must be a finite number > 0" in capsys.readouterr().err
 
 
 # --- benchmark ---------------------------------------------------------------------------------

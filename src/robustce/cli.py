@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from robustce.errors import RobustCEError, ValidationError
 
@@ -243,6 +243,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         raise _user_error("--hidden needs positive layer sizes and --epochs a positive integer")
     if args.queries is not None and args.queries < 1:
         raise _user_error(f"--queries must be a positive integer, got {args.queries}")
+    _check_explanations_out(args.out)
     cls = get_method(args.method)
     try:
         params = method_params(cls, _parse_params(args.param), "--param")
@@ -263,15 +264,14 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         schema = model.encoder.schema if model is not None else data.schema
         queries = _read_queries(args.queries_file, schema, target)
     trained = model is None
-    if trained:
+    if trained:  # the method's parameters are checked before the (possibly long) training
+        build_explainer(cls, _stand_in_model(train, hidden), train, seed=args.seed, **params)
         print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
         model = MLP(hidden, epochs=args.epochs, lr=5e-3, random_state=args.seed).fit(train)
     if queries is None:
         queries = select_queries(model, test, args.queries or 10, args.from_class)
     expl = build_explainer(cls, model, train, seed=args.seed, **params).explain(queries)
-    out = expl.save(args.out)
-    if trained:
-        model.save(Path(out) / "model")
+    out = _save_explain_output(expl, model if trained else None, Path(args.out))
     counts = {k: v for k, v in expl.status_counts().items() if v}
     print(f"{expl.method}: {len(expl)} queries — " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     for qid in list(expl.query_ids[: max(args.show, 0)]):
@@ -280,6 +280,47 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if trained:
         print(f"model:        {Path(out) / 'model'}")
     return EXIT_OK
+
+
+def _stand_in_model(train: Any, hidden: tuple[int, ...]) -> Any:
+    """A throwaway one-epoch MLP of the same shape on a few rows of each class: building the
+    explainer on it validates the method's parameters before the real training."""
+    import numpy as np
+
+    from robustce.models import MLP
+
+    rows = np.concatenate([np.flatnonzero(train.y == k)[:10] for k in np.unique(train.y)])
+    return MLP(hidden, epochs=1, random_state=0).fit(train.subset(np.sort(rows)))
+
+
+def _check_explanations_out(out: str) -> None:
+    """``explain --out``: writable, and not a non-empty directory that is not a saved
+    Explanations directory (checked before any work; nothing is created)."""
+
+    from robustce.utils import check_destination
+
+    path = check_destination(out, "--out")
+    if path.is_dir() and any(path.iterdir()) and not (path / "meta.json").exists():
+        raise _user_error(f"--out {path} is a non-empty directory that is not a saved "
+                          "Explanations directory; choose a new or empty path")
+
+
+def _save_explain_output(expl: Any, model: Any, out: Any) -> Any:
+    """Write the explanations (and the trained ``model``, if any, under ``model/``) into one
+    temporary sibling of ``out`` and rename it into place once: all of it appears, or none."""
+    import shutil
+
+    from robustce.utils import replace_dir, temp_dir_beside
+
+    staging = temp_dir_beside(out, "explain")
+    try:
+        expl.save(staging / "explanations")
+        if model is not None:
+            model.save(staging / "explanations" / "model")
+        replace_dir(staging / "explanations", out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
 
 
 def _add_certify(sub: Any) -> None:
@@ -310,11 +351,13 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     from robustce.explanations import Explanations
     from robustce.models import load as load_model
     from robustce.robustness import ParameterShift, exact_worst_case
-    from robustce.utils import atomic_write
+    from robustce.utils import atomic_write, check_destination
+    from robustce.validation import check_number
 
     shift = ParameterShift(delta=args.delta)
-    if not args.time_limit > 0:
-        raise _user_error(f"--time-limit must be positive, got {args.time_limit}")
+    check_number(args.time_limit, "--time-limit", low=0, low_open=True)
+    if args.out:
+        check_destination(args.out, "--out", directory=False)
     expl = Explanations.load(args.explanations)
     model_dir = Path(args.model) if args.model else Path(args.explanations) / "model"
     if args.model is None and not model_dir.exists():
@@ -383,6 +426,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from robustce.evaluation.config import named_configs, resolve_config
     from robustce.evaluation.report import write_report
     from robustce.evaluation.runner import run_benchmark
+    from robustce.utils import check_destination
 
     if args.list:
         names = named_configs()
@@ -401,6 +445,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
             out = out.with_name(out.name + "-quick")
     if args.n_jobs == 0:
         raise ConfigError("--n-jobs must be non-zero (-1 = all cores)")
+    check_destination(out, "--out" if args.out else "output directory")
     result = run_benchmark(config, out, n_jobs=args.n_jobs, backend=args.backend,
                            progress=not args.no_progress, retry_errors=args.retry_errors,
                            resume=not args.fresh)
@@ -429,8 +474,16 @@ def _help_of(parser: argparse.ArgumentParser):
     return show_help
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (``robustce explain: error: ...; see --help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USER_ERROR)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="robustce",
         description="Robust counterfactual explanations with checkable guarantees.",
     )
@@ -445,6 +498,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(text: str) -> str:
+    """A message on one line (e.g. torch's two-line shape-mismatch text): lines joined by "; "."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
     parser = build_parser()
@@ -456,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or EXIT_OK)
     except RobustCEError as exc:
-        print(f"robustce: error: {exc}", file=sys.stderr)
+        print(f"robustce: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("robustce: interrupted", file=sys.stderr)

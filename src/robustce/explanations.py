@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
-from robustce.utils import replace_dir, temp_dir_beside
+from robustce.utils import check_destination, replace_dir, temp_dir_beside
 
 __all__ = ["STATUSES", "Explanations", "QueryResult"]
 
@@ -198,6 +198,7 @@ class Explanations:
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise ValidationError(f"cannot save explanations to {path}: it exists and is not a directory")
+        check_destination(path, "cannot save explanations to")
         if path.is_dir() and any(path.iterdir()) and not (path / "meta.json").exists():
             raise ValidationError(
                 f"refusing to replace {path}: it is a non-empty directory that is not a saved "

@@ -14,7 +14,8 @@ import numpy as np
 
 from robustce.errors import ValidationError
 
-__all__ = ["atomic_write", "check_random_state", "package_version", "replace_dir", "temp_dir_beside"]
+__all__ = ["atomic_write", "check_destination", "check_random_state", "package_version", "replace_dir",
+           "temp_dir_beside"]
 
 
 def package_version() -> str:
@@ -30,7 +31,13 @@ def package_version() -> str:
 
 def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
     """``None`` -> fresh generator, ``int`` -> seeded generator, ``Generator`` -> itself."""
+    if isinstance(random_state, bool):
+        raise ValidationError(f"random_state must be None, an int >= 0 or a numpy Generator, got "
+                              f"{random_state!r}")
     if random_state is None or isinstance(random_state, int | np.integer):
+        if random_state is not None and random_state < 0:
+            raise ValidationError(f"random_state must be None, an int >= 0 or a numpy Generator, "
+                                  f"got {random_state!r}")
         return np.random.default_rng(None if random_state is None else int(random_state))
     if isinstance(random_state, np.random.Generator):
         return random_state
@@ -90,3 +97,25 @@ def replace_dir(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
         os.replace(backup / path.name, path)
         raise
     shutil.rmtree(backup, ignore_errors=True)
+
+
+def check_destination(path: str | os.PathLike, what: str, *, directory: bool = True) -> Path:
+    """Check, before any work, that ``path`` can be written: it is not an existing entry of
+    the wrong kind (a file where a directory goes, or the reverse), and its nearest existing
+    ancestor is a writable directory (not a regular file). Creates nothing; raises
+    :class:`ValidationError` with one line naming ``what`` and the path."""
+    path = Path(path)
+    if path.exists():
+        if directory and not path.is_dir():
+            raise ValidationError(f"{what} {path} exists and is not a directory")
+        if not directory and path.is_dir():
+            raise ValidationError(f"{what} {path} is a directory, not a file")
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValidationError(f"{what} {path} cannot be created: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+            path.exists() and not os.access(path, os.W_OK)):
+        raise ValidationError(f"{what} {path} cannot be written: no permission in {parent}")
+    return path

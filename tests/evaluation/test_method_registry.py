@@ -65,7 +65,7 @@ def test_config_checks_typed_parameters_by_converting_them(typed):
     cfg = parse_config({**base, "methods": [{"name": "typed", "params": {"band": 0.05, "shift": 1.0}}]})
     assert cfg.methods[0].params == {"band": 0.05, "shift": 1.0}
     for params, msg in [({"band": "big"}, "methods[0].params.band: wrong type"),
-                        ({"band": -1.0}, "methods[0].params.band: delta must be a positive"),
+                        ({"band": -1.0}, "methods[0].params.band: delta must be a finite number > 0"),
                         ({"shift": {"delta": 0.1}}, "methods[0].params.shift: wrong type")]:
         with pytest.raises(ConfigError) as info:
             parse_config({**base, "methods": [{"name": "typed", "params": params}]})

@@ -308,7 +308,7 @@ def test_shift_parameters_become_parameter_shifts():
         assert first.shift == ParameterShift(0.05) and first.random_state == 7
         assert cfg.methods[1].build(model, None, seed=0).shift == ParameterShift(0.1, biases=False)
         for bad, msg in [("big", "methods[0].params.shift: wrong type"),
-                         (-0.1, "methods[0].params.shift: delta must be a positive"),
+                         (-0.1, "methods[0].params.shift: delta must be a finite number > 0"),
                          ({"size": 1}, "methods[0].params.shift: unknown ParameterShift keys")]:
             with pytest.raises(ConfigError) as info:
                 parse_config(_bad(methods=[{"name": "shifty", "params": {"shift": bad}}]))

@@ -108,7 +108,7 @@ def test_fit_more_continues_from_the_current_weights(loan):
 
 def test_parameter_and_input_validation(loan):
     train, _ = loan
-    with pytest.raises(ValidationError, match="hidden layer"):
+    with pytest.raises(ValidationError, match="hidden_layers"):
         MLP(hidden_layers=(0,))
     with pytest.raises(ValidationError, match="epochs"):
         MLP(epochs=0)

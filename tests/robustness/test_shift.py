@@ -239,7 +239,7 @@ def test_bad_sample_and_input_arguments():
     rng = np.random.default_rng(0)
     net = random_network(rng, [3, 2, 1])
     shift = ParameterShift(0.1)
-    with pytest.raises(ValidationError, match="positive integer"):
+    with pytest.raises(ValidationError, match="n must be an integer >= 1"):
         shift.sample(net, 0)
     with pytest.raises(ValidationError, match="random_state"):
         shift.sample(net, 3, random_state="seed")

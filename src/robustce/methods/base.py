@@ -48,6 +48,7 @@ from robustce.validation import check_integer, check_number
 __all__ = ["Explainer", "QueryResult", "Trainable"]
 
 ACTION_TOL = 1e-7
+MAX_JOBS = 4096  # |n_jobs| cap: joblib passes it to C ints and spawns up to that many workers
 
 
 class Explainer:
@@ -99,7 +100,7 @@ class Explainer:
         rs = self.random_state
         if not (rs is None or isinstance(rs, np.random.Generator)):
             check_integer(rs, "random_state", low=0)
-        check_integer(self.n_jobs, "n_jobs")
+        check_integer(self.n_jobs, "n_jobs", low=-MAX_JOBS, high=MAX_JOBS)
         if self.n_jobs == 0:
             raise ValidationError("n_jobs must be non-zero (-1 = all cores)")
 
@@ -244,7 +245,7 @@ class Explainer:
         if isinstance(queries, Dataset):
             queries = queries.frame
         if isinstance(queries, pd.Series):
-            queries = queries.to_frame().T
+            queries = self._series_row(queries)
         if isinstance(queries, pd.DataFrame):
             if len(queries) == 0:
                 raise ValidationError("no queries given")
@@ -258,6 +259,24 @@ class Explainer:
                 raise ValidationError("no queries given")
             frame = self.encoder.inverse_transform(X)
         return frame, X
+
+    def _series_row(self, row: pd.Series) -> pd.DataFrame:
+        """One query given as a Series (``frame.iloc[i]``, object dtype on mixed schemas) as a
+        one-row frame with each column's own dtype: the schema's recorded dtype, else the
+        value's natural one."""
+        frame = row.to_frame().T
+        index = frame.index if row.name is not None else pd.RangeIndex(1)
+        cols = {}
+        for name in frame.columns:
+            col = pd.Series(frame[name].to_list(), index=index, name=name).infer_objects()
+            feature = (self.encoder.schema[name] if name in self.encoder.schema.names else None)
+            if feature is not None and feature.dtype:
+                try:
+                    col = col.astype(feature.dtype)
+                except (TypeError, ValueError):
+                    pass  # left as inferred: the schema check names the column
+            cols[name] = col
+        return pd.DataFrame(cols, index=index)
 
     def actionable(self, x: np.ndarray, cfs: np.ndarray, tol: float = ACTION_TOL) -> np.ndarray:
         """Per CE row: immutable columns unchanged, increase/decrease-only respected.

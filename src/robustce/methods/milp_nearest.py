@@ -172,7 +172,8 @@ class MILPNearest(Explainer):
         base = {"objective": res.objective, "bound": res.bound, "gap": res.gap,
                 "solver_status": st.value, "time": res.time, "message": res.message}
         if st is SolveStatus.INFEASIBLE:
-            return _Nearest("infeasible", None, **base)
+            return _Nearest("infeasible", None, **{**base, "message": (
+                f"proven infeasible: no actionable point has target-class margin >= {tau:g}")})
         if res.has_solution and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
             xs = np.clip(res.values[x], dom.lower, dom.upper)
             xs = self.encoder.project(xs[None])[0]

@@ -105,7 +105,8 @@ class NearestNeighbour(Explainer):
         super()._check_params()
         if self.data is None:
             raise ValidationError("NearestNeighbour needs the training data (data=) to search")
-        check_integer(self.n_neighbours, "n_neighbours", low=1)
+        # more neighbours than training rows cannot exist (and would size arrays by it)
+        check_integer(self.n_neighbours, "n_neighbours", low=1, high=max(len(self.data), 1))
         check_norm(self.norm, NORMS)
         #: the distance searched and reported (model space, the KD-tree's Minkowski p)
         self.distance_ = Distance(self.norm, space="model")

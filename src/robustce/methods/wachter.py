@@ -18,7 +18,8 @@ increase/decrease-only constraints (x'_j ≥ x_j, resp. ≤). Every ``check_ever
 points are projected to valid encodings (``encoder.project``: integer grid, one-hot argmax,
 monotone thermometers) and checked by a plain forward pass; the first valid projected point of
 a query is its CE and the query stops. Queries still without a valid CE at the end get
-``not_found`` (``timeout`` when the time budget ran out first).
+``not_found`` (``timeout`` when the time budget ran out first); when every feature is immutable
+no search can run and every query is ``infeasible``.
 
 Flat regions: where the target margin's gradient with respect to the mutable columns is exactly
 zero at the start point (e.g. every first-layer ReLU inactive — the logit is a constant there),
@@ -159,9 +160,13 @@ class Wachter(Explainer):
                 scale = X.max(axis=0) - X.min(axis=0)
                 scale = np.where(scale > 0, scale, 1.0)
             return 1.0 / scale
-        w = np.asarray(spec, dtype=np.float64).reshape(-1)
+        try:
+            w = np.asarray(spec, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            w = np.full(0, np.nan)
         if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValidationError(f"distance_weights must be {d} finite non-negative numbers")
+            raise ValidationError(f"distance_weights must be None, 'mad', 'range' or {d} finite "
+                                  f"non-negative numbers, got {spec!r}")
         return w
 
     # --- search -----------------------------------------------------------------------------
@@ -171,6 +176,11 @@ class Wachter(Explainer):
         n = len(X)
         rng = self._rng()
         free = ~self.encoder.immutable_mask_
+        if not free.any():  # nothing may change: no search can leave the query's class
+            return [QueryResult("infeasible", None, {"distance": np.nan, "margin": np.nan,
+                                                     "lambda": np.nan, "n_iter": 0},
+                                message="every feature is immutable: no counterfactual exists")
+                    for _ in range(n)]
         start = X.copy()
         if self.init_noise > 0:
             noise = rng.normal(0.0, self.init_noise, size=X.shape) * free

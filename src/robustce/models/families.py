@@ -32,7 +32,7 @@ from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.models.base import Model
-from robustce.models.mlp import MLP
+from robustce.models.mlp import MLP, check_two_classes
 from robustce.models.network import empirical_delta, resolve_targets
 from robustce.utils import check_random_state
 
@@ -183,6 +183,7 @@ def _fit_one(spec: Any, data: Dataset, encoder: Encoder, seed: int) -> Model:
         return model.fit(data, encoder=encoder)
     from robustce.models.sklearn import wrap
 
+    check_two_classes(data.y)
     model.fit(encoder.transform(data.frame), data.y)
     return wrap(model, encoder, class_names=data.class_names)
 

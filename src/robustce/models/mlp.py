@@ -32,6 +32,7 @@ from robustce.models.base import Model
 from robustce.models.network import ReLUNetwork
 from robustce.models.persistence import register_model, save_model
 from robustce.utils import check_random_state
+from robustce.validation import check_choice, check_integer, check_number
 
 __all__ = ["MLP"]
 
@@ -41,6 +42,18 @@ _ADAM_FUSED = "fused" in inspect.signature(torch.optim.Adam).parameters
 
 _THREADS_LOCK = threading.Lock()
 _THREADS_STATE = {"users": 0, "before": 1}
+
+
+ORDINAL_ENCODINGS = ("thermometer", "integer")
+MAX_WIDTH = 100_000  # widest hidden layer accepted (a typo like 10**9 would exhaust memory)
+
+
+def check_two_classes(y: np.ndarray, what: str = "the training data") -> None:
+    """Refuse to train a classifier on fewer than two classes (as scikit-learn does)."""
+    present = np.unique(np.asarray(y))
+    if len(present) < 2:
+        raise ValidationError(f"{what} holds only one class ({present.tolist()}): a classifier "
+                              "needs samples of at least 2 classes")
 
 
 @contextlib.contextmanager
@@ -94,7 +107,7 @@ class MLP(Model):
         random_state: int | None = 0,
         ordinal_encoding: str = "thermometer",
     ):
-        self.hidden_layers = tuple(int(h) for h in hidden_layers)
+        self.hidden_layers = hidden_layers
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -105,15 +118,21 @@ class MLP(Model):
         self._check_params()
 
     def _check_params(self) -> None:
-        if any(h < 1 for h in self.hidden_layers):
-            raise ValidationError(f"hidden layer sizes must be positive, got {self.hidden_layers}")
-        for name in ("epochs", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ValidationError(f"{name} must be a positive integer, got {getattr(self, name)}")
-        if not self.lr > 0:
-            raise ValidationError(f"lr must be positive, got {self.lr}")
-        if self.weight_decay < 0:
-            raise ValidationError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        hidden = self.hidden_layers
+        if isinstance(hidden, str) or not isinstance(hidden, Sequence | np.ndarray):
+            raise ValidationError(f"hidden_layers must be a sequence of positive integers, got "
+                                  f"{hidden!r}")
+        for h in hidden:
+            check_integer(h, "hidden_layers entries", low=1, high=MAX_WIDTH)
+        self.hidden_layers = tuple(int(h) for h in hidden)
+        check_integer(self.epochs, "epochs", low=1)
+        check_integer(self.batch_size, "batch_size", low=1)
+        check_number(self.lr, "lr", low=0, low_open=True)
+        check_number(self.weight_decay, "weight_decay", low=0)
+        rs = self.random_state
+        if not (rs is None or isinstance(rs, np.random.Generator)):
+            check_integer(rs, "random_state", low=0)
+        check_choice(self.ordinal_encoding, "ordinal_encoding", ORDINAL_ENCODINGS)
 
     def get_params(self) -> dict[str, Any]:
         return {
@@ -132,6 +151,7 @@ class MLP(Model):
         if not isinstance(data, Dataset):
             raise ValidationError(f"fit expects a robustce Dataset, got {type(data).__name__}")
         self._check_params()
+        check_two_classes(data.y)
         if encoder is None:
             encoder = Encoder(data.schema, ordinal_encoding=self.ordinal_encoding)
             X = encoder.fit_transform(data.frame)

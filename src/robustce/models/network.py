@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
+from robustce.validation import check_bool
 
 __all__ = [
     "IntervalNetwork",
@@ -249,7 +250,14 @@ def resolve_targets(target_class: Any, n: int, *, network: ReLUNetwork | None = 
         if network is None or X is None:
             raise ValidationError("target_class=None needs a network (its prediction is the target)")
         return network.predict(X).astype(np.int64)
-    t = np.asarray(target_class)
+    try:
+        t = np.asarray(target_class, dtype=np.float64)
+    except (TypeError, ValueError):
+        t = np.full(1, np.nan)
+    if isinstance(target_class, bool) or not (np.isfinite(t).all() and (t == np.round(t)).all()
+                                              and np.abs(t).max(initial=0) < 2**31):
+        raise ValidationError(f"target_class must be an integer class or one per row, got "
+                              f"{target_class!r}")
     if t.ndim == 0:
         t = np.full(n, int(t), dtype=np.int64)
     else:
@@ -262,24 +270,33 @@ def resolve_targets(target_class: Any, n: int, *, network: ReLUNetwork | None = 
     return t
 
 
-def model_space_rows(net: ReLUNetwork, X: Any, model: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def model_space_rows(net: ReLUNetwork, X: Any, model: Any = None, name: str = "X"
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """``X`` as a float array of shape (n, ``net.n_inputs``) and a bool mask of unusable rows
-    (NaN or infinite entries). A DataFrame (raw features) is encoded with ``model.encode``."""
+    (NaN or infinite entries). A DataFrame (raw features) is encoded with ``model.encode``.
+    ``name``: the caller's parameter, for error messages."""
     if isinstance(X, pd.DataFrame):
         if model is None or not hasattr(model, "encode"):
-            raise ValidationError("a DataFrame of counterfactuals needs a model with an encoder")
+            raise ValidationError(f"{name}: a DataFrame of counterfactuals needs a model with an "
+                                  "encoder")
         X = model.encode(X)
-    X = np.asarray(X, dtype=np.float64)
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{name} (the counterfactuals) must be a numeric array or a "
+                              f"DataFrame, got {type(X).__name__}") from None
     if X.ndim == 1:
         X = X[None, :]
     if X.ndim != 2 or X.shape[1] != net.n_inputs:
-        raise ValidationError(f"counterfactuals must have shape (n, {net.n_inputs}), got {X.shape}")
+        raise ValidationError(f"{name} (the counterfactuals) must have shape (n, {net.n_inputs}), "
+                              f"got {X.shape}")
     bad = ~np.isfinite(X).all(axis=1)
     return X, bad
 
 
 def empirical_delta(model_a: Any, model_b: Any, biases: bool = True) -> float:
     """max ‖θ_a − θ_b‖_∞ over all weights (and biases): the smallest δ whose Δ holds both."""
+    check_bool(biases, "biases")
     a, b = as_network(model_a), as_network(model_b)
     if a.layer_sizes != b.layer_sizes:
         raise ValidationError(

@@ -26,6 +26,7 @@ import numpy as np
 from robustce.errors import ValidationError
 from robustce.models.network import as_network, margin_bounds, model_space_rows, resolve_targets
 from robustce.robustness.shift import ParameterShift
+from robustce.validation import check_integer
 
 __all__ = ["EnumerationResult", "enumerate_delta"]
 
@@ -83,12 +84,10 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
     ``target_class=None``: the class the base model predicts at ``cf``."""
     if not isinstance(shift, ParameterShift):
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
-    if int(max_splits) < 0:
-        raise ValidationError(f"max_splits must be >= 0, got {max_splits}")
-    if int(max_boxes) < 1:
-        raise ValidationError(f"max_boxes must be >= 1, got {max_boxes}")
+    check_integer(max_splits, "max_splits", low=0, high=1000)
+    check_integer(max_boxes, "max_boxes", low=1, high=1 << 24)
     net = as_network(model)
-    X, bad = model_space_rows(net, cf, model)
+    X, bad = model_space_rows(net, cf, model, name="cf")
     if len(X) != 1:
         raise ValidationError(f"enumerate_delta takes one counterfactual, got {len(X)}")
     if bad[0]:

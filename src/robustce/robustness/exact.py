@@ -57,6 +57,10 @@ from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.delta_milp import DeltaMILP
 from robustce.robustness.shift import ParameterShift
 from robustce.solvers.milp import SolveStatus, check_solver, check_time_limit
+from robustce.validation import check_bool, check_choice, check_integer, check_number
+
+MAX_ATTACK_STEPS = 10_000  # weight-attack steps per row (each one forward pass)
+MAX_THREADS = 1024
 
 __all__ = [
     "DeltaStatus",
@@ -299,14 +303,25 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
                          precheck_time)
 
 
-def _check_options(shift: Any, solver: str, mode: str, time_limit: Any, tol: float) -> str:
+def _check_options(shift: Any, solver: str, mode: str, time_limit: Any, tol: float,
+                   **options: Any) -> str:
+    """Validate the options of :func:`exact_worst_case`; returns the solver's name."""
     if not isinstance(shift, ParameterShift):
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
-    if mode not in ("auto", "rebuild", "reuse"):
-        raise ValidationError(f"mode must be 'auto', 'rebuild' or 'reuse', got {mode!r}")
+    check_choice(mode, "mode", ("auto", "rebuild", "reuse"))
     check_time_limit(time_limit)
-    if not tol > 0:
-        raise ValidationError(f"tol must be positive, got {tol}")
+    check_number(tol, "tol", low=0, low_open=True)
+    for name in ("precheck", "decide_only"):
+        if name in options:
+            check_bool(options[name], name)
+    if "threads" in options:
+        check_integer(options["threads"], "threads", low=1, high=MAX_THREADS)
+    if "attack_steps" in options:
+        check_integer(options["attack_steps"], "attack_steps", low=0, high=MAX_ATTACK_STEPS)
+    if "mip_gap" in options:
+        check_number(options["mip_gap"], "mip_gap", low=0, high=1, high_open=True)
+    if "abs_gap" in options:
+        check_number(options["abs_gap"], "abs_gap", low=0)
     return check_solver(solver)
 
 
@@ -337,11 +352,13 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     tol : a MILP lower bound must reach ``tol`` to prove robustness (solver tolerances).
     mip_gap, abs_gap : optimality gaps of the MILPs (tiny: ``value`` is meant to be exact).
     """
-    solver = _check_options(shift, solver, mode, time_limit, tol)
+    solver = _check_options(shift, solver, mode, time_limit, tol, precheck=precheck,
+                            decide_only=decide_only, threads=threads, attack_steps=attack_steps,
+                            mip_gap=mip_gap, abs_gap=abs_gap)
     if mode == "auto":
         mode = "reuse" if decide_only else "rebuild"
     net = as_network(network)
-    X, bad = model_space_rows(net, X, network)
+    X, bad = model_space_rows(net, X, network, name="X / cfs")
     Xc = np.where(bad[:, None], 0.0, X)
     t = resolve_targets(target_class, len(Xc), network=net, X=Xc)
     deltas = np.full(len(Xc), shift.delta)
@@ -366,6 +383,7 @@ def is_delta_robust(model: Any, cfs: Any, shift: ParameterShift, target_class: A
     :class:`ExactResult` (statuses, witnesses, certificates). Other keyword arguments go to
     :func:`exact_worst_case` (``decide_only`` defaults to True here: the fast path).
     """
+    check_bool(return_result, "return_result")
     kwargs.setdefault("decide_only", True)
     res = exact_worst_case(model, cfs, shift, target_class, solver=solver, time_limit=time_limit, **kwargs)
     return (res.robust, res) if return_result else res.robust
@@ -400,10 +418,8 @@ class ExactDeltaCertifier(Certifier):
                  time_limit: float = 10.0, tol: float = 1e-6, exact_value: bool = False,
                  worst_case: bool = False, **options: Any):
         if not isinstance(shift, ParameterShift):
-            try:
-                shift = ParameterShift(float(shift))
-            except (TypeError, ValueError):
-                raise ValidationError(f"shift must be a ParameterShift or a number, got {shift!r}") from None
+            check_number(shift, "shift", low=0, low_open=True)
+            shift = ParameterShift(float(shift))
         unknown = sorted(set(options) - set(self._OPTIONS))
         if unknown:
             raise ValidationError(
@@ -411,8 +427,8 @@ class ExactDeltaCertifier(Certifier):
         self.shift = shift
         self.solver = check_solver(solver)
         self.time_limit = check_time_limit(time_limit)
-        if not tol > 0:
-            raise ValidationError(f"tol must be positive, got {tol}")
+        check_number(tol, "tol", low=0, low_open=True)
+        check_bool(exact_value, "exact_value")
         self.tol = float(tol)
         self.exact_value = bool(exact_value)
         self.worst_case = bool(worst_case)

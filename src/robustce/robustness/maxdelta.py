@@ -24,8 +24,9 @@ import pandas as pd
 
 from robustce.errors import ValidationError
 from robustce.models.network import as_network, model_space_rows, resolve_targets
-from robustce.robustness.exact import DeltaStatus, delta_test
+from robustce.robustness.exact import MAX_ATTACK_STEPS, MAX_THREADS, DeltaStatus, delta_test
 from robustce.solvers.milp import check_solver, check_time_limit
+from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["MaxDeltaResult", "max_provable_delta"]
 
@@ -77,17 +78,22 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
     biases : whether the shift moves biases too.
     time_limit : seconds per exact test (per counterfactual and candidate δ).
     """
-    if not (float(delta_init) > 0 and math.isfinite(float(delta_init))):
-        raise ValidationError(f"delta_init must be a positive number, got {delta_init}")
-    if not (float(delta_max) >= float(delta_init) and math.isfinite(float(delta_max))):
-        raise ValidationError(f"delta_max must be finite and >= delta_init, got {delta_max}")
+    check_number(delta_init, "delta_init", low=0, low_open=True)
+    check_number(delta_max, "delta_max", low=0, low_open=True)
+    if not float(delta_max) >= float(delta_init):
+        raise ValidationError(f"delta_max must be >= delta_init, got delta_max={delta_max!r} and "
+                              f"delta_init={delta_init!r}")
+    check_bool(biases, "biases")
     time_limit = check_time_limit(time_limit)
-    if mode not in ("rebuild", "reuse"):
-        raise ValidationError(f"mode must be 'rebuild' or 'reuse', got {mode!r}")
+    check_choice(mode, "mode", ("rebuild", "reuse"))
+    check_number(tol, "tol", low=0, low_open=True)
+    check_integer(attack_steps, "attack_steps", low=0, high=MAX_ATTACK_STEPS)
+    check_integer(threads, "threads", low=1, high=MAX_THREADS)
+    check_integer(max_rounds, "max_rounds", low=1, high=100_000)
     solver = check_solver(solver)
     d0, dmax = float(delta_init), float(delta_max)
     net = as_network(model)
-    X, bad = model_space_rows(net, cfs, model)
+    X, bad = model_space_rows(net, cfs, model, name="cfs")
     X = np.where(bad[:, None], 0.0, X)
     t = resolve_targets(target_class, len(X), network=net, X=X)
     n = len(X)

@@ -31,6 +31,9 @@ from robustce.models.network import (
     empirical_delta,
 )
 from robustce.utils import check_random_state
+from robustce.validation import check_bool, check_integer, check_number
+
+MAX_SAMPLED_PARAMS = 1 << 31  # parameters held by one sample() call (16 GiB of float64)
 
 __all__ = ["IntervalNetwork", "ParameterShift", "SampledNetworks", "as_network", "empirical_delta"]
 
@@ -44,12 +47,9 @@ class ParameterShift:
     biases: bool = True
 
     def __post_init__(self) -> None:
-        try:
-            delta = float(self.delta)
-        except (TypeError, ValueError):
-            raise ValidationError(f"delta must be a number, got {self.delta!r}") from None
-        if not math.isfinite(delta) or delta <= 0:
-            raise ValidationError(f"delta must be a positive finite number, got {self.delta}")
+        check_number(self.delta, "delta", low=0, low_open=True)
+        check_bool(self.biases, "biases")
+        delta = float(self.delta)
         if self.p != math.inf:
             raise ValidationError(
                 f"only p=inf (box) parameter shifts are supported, got p={self.p}"
@@ -65,8 +65,11 @@ class ParameterShift:
                random_state: int | np.random.Generator | None = None) -> SampledNetworks:
         """n networks drawn uniformly from the box around ``network``."""
         net = as_network(network)
-        if int(n) < 1:
-            raise ValidationError(f"n must be a positive integer, got {n}")
+        check_integer(n, "n", low=1)
+        n_params = sum(W.size + b.size for W, b in net.weights)
+        if n * n_params > MAX_SAMPLED_PARAMS:
+            raise ValidationError(f"n={n} networks of {n_params} parameters would need "
+                                  f"{8 * n * n_params / 2**30:.3g} GiB; sample in batches")
         rng = check_random_state(random_state)
         n = int(n)
         db = self.bias_delta
@@ -96,6 +99,7 @@ class ParameterShift:
 
     def contains(self, base: Any, other: Any, atol: float = 1e-12) -> bool:
         """Whether network ``other`` lies in Δ around ``base``."""
+        check_number(atol, "atol", low=0)
         a, b = as_network(base), as_network(other)
         if a.layer_sizes != b.layer_sizes:
             return False
