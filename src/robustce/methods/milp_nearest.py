@@ -13,6 +13,15 @@ with the ReLU network encoded exactly (big-M from interval bounds over the query
 box; stable neurons without binaries). The optimum is certified by the solver: ``optimal`` in
 the certificate means the distance is minimal within the MIP gap.
 
+Speed without giving up exactness (``docs/certification.md``, "Fast nearest-CE MILPs"): with
+training ``data``, the nearest training point that is valid (target margin ≥ τ) and actionable
+for the query is an *incumbent* of objective ``z₀``. The solve gets ``z₀`` as a cutoff (a proof
+that nothing beats it returns the incumbent as the optimum) and, under ``l1`` and ``linf``, the
+box ``|x_j − q_j| ≤ z₀ / w_j`` (columns of weight ``w_j > 0``), which holds every point at least
+as good as the incumbent; the interval bounds — big-M constants and the set of stable ReLUs —
+come from that box intersected with the actionable domain. ``l0`` bounds no column, so there
+only the cutoff is used.
+
 The distance is ``Distance(norm, weights, space="raw")`` (:mod:`robustce.distance`): per raw
 feature, the sum of ``w_j |x_j - q_j|`` over its columns, with ``w_j = 1`` for scaled, binary
 and integer-coded columns, ``1/2`` for one-hot columns (a category change costs 1) and
@@ -34,11 +43,17 @@ import numpy as np
 from robustce.distance import L0_TOL, Distance, check_norm, raw_column_weights
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
-from robustce.methods.base import Explainer
+from robustce.methods.base import ACTION_TOL, Explainer
 from robustce.models.network import class_margin
-from robustce.solvers.encodings import encode_distance, encode_input_domain, encode_network
+from robustce.solvers.encodings import (
+    InputDomain,
+    InputVars,
+    encode_distance,
+    encode_input_domain,
+    encode_network,
+)
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
-from robustce.validation import check_integer, check_number
+from robustce.validation import check_bool, check_integer, check_number
 
 __all__ = ["MILPNearest", "column_weights", "feature_distance"]
 
@@ -56,6 +71,42 @@ def feature_distance(encoder: Any, q: np.ndarray, X: np.ndarray, norm: str = "l1
     """Distance of each row of ``X`` from the query ``q`` as :class:`MILPNearest` measures it:
     ``Distance(norm, weights, space="raw", tol=tol)``."""
     return Distance(norm, weights=weights, space="raw", tol=tol).rowwise(q, X, encoder)
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """A feasible CE known before the search: ``x`` (model space) with MILP objective value
+    ``objective`` (the distance plus any tie-break term)."""
+
+    x: np.ndarray
+    objective: float
+
+
+def incumbent_box(query: np.ndarray, lower: np.ndarray, upper: np.ndarray, weights: np.ndarray,
+                  radius: float, kind: np.ndarray | None = None,
+                  grid_steps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The box ``[lower, upper] ∩ {x : w_j |x_j − q_j| ≤ radius for every column with
+    w_j > 0}`` — under an ``l1`` or ``linf`` distance whose per-unit delta is a non-negative
+    weighted sum of ``|x_j − q_j|`` (model or raw space), every point of distance ≤ ``radius``
+    lies in it. Binary and grid columns (``kind`` "binary" / "grid" with ``grid_steps``) are
+    rounded inward to their lattice."""
+    q = np.asarray(query, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    r = np.full(q.shape, np.inf)
+    pos = w > 0
+    r[pos] = radius / w[pos]
+    lo = np.maximum(lower, q - r)
+    hi = np.minimum(upper, q + r)
+    if kind is not None:
+        eps = 1e-9
+        b = kind == "binary"
+        lo[b], hi[b] = np.ceil(lo[b] - eps), np.floor(hi[b] + eps)
+        if grid_steps is not None:
+            g = kind == "grid"
+            st = grid_steps[g].astype(np.float64)
+            lo[g], hi[g] = np.ceil(lo[g] * st - eps) / st, np.floor(hi[g] * st + eps) / st
+        lo, hi = np.maximum(lo, lower), np.minimum(hi, upper)
+    return lo, hi
 
 
 @dataclass
@@ -85,6 +136,10 @@ class MILPNearest(Explainer):
     solver : "highs" (default) or "gurobi".
     mip_gap : relative optimality gap at which the solver stops (certificate ``gap``).
     threads : solver threads per query.
+    warm_start : with training ``data``, use the nearest valid, actionable training point as an
+        incumbent: its objective is the solve's cutoff (default True).
+    box_from_incumbent : under ``l1`` / ``linf``, bound every column by the incumbent's
+        objective (tighter big-M, more stable ReLUs; default True; needs ``warm_start``).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
         is the solver time per query.
 
@@ -108,7 +163,8 @@ class MILPNearest(Explainer):
 
     def __init__(self, model: Any, data: Any = None, *, norm: str = "l1", tau: float = 1e-3,
                  weights: Any = None, tie_break: float = 1e-3, solver: str = "highs",
-                 mip_gap: float = 1e-4, threads: int = 1, **kwargs: Any):
+                 mip_gap: float = 1e-4, threads: int = 1, warm_start: bool = True,
+                 box_from_incumbent: bool = True, **kwargs: Any):
         self.norm = norm
         self.tau = tau
         self.weights = weights
@@ -116,6 +172,8 @@ class MILPNearest(Explainer):
         self.solver = solver
         self.mip_gap = mip_gap
         self.threads = threads
+        self.warm_start = warm_start
+        self.box_from_incumbent = box_from_incumbent
         super().__init__(model, data, **kwargs)
 
     def _check_params(self) -> None:
@@ -125,6 +183,8 @@ class MILPNearest(Explainer):
         check_number(self.tie_break, "tie_break", low=0)
         check_number(self.mip_gap, "mip_gap", low=0, high=1, high_open=True)
         check_integer(self.threads, "threads", low=1)
+        check_bool(self.warm_start, "warm_start")
+        check_bool(self.box_from_incumbent, "box_from_incumbent")
         self.solver_ = check_solver(self.solver)  # SolverError for unknown / missing backends
         d = self.encoder.n_features_out_
         if self.weights is not None:
@@ -137,9 +197,50 @@ class MILPNearest(Explainer):
         #: the distance minimised and reported (certificate ``distance``)
         self.distance_ = Distance(self.norm, weights=self.weights, space="raw")
         self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
+        self._l1_ = Distance("l1", weights=self.weights, space="raw")
+        self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _weights(self) -> np.ndarray:
         return self.distance_.column_weights(self.encoder)
+
+    # --- the MILP -------------------------------------------------------------------------
+    # --- the incumbent ----------------------------------------------------------------------
+    def _objective_values(self, q: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """The MILP objective of each row of ``X``: the distance plus ``tie_break`` · L1 for
+        ``l0`` / ``linf``."""
+        z = self.distance_.rowwise(q, X, self.encoder)
+        if self.norm != "l1" and self.tie_break > 0:
+            z = z + self.tie_break * self._l1_.rowwise(q, X, self.encoder)
+        return z
+
+    def _candidates(self, target: int) -> tuple[np.ndarray, np.ndarray]:
+        """Training points the model puts in class ``target`` and their target margins, by
+        decreasing margin (computed once per class, then cached)."""
+        t = int(target)
+        if t not in self._candidates_:
+            X = self.encoder.transform(self.data.frame)
+            margin = class_margin(self._network.forward(X), t)
+            keep = np.flatnonzero(margin > 0)
+            order = keep[np.argsort(-margin[keep], kind="stable")]
+            self._candidates_[t] = (np.ascontiguousarray(X[order]), margin[order])
+        return self._candidates_[t]
+
+    def incumbent(self, q: np.ndarray, target: int, tau: float) -> Incumbent | None:
+        """The nearest training point with target margin ≥ ``tau`` that is actionable for
+        ``q`` (None without ``data``, ``warm_start`` or such a point)."""
+        if not self.warm_start or self.data is None:
+            return None
+        X, margin = self._candidates(target)
+        n = int(np.searchsorted(-margin, -tau, side="right"))  # margin >= tau: a prefix
+        if n == 0:
+            return None
+        C = X[:n]
+        ok = np.flatnonzero(self.actionable(q, C, tol=0.0))
+        if ok.size == 0:
+            return None
+        z = self._objective_values(q, C[ok])
+        i = int(np.argmin(z))
+        return Incumbent(C[ok[i]].copy(), float(z[i]))
 
     # --- the MILP -------------------------------------------------------------------------
     def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
@@ -153,6 +254,24 @@ class MILPNearest(Explainer):
         except ValidationError as exc:
             return _Nearest("infeasible", None, message=f"no actionable point: {exc}")
         x = dom.index
+        inc = self.incumbent(q, target, tau)
+        if inc is not None and not (np.all(inc.x >= dom.lower - ACTION_TOL)
+                                    and np.all(inc.x <= dom.upper + ACTION_TOL)):
+            inc = None  # outside the encoded domain (cannot happen for encoded training rows)
+        cutoff = None
+        if inc is not None:
+            # strictly above z₀ (solver tolerances): "nothing beats the cutoff" proves z₀ optimal
+            cutoff = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
+            if self.box_from_incumbent and self.norm in ("l1", "linf"):
+                lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
+                                       dom.column_kind, dom.grid_steps)
+                m.set_var_bounds(x, lo, hi)
+                g = np.flatnonzero(dom.grid_vars >= 0)
+                if g.size:
+                    st = dom.grid_steps[g]
+                    m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
+                dom = InputDomain(InputVars(x, lo, hi), dom.column_kind, dom.grid_steps,
+                                  dom.grid_vars)
         ne = encode_network(m, net, dom.vars)
         y = ne.outputs
         k = net.n_outputs
@@ -167,10 +286,21 @@ class MILPNearest(Explainer):
             m.add_constrs_coo(np.concatenate([r, r]), np.concatenate([np.full(len(r), y[target]), y[others]]),
                               np.concatenate([np.ones(len(r)), -np.ones(len(r))]), len(r), tau, np.inf)
         encode_distance(m, dom, q, self.distance_, enc, tie_break=self.tie_break).set_as_objective(m)
-        res = m.solve()
+        res = m.solve(cutoff=cutoff)
         st = res.status
         base = {"objective": res.objective, "bound": res.bound, "gap": res.gap,
                 "solver_status": st.value, "time": res.time, "message": res.message}
+        if inc is not None and (st is SolveStatus.CUTOFF or (
+                not res.has_solution and st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT))):
+            # CUTOFF: proven that no point beats the incumbent, so it is optimal; a time limit
+            # without a better point leaves the incumbent as the best known CE
+            proven = st is SolveStatus.CUTOFF
+            bound = inc.objective if proven else res.bound
+            return _Nearest("found", inc.x.copy(), objective=inc.objective, bound=bound,
+                            gap=0.0 if proven else res.gap, optimal=proven,
+                            solver_status=st.value, time=res.time,
+                            message="the nearest valid training point is optimal" if proven
+                            else res.message)
         if st is SolveStatus.INFEASIBLE:
             return _Nearest("infeasible", None, **base)
         if res.has_solution and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
