@@ -73,6 +73,17 @@ def feature_distance(encoder: Any, q: np.ndarray, X: np.ndarray, norm: str = "l1
     return Distance(norm, weights=weights, space="raw", tol=tol).rowwise(q, X, encoder)
 
 
+_N_SEGMENTS = 8  # nearest valid training points whose segments to the query are searched
+_N_STEPS = 32  # points per segment
+#: HiGHS primal heuristics, symmetry detection and presolve switched off when the solve starts
+#: with an incumbent (measured in benchmarks/bench_milp.py: on these small models they cost more
+#: than they find once a near-optimal cutoff is known; none changes the optimum)
+_WARM_OPTIONS = {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
+                 "mip_heuristic_run_root_reduced_cost": False, "mip_heuristic_run_zi_round": False,
+                 "mip_heuristic_run_feasibility_jump": False, "mip_detect_symmetry": False,
+                 "presolve": "off"}
+
+
 @dataclass(frozen=True)
 class Incumbent:
     """A feasible CE known before the search: ``x`` (model space) with MILP objective value
@@ -107,6 +118,24 @@ def incumbent_box(query: np.ndarray, lower: np.ndarray, upper: np.ndarray, weigh
             lo[g], hi[g] = np.ceil(lo[g] * st - eps) / st, np.floor(hi[g] * st + eps) / st
         lo, hi = np.maximum(lo, lower), np.minimum(hi, upper)
     return lo, hi
+
+
+def _jacobian(net: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Jacobian (k, d) of the logits of a ReLU network at ``x`` (its linear region) and the
+    logits (k,)."""
+    J = np.eye(len(x))
+    h = x
+    last = len(net.weights) - 1
+    for i, (W, b) in enumerate(net.weights):
+        z = W @ h + b
+        J = W @ J
+        if i < last:
+            on = z > 0
+            J = J * on[:, None]
+            h = np.where(on, z, 0.0)
+        else:
+            h = z
+    return J, h
 
 
 @dataclass
@@ -199,6 +228,7 @@ class MILPNearest(Explainer):
         self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
         self._l1_ = Distance("l1", weights=self.weights, space="raw")
         self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._continuous_: np.ndarray | None = None
 
     def _weights(self) -> np.ndarray:
         return self.distance_.column_weights(self.encoder)
@@ -239,22 +269,90 @@ class MILPNearest(Explainer):
         if ok.size == 0:
             return None
         z = self._objective_values(q, C[ok])
-        i = int(np.argmin(z))
-        return Incumbent(C[ok[i]].copy(), float(z[i]))
+        near = ok[np.argsort(z, kind="stable")[:_N_SEGMENTS]]
+        # on the segments from q to the nearest valid points (continuous columns interpolated,
+        # the others at the training point's values), the point of least objective whose
+        # forward-pass margin reaches tau: still actionable and in the domain
+        cont = self._continuous_columns()
+        lam = np.linspace(0.0, 1.0, _N_STEPS + 1)[1:]
+        P = np.repeat(C[near][:, None, :], len(lam), axis=1)  # (k, steps, d)
+        P[:, :, cont] = q[cont] + lam[None, :, None] * (C[near][:, None, cont] - q[cont])
+        P = P.reshape(-1, len(q))
+        step = self._linear_steps(q, int(target), tau, cont)
+        if step is not None:
+            P = np.vstack([P, step[None]])
+        valid = class_margin(self._network.forward(P), int(target)) >= tau
+        P = P[valid]  # λ = 1 is the training point itself (margin ≥ tau), so never empty
+        zp = self._objective_values(q, P)
+        i = int(np.argmin(zp))
+        return Incumbent(P[i].copy(), float(zp[i]))
+
+    def _linear_steps(self, q: np.ndarray, target: int, tau: float, cont: np.ndarray,
+                      n_steps: int = 8) -> np.ndarray | None:
+        """A few greedy steps on the continuous columns: in the linear region of the current
+        point, the least weighted-L1 move that lifts the margin to ``tau`` (columns by
+        |∂margin/∂x_j| / w_j, each moved to its actionable bound until the linear margin
+        reaches ``tau``). Returns a point whose forward-pass margin is ≥ ``tau``, or None."""
+        enc = self.encoder
+        free = ~enc.immutable_mask_[cont]
+        cols = cont[free]
+        if cols.size == 0:
+            return None
+        lo = np.where(enc.increasing_mask_[cols], q[cols], 0.0)
+        hi = np.where(enc.decreasing_mask_[cols], q[cols], 1.0)
+        w = self._weights()[cols]
+        x = q.copy()
+        net = self._network
+        for _ in range(n_steps):
+            J, y = _jacobian(net, x)
+            margin = float(class_margin(y[None], target)[0])
+            if margin >= tau:
+                return x
+            if J.shape[0] == 1:
+                g = J[0, cols] * (1.0 if target == 1 else -1.0)
+            else:
+                others = np.delete(np.arange(J.shape[0]), target)
+                g = J[target, cols] - J[others[np.argmax(y[others])], cols]
+            need = (tau - margin) * 1.01 + 1e-6
+            room = np.where(g > 0, hi - x[cols], x[cols] - lo)
+            gain = np.abs(g) * room  # margin gained by moving a column to its bound
+            order = np.argsort(-np.abs(g) / np.maximum(w, 1e-12), kind="stable")
+            order = order[(np.abs(g[order]) > 0) & (room[order] > 0)]
+            if order.size == 0:
+                return None
+            cum = np.cumsum(gain[order])
+            k = int(np.searchsorted(cum, need))
+            move = np.zeros(cols.size)
+            full = order[:k]
+            move[full] = room[full]
+            if k < order.size:
+                j = order[k]
+                move[j] = (need - (cum[k - 1] if k else 0.0)) / abs(g[j])
+            x[cols] = np.clip(x[cols] + np.sign(g) * move, lo, hi)
+        margin = float(class_margin(net.forward(x[None]), target)[0])
+        return x if margin >= tau else None
+
+    def _continuous_columns(self) -> np.ndarray:
+        """Columns of continuous kind (not binary, one-hot, thermometer, grid or fixed)."""
+        if getattr(self, "_continuous_", None) is None:
+            dom = encode_input_domain(MILP(self.solver_), self.encoder)
+            self._continuous_ = np.flatnonzero(dom.column_kind == "continuous")
+        return self._continuous_
 
     # --- the MILP -------------------------------------------------------------------------
     def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
         """Solve the nearest-CE MILP for one query with validity margin ``tau``."""
         net = self._network
         enc = self.encoder
+        inc = self.incumbent(q, target, tau)
+        options = _WARM_OPTIONS if inc is not None and self.solver_ == "highs" else None
         m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
-                 threads=self.threads)
+                 threads=self.threads, options=options)
         try:
             dom = encode_input_domain(m, enc, q, actionability=True)
         except ValidationError as exc:
             return _Nearest("infeasible", None, message=f"no actionable point: {exc}")
         x = dom.index
-        inc = self.incumbent(q, target, tau)
         if inc is not None and not (np.all(inc.x >= dom.lower - ACTION_TOL)
                                     and np.all(inc.x <= dom.upper + ACTION_TOL)):
             inc = None  # outside the encoded domain (cannot happen for encoded training rows)
