@@ -83,3 +83,14 @@ def test_incumbent_box_holds_every_point_within_the_radius():
     lo2, hi2 = incumbent_box(q, np.zeros(6), np.ones(6), w, 0.3, kind, steps)
     assert np.all(lo2[[0, 3]] % 1 == 0) and np.all(hi2[[0, 3]] % 1 == 0)
     assert np.allclose(lo2[5] * 4, np.round(lo2[5] * 4)) and np.allclose(hi2[5] * 4, np.round(hi2[5] * 4))
+
+
+def test_parallel_chunks_give_the_sequential_answers():
+    data = _mixed(0)
+    model = rc.models.MLP((8, 6), epochs=15, lr=0.01, random_state=0).fit(data)
+    queries = data.frame[model.predict(data.frame) == 0].iloc[:5]
+    seq = MILPNearest(model, data, time_limit=30).explain(queries)
+    par = MILPNearest(model, data, time_limit=30, n_jobs=2).explain(queries)
+    assert list(seq.status) == list(par.status)
+    assert np.allclose(seq.certificates["distance"].astype(float),
+                       par.certificates["distance"].astype(float), atol=1e-6)

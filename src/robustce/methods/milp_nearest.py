@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 
 from robustce.distance import L0_TOL, Distance, check_norm, raw_column_weights
 from robustce.errors import ValidationError
@@ -118,6 +119,10 @@ def incumbent_box(query: np.ndarray, lower: np.ndarray, upper: np.ndarray, weigh
             lo[g], hi[g] = np.ceil(lo[g] * st - eps) / st, np.floor(hi[g] * st + eps) / st
         lo, hi = np.maximum(lo, lower), np.minimum(hi, upper)
     return lo, hi
+
+
+def _explain_chunk(explainer: Explainer, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+    return [explainer._timed_one(x, int(t)) for x, t in zip(X, targets, strict=True)]
 
 
 def _jacobian(net: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -418,6 +423,20 @@ class MILPNearest(Explainer):
             cert["distance"] = float(self.distance_.rowwise(q, r.cf[None], self.encoder)[0])
             cert["margin"] = float(class_margin(self._network.forward(r.cf[None]), target)[0])
         return cert
+
+    def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+        """Per query; with ``n_jobs != 1`` the queries go to the workers in a few chunks (the
+        explainer, with its incumbent candidates computed here once, is sent once per chunk,
+        not once per query)."""
+        if self.n_jobs == 1 or len(X) == 1:
+            return super()._explain_batch(X, targets)
+        if self.warm_start and self.data is not None:
+            for t in np.unique(targets):
+                self._candidates(int(t))
+        n = min(effective_n_jobs(self.n_jobs), len(X))
+        chunks = np.array_split(np.arange(len(X)), min(2 * n, len(X)))
+        parts = Parallel(n_jobs=n)(delayed(_explain_chunk)(self, X[c], targets[c]) for c in chunks)
+        return [r for part in parts for r in part]
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         r = self._nearest(x, int(target), self.tau, self.time_limit)
