@@ -233,7 +233,7 @@ class MILPNearest(Explainer):
         self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
         self._l1_ = Distance("l1", weights=self.weights, space="raw")
         self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._continuous_: np.ndarray | None = None
+        self._kinds_: tuple[np.ndarray, np.ndarray] | None = None
 
     def _weights(self) -> np.ndarray:
         return self.distance_.column_weights(self.encoder)
@@ -261,33 +261,37 @@ class MILPNearest(Explainer):
         return self._candidates_[t]
 
     def incumbent(self, q: np.ndarray, target: int, tau: float) -> Incumbent | None:
-        """The nearest training point with target margin ≥ ``tau`` that is actionable for
-        ``q`` (None without ``data``, ``warm_start`` or such a point)."""
-        if not self.warm_start or self.data is None:
+        """A point of least objective among: the nearest training points with target margin
+        ≥ ``tau`` that are actionable for ``q``, the points on the segments from ``q`` to them
+        (continuous columns interpolated, the others at the training point's values: still
+        actionable and in the domain), and greedy linear-region steps from ``q``
+        (:meth:`_linear_steps`; needs no data). Each has forward-pass margin ≥ ``tau``.
+        None without ``warm_start`` or any such point."""
+        if not self.warm_start:
             return None
-        X, margin = self._candidates(target)
-        n = int(np.searchsorted(-margin, -tau, side="right"))  # margin >= tau: a prefix
-        if n == 0:
-            return None
-        C = X[:n]
-        ok = np.flatnonzero(self.actionable(q, C, tol=0.0))
-        if ok.size == 0:
-            return None
-        z = self._objective_values(q, C[ok])
-        near = ok[np.argsort(z, kind="stable")[:_N_SEGMENTS]]
-        # on the segments from q to the nearest valid points (continuous columns interpolated,
-        # the others at the training point's values), the point of least objective whose
-        # forward-pass margin reaches tau: still actionable and in the domain
-        cont = self._continuous_columns()
-        lam = np.linspace(0.0, 1.0, _N_STEPS + 1)[1:]
-        P = np.repeat(C[near][:, None, :], len(lam), axis=1)  # (k, steps, d)
-        P[:, :, cont] = q[cont] + lam[None, :, None] * (C[near][:, None, cont] - q[cont])
-        P = P.reshape(-1, len(q))
-        step = self._linear_steps(q, int(target), tau, cont)
+        pts = []
+        if self.data is not None:
+            X, margin = self._candidates(target)
+            n = int(np.searchsorted(-margin, -tau, side="right"))  # margin >= tau: a prefix
+            C = X[:n]
+            ok = np.flatnonzero(self.actionable(q, C, tol=0.0)) if n else np.zeros(0, int)
+            if ok.size:
+                z = self._objective_values(q, C[ok])
+                near = C[ok[np.argsort(z, kind="stable")[:_N_SEGMENTS]]]
+                cont = self._continuous_columns()
+                lam = np.linspace(0.0, 1.0, _N_STEPS + 1)[1:]
+                P = np.repeat(near[:, None, :], len(lam), axis=1)  # (k, steps, d)
+                P[:, :, cont] = q[cont] + lam[None, :, None] * (near[:, None, cont] - q[cont])
+                pts.append(P.reshape(-1, len(q)))
+        step = self._linear_steps(q, int(target), tau, self._continuous_columns(with_grid=True))
         if step is not None:
-            P = np.vstack([P, step[None]])
-        valid = class_margin(self._network.forward(P), int(target)) >= tau
-        P = P[valid]  # λ = 1 is the training point itself (margin ≥ tau), so never empty
+            pts.append(step[None])
+        if not pts:
+            return None
+        P = np.vstack(pts)
+        P = P[class_margin(self._network.forward(P), int(target)) >= tau]
+        if len(P) == 0:
+            return None
         zp = self._objective_values(q, P)
         i = int(np.argmin(zp))
         return Incumbent(P[i].copy(), float(zp[i]))
@@ -301,6 +305,9 @@ class MILPNearest(Explainer):
         enc = self.encoder
         free = ~enc.immutable_mask_[cont]
         cols = cont[free]
+        kind, steps = self._column_kinds()
+        grid = kind[cols] == "grid"
+        steps = steps[cols].astype(np.float64)
         if cols.size == 0:
             return None
         lo = np.where(enc.increasing_mask_[cols], q[cols], 0.0)
@@ -334,15 +341,26 @@ class MILPNearest(Explainer):
                 j = order[k]
                 move[j] = (need - (cum[k - 1] if k else 0.0)) / abs(g[j])
             x[cols] = np.clip(x[cols] + np.sign(g) * move, lo, hi)
+            if grid.any():  # grid columns: to their lattice, in the direction of the move
+                gc, st = cols[grid], steps[grid]
+                up = np.ceil(x[gc] * st - 1e-9) / st
+                down = np.floor(x[gc] * st + 1e-9) / st
+                x[gc] = np.clip(np.where(g[grid] > 0, up, down), lo[grid], hi[grid])
         margin = float(class_margin(net.forward(x[None]), target)[0])
         return x if margin >= tau else None
 
-    def _continuous_columns(self) -> np.ndarray:
-        """Columns of continuous kind (not binary, one-hot, thermometer, grid or fixed)."""
-        if getattr(self, "_continuous_", None) is None:
+    def _column_kinds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per column, its kind and grid steps in the encoded domain (computed once)."""
+        if getattr(self, "_kinds_", None) is None:
             dom = encode_input_domain(MILP(self.solver_), self.encoder)
-            self._continuous_ = np.flatnonzero(dom.column_kind == "continuous")
-        return self._continuous_
+            self._kinds_ = (dom.column_kind, dom.grid_steps)
+        return self._kinds_
+
+    def _continuous_columns(self, with_grid: bool = False) -> np.ndarray:
+        """Columns of continuous kind (with ``with_grid``, integer-grid columns too)."""
+        kind = self._column_kinds()[0]
+        ok = (kind == "continuous") | ((kind == "grid") if with_grid else False)
+        return np.flatnonzero(ok)
 
     # --- the MILP -------------------------------------------------------------------------
     def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
