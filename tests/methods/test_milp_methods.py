@@ -149,9 +149,14 @@ def test_timeout_status(tiny, monkeypatch):
         return SolveResult(SolveStatus.TIME_LIMIT, time=0.0, solver="highs")
 
     monkeypatch.setattr(MILP, "solve", timed_out)
-    res = MILPNearest(model, data, time_limit=1).explain(data.frame.iloc[:5])
+    res = MILPNearest(model, data, time_limit=1, warm_start=False).explain(data.frame.iloc[:5])
     assert set(res.status) <= {"timeout", "already_target"}
     assert (res.status == "timeout").any()
+    # with the training-point incumbent, a time limit returns it: found, but not optimal
+    warm = MILPNearest(model, data, time_limit=1).explain(data.frame.iloc[:5])
+    found = warm.status == "found"
+    assert found.sum() == (res.status == "timeout").sum()
+    assert not warm.certificates.loc[found, "optimal"].astype(bool).any()
 
 
 def test_bad_parameters(tiny):

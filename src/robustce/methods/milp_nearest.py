@@ -13,6 +13,15 @@ with the ReLU network encoded exactly (big-M from interval bounds over the query
 box; stable neurons without binaries). The optimum is certified by the solver: ``optimal`` in
 the certificate means the distance is minimal within the MIP gap.
 
+Speed without giving up exactness (``docs/certification.md``, "Fast nearest-CE MILPs"): with
+training ``data``, the nearest training point that is valid (target margin ≥ τ) and actionable
+for the query is an *incumbent* of objective ``z₀``. The solve gets ``z₀`` as a cutoff (a proof
+that nothing beats it returns the incumbent as the optimum) and, under ``l1`` and ``linf``, the
+box ``|x_j − q_j| ≤ z₀ / w_j`` (columns of weight ``w_j > 0``), which holds every point at least
+as good as the incumbent; the interval bounds — big-M constants and the set of stable ReLUs —
+come from that box intersected with the actionable domain. ``l0`` bounds no column, so there
+only the cutoff is used.
+
 The distance is ``Distance(norm, weights, space="raw")`` (:mod:`robustce.distance`): per raw
 feature, the sum of ``w_j |x_j - q_j|`` over its columns, with ``w_j = 1`` for scaled, binary
 and integer-coded columns, ``1/2`` for one-hot columns (a category change costs 1) and
@@ -30,15 +39,22 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 
 from robustce.distance import L0_TOL, Distance, check_norm, raw_column_weights
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
-from robustce.methods.base import Explainer
+from robustce.methods.base import ACTION_TOL, Explainer
 from robustce.models.network import class_margin
-from robustce.solvers.encodings import encode_distance, encode_input_domain, encode_network
+from robustce.solvers.encodings import (
+    InputDomain,
+    InputVars,
+    encode_distance,
+    encode_input_domain,
+    encode_network,
+)
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
-from robustce.validation import check_integer, check_number
+from robustce.validation import check_bool, check_integer, check_number
 
 __all__ = ["MILPNearest", "column_weights", "feature_distance"]
 
@@ -56,6 +72,75 @@ def feature_distance(encoder: Any, q: np.ndarray, X: np.ndarray, norm: str = "l1
     """Distance of each row of ``X`` from the query ``q`` as :class:`MILPNearest` measures it:
     ``Distance(norm, weights, space="raw", tol=tol)``."""
     return Distance(norm, weights=weights, space="raw", tol=tol).rowwise(q, X, encoder)
+
+
+_N_SEGMENTS = 8  # nearest valid training points whose segments to the query are searched
+_N_STEPS = 32  # points per segment
+#: HiGHS primal heuristics, symmetry detection and presolve switched off when the solve starts
+#: with an incumbent (measured in benchmarks/bench_milp.py: on these small models they cost more
+#: than they find once a near-optimal cutoff is known; none changes the optimum)
+_WARM_OPTIONS = {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
+                 "mip_heuristic_run_root_reduced_cost": False, "mip_heuristic_run_zi_round": False,
+                 "mip_heuristic_run_feasibility_jump": False, "mip_detect_symmetry": False,
+                 "presolve": "off"}
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """A feasible CE known before the search: ``x`` (model space) with MILP objective value
+    ``objective`` (the distance plus any tie-break term)."""
+
+    x: np.ndarray
+    objective: float
+
+
+def incumbent_box(query: np.ndarray, lower: np.ndarray, upper: np.ndarray, weights: np.ndarray,
+                  radius: float, kind: np.ndarray | None = None,
+                  grid_steps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The box ``[lower, upper] ∩ {x : w_j |x_j − q_j| ≤ radius for every column with
+    w_j > 0}`` — under an ``l1`` or ``linf`` distance whose per-unit delta is a non-negative
+    weighted sum of ``|x_j − q_j|`` (model or raw space), every point of distance ≤ ``radius``
+    lies in it. Binary and grid columns (``kind`` "binary" / "grid" with ``grid_steps``) are
+    rounded inward to their lattice."""
+    q = np.asarray(query, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    r = np.full(q.shape, np.inf)
+    pos = w > 0
+    r[pos] = radius / w[pos]
+    lo = np.maximum(lower, q - r)
+    hi = np.minimum(upper, q + r)
+    if kind is not None:
+        eps = 1e-9
+        b = kind == "binary"
+        lo[b], hi[b] = np.ceil(lo[b] - eps), np.floor(hi[b] + eps)
+        if grid_steps is not None:
+            g = kind == "grid"
+            st = grid_steps[g].astype(np.float64)
+            lo[g], hi[g] = np.ceil(lo[g] * st - eps) / st, np.floor(hi[g] * st + eps) / st
+        lo, hi = np.maximum(lo, lower), np.minimum(hi, upper)
+    return lo, hi
+
+
+def _explain_chunk(explainer: Explainer, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+    return [explainer._timed_one(x, int(t)) for x, t in zip(X, targets, strict=True)]
+
+
+def _jacobian(net: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Jacobian (k, d) of the logits of a ReLU network at ``x`` (its linear region) and the
+    logits (k,)."""
+    J = np.eye(len(x))
+    h = x
+    last = len(net.weights) - 1
+    for i, (W, b) in enumerate(net.weights):
+        z = W @ h + b
+        J = W @ J
+        if i < last:
+            on = z > 0
+            J = J * on[:, None]
+            h = np.where(on, z, 0.0)
+        else:
+            h = z
+    return J, h
 
 
 @dataclass
@@ -85,6 +170,10 @@ class MILPNearest(Explainer):
     solver : "highs" (default) or "gurobi".
     mip_gap : relative optimality gap at which the solver stops (certificate ``gap``).
     threads : solver threads per query.
+    warm_start : with training ``data``, use the nearest valid, actionable training point as an
+        incumbent: its objective is the solve's cutoff (default True).
+    box_from_incumbent : under ``l1`` / ``linf``, bound every column by the incumbent's
+        objective (tighter big-M, more stable ReLUs; default True; needs ``warm_start``).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
         is the solver time per query.
 
@@ -108,7 +197,8 @@ class MILPNearest(Explainer):
 
     def __init__(self, model: Any, data: Any = None, *, norm: str = "l1", tau: float = 1e-3,
                  weights: Any = None, tie_break: float = 1e-3, solver: str = "highs",
-                 mip_gap: float = 1e-4, threads: int = 1, **kwargs: Any):
+                 mip_gap: float = 1e-4, threads: int = 1, warm_start: bool = True,
+                 box_from_incumbent: bool = True, **kwargs: Any):
         self.norm = norm
         self.tau = tau
         self.weights = weights
@@ -116,6 +206,8 @@ class MILPNearest(Explainer):
         self.solver = solver
         self.mip_gap = mip_gap
         self.threads = threads
+        self.warm_start = warm_start
+        self.box_from_incumbent = box_from_incumbent
         super().__init__(model, data, **kwargs)
 
     def _check_params(self) -> None:
@@ -125,6 +217,8 @@ class MILPNearest(Explainer):
         check_number(self.tie_break, "tie_break", low=0)
         check_number(self.mip_gap, "mip_gap", low=0, high=1, high_open=True)
         check_integer(self.threads, "threads", low=1)
+        check_bool(self.warm_start, "warm_start")
+        check_bool(self.box_from_incumbent, "box_from_incumbent")
         self.solver_ = check_solver(self.solver)  # SolverError for unknown / missing backends
         d = self.encoder.n_features_out_
         if self.weights is not None:
@@ -137,22 +231,168 @@ class MILPNearest(Explainer):
         #: the distance minimised and reported (certificate ``distance``)
         self.distance_ = Distance(self.norm, weights=self.weights, space="raw")
         self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
+        self._l1_ = Distance("l1", weights=self.weights, space="raw")
+        self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._kinds_: tuple[np.ndarray, np.ndarray] | None = None
 
     def _weights(self) -> np.ndarray:
         return self.distance_.column_weights(self.encoder)
+
+    # --- the MILP -------------------------------------------------------------------------
+    # --- the incumbent ----------------------------------------------------------------------
+    def _objective_values(self, q: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """The MILP objective of each row of ``X``: the distance plus ``tie_break`` · L1 for
+        ``l0`` / ``linf``."""
+        z = self.distance_.rowwise(q, X, self.encoder)
+        if self.norm != "l1" and self.tie_break > 0:
+            z = z + self.tie_break * self._l1_.rowwise(q, X, self.encoder)
+        return z
+
+    def _candidates(self, target: int) -> tuple[np.ndarray, np.ndarray]:
+        """Training points the model puts in class ``target`` and their target margins, by
+        decreasing margin (computed once per class, then cached)."""
+        t = int(target)
+        if t not in self._candidates_:
+            X = self.encoder.transform(self.data.frame)
+            margin = class_margin(self._network.forward(X), t)
+            keep = np.flatnonzero(margin > 0)
+            order = keep[np.argsort(-margin[keep], kind="stable")]
+            self._candidates_[t] = (np.ascontiguousarray(X[order]), margin[order])
+        return self._candidates_[t]
+
+    def incumbent(self, q: np.ndarray, target: int, tau: float) -> Incumbent | None:
+        """A point of least objective among: the nearest training points with target margin
+        ≥ ``tau`` that are actionable for ``q``, the points on the segments from ``q`` to them
+        (continuous columns interpolated, the others at the training point's values: still
+        actionable and in the domain), and greedy linear-region steps from ``q``
+        (:meth:`_linear_steps`; needs no data). Each has forward-pass margin ≥ ``tau``.
+        None without ``warm_start`` or any such point."""
+        if not self.warm_start:
+            return None
+        pts = []
+        if self.data is not None:
+            X, margin = self._candidates(target)
+            n = int(np.searchsorted(-margin, -tau, side="right"))  # margin >= tau: a prefix
+            C = X[:n]
+            ok = np.flatnonzero(self.actionable(q, C, tol=0.0)) if n else np.zeros(0, int)
+            if ok.size:
+                z = self._objective_values(q, C[ok])
+                near = C[ok[np.argsort(z, kind="stable")[:_N_SEGMENTS]]]
+                cont = self._continuous_columns()
+                lam = np.linspace(0.0, 1.0, _N_STEPS + 1)[1:]
+                P = np.repeat(near[:, None, :], len(lam), axis=1)  # (k, steps, d)
+                P[:, :, cont] = q[cont] + lam[None, :, None] * (near[:, None, cont] - q[cont])
+                pts.append(P.reshape(-1, len(q)))
+        step = self._linear_steps(q, int(target), tau, self._continuous_columns(with_grid=True))
+        if step is not None:
+            pts.append(step[None])
+        if not pts:
+            return None
+        P = np.vstack(pts)
+        P = P[class_margin(self._network.forward(P), int(target)) >= tau]
+        if len(P) == 0:
+            return None
+        zp = self._objective_values(q, P)
+        i = int(np.argmin(zp))
+        return Incumbent(P[i].copy(), float(zp[i]))
+
+    def _linear_steps(self, q: np.ndarray, target: int, tau: float, cont: np.ndarray,
+                      n_steps: int = 8) -> np.ndarray | None:
+        """A few greedy steps on the continuous columns: in the linear region of the current
+        point, the least weighted-L1 move that lifts the margin to ``tau`` (columns by
+        |∂margin/∂x_j| / w_j, each moved to its actionable bound until the linear margin
+        reaches ``tau``). Returns a point whose forward-pass margin is ≥ ``tau``, or None."""
+        enc = self.encoder
+        free = ~enc.immutable_mask_[cont]
+        cols = cont[free]
+        kind, steps = self._column_kinds()
+        grid = kind[cols] == "grid"
+        steps = steps[cols].astype(np.float64)
+        if cols.size == 0:
+            return None
+        lo = np.where(enc.increasing_mask_[cols], q[cols], 0.0)
+        hi = np.where(enc.decreasing_mask_[cols], q[cols], 1.0)
+        w = self._weights()[cols]
+        x = q.copy()
+        net = self._network
+        for _ in range(n_steps):
+            J, y = _jacobian(net, x)
+            margin = float(class_margin(y[None], target)[0])
+            if margin >= tau:
+                return x
+            if J.shape[0] == 1:
+                g = J[0, cols] * (1.0 if target == 1 else -1.0)
+            else:
+                others = np.delete(np.arange(J.shape[0]), target)
+                g = J[target, cols] - J[others[np.argmax(y[others])], cols]
+            need = (tau - margin) * 1.01 + 1e-6
+            room = np.where(g > 0, hi - x[cols], x[cols] - lo)
+            gain = np.abs(g) * room  # margin gained by moving a column to its bound
+            order = np.argsort(-np.abs(g) / np.maximum(w, 1e-12), kind="stable")
+            order = order[(np.abs(g[order]) > 0) & (room[order] > 0)]
+            if order.size == 0:
+                return None
+            cum = np.cumsum(gain[order])
+            k = int(np.searchsorted(cum, need))
+            move = np.zeros(cols.size)
+            full = order[:k]
+            move[full] = room[full]
+            if k < order.size:
+                j = order[k]
+                move[j] = (need - (cum[k - 1] if k else 0.0)) / abs(g[j])
+            x[cols] = np.clip(x[cols] + np.sign(g) * move, lo, hi)
+            if grid.any():  # grid columns: to their lattice, in the direction of the move
+                gc, st = cols[grid], steps[grid]
+                up = np.ceil(x[gc] * st - 1e-9) / st
+                down = np.floor(x[gc] * st + 1e-9) / st
+                x[gc] = np.clip(np.where(g[grid] > 0, up, down), lo[grid], hi[grid])
+        margin = float(class_margin(net.forward(x[None]), target)[0])
+        return x if margin >= tau else None
+
+    def _column_kinds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per column, its kind and grid steps in the encoded domain (computed once)."""
+        if getattr(self, "_kinds_", None) is None:
+            dom = encode_input_domain(MILP(self.solver_), self.encoder)
+            self._kinds_ = (dom.column_kind, dom.grid_steps)
+        return self._kinds_
+
+    def _continuous_columns(self, with_grid: bool = False) -> np.ndarray:
+        """Columns of continuous kind (with ``with_grid``, integer-grid columns too)."""
+        kind = self._column_kinds()[0]
+        ok = (kind == "continuous") | ((kind == "grid") if with_grid else False)
+        return np.flatnonzero(ok)
 
     # --- the MILP -------------------------------------------------------------------------
     def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
         """Solve the nearest-CE MILP for one query with validity margin ``tau``."""
         net = self._network
         enc = self.encoder
+        inc = self.incumbent(q, target, tau)
+        options = _WARM_OPTIONS if inc is not None and self.solver_ == "highs" else None
         m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
-                 threads=self.threads)
+                 threads=self.threads, options=options)
         try:
             dom = encode_input_domain(m, enc, q, actionability=True)
         except ValidationError as exc:
             return _Nearest("infeasible", None, message=f"no actionable point: {exc}")
         x = dom.index
+        if inc is not None and not (np.all(inc.x >= dom.lower - ACTION_TOL)
+                                    and np.all(inc.x <= dom.upper + ACTION_TOL)):
+            inc = None  # outside the encoded domain (cannot happen for encoded training rows)
+        cutoff = None
+        if inc is not None:
+            # strictly above z₀ (solver tolerances): "nothing beats the cutoff" proves z₀ optimal
+            cutoff = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
+            if self.box_from_incumbent and self.norm in ("l1", "linf"):
+                lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
+                                       dom.column_kind, dom.grid_steps)
+                m.set_var_bounds(x, lo, hi)
+                g = np.flatnonzero(dom.grid_vars >= 0)
+                if g.size:
+                    st = dom.grid_steps[g]
+                    m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
+                dom = InputDomain(InputVars(x, lo, hi), dom.column_kind, dom.grid_steps,
+                                  dom.grid_vars)
         ne = encode_network(m, net, dom.vars)
         y = ne.outputs
         k = net.n_outputs
@@ -167,10 +407,21 @@ class MILPNearest(Explainer):
             m.add_constrs_coo(np.concatenate([r, r]), np.concatenate([np.full(len(r), y[target]), y[others]]),
                               np.concatenate([np.ones(len(r)), -np.ones(len(r))]), len(r), tau, np.inf)
         encode_distance(m, dom, q, self.distance_, enc, tie_break=self.tie_break).set_as_objective(m)
-        res = m.solve()
+        res = m.solve(cutoff=cutoff)
         st = res.status
         base = {"objective": res.objective, "bound": res.bound, "gap": res.gap,
                 "solver_status": st.value, "time": res.time, "message": res.message}
+        if inc is not None and (st is SolveStatus.CUTOFF or (
+                not res.has_solution and st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT))):
+            # CUTOFF: proven that no point beats the incumbent, so it is optimal; a time limit
+            # without a better point leaves the incumbent as the best known CE
+            proven = st is SolveStatus.CUTOFF
+            bound = inc.objective if proven else res.bound
+            return _Nearest("found", inc.x.copy(), objective=inc.objective, bound=bound,
+                            gap=0.0 if proven else res.gap, optimal=proven,
+                            solver_status=st.value, time=res.time,
+                            message="the nearest valid training point is optimal" if proven
+                            else res.message)
         if st is SolveStatus.INFEASIBLE:
             return _Nearest("infeasible", None, **{**base, "message": (
                 f"proven infeasible: no actionable point has target-class margin >= {tau:g}")})
@@ -191,6 +442,20 @@ class MILPNearest(Explainer):
             cert["distance"] = float(self.distance_.rowwise(q, r.cf[None], self.encoder)[0])
             cert["margin"] = float(class_margin(self._network.forward(r.cf[None]), target)[0])
         return cert
+
+    def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+        """Per query; with ``n_jobs != 1`` the queries go to the workers in a few chunks (the
+        explainer, with its incumbent candidates computed here once, is sent once per chunk,
+        not once per query)."""
+        if self.n_jobs == 1 or len(X) == 1:
+            return super()._explain_batch(X, targets)
+        if self.warm_start and self.data is not None:
+            for t in np.unique(targets):
+                self._candidates(int(t))
+        n = min(effective_n_jobs(self.n_jobs), len(X))
+        chunks = np.array_split(np.arange(len(X)), min(2 * n, len(X)))
+        parts = Parallel(n_jobs=n)(delayed(_explain_chunk)(self, X[c], targets[c]) for c in chunks)
+        return [r for part in parts for r in part]
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         r = self._nearest(x, int(target), self.tau, self.time_limit)
