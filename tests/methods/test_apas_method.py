@@ -59,7 +59,7 @@ def test_certifier_bad_parameters():
                           ({"random_state": "x"}, "random_state")]:
         with pytest.raises(ValidationError, match=match):
             APASCertifier(0.1, **kwargs)
-    with pytest.raises(ValidationError, match="delta"):
+    with pytest.raises(ValidationError, match="shift"):
         APASCertifier(-0.1)
 
 

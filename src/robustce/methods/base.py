@@ -94,7 +94,12 @@ class Explainer:
         model._check_fitted()
         if self.data is not None and not isinstance(self.data, Dataset):
             raise ValidationError(f"data must be a robustce Dataset, got {type(self.data).__name__}")
-        check_integer(self.target_class, "target_class", low=0, high=model.n_classes - 1,
+        self._check_common_params(model.n_classes)
+
+    def _check_common_params(self, n_classes: int) -> None:
+        """The parameters every explainer has and that need no model beyond its class count
+        (``target_class``, ``time_limit``, ``random_state``, ``n_jobs``)."""
+        check_integer(self.target_class, "target_class", low=0, high=n_classes - 1,
                       allow_none=True)
         check_number(self.time_limit, "time_limit", low=0, low_open=True)
         rs = self.random_state

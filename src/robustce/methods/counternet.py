@@ -52,6 +52,8 @@ from robustce.validation import check_bool, check_choice, check_integer, check_n
 __all__ = ["CounterNet"]
 
 LOAN_HIDDEN = ((200, 50), (50,), (50,))
+MAX_EPOCHS = 100_000  # epochs cap (the papers train 50-100)
+MAX_LR = 1e3  # learning-rate cap (float32 steps overflow far below 1e300)
 
 
 def _mlp(n_in: int, sizes: Sequence[int], dropout: float) -> tuple[nn.Sequential, int]:
@@ -228,27 +230,15 @@ class CounterNet(Trainable, Explainer):
         self.ordinal_encoding = ordinal_encoding
         self.progress = progress
         self.device = device
-        self.model = None
-        self.data = None
-        self.target_class = target_class
-        self.time_limit = time_limit
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self._check_params()
+        super().__init__(None, None, target_class=target_class, time_limit=time_limit,
+                         random_state=random_state, n_jobs=n_jobs)
 
     # --- parameters -----------------------------------------------------------------------
     def _check_params(self) -> None:
         if self.model is not None:
             super()._check_params()
-        else:  # before fit: the base checks that need no model
-            check_integer(self.target_class, "target_class", low=0, high=1, allow_none=True)
-            check_number(self.time_limit, "time_limit", low=0, low_open=True)
-            rs = self.random_state
-            if not (rs is None or isinstance(rs, np.random.Generator)):
-                check_integer(rs, "random_state", low=0)
-            check_integer(self.n_jobs, "n_jobs")
-            if self.n_jobs == 0:
-                raise ValidationError("n_jobs must be non-zero (-1 = all cores)")
+        else:  # before fit: the base checks that need no model (binary only)
+            self._check_common_params(2)
         try:
             hidden = tuple(tuple(int(h) for h in part) for part in self.hidden)
         except (TypeError, ValueError):
@@ -258,8 +248,8 @@ class CounterNet(Trainable, Explainer):
             raise ValidationError("hidden must be three non-empty sequences of positive layer "
                                   f"sizes (encoder, predictor, explainer), got {self.hidden!r}")
         self.hidden_ = hidden
-        check_integer(self.epochs, "epochs", low=1)
-        check_number(self.lr, "lr", low=0, low_open=True)
+        check_integer(self.epochs, "epochs", low=1, high=MAX_EPOCHS)
+        check_number(self.lr, "lr", low=0, low_open=True, high=MAX_LR)
         check_integer(self.batch_size, "batch_size", low=1)
         try:
             lambdas = tuple(float(v) for v in self.lambdas)

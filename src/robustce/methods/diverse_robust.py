@@ -118,7 +118,8 @@ class DiverseRobust(Explainer):
         #: d — ordering, cut, distance filter, line-search accuracy and the k-metrics
         self.distance_ = Distance(check_norm(self.norm, NORMS), space="model")
         # the neighbour index (one KD-tree per target class, immutables grouped) is shared
-        self._nn = NearestNeighbour(self.model, self.data, n_neighbours=int(self.alpha),
+        pool = max(1, min(int(self.alpha), len(self.data or ())))  # α, at most the data size
+        self._nn = NearestNeighbour(self.model, self.data, n_neighbours=pool,
                                     norm=self.distance_.norm, target_class=self.target_class,
                                     time_limit=self.time_limit)
         self._needs_projection = any(b.encoding != "scaled" or b.n_steps is not None

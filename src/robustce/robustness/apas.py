@@ -211,7 +211,7 @@ def _rows_and_targets(model: Any, cfs: Any, target_class: Any
     """The network, the rows (unusable ones replaced by zeros), the unusable-row mask, the
     per-row targets and the nominal target margins."""
     net = as_network(model)
-    X, bad = model_space_rows(net, cfs, model)
+    X, bad = model_space_rows(net, cfs, model, name="cfs")
     X = np.where(bad[:, None], 0.0, X)
     t = resolve_targets(target_class, len(X), network=net, X=X)
     nominal = class_margin(net.forward(X), t)
@@ -501,9 +501,7 @@ class APASCertifier(Certifier):
 
     def __init__(self, shift: ParameterShift | float, *, alpha: float = 0.999, R: float = 0.995,
                  n: int | None = None, random_state: int | np.random.Generator | None = None):
-        if not isinstance(shift, ParameterShift):
-            shift = ParameterShift(_check_delta(shift))
-        self.shift = shift
+        self.shift = ParameterShift.of(shift)
         self.n, self.alpha, self.R = _resolve_n(alpha, R, n)
         if not (random_state is None or isinstance(random_state, np.random.Generator)
                 or (isinstance(random_state, int | np.integer) and not isinstance(random_state, bool))):

@@ -417,9 +417,7 @@ class ExactDeltaCertifier(Certifier):
     def __init__(self, shift: ParameterShift | float, *, solver: str = "highs",
                  time_limit: float = 10.0, tol: float = 1e-6, exact_value: bool = False,
                  worst_case: bool = False, **options: Any):
-        if not isinstance(shift, ParameterShift):
-            check_number(shift, "shift", low=0, low_open=True)
-            shift = ParameterShift(float(shift))
+        shift = ParameterShift.of(shift)
         unknown = sorted(set(options) - set(self._OPTIONS))
         if unknown:
             raise ValidationError(

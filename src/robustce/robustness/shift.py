@@ -56,6 +56,13 @@ class ParameterShift:
             )
         object.__setattr__(self, "delta", delta)
 
+    @classmethod
+    def of(cls, shift: ParameterShift | float, name: str = "shift") -> ParameterShift:
+        """``shift`` itself, or the box shift of radius δ = ``shift`` (errors name ``name``)."""
+        if isinstance(shift, cls):
+            return shift
+        return cls(float(check_number(shift, name, low=0, low_open=True)))
+
     @property
     def bias_delta(self) -> float:
         """The radius of the bias box: δ, or 0 when biases are fixed."""
