@@ -176,10 +176,14 @@ class NearestNeighbour(Explainer):
         return to_group[inv[len(idx.keys):]]
 
     # --- search -----------------------------------------------------------------------------
-    def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+    def _check_model_space(self, X: np.ndarray) -> None:
+        """Mutable columns of encoded queries lie (near) model space [0, 1]^d."""
         mutable = self._mutable()
         if np.any(X[:, mutable] < -1.0) or np.any(X[:, mutable] > 2.0):
             raise ValidationError("queries must lie in model space [0, 1]^d")
+
+    def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+        self._check_model_space(X)
         results: list[QueryResult | None] = [None] * len(X)
         for t in np.unique(targets):
             rows = np.flatnonzero(targets == t)

@@ -212,9 +212,7 @@ class RobustNearestNeighbour(NearestNeighbour):
         return cache
 
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
-        mutable = self._mutable()
-        if np.any(X[:, mutable] < -1.0) or np.any(X[:, mutable] > 2.0):
-            raise ValidationError("queries must lie in model space [0, 1]^d")
+        self._check_model_space(X)
         results: list[QueryResult | None] = [None] * len(X)
         for t in np.unique(targets):
             t = int(t)

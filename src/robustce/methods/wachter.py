@@ -47,6 +47,8 @@ from robustce.validation import check_bool, check_choice, check_integer, check_n
 
 __all__ = ["Wachter"]
 
+MAX_LAMBDA = 1e12  # λ cap: the validity term beyond it only overflows float64 losses
+
 
 class Wachter(Explainer):
     """Gradient-based counterfactual search with an L1 proximity term (Wachter et al. 2017).
@@ -127,7 +129,7 @@ class Wachter(Explainer):
             raise UnsupportedModelError(
                 f"Wachter needs a differentiable model (torch_logits); {type(model).__name__} "
                 "has no ReLU-network view — use NearestNeighbour or a MILP method instead")
-        check_number(self.lam_init, "lam_init", low=0, low_open=True)
+        check_number(self.lam_init, "lam_init", low=0, low_open=True, high=MAX_LAMBDA)
         check_number(self.lam_schedule, "lam_schedule", low=1, low_open=True)  # λ *= it
         for label in ("max_lambda_steps", "max_iter", "check_every"):
             check_integer(getattr(self, label), label, low=1)
@@ -244,7 +246,7 @@ class Wachter(Explainer):
                 if len(active) == 0 or timed_out:
                     break
                 if rnd > 0:
-                    lam[active] *= self.lam_schedule
+                    lam[active] = np.minimum(lam[active] * self.lam_schedule, MAX_LAMBDA)
                 xa = torch.as_tensor(X[active], dtype=torch.float64)
                 lam_t = torch.as_tensor(lam[active], dtype=torch.float64)
                 ta = targets[active]

@@ -427,6 +427,7 @@ class ExactDeltaCertifier(Certifier):
         self.time_limit = check_time_limit(time_limit)
         check_number(tol, "tol", low=0, low_open=True)
         check_bool(exact_value, "exact_value")
+        check_bool(worst_case, "worst_case")
         self.tol = float(tol)
         self.exact_value = bool(exact_value)
         self.worst_case = bool(worst_case)
