@@ -236,6 +236,10 @@ def _bad(**changes):
         (_bad(seeds=[]), "seeds: expected a non-empty list"),
         (_bad(evaluation={"delta": -1.0}), "evaluation.delta: must be a positive number"),
         (_bad(evaluation={"retrain": {"n_models": 2}}), "evaluation.retrain.n_models"),
+        (_bad(evaluation={"retrain": {"protocol": "continued", "n_drop": 2}}),
+         "evaluation.retrain.n_drop: not a parameter of protocol 'continued'"),
+        (_bad(evaluation={"retrain": {"protocol": "continued", "fraction": 1.5}}),
+         "evaluation.retrain.fraction: must be in (0, 1]"),
         (_bad(backend="nope"), "backend: unknown joblib backend 'nope'"),
         (_bad(colour="red"), "colour: unknown key"),
     ],
@@ -352,5 +356,10 @@ def test_retraining_protocols_come_from_models_families():
     assert base.encoder is fam[0].encoder
     d1, _ = split_halves(data, 5)
     assert list(fam.meta["d1_index"]) == list(d1.frame.index)
+    base_c, fam = retrain_protocol(data, params, 5, {"protocol": "continued", "n_models": 2,
+                                                     "epochs": 1})
+    assert fam.protocol == "continued" and len(fam) == 2
+    assert list(fam.meta["d1_index"]) == list(d1.frame.index)
+    assert (base_c.predict_proba(data.frame) == base.predict_proba(data.frame)).all()  # same D1 base
     with pytest.raises(ValidationError, match="unknown retraining protocol"):
         retrain_protocol(data, params, 0, {"protocol": "bagging"})

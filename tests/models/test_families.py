@@ -12,6 +12,7 @@ from robustce.models import (
     MLP,
     FamilyValidity,
     ModelFamily,
+    continued_family,
     group_family,
     incremental_family,
     proplace_family,
@@ -249,3 +250,21 @@ def test_family_argument_validation(loan, proplace):
         ModelFamily([], "empty", [])
     with pytest.raises(ValidationError, match="seeds"):
         ModelFamily([base], "x", [1, 2])
+
+
+def test_continued_family_trains_the_proplace_base_on_over_d2(loan, proplace):
+    train, test = loan
+    base, fam = continued_family(train, FAST, n_models=2, fraction=0.5, epochs=1, test=test,
+                                 random_state=0)
+    # the same halves and base seed as proplace_family: the same base model
+    pbase, pfam = proplace
+    assert list(fam.meta["d1_index"]) == list(pfam.meta["d1_index"])
+    np.testing.assert_array_equal(base.predict(test.frame), pbase.predict(test.frame))
+    assert fam.protocol == "continued" and len(fam) == 2 and fam.accuracies.shape == (2,)
+    # each member saw half of D2 only, and moved from the base by a small shift
+    d2 = set(fam.meta["d2_index"])
+    for rows in fam.meta["rows"]:
+        assert set(rows) <= d2 and len(rows) == round(0.5 * len(d2))
+    moved = fam.empirical_deltas(base)
+    retrained = pfam.empirical_deltas(pbase)
+    assert np.all(moved > 0) and moved.max() < np.median(retrained)

@@ -98,8 +98,12 @@ QUERY_KEYS = {"n": int, "from_class": int, "target_class": int}
 EVAL_KEYS = {"delta", "lof_neighbors", "retrain", "perturb"}
 PERTURB_KEYS = {"scale": float, "n_repeats": int, "max_tries": int}
 RETRAIN_KEYS = {"protocol": str, "n_models": int, "n_retrain": int, "n_drop": int,
-                "drop_fraction": float}
-RETRAIN_PROTOCOLS = ("proplace", "seeds")
+                "drop_fraction": float, "fraction": float, "epochs": int, "lr": float}
+RETRAIN_PROTOCOLS = ("proplace", "seeds", "continued")
+#: the parameters each retraining protocol takes (besides ``protocol``)
+RETRAIN_PARAMS = {"proplace": {"n_retrain", "n_drop", "drop_fraction"},
+                  "seeds": {"n_models", "drop_fraction"},
+                  "continued": {"n_models", "fraction", "epochs", "lr"}}
 # parameters set by the runner, never from a config
 RUNNER_SET = {"random_state"}
 
@@ -459,8 +463,7 @@ def _retrain(value: Any, path: str = "evaluation.retrain") -> dict[str, Any]:
     protocol = retrain.setdefault("protocol", "proplace")
     if protocol not in RETRAIN_PROTOCOLS:
         raise ConfigError(f"{path}.protocol: expected one of {RETRAIN_PROTOCOLS}, got {protocol!r}")
-    allowed = ({"protocol", "n_retrain", "n_drop", "drop_fraction"} if protocol == "proplace"
-               else {"protocol", "n_models", "drop_fraction"})
+    allowed = {"protocol"} | RETRAIN_PARAMS[protocol]
     for key in retrain:
         if key not in allowed:
             raise ConfigError(f"{path}.{key}: not a parameter of protocol {protocol!r}; "
@@ -473,6 +476,16 @@ def _retrain(value: Any, path: str = "evaluation.retrain") -> dict[str, Any]:
             raise ConfigError(f"{path}: need n_retrain + n_drop >= 1 (both non-negative)")
         if not 0 < retrain["drop_fraction"] < 1:
             raise ConfigError(f"{path}.drop_fraction: must be in (0, 1)")
+    elif protocol == "continued":
+        retrain.setdefault("n_models", 1)
+        retrain.setdefault("fraction", 1.0)
+        retrain.setdefault("epochs", 5)
+        if retrain["n_models"] < 1 or retrain["epochs"] < 1:
+            raise ConfigError(f"{path}: n_models and epochs must be positive integers")
+        if not 0 < retrain["fraction"] <= 1:
+            raise ConfigError(f"{path}.fraction: must be in (0, 1]")
+        if "lr" in retrain and not retrain["lr"] > 0:
+            raise ConfigError(f"{path}.lr: must be > 0")
     else:
         retrain.setdefault("n_models", 5)
         retrain.setdefault("drop_fraction", 0.0)

@@ -80,8 +80,10 @@ def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, ret
     :mod:`robustce.models.families`: ``protocol = "proplace"`` →
     :func:`~robustce.models.families.proplace_family` (the model is trained on a random half D1
     of ``train``), ``"seeds"`` → :func:`~robustce.models.families.seed_family` (the model on all
-    of ``train``, the family with other seeds)."""
-    from robustce.models.families import proplace_family, seed_family
+    of ``train``, the family with other seeds), ``"continued"`` →
+    :func:`~robustce.models.families.continued_family` (the model on D1, the family trained on
+    from it on D2)."""
+    from robustce.models.families import continued_family, proplace_family, seed_family
 
     params = {k: v for k, v in dict(model_params).items() if k != "random_state"}
     opts = dict(retrain)
@@ -90,7 +92,10 @@ def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, ret
         return proplace_family(train, params, random_state=seed, **opts)
     if protocol == "seeds":
         return seed_family(train, params, random_state=seed, **opts)
-    raise ValidationError(f"unknown retraining protocol {protocol!r}; expected proplace or seeds")
+    if protocol == "continued":
+        return continued_family(train, params, random_state=seed, **opts)
+    raise ValidationError(f"unknown retraining protocol {protocol!r}; expected proplace, seeds "
+                          "or continued")
 
 
 def select_queries(model: Any, test: Any, n: int, from_class: int = 0) -> pd.DataFrame:

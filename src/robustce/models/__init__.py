@@ -5,6 +5,7 @@ from robustce.models.base import Model
 from robustce.models.families import (
     FamilyValidity,
     ModelFamily,
+    continued_family,
     group_family,
     incremental_family,
     proplace_family,
@@ -30,6 +31,7 @@ __all__ = [
     "TreeView",
     "forest_predict_proba",
     "group_family",
+    "continued_family",
     "incremental_family",
     "load",
     "proplace_family",

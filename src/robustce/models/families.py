@@ -432,6 +432,46 @@ def group_family(
     return ModelFamily(models, "group", seeds, accuracies=acc, meta=meta)
 
 
+def continued_family(
+    data: Dataset,
+    base_params: dict[str, Any] | Any = None,
+    *,
+    n_models: int = 1,
+    fraction: float = 1.0,
+    epochs: int = 5,
+    lr: float | None = None,
+    test: Dataset | None = None,
+    random_state: int | np.random.Generator | None = 0,
+    n_jobs: int | None = 1,
+) -> tuple[Model, ModelFamily]:
+    """Training continued on new data (Jiang et al. 2023's shifted model, used by APΔS).
+    Returns ``(base_model, family)``.
+
+    ``data`` is split into the random halves D1/D2 of :func:`split_halves`; the base model is
+    trained on D1 (as in :func:`proplace_family`, same halves and base seed for the same int
+    ``random_state``), then each of ``n_models`` copies is trained on for ``epochs`` epochs on a
+    random ``fraction`` of D2 (:func:`incremental_family`). The weights move by the parameter
+    shift δ_e that the papers report (≈ 0.3 on diabetes) rather than the 10× larger shift of a
+    retrain from a new seed.
+    """
+    if not isinstance(data, Dataset):
+        raise ValidationError(f"continued_family expects a robustce Dataset, got {type(data).__name__}")
+    if len(data) < 4:
+        raise ValidationError(f"need at least 4 rows to split into halves, got {len(data)}")
+    rng = check_random_state(random_state)
+    d1_pos, d2_pos = _halves(len(data), rng)
+    base_seed = _seeds(rng, 1)[0]
+    enc = _encoder_for(base_params, data, None)
+    base = _fit_one(base_params, data.subset(d1_pos), enc, base_seed)
+    family = incremental_family(base, data.subset(d2_pos), fraction=fraction, epochs=epochs,
+                                n_models=n_models, lr=lr, test=test, random_state=rng,
+                                n_jobs=n_jobs)
+    family.meta.update({"d1_index": data.frame.index[d1_pos], "d2_index": data.frame.index[d2_pos],
+                        "base_seed": base_seed})
+    family.protocol = "continued"
+    return base, family
+
+
 def seed_family(
     data: Dataset,
     base_params: dict[str, Any] | None = None,
