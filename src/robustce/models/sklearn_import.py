@@ -85,11 +85,20 @@ def _plain(c: Any) -> Any:
     return c.item() if isinstance(c, np.generic) else c
 
 
+def _is_passthrough(step: Any) -> bool:
+    """``None``, ``"passthrough"`` or ``FunctionTransformer()`` (what a ColumnTransformer
+    stores for ``"passthrough"``)."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return True
+    return isinstance(step, FunctionTransformer) and step.func is None
+
+
 def _is_identity(step: Any) -> bool:
     from sklearn.impute import SimpleImputer
 
-    return step is None or (isinstance(step, str) and step == "passthrough") or isinstance(
-        step, SimpleImputer)
+    return _is_passthrough(step) or isinstance(step, SimpleImputer)
 
 
 # ----------------------------------------------------------------------------------------
@@ -121,7 +130,7 @@ def _collect_roles(step: Any, label: str, cols: list[str] | None, roles: _Roles)
 
     if not cols or (isinstance(step, str) and step == "drop"):
         return
-    if isinstance(step, str) and step == "passthrough":
+    if _is_passthrough(step):
         for c in cols:
             roles.numeric.setdefault(c, []).append(label)
     elif isinstance(step, Pipeline):
@@ -410,7 +419,7 @@ def _fold(step: Any, label: str, sym: _Sym, basis: _Basis) -> _Sym:
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
-    if step is None or (isinstance(step, str) and step == "passthrough"):
+    if _is_passthrough(step):
         return sym
     if isinstance(step, str) and step == "drop":
         return _Sym(A=np.zeros((0, basis.d)), c=np.zeros(0))
@@ -479,42 +488,99 @@ def _fold(step: Any, label: str, sym: _Sym, basis: _Basis) -> _Sym:
 
 
 class _SplitMap:
-    """Maps a split ``z_j <= θ`` to ``(column, threshold, swap)`` over model space."""
+    """Maps a split ``z_j <= θ`` of the fitted tree to model space as ``(columns, t, hit_left)``:
+    the row goes to the *hit* child (left iff ``hit_left``) iff ``x_k > t`` for some ``k`` in
+    ``columns``, else to the other child. One column is an axis-aligned split (``hit_left``
+    when the column's coefficient is negative); several one-hot columns are a set of
+    categories, tested as a chain of nodes (the tree becomes a DAG with the same leaves)."""
 
-    def __init__(self, A: np.ndarray, c: np.ndarray, encoder: Encoder, basis: _Basis, label: str):
+    def __init__(self, A: np.ndarray, c: np.ndarray, encoder: Encoder, basis: _Basis, label: str,
+                 transform: Any = None, base: pd.DataFrame | None = None):
         self.A, self.c, self.encoder, self.basis, self.label = A, c, encoder, basis, label
         self.owner = encoder.feature_of_column_
+        self.transform, self.base = transform, base
+        self.cache: dict[tuple[int, float, bool], tuple[list[int], float, bool]] = {}
 
-    def __call__(self, j: int, theta: float) -> tuple[int, float, bool]:
+    def get(self, j: int, theta: float, float32: bool) -> tuple[list[int], float, bool]:
+        key = (j, theta, float32)
+        if key not in self.cache:
+            eff = float(float32_threshold(np.array([theta]))[0]) if float32 else theta
+            self.cache[key] = self(j, eff)
+        return self.cache[key]
+
+    def prepare(self, js: np.ndarray, thetas: np.ndarray, float32: bool) -> None:
+        """Splits on an integer feature: the fitted threshold can equal a grid value's
+        transformed image up to rounding, so ask the pipeline's own transform (one batched
+        call) which of the two grid values around it go left, and put the model-space
+        threshold halfway between them."""
+        if self.transform is None:
+            return
+        todo = []
+        for j, th in {(int(a), float(b)) for a, b in zip(js, thetas, strict=True)}:
+            if (j, th, float32) in self.cache:
+                continue
+            nz = np.flatnonzero(self.A[j])
+            if len(nz) != 1 or self.A[j, nz[0]] <= 0:
+                continue
+            block = self.encoder.blocks_[int(self.owner[nz[0]])]
+            f = block.feature
+            if f.kind is not FeatureKind.INTEGER or f.upper == f.lower:
+                continue
+            k, alpha = int(nz[0]), float(self.A[j, nz[0]])
+            v = f.lower + (th - float(self.c[j])) / alpha * (f.upper - f.lower)
+            n0 = float(np.floor(v))
+            todo.append((j, th, k, f, n0))
+        if not todo:
+            return
+        rows = []
+        for _, _, _, f, n0 in todo:
+            for n in (n0, n0 + 1.0):
+                row = self.base.copy()
+                row[f.name] = np.clip(n, f.lower, f.upper)
+                rows.append(row)
+        frame = pd.concat(rows, ignore_index=True)
+        for _, _, _, f, _ in todo:
+            frame[f.name] = frame[f.name].astype(self.base[f.name].dtype)
+        Z = self.transform(frame)
+        for i, (j, th, k, f, n0) in enumerate(todo):
+            z = Z[2 * i:2 * i + 2, j]
+            go = (z.astype(np.float32) if float32 else z) <= th
+            n0c = np.clip(n0, f.lower, f.upper)
+            cut = n0c + 1.5 if go.all() else (n0c + 0.5 if go[0] else n0c - 0.5)
+            t = (cut - f.lower) / (f.upper - f.lower)
+            self.cache[(j, th, float32)] = ([k], t, False)
+
+    def __call__(self, j: int, theta: float) -> tuple[list[int], float, bool]:
         a, c0 = self.A[j], float(self.c[j])
         nz = np.flatnonzero(a)
         if len(nz) == 0:  # a constant input: the split always goes one way
-            return 0, (np.inf if c0 <= theta else -np.inf), False
+            return [0], (np.inf if c0 <= theta else -np.inf), False
         if len(nz) == 1:
             k, alpha = int(nz[0]), float(a[nz[0]])
             b = (theta - c0) / alpha
             if alpha > 0:
-                return k, b, False
-            return k, float(np.nextafter(b, -np.inf)), True  # z <= θ ⟺ x >= b: swap children
+                return [k], b, False
+            return [k], float(np.nextafter(b, -np.inf)), True  # z <= θ ⟺ x >= b
         feats = np.unique(self.owner[nz])
         block = self.encoder.blocks_[int(feats[0])]
         if len(feats) == 1 and block.feature.kind.has_levels:
-            z = np.array([a @ self._level_point(block, k) + c0 for k in range(block.feature.n_levels)])
+            K = block.feature.n_levels
+            z = np.array([a @ self._level_point(block, k) + c0 for k in range(K)])
             left = z <= theta
-            K = len(left)
             if left.all() or not left.any():
-                return int(nz[0]), (np.inf if left.all() else -np.inf), False
+                return [int(nz[0])], (np.inf if left.all() else -np.inf), False
             if block.encoding == "thermometer":
                 m = int(np.argmin(left)) if left[0] else int(np.argmax(left))
-                if left[0] and not left[m:].any():  # prefix {0..m-1} goes left: t_m <= 0.5
-                    return block.start + m - 1, 0.5, False
-                if not left[0] and left[m:].all():  # suffix {m..K-1} goes left: t_m > 0.5
-                    return block.start + m - 1, 0.5, True
+                if left[0] and not left[m:].any():  # levels < m go left: t_m <= 0.5
+                    return [block.start + m - 1], 0.5, False
+                if not left[0] and left[m:].all():  # levels >= m go left: t_m > 0.5
+                    return [block.start + m - 1], 0.5, True
             elif block.encoding == "onehot":
-                if left.sum() == K - 1:
-                    return block.start + int(np.argmin(left)), 0.5, False
-                if left.sum() == 1:
-                    return block.start + int(np.argmax(left)), 0.5, True
+                right = np.flatnonzero(~left)
+                lefts = np.flatnonzero(left)
+                if len(right) <= len(lefts):
+                    return [block.start + int(k) for k in right], 0.5, False
+                return [block.start + int(k) for k in lefts], 0.5, True
         raise UnsupportedModelError(
             f"{self.label}: a split on input {j} mixes several model-space columns "
             f"({[self.encoder.columns_[i] for i in nz[:6]]}); not one axis-aligned split")
@@ -530,53 +596,63 @@ class _SplitMap:
         return x
 
 
+def _mapped_tree(feature_in: np.ndarray, thr_raw: np.ndarray, left: np.ndarray,
+                 right: np.ndarray, leaf: np.ndarray, value: np.ndarray, split: _SplitMap,
+                 float32: bool) -> TreeView:
+    """Rebuild a fitted tree over model space, node by node through ``split``."""
+    feature = np.full(len(left), -1, dtype=np.int64).tolist()
+    thr = np.full(len(left), np.nan).tolist()
+    L = np.where(leaf, -1, left).tolist()
+    R = np.where(leaf, -1, right).tolist()
+    vals = list(value)
+    internal = np.flatnonzero(~leaf)
+    split.prepare(feature_in[internal], thr_raw[internal], float32)
+    for i in internal:
+        cols, t, hit_left = split.get(int(feature_in[i]), float(thr_raw[i]), float32)
+        hit, miss = (L[i], R[i]) if hit_left else (R[i], L[i])
+        node = int(i)
+        for n, k in enumerate(cols):  # x_k <= t ? (next test | miss) : hit
+            last = n == len(cols) - 1
+            nxt = miss if last else len(feature)
+            feature[node], thr[node], L[node], R[node] = k, t, nxt, hit
+            if not last:
+                feature.append(-1)
+                thr.append(np.nan)
+                L.append(-1)
+                R.append(-1)
+                vals.append(value[i])
+                node = nxt
+    return TreeView(np.array(feature, dtype=np.int64), np.array(thr), np.array(L, dtype=np.int64),
+                    np.array(R, dtype=np.int64), np.array(vals), split.basis.d)
+
+
 def _tree_view(tree: Any, split: _SplitMap, *, float32: bool, regression_scale: float | None
                ) -> TreeView:
     """A scikit-learn ``tree_`` (fitted on Z) as a TreeView over model space."""
     left = np.asarray(tree.children_left, dtype=np.int64)
     right = np.asarray(tree.children_right, dtype=np.int64)
-    leaf = left < 0
     thr_raw = np.asarray(tree.threshold, dtype=np.float64)
-    thr_eff = float32_threshold(thr_raw) if float32 else thr_raw
-    feat_in = np.asarray(tree.feature, dtype=np.int64)
-    feature = np.full(len(left), -1, dtype=np.int64)
-    thr = np.full(len(left), np.nan)
-    L, R = np.where(leaf, -1, left), np.where(leaf, -1, right)
-    cache: dict[tuple[int, float], tuple[int, float, bool]] = {}
-    for i in np.flatnonzero(~leaf):
-        key = (int(feat_in[i]), float(thr_eff[i]))
-        if key not in cache:
-            cache[key] = split(*key)
-        k, t, swap = cache[key]
-        feature[i], thr[i] = k, t
-        if swap:
-            L[i], R[i] = R[i], L[i]
     value = np.asarray(tree.value, dtype=np.float64)[:, 0, :]
     if regression_scale is not None:
         value = value[:, :1] * regression_scale
     else:
         sums = value.sum(axis=1, keepdims=True)
         value = np.divide(value, sums, out=np.zeros_like(value), where=sums > 0)
-    return TreeView(feature, thr, L, R, value, split.basis.d)
+    return _mapped_tree(np.asarray(tree.feature, dtype=np.int64), thr_raw, left, right,
+                        left < 0, value, split, float32)
 
 
 def _hgb_tree_view(nodes: np.ndarray, split: _SplitMap, label: str) -> TreeView:
+    """A HistGradientBoosting predictor's nodes (float64 splits ``x <= num_threshold``)."""
     if np.any(nodes["is_categorical"]):
         raise UnsupportedModelError(
             f"{label}: native categorical splits (categorical_features) are not supported; "
             "one-hot encode the categories in the pipeline instead")
     leaf = nodes["is_leaf"].astype(bool)
-    L = np.where(leaf, -1, nodes["left"].astype(np.int64))
-    R = np.where(leaf, -1, nodes["right"].astype(np.int64))
-    feature = np.full(len(nodes), -1, dtype=np.int64)
-    thr = np.full(len(nodes), np.nan)
-    for i in np.flatnonzero(~leaf):
-        k, t, swap = split(int(nodes["feature_idx"][i]), float(nodes["num_threshold"][i]))
-        feature[i], thr[i] = k, t
-        if swap:
-            L[i], R[i] = R[i], L[i]
-    value = np.asarray(nodes["value"], dtype=np.float64)[:, None]
-    return TreeView(feature, thr, L, R, value, split.basis.d)
+    return _mapped_tree(nodes["feature_idx"].astype(np.int64),
+                        nodes["num_threshold"].astype(np.float64),
+                        nodes["left"].astype(np.int64), nodes["right"].astype(np.int64), leaf,
+                        np.asarray(nodes["value"], dtype=np.float64)[:, None], split, False)
 
 
 # ----------------------------------------------------------------------------------------
@@ -693,16 +769,20 @@ def _probe_frame(encoder: Encoder, frame: pd.DataFrame | None, columns: list[str
     return probe
 
 
-def _check_fold(pre: list[tuple[str, Any]], A: np.ndarray, c: np.ndarray, encoder: Encoder,
-                probe: pd.DataFrame) -> None:
-    Z = probe
+def _transform(pre: list[tuple[str, Any]], frame: pd.DataFrame) -> np.ndarray:
+    """The pipeline's own preprocessing of raw rows, dense float64."""
+    Z: Any = frame
     for _, step in pre:
-        if step is None or (isinstance(step, str) and step == "passthrough"):
-            continue
-        Z = step.transform(Z)
+        if not _is_passthrough(step):
+            Z = step.transform(Z)
     if hasattr(Z, "toarray"):
         Z = Z.toarray()
-    Z = np.asarray(Z, dtype=np.float64)
+    return np.asarray(Z, dtype=np.float64)
+
+
+def _check_fold(pre: list[tuple[str, Any]], A: np.ndarray, c: np.ndarray, encoder: Encoder,
+                probe: pd.DataFrame) -> None:
+    Z = _transform(pre, probe)
     mine = encoder.transform(probe) @ A.T + c
     if Z.shape != mine.shape:
         raise UnsupportedModelError(
@@ -798,12 +878,16 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
             class_names = dataset.class_names
         else:
             class_names = tuple(_plain(v) for v in classes)
-    model = _build(final, final_label, A, c, encoder, basis, tuple(class_names), estimator, columns)
-    return model
+    base = (frame[columns].iloc[:1].reset_index(drop=True) if frame is not None
+            else encoder.inverse_transform(np.zeros((1, basis.d)))[columns])
+    oracle = (lambda fr: _transform(pre, fr), base) if pre else (None, None)
+    return _build(final, final_label, A, c, encoder, basis, tuple(class_names), estimator,
+                  columns, oracle)
 
 
 def _build(final: Any, label: str, A: np.ndarray, c: np.ndarray, encoder: Encoder,
-           basis: _Basis, class_names: tuple[Any, ...], estimator: Any, columns: list[str]) -> Model:
+           basis: _Basis, class_names: tuple[Any, ...], estimator: Any, columns: list[str],
+           oracle: tuple[Any, pd.DataFrame | None]) -> Model:
     from sklearn.ensemble import (
         ExtraTreesClassifier,
         GradientBoostingClassifier,
@@ -841,7 +925,7 @@ def _build(final: Any, label: str, A: np.ndarray, c: np.ndarray, encoder: Encode
         W0, b0 = layers[0]
         layers[0] = (W0 @ A, b0 + W0 @ c)
         return ImportedNetworkModel(ReLUNetwork(layers), *args)
-    split = _SplitMap(A, c, encoder, basis, what)
+    split = _SplitMap(A, c, encoder, basis, what, *oracle)
     if isinstance(final, DecisionTreeClassifier | RandomForestClassifier | ExtraTreesClassifier):
         if getattr(final, "n_outputs_", 1) != 1:
             raise UnsupportedModelError(f"{what}: multi-output trees are not supported")
