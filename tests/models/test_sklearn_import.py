@@ -96,7 +96,7 @@ def test_view_predicts_like_the_pipeline_on_every_training_row(german, name):
     (Pipeline([("imp", SimpleImputer(strategy="most_frequent")), ("oh", OneHotEncoder())]),
      Pipeline([("imp", SimpleImputer()), ("sc", StandardScaler())])),
 ])
-@pytest.mark.parametrize("clf", ["lr", "forest", "hgb"])
+@pytest.mark.parametrize("clf", ["lr", "forest", pytest.param("hgb", marks=pytest.mark.slow)])
 def test_every_supported_transformer_folds_exactly(german, cat_enc, num_enc, clf):
     ds = german[0]
     from sklearn.base import clone
@@ -231,10 +231,10 @@ def test_milp_robust_certificates_survive_sampling_and_attack(german, mlp_model)
 @pytest.mark.parametrize("clf", ["forest", "hgb", "gb"])
 def test_nearest_neighbour_on_tree_ensembles(german, clf):
     ds = german[0]
-    model = from_sklearn(_pipe(german, CLASSIFIERS[clf]()), ds)
+    model = from_sklearn(_pipe(german, CLASSIFIERS[clf]()), ds.frame)  # no immutables
     res = NearestNeighbour(model, ds).explain(ds.frame.iloc[:10])
     found = _original_accepts(model, res)
-    assert found.sum() >= 5
+    assert found.all()
 
 
 @pytest.mark.slow
