@@ -21,8 +21,10 @@ from robustce.models.sklearn_import import (
     ImportedBoostedModel,
     ImportedNetworkModel,
     ImportedTreeModel,
+    fold_preprocessing,
     from_sklearn,
 )
+from robustce.models.torch_import import TorchNetworkModel, from_torch
 from robustce.models.trees import TreeView, forest_predict_proba
 
 __all__ = [
@@ -30,7 +32,10 @@ __all__ = [
     "ImportedBoostedModel",
     "ImportedNetworkModel",
     "ImportedTreeModel",
+    "fold_preprocessing",
     "from_sklearn",
+    "from_torch",
+    "TorchNetworkModel",
     "NetworkModel",
     "MLP",
     "FamilyValidity",

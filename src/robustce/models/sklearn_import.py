@@ -51,7 +51,13 @@ from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
 from robustce.models.trees import TreeView, float32_threshold, forest_predict_proba
 
-__all__ = ["ImportedBoostedModel", "ImportedNetworkModel", "ImportedTreeModel", "from_sklearn"]
+__all__ = [
+    "ImportedBoostedModel",
+    "ImportedNetworkModel",
+    "ImportedTreeModel",
+    "fold_preprocessing",
+    "from_sklearn",
+]
 
 _EPS = 1e-12
 _N_PROBE = 256  # random schema rows the fold is checked on
@@ -796,6 +802,69 @@ def _check_fold(pre: list[tuple[str, Any]], A: np.ndarray, c: np.ndarray, encode
             f"column {j} (relative error {err.max():.2e}); this pipeline is not supported")
 
 
+def _fold_preprocessing(estimator: Any, pre: list[tuple[str, Any]], data_or_schema: Any
+                        ) -> tuple[Encoder, _Basis, np.ndarray, np.ndarray, list[str],
+                                   pd.DataFrame | None, Dataset | None]:
+    """Schema, encoder and the preprocessing ``Z = A x + c`` (checked against its transform)."""
+    dataset = data_or_schema if isinstance(data_or_schema, Dataset) else None
+    schema = dataset.schema if dataset is not None else (
+        data_or_schema if isinstance(data_or_schema, Schema) else None)
+    frame = dataset.frame if dataset is not None else (
+        data_or_schema if isinstance(data_or_schema, pd.DataFrame) else None)
+    if data_or_schema is not None and schema is None and frame is None:
+        raise ValidationError(
+            "data_or_schema must be a DataFrame, a Dataset or a Schema, got "
+            f"{type(data_or_schema).__name__}")
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None:
+        ref = schema.names if schema is not None else (list(frame.columns) if frame is not None else None)
+        if ref is None or len(ref) != getattr(estimator, "n_features_in_", -1):
+            raise ValidationError(
+                "the estimator was not fitted on a DataFrame (no feature_names_in_); fit it on "
+                "the raw frame, or pass a Schema/frame with its columns in order")
+        names = ref
+    columns = [str(n) for n in names]
+
+    roles = _Roles()
+    if pre:
+        for label, step in pre:
+            _collect_roles(step, label, columns, roles)
+            if not _is_identity(step):
+                break
+    else:
+        for n in columns:
+            roles.numeric.setdefault(n, []).append("the estimator")
+    if schema is not None:
+        _check_schema(schema, columns, roles)
+        if frame is not None:
+            schema.validate(frame[schema.names] if set(frame.columns) == set(schema.names) else frame)
+    else:
+        schema = _schema_from(columns, roles, frame)
+        if frame is not None:
+            schema.validate(frame[schema.names])
+    encoder = Encoder(schema).fit()
+    basis = _Basis(encoder)
+
+    sym = _Sym(names=list(columns))
+    for label, step in pre:
+        sym = _fold(step, label, sym, basis)
+    A, c = _affine(sym, basis)
+    if pre:
+        _check_fold(pre, A, c, encoder, _probe_frame(encoder, frame, columns))
+
+    return encoder, basis, A, c, columns, frame, dataset
+
+
+def fold_preprocessing(preprocessor: Any,
+                       data_or_schema: pd.DataFrame | Dataset | Schema | None = None
+                       ) -> tuple[Encoder, np.ndarray, np.ndarray]:
+    """A fitted scikit-learn preprocessor on raw frames as ``(encoder, A, c)``:
+    ``preprocessor.transform(frame) == encoder.transform(frame) @ A.T + c`` (checked)."""
+    encoder, _, A, c, *_ = _fold_preprocessing(preprocessor, [("the preprocessor", preprocessor)],
+                                               data_or_schema)
+    return encoder, A, c
+
+
 def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema | None = None,
                  *, class_names: Any = None) -> Model:
     """A robustce model of a fitted scikit-learn classifier or ``Pipeline`` on raw DataFrames.
@@ -824,54 +893,12 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
             f"{SUPPORTED_ESTIMATORS}")
     if not hasattr(final, "classes_"):
         raise NotFittedError(f"{final_label} ({type(final).__name__}) is not fitted")
-    dataset = data_or_schema if isinstance(data_or_schema, Dataset) else None
-    schema = dataset.schema if dataset is not None else (
-        data_or_schema if isinstance(data_or_schema, Schema) else None)
-    frame = dataset.frame if dataset is not None else (
-        data_or_schema if isinstance(data_or_schema, pd.DataFrame) else None)
-    if data_or_schema is not None and schema is None and frame is None:
-        raise ValidationError(
-            "data_or_schema must be a DataFrame, a Dataset or a Schema, got "
-            f"{type(data_or_schema).__name__}")
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is None:
-        ref = schema.names if schema is not None else (list(frame.columns) if frame is not None else None)
-        if ref is None or len(ref) != getattr(estimator, "n_features_in_", -1):
-            raise ValidationError(
-                "the estimator was not fitted on a DataFrame (no feature_names_in_); fit it on "
-                "the raw frame, or pass a Schema/frame with its columns in order")
-        names = ref
-    columns = [str(n) for n in names]
-
-    roles = _Roles()
-    if pre:
-        _collect_roles(Pipeline(estimator.steps[:-1]) if len(pre) > 1 else pre[0][1],
-                       pre[0][0] if len(pre) == 1 else "the preprocessing", columns, roles)
-    else:
-        for n in columns:
-            roles.numeric.setdefault(n, []).append("the estimator")
-    if schema is not None:
-        _check_schema(schema, columns, roles)
-        if frame is not None:
-            schema.validate(frame[schema.names] if set(frame.columns) == set(schema.names) else frame)
-    else:
-        schema = _schema_from(columns, roles, frame)
-        if frame is not None:
-            schema.validate(frame[schema.names])
-    encoder = Encoder(schema).fit()
-    basis = _Basis(encoder)
-
-    sym = _Sym(names=list(columns))
-    for label, step in pre:
-        sym = _fold(step, label, sym, basis)
-    A, c = _affine(sym, basis)
+    encoder, basis, A, c, columns, frame, dataset = _fold_preprocessing(
+        estimator, pre, data_or_schema)
     n_in = getattr(final, "n_features_in_", A.shape[0])
     if A.shape[0] != n_in:
         raise UnsupportedModelError(
             f"the folded preprocessing gives {A.shape[0]} columns but {final_label} takes {n_in}")
-    if pre:
-        _check_fold(pre, A, c, encoder, _probe_frame(encoder, frame, columns))
-
     classes = np.asarray(final.classes_)
     if class_names is None:
         if dataset is not None and list(classes) == list(range(len(dataset.class_names))):
