@@ -33,6 +33,7 @@ from sklearn.tree import DecisionTreeClassifier
 import robustce as rc
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.methods import MACE, MILPNearest, MILPRobust, NearestNeighbour
+from robustce.methods.mace import mace_distance
 from robustce.models import from_sklearn
 from robustce.models.network import class_margin
 from robustce.robustness import ParameterShift
@@ -244,3 +245,26 @@ def test_mace_on_a_forest_pipeline(german):
     res = MACE(model, ds, sat_timeout=30).explain(ds.frame.iloc[:3])
     found = _original_accepts(model, res)
     assert found.sum() >= 2
+
+
+@pytest.mark.parametrize("clf", ["hgb", "gb"])
+def test_mace_on_a_boosted_pipeline_is_valid_and_no_farther_than_the_nearest_neighbour(german, clf):
+    ds = german[0]
+    est = (HistGradientBoostingClassifier(max_iter=8, max_depth=3, random_state=0) if clf == "hgb"
+           else GradientBoostingClassifier(n_estimators=30, max_depth=2, random_state=0))
+    model = from_sklearn(_pipe(german, est), ds.frame)
+    assert set(model.predict(ds.frame)) == {0, 1}
+    queries = ds.frame.iloc[:3]
+    res = MACE(model, ds, sat_timeout=30).explain(queries)
+    found = _original_accepts(model, res)
+    assert found.all()
+    # MACE's lower bound (no plausible CE within delta_min) holds against the nearest
+    # training point of the target class, an independent plausible CE (all features free)
+    nn = NearestNeighbour(model, ds).explain(queries)
+    for q in queries.index:
+        x = model.encoder.transform(queries.loc[[q]])[0]
+        cand = nn.counterfactuals_encoded[nn.counterfactuals["query_id"].to_numpy() == q]
+        d_nn = mace_distance(model.encoder, x, cand).min()
+        cert = res.certificates.loc[q]
+        assert cert["delta_min"] <= d_nn + 1e-9
+        assert cert["delta_max"] - cert["delta_min"] <= cert["epsilon"] + 1e-12
