@@ -181,7 +181,7 @@ class MACE(Explainer):
         self._sat_timeout = None if self.sat_timeout is None else float(self.sat_timeout)
         self._kind, self._parts = _model_parts(self.model)
         self._tau = (float(self.tau) if self.tau is not None
-                     else (1e-6 if self._kind == "network" else 0.0))
+                     else (1e-6 if self._kind in ("network", "boosted") else 0.0))
         self._input: smt.SMTInput | None = None
         self._milp: MILPNearest | None = None
         if self.backend == "milp":
@@ -290,6 +290,9 @@ class MACE(Explainer):
             s.add(smt.tree_formula(self._parts[0], inp, target, box, prune=prune))
         elif self._kind == "forest":
             s.add(*smt.forest_formula(self._parts, inp, target, box, tau=self._tau, prune=prune))
+        elif self._kind == "boosted":
+            s.add(*smt.additive_formula(self._parts, inp, target, box, tau=self._tau,
+                                        prune=prune))
         else:
             s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau))
         D, dcons = inp.distance(x, self._norm)
@@ -460,11 +463,14 @@ class MACE(Explainer):
 
 
 def _model_parts(model: Model) -> tuple[str, Any]:
-    """("tree" | "forest", [TreeView, ...]) or ("network", [(W, b), ...]); else
+    """("tree" | "forest", [TreeView, ...]), ("boosted", AdditiveTrees) or ("network",
+    [(W, b), ...]); else
     :class:`UnsupportedModelError` naming the model."""
     kind = getattr(model, "kind", None)
     if kind in ("tree", "forest") and hasattr(model, "trees"):
         return kind, model.trees()
+    if kind == "boosted" and hasattr(model, "additive_trees"):
+        return kind, model.additive_trees()
     try:
         net = model.network()
     except UnsupportedModelError as exc:

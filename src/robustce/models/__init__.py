@@ -2,6 +2,7 @@
 ReLU-network view, save/load and retraining families (model-shift protocols)."""
 
 from robustce.models.base import Model
+from robustce.models.boosting import AdditiveTrees
 from robustce.models.families import (
     FamilyValidity,
     ModelFamily,
@@ -17,9 +18,25 @@ from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
 from robustce.models.persistence import ModelFileError, load
 from robustce.models.sklearn import SklearnModel, wrap
+from robustce.models.sklearn_import import (
+    ImportedBoostedModel,
+    ImportedNetworkModel,
+    ImportedTreeModel,
+    fold_preprocessing,
+    from_sklearn,
+)
+from robustce.models.torch_import import TorchNetworkModel, from_torch
 from robustce.models.trees import TreeView, forest_predict_proba
 
 __all__ = [
+    "AdditiveTrees",
+    "ImportedBoostedModel",
+    "ImportedNetworkModel",
+    "ImportedTreeModel",
+    "fold_preprocessing",
+    "from_sklearn",
+    "from_torch",
+    "TorchNetworkModel",
     "NetworkModel",
     "MLP",
     "FamilyValidity",

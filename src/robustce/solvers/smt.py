@@ -563,6 +563,50 @@ def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
     return cons
 
 
+def additive_formula(ensemble: Any, inp: SMTInput, target: int,
+                     box: tuple[np.ndarray, np.ndarray] | None = None, tau: float = 0.0,
+                     prefix: str = "g",
+                     prune: Callable[[np.ndarray, np.ndarray], bool] | None = None
+                     ) -> list[z3.BoolRef]:
+    """φ_f(x, target) of an additive tree ensemble (gradient boosting,
+    :class:`~robustce.models.boosting.AdditiveTrees`): per tree a real ``v`` equal to the leaf
+    value of the reached leaf, logit ``z_k = b_k + Σ v``. Binary (one logit): class 1 iff
+    ``z > tau``, class 0 iff ``z <= -tau``; K logits: ``z_t − z_c`` > ``tau`` against rivals
+    listed before ``target`` and >= ``tau`` after it (``np.argmax`` keeps the first maximum)."""
+    trees = list(ensemble.trees)
+    n_features = trees[0].n_features
+    lo, hi = box if box is not None else (np.zeros(n_features), np.ones(n_features))
+    n_logits = ensemble.n_logits
+    cons: list[z3.BoolRef] = []
+    terms: list[list[Any]] = [[] for _ in range(n_logits)]
+    const = [Fraction(float(b)) for b in ensemble.baseline]
+    for m, (tree, k) in enumerate(zip(trees, ensemble.output, strict=True)):
+        paths = _leaf_paths(tree, inp, lo, hi, prune)
+        if not paths:
+            return [z3.BoolVal(False)]
+        vals = tree.value[[leaf for leaf, _ in paths], 0]
+        if len(paths) == 1 or np.all(vals == vals[0]):
+            if len(paths) > 1:
+                cons.append(z3.Or([c for _, c in paths]))
+            const[int(k)] += Fraction(float(vals[0]))
+            continue
+        var = z3.Real(f"{prefix}_{id(inp)}_{m}")
+        conds = [c for _, c in paths]
+        cons.append(z3.Or(conds))
+        cons += [z3.Implies(cond, var == _rational(float(v))) for v, cond in zip(vals, conds,
+                                                                                   strict=True)]
+        terms[int(k)].append(var)
+    z = [z3.Sum([*terms[k], z3.RealVal(str(const[k]))]) for k in range(n_logits)]
+    t = z3.RealVal(str(Fraction(float(tau))))
+    if n_logits == 1:
+        cons.append(z[0] > t if target == 1 else z[0] <= -t)
+        return cons
+    for c in range(n_logits):
+        if c != target:
+            cons.append(z[target] - z[c] > t if c < target else z[target] - z[c] >= t)
+    return cons
+
+
 def interval_bounds(weights: Sequence[tuple[np.ndarray, np.ndarray]], lo: np.ndarray,
                     hi: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Pre-activation bounds of every layer over the input box ``[lo, hi]`` (interval

@@ -1,0 +1,270 @@
+"""``from_sklearn`` on raw German credit: the folded views decide as the original pipeline does,
+CEs found on them are valid for the original pipeline, and Δ-certificates on a standardised
+(negative-input) MLP survive sampling and a weight attack."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import (
+    GradientBoostingClassifier,
+    HistGradientBoostingClassifier,
+    RandomForestClassifier,
+)
+from sklearn.feature_selection import VarianceThreshold
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import (
+    MaxAbsScaler,
+    MinMaxScaler,
+    OneHotEncoder,
+    OrdinalEncoder,
+    PolynomialFeatures,
+    RobustScaler,
+    StandardScaler,
+)
+from sklearn.tree import DecisionTreeClassifier
+
+import robustce as rc
+from robustce.errors import UnsupportedModelError, ValidationError
+from robustce.methods import MACE, MILPNearest, MILPRobust, NearestNeighbour
+from robustce.methods.mace import mace_distance
+from robustce.models import from_sklearn
+from robustce.models.network import class_margin
+from robustce.robustness import ParameterShift
+from robustce.robustness.attack import sign_attack
+
+
+@pytest.fixture(scope="module")
+def german():
+    try:
+        ds = rc.datasets.load("german_raw")
+    except rc.errors.DatasetUnavailableError as exc:
+        pytest.skip(f"German credit is not available offline: {exc}")
+    cat = [c for c in ds.frame.columns if not pd.api.types.is_numeric_dtype(ds.frame[c])]
+    num = [c for c in ds.frame.columns if c not in cat]
+    return ds, cat, num
+
+
+def _pipe(german, clf, cat_enc=None, num_enc=None, extra=()):
+    ds, cat, num = german
+    pre = ColumnTransformer([
+        ("cat", cat_enc if cat_enc is not None else OneHotEncoder(handle_unknown="ignore"), cat),
+        ("num", num_enc if num_enc is not None else StandardScaler(), num),
+    ])
+    return Pipeline([("pre", pre), *extra, ("clf", clf)]).fit(ds.frame, ds.y)
+
+
+def _same_decisions(model, frame):
+    assert np.array_equal(model.predict(frame), model.estimator_predict(frame))
+
+
+CLASSIFIERS = {
+    "lr": lambda: LogisticRegression(max_iter=2000),
+    "mlp": lambda: MLPClassifier((12,), max_iter=300, random_state=0),
+    "tree": lambda: DecisionTreeClassifier(max_depth=6, random_state=0),
+    "forest": lambda: RandomForestClassifier(25, max_depth=6, random_state=0),
+    "gb": lambda: GradientBoostingClassifier(n_estimators=25, max_depth=3, random_state=0),
+    "hgb": lambda: HistGradientBoostingClassifier(max_iter=25, random_state=0),
+}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", list(CLASSIFIERS))
+def test_view_predicts_like_the_pipeline_on_every_training_row(german, name):
+    ds = german[0]
+    pipe = _pipe(german, CLASSIFIERS[name]())
+    for arg in (ds, ds.frame):
+        model = from_sklearn(pipe, arg)
+        _same_decisions(model, ds.frame)
+    # the view's model-space inputs reproduce the pipeline's transformed columns
+    Z = pipe[:-1].transform(ds.frame)
+    assert np.allclose(model.transformed(ds.frame), Z, atol=1e-9)
+    assert model.encoder.schema["age"].kind is rc.data.FeatureKind.INTEGER
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("cat_enc, num_enc", [
+    (OneHotEncoder(drop="first"), MinMaxScaler()),
+    (OneHotEncoder(drop="if_binary", handle_unknown="ignore"), RobustScaler()),
+    (OneHotEncoder(min_frequency=30, handle_unknown="infrequent_if_exist"), MaxAbsScaler()),
+    (OrdinalEncoder(), "passthrough"),
+    (Pipeline([("imp", SimpleImputer(strategy="most_frequent")), ("oh", OneHotEncoder())]),
+     Pipeline([("imp", SimpleImputer()), ("sc", StandardScaler())])),
+])
+@pytest.mark.parametrize("clf", ["lr", "forest", pytest.param("hgb", marks=pytest.mark.slow)])
+def test_every_supported_transformer_folds_exactly(german, cat_enc, num_enc, clf):
+    ds = german[0]
+    from sklearn.base import clone
+
+    pipe = _pipe(german, CLASSIFIERS[clf](), clone(cat_enc), clone(num_enc) if num_enc != "passthrough"
+                 else num_enc)
+    model = from_sklearn(pipe, ds)
+    _same_decisions(model, ds.frame)
+    assert np.allclose(model.transformed(ds.frame), pipe[:-1].transform(ds.frame), atol=1e-9)
+
+
+def test_scaler_and_selector_after_the_column_transformer(german):
+    ds = german[0]
+    pipe = _pipe(german, LogisticRegression(max_iter=2000),
+                 extra=[("var", VarianceThreshold(0.01)), ("sc", StandardScaler())])
+    model = from_sklearn(pipe, ds.frame)
+    _same_decisions(model, ds.frame)
+
+
+def test_schema_read_from_the_transformers_alone(german):
+    ds, cat, num = german
+    pipe = _pipe(german, LogisticRegression(max_iter=2000), num_enc=MinMaxScaler())
+    model = from_sklearn(pipe)
+    schema = model.encoder.schema
+    assert schema["amount"].lower == ds.frame["amount"].min()
+    assert schema["amount"].upper == ds.frame["amount"].max()
+    assert set(schema["purpose"].categories) == set(ds.frame["purpose"])
+    _same_decisions(model, ds.frame)
+    with pytest.raises(ValidationError, match="'duration'"):  # StandardScaler has no bounds
+        from_sklearn(_pipe(german, LogisticRegression(max_iter=2000)))
+
+
+def test_data_mismatch_names_the_column(german):
+    ds, cat, num = german
+    pipe = _pipe(german, LogisticRegression(max_iter=2000),
+                 cat_enc=OneHotEncoder(handle_unknown="error"))
+    bad = ds.frame.copy()
+    bad["status"] = bad["status"].astype(object)
+    bad.loc[bad.index[0], "status"] = "A99"
+    with pytest.raises(ValidationError, match="'status'"):
+        from_sklearn(pipe, bad)
+    schema = ds.schema.replace("savings", kind="integer", categories=None, lower=0, upper=5)
+    with pytest.raises(ValidationError, match="'savings'"):
+        from_sklearn(pipe, schema)
+    with pytest.raises(ValidationError, match="amount"):
+        from_sklearn(pipe, ds.frame.drop(columns="amount"))
+
+
+class _Custom(BaseEstimator, TransformerMixin):
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        return np.asarray(X, dtype=float) * 2.0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_unsupported_steps_name_the_step(german):
+    with pytest.raises(UnsupportedModelError, match="'custom'.*_Custom"):
+        from_sklearn(_pipe(german, LogisticRegression(max_iter=500),
+                           num_enc=Pipeline([("custom", _Custom())])), german[0])
+    with pytest.raises(UnsupportedModelError, match="'poly'.*PolynomialFeatures"):
+        from_sklearn(_pipe(german, LogisticRegression(max_iter=500),
+                           extra=[("poly", PolynomialFeatures(2))]), german[0])
+    with pytest.raises(UnsupportedModelError, match="'clf'.*activation='tanh'"):
+        from_sklearn(_pipe(german, MLPClassifier((4,), activation="tanh", max_iter=50,
+                                                 random_state=0)), german[0])
+    clip = _pipe(german, LogisticRegression(max_iter=500), num_enc=MinMaxScaler(clip=True))
+    from_sklearn(clip, german[0])  # fitted on the same range: clipping never acts
+    wide = german[0].schema.replace("amount", upper=50_000)
+    with pytest.raises(UnsupportedModelError, match="MinMaxScaler.*clip"):
+        from_sklearn(clip, wide)
+
+
+# --- CEs on the folded views are valid for the ORIGINAL pipeline -------------------------------
+
+
+@pytest.fixture(scope="module")
+def mlp_model(german):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pipe = _pipe(german, MLPClassifier((10,), max_iter=400, random_state=1))
+    return from_sklearn(pipe, german[0])
+
+
+def _original_accepts(model, res):
+    found = res.status == "found"
+    cfs = res.counterfactuals
+    raw = cfs[list(model.encoder.schema.names)]
+    targets = res.target_class.loc[cfs["query_id"]].to_numpy()
+    assert np.array_equal(model.estimator_predict(raw), targets)
+    return found
+
+
+@pytest.mark.parametrize("clf", ["lr", "mlp"])
+def test_milp_nearest_ces_are_valid_for_the_original_pipeline(german, mlp_model, clf):
+    ds = german[0]
+    model = mlp_model if clf == "mlp" else from_sklearn(_pipe(german, CLASSIFIERS["lr"]()), ds)
+    queries = ds.frame.iloc[:6]
+    res = MILPNearest(model, ds, time_limit=20).explain(queries)
+    found = _original_accepts(model, res)
+    assert found.sum() >= 4
+    immutable = res.counterfactuals[["age", "personal_status_sex", "foreign_worker"]].to_numpy()
+    owner = res.counterfactuals["query_id"]
+    assert (immutable == ds.frame.loc[owner, ["age", "personal_status_sex",
+                                              "foreign_worker"]].to_numpy()).all()
+
+
+def test_milp_robust_certificates_survive_sampling_and_attack(german, mlp_model):
+    ds, model = german[0], mlp_model
+    # StandardScaler gives negative first-layer inputs; the folded first layer absorbs them
+    assert (model.transformed(ds.frame) < 0).any()
+    shift = ParameterShift(0.02)
+    res = MILPRobust(model, ds, shift=shift, time_limit=30).explain(ds.frame.iloc[:6])
+    found = _original_accepts(model, res)
+    assert found.sum() >= 3
+    cert = res.certificates.loc[found]
+    assert (cert["delta_status"] == "robust").all()
+    cfs = res.counterfactuals_encoded
+    targets = res.target_class.loc[res.counterfactuals["query_id"]].to_numpy()
+    z = shift.sample(model.network(), 10_000, random_state=0).forward(cfs)
+    for j, t in enumerate(targets):
+        assert (class_margin(z[:, j], int(t)) > 0).all()
+    worst, _ = sign_attack(model.network(), cfs, shift, targets, steps=8)
+    assert (worst > 0).all()
+
+
+@pytest.mark.parametrize("clf", ["forest", "hgb", "gb"])
+def test_nearest_neighbour_on_tree_ensembles(german, clf):
+    ds = german[0]
+    model = from_sklearn(_pipe(german, CLASSIFIERS[clf]()), ds.frame)  # no immutables
+    res = NearestNeighbour(model, ds).explain(ds.frame.iloc[:10])
+    found = _original_accepts(model, res)
+    assert found.all()
+
+
+@pytest.mark.slow
+def test_mace_on_a_forest_pipeline(german):
+    ds = german[0]
+    model = from_sklearn(_pipe(german, RandomForestClassifier(5, max_depth=4, random_state=0)), ds)
+    res = MACE(model, ds, sat_timeout=30).explain(ds.frame.iloc[:3])
+    found = _original_accepts(model, res)
+    assert found.sum() >= 2
+
+
+@pytest.mark.parametrize("clf", ["hgb", "gb"])
+def test_mace_on_a_boosted_pipeline_is_valid_and_no_farther_than_the_nearest_neighbour(german, clf):
+    ds = german[0]
+    est = (HistGradientBoostingClassifier(max_iter=8, max_depth=3, random_state=0) if clf == "hgb"
+           else GradientBoostingClassifier(n_estimators=30, max_depth=2, random_state=0))
+    model = from_sklearn(_pipe(german, est), ds.frame)
+    assert set(model.predict(ds.frame)) == {0, 1}
+    queries = ds.frame.iloc[:3]
+    res = MACE(model, ds, sat_timeout=30).explain(queries)
+    found = _original_accepts(model, res)
+    assert found.all()
+    # MACE's lower bound (no plausible CE within delta_min) holds against the nearest
+    # training point of the target class, an independent plausible CE (all features free)
+    nn = NearestNeighbour(model, ds).explain(queries)
+    for q in queries.index:
+        x = model.encoder.transform(queries.loc[[q]])[0]
+        cand = nn.counterfactuals_encoded[nn.counterfactuals["query_id"].to_numpy() == q]
+        d_nn = mace_distance(model.encoder, x, cand).min()
+        cert = res.certificates.loc[q]
+        assert cert["delta_min"] <= d_nn + 1e-9
+        assert cert["delta_max"] - cert["delta_min"] <= cert["epsilon"] + 1e-12
