@@ -244,17 +244,22 @@ class RBR(Explainer):
         self.train_ = X
         self.train_pred_ = self.model.predict(X) if len(X) else np.zeros(0, dtype=np.int64)
         self._index: dict[int, Any] = {}
-        self._table: tuple[np.ndarray, ...] | None = None
+        self._table: tuple[float, np.ndarray] | None = None
 
     # --- the inner problems, tabulated in c ---------------------------------------------------
-    def _tables(self) -> tuple[np.ndarray, ...]:
-        """(c grid, a, b (optimistic), s, b, f (pessimistic)) on c ∈ [0, √d + 1]."""
+    def _tables(self) -> tuple[float, np.ndarray]:
+        """The inner optimisers tabulated on an even grid c ∈ [0, √d + 1]: (step, rows) with
+        rows = (a, 1/(σ+b), log(σ+b) of the optimistic problem; s, 1/(σ+b),
+        log(σ+b) + (p−1)·log(σ+f) of the pessimistic one), each of shape (grid,)."""
         if self._table is None:
             p = max(int(self.feasible_.free.sum()), 1)
-            c = np.linspace(0.0, np.sqrt(self.encoder.n_features_out_) + 1.0, 2049)
+            c = np.linspace(0.0, np.sqrt(self.encoder.n_features_out_) + 1.0, 1025)
             _, a, b_op = optimistic_nll(c, self.sigma, self.epsilon_minus, p)
             _, s, b_pe, f = pessimistic_nll(c, self.sigma, self.epsilon_plus, p)
-            self._table = (c, a, b_op, s, b_pe, f)
+            sg = self.sigma
+            rows = np.stack([a, 1.0 / (sg + b_op), np.log(sg + b_op),
+                             s, 1.0 / (sg + b_pe), np.log(sg + b_pe) + (p - 1) * np.log(sg + f)])
+            self._table = (float(c[1] - c[0]), rows)
         return self._table
 
     # --- start point and samples ---------------------------------------------------------------
@@ -323,9 +328,16 @@ class RBR(Explainer):
             labels.append(self.model.predict(S) == targets[i])
             live.append(i)
         if live:
+            import torch
+
             idx = np.array(live)
-            cf, n_iter, timed_out = self._descend(X[idx], starts[idx], np.stack(samples),
-                                                  np.stack(labels), radius[idx])
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # small tensors: thread hand-offs cost more than they save
+            try:
+                cf, n_iter, timed_out = self._descend(X[idx], starts[idx], np.stack(samples),
+                                                      np.stack(labels), radius[idx])
+            finally:
+                torch.set_num_threads(threads)
             cf = self.encoder.project(cf)
             valid = (self.model.predict(cf) == targets[idx]) & self.actionable(X[idx], cf)
             p = int(self.feasible_.free.sum())
@@ -355,9 +367,8 @@ class RBR(Explainer):
         ``pos`` (n, m) favourable flags. Returns (points, steps per query, timed out)."""
         import torch
 
-        c_grid, a_op, b_op, s_pe, b_pe, f_pe = self._tables()
-        p = max(int(self.feasible_.free.sum()), 1)
-        sigma = self.sigma
+        step_c, rows = self._tables()
+        last = rows.shape[1] - 1
         xt = torch.as_tensor(X, dtype=torch.float64)
         St = torch.as_tensor(S, dtype=torch.float64)
         post = torch.as_tensor(pos)
@@ -378,16 +389,14 @@ class RBR(Explainer):
                     break
                 var.requires_grad_(True)
                 c = torch.sqrt(((var[:, None, :] - St) ** 2).sum(-1) + 1e-18)  # (n, m)
-                cn = c.detach().numpy()
-
-                def tab(v: np.ndarray, cn: np.ndarray = cn) -> Any:
-                    return torch.as_tensor(np.interp(cn, c_grid, v))
-
-                d_op = sigma + tab(b_op)
-                nll_op = torch.log(d_op) + (c - tab(a_op)) ** 2 / (2 * d_op**2)
-                d_pe = sigma + tab(b_pe)
-                nll_pe = (torch.log(d_pe) + (c + tab(s_pe)) ** 2 / (2 * d_pe**2)
-                          + (p - 1) * torch.log(sigma + tab(f_pe)))
+                # optimisers of the inner problems at these c (linear interpolation in the
+                # table; held fixed — envelope theorem)
+                pos_c = np.minimum(c.detach().numpy() / step_c, last - 1e-9)
+                i0 = pos_c.astype(np.int64)
+                wt = pos_c - i0
+                t = torch.as_tensor(rows[:, i0] * (1.0 - wt) + rows[:, i0 + 1] * wt)
+                nll_op = t[2] + 0.5 * ((c - t[0]) * t[1]) ** 2
+                nll_pe = t[5] + 0.5 * ((c + t[3]) * t[4]) ** 2
                 num = torch.logsumexp(torch.where(post, fill, -nll_op), dim=1)
                 den = torch.logsumexp(torch.where(post, -nll_pe, fill), dim=1)
                 F = torch.where(has_neg, num, torch.zeros_like(num)) - den
