@@ -156,8 +156,9 @@ class ROAR(Explainer):
         check_integer(self.lime_samples, "lime_samples", low=2, high=1_000_000)
         check_number(self.lr, "lr", low=0, low_open=True)
         check_number(self.tol, "tol", low=0, low_open=True)
-        check_number(self.lime_scale, "lime_scale", low=0, low_open=True)
-        check_number(self.kernel_width, "kernel_width", low=0, low_open=True, allow_none=True)
+        check_number(self.lime_scale, "lime_scale", low=0, high=1e3, low_open=True)
+        check_number(self.kernel_width, "kernel_width", low=0, high=1e6, low_open=True,
+                     allow_none=True)
         check_number(self.ridge_alpha, "ridge_alpha", low=0)
         self.weights_ = distance_weights(self.distance_weights, self.encoder, self.data)
         self.distance_ = Distance("l1", weights=None if self.distance_weights is None
