@@ -13,12 +13,14 @@ from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
 from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.proplace import PROPLACE
+from robustce.methods.rbr import RBR
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
+from robustce.methods.roar import ROAR
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
 from robustce.methods.rocoursenet import RoCourseNet
 from robustce.methods.wachter import Wachter
 
-__all__ = ["APAS", "MACE", "PROPLACE", "CounterNet", "DiCE", "DiverseRobust", "Explainer",
+__all__ = ["APAS", "MACE", "PROPLACE", "RBR", "ROAR", "CounterNet", "DiCE", "DiverseRobust", "Explainer",
            "MILPNearest", "MILPRobust", "NearestNeighbour", "QueryResult", "RoCourseNet",
            "RobustNearestNeighbour", "Wachter", "available_methods", "build_explainer", "get_method",
            "register_method"]

@@ -53,6 +53,7 @@ METHOD_CLASSES: dict[str, str] = {
     "milp_robust": "MILPRobust",
     "robust_nearest_neighbour": "RobustNearestNeighbour",
     "roar": "ROAR",
+    "rbr": "RBR",
     "proplace": "PROPLACE",
     "apas": "APAS",
     "diverse_robust": "DiverseRobust",

@@ -39,9 +39,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robustce.distance import Distance
-from robustce.errors import UnsupportedModelError, ValidationError
+from robustce.errors import UnsupportedModelError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
+from robustce.methods.feasible import FeasibleSet, distance_weights
 from robustce.models.network import class_margin, torch_class_margin
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
@@ -139,37 +140,13 @@ class Wachter(Explainer):
         check_number(self.init_noise, "init_noise", low=0)
         check_bool(self.straight_through, "straight_through")
         self.weights_ = self._weights(self.distance_weights)
+        self.feasible_ = FeasibleSet(self.encoder)
         #: the proximity term of the loss and the reported distance: weighted model-space L1
         self.distance_ = Distance("l1", weights=None if self.distance_weights is None
                                   else self.weights_)
 
     def _weights(self, spec: Any) -> np.ndarray:
-        d = self.encoder.n_features_out_
-        if spec is None:
-            return np.ones(d)
-        if isinstance(spec, str):
-            if spec not in ("mad", "range"):
-                raise ValidationError(f"distance_weights must be None, 'mad', 'range' or an array, "
-                                      f"got {spec!r}")
-            if self.data is None:
-                raise ValidationError(f"distance_weights={spec!r} needs the training data (data=)")
-            X = self.encoder.transform(self.data.frame)
-            if spec == "mad":
-                scale = np.median(np.abs(X - np.median(X, axis=0)), axis=0)
-                std = X.std(axis=0)
-                scale = np.where(scale > 0, scale, np.where(std > 0, std, 1.0))
-            else:
-                scale = X.max(axis=0) - X.min(axis=0)
-                scale = np.where(scale > 0, scale, 1.0)
-            return 1.0 / scale
-        try:
-            w = np.asarray(spec, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            w = np.full(0, np.nan)
-        if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValidationError(f"distance_weights must be None, 'mad', 'range' or {d} finite "
-                                  f"non-negative numbers, got {spec!r}")
-        return w
+        return distance_weights(spec, self.encoder, self.data)
 
     # --- search -----------------------------------------------------------------------------
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
@@ -235,11 +212,9 @@ class Wachter(Explainer):
 
         enc = self.encoder
         free = ~enc.immutable_mask_
-        inc, dec = enc.increasing_mask_, enc.decreasing_mask_
         t0 = time.perf_counter()
         timed_out = False
         free_t = torch.as_tensor(free, dtype=torch.float64)
-        inc_t, dec_t, fixed_t = (torch.as_tensor(a) for a in (inc, dec, ~free))
         with torch.enable_grad():
             for rnd in range(self.max_lambda_steps):
                 active = np.flatnonzero(~done)
@@ -272,12 +247,7 @@ class Wachter(Explainer):
                     var.grad.mul_(free_t).mul_(live_t)
                     opt.step()
                     with torch.no_grad():
-                        var.clamp_(0.0, 1.0)
-                        if inc.any():
-                            var[:, inc_t] = torch.maximum(var[:, inc_t], xa[:, inc_t])
-                        if dec.any():
-                            var[:, dec_t] = torch.minimum(var[:, dec_t], xa[:, dec_t])
-                        var[:, fixed_t] = xa[:, fixed_t]
+                        self.feasible_.project_(var, xa)
                     n_iter[active[live]] += 1
                     if (it + 1) % self.check_every == 0 or it + 1 == self.max_iter:
                         cand = enc.project(var.detach().numpy())
@@ -297,12 +267,7 @@ class Wachter(Explainer):
         return timed_out
 
     def _constrain_np(self, Z: np.ndarray, X: np.ndarray) -> np.ndarray:
-        enc = self.encoder
-        Z = Z.copy()
-        Z[:, enc.increasing_mask_] = np.maximum(Z[:, enc.increasing_mask_], X[:, enc.increasing_mask_])
-        Z[:, enc.decreasing_mask_] = np.minimum(Z[:, enc.decreasing_mask_], X[:, enc.decreasing_mask_])
-        Z[:, enc.immutable_mask_] = X[:, enc.immutable_mask_]
-        return Z
+        return self.feasible_.project_np(Z, X)
 
     def _result(self, x: np.ndarray, target: int, cf: np.ndarray | None, lam: float, n_iter: int,
                 timed_out: bool, flat: bool = False) -> QueryResult:

@@ -1,0 +1,89 @@
+"""The feasible set of a gradient search in model space, shared by the gradient explainers
+(``Wachter``, ``ROAR``, ``RBR``): the box [0, 1]^d, immutable columns fixed at the query,
+increase-only columns ≥ the query, decrease-only columns ≤ it. ``FeasibleSet`` projects onto
+it (torch in place inside an optimisation loop, or numpy), and :func:`distance_weights` turns a
+``distance_weights`` parameter into per-column weights of the L1 proximity term.
+
+Projection onto this set is exact and per coordinate (clip to [0, 1], then to the one-sided
+bound, then fix the immutables), so the projected gradient methods built on it are the
+textbook ones. Valid *encodings* (one-hot, integer grids) are the encoder's ``project``, applied
+by the callers where they check validity.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from robustce.data.dataset import Dataset
+from robustce.data.encoder import Encoder
+from robustce.errors import ValidationError
+
+__all__ = ["FeasibleSet", "distance_weights"]
+
+
+class FeasibleSet:
+    """Actionability constraints of an encoder as projections (see the module docstring)."""
+
+    def __init__(self, encoder: Encoder):
+        self.free = ~encoder.immutable_mask_
+        self.inc = encoder.increasing_mask_
+        self.dec = encoder.decreasing_mask_
+
+    def project_np(self, Z: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Copy of ``Z`` (n, d) clipped to [0, 1] and projected onto the constraints of the
+        queries ``X`` (n, d)."""
+        Z = np.clip(Z, 0.0, 1.0)
+        Z[:, self.inc] = np.maximum(Z[:, self.inc], X[:, self.inc])
+        Z[:, self.dec] = np.minimum(Z[:, self.dec], X[:, self.dec])
+        Z[:, ~self.free] = X[:, ~self.free]
+        return Z
+
+    def project_(self, var: Any, X: Any) -> None:
+        """In-place projection of the torch tensor ``var`` (n, d) for the queries ``X``
+        (a tensor of the same shape); call under ``torch.no_grad()``."""
+        import torch
+
+        var.clamp_(0.0, 1.0)
+        if self.inc.any():
+            inc = torch.as_tensor(self.inc)
+            var[:, inc] = torch.maximum(var[:, inc], X[:, inc])
+        if self.dec.any():
+            dec = torch.as_tensor(self.dec)
+            var[:, dec] = torch.minimum(var[:, dec], X[:, dec])
+        fixed = torch.as_tensor(~self.free)
+        var[:, fixed] = X[:, fixed]
+
+
+def distance_weights(spec: Any, encoder: Encoder, data: Dataset | None) -> np.ndarray:
+    """Per model-space column weights of an L1 proximity term from a ``distance_weights``
+    parameter: ``None`` (uniform), ``"mad"`` (1/median absolute deviation of the training
+    data; zero MAD → 1/std, then 1), ``"range"`` (1/(max − min); zero ranges → 1) or an array
+    of d finite weights ≥ 0."""
+    d = encoder.n_features_out_
+    if spec is None:
+        return np.ones(d)
+    if isinstance(spec, str):
+        if spec not in ("mad", "range"):
+            raise ValidationError(f"distance_weights must be None, 'mad', 'range' or an array, "
+                                  f"got {spec!r}")
+        if data is None:
+            raise ValidationError(f"distance_weights={spec!r} needs the training data (data=)")
+        X = encoder.transform(data.frame)
+        if spec == "mad":
+            scale = np.median(np.abs(X - np.median(X, axis=0)), axis=0)
+            std = X.std(axis=0)
+            scale = np.where(scale > 0, scale, np.where(std > 0, std, 1.0))
+        else:
+            scale = X.max(axis=0) - X.min(axis=0)
+            scale = np.where(scale > 0, scale, 1.0)
+        return 1.0 / scale
+    try:
+        w = np.asarray(spec, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        w = np.full(0, np.nan)
+    if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValidationError(f"distance_weights must be None, 'mad', 'range' or {d} finite "
+                              f"non-negative numbers, got {spec!r}")
+    return w
