@@ -78,18 +78,23 @@ def feature_distance(encoder: Any, q: np.ndarray, X: np.ndarray, norm: str = "l1
 
 _N_SEGMENTS = 8  # nearest valid training points whose segments to the query are searched
 _N_STEPS = 32  # points per segment
-#: HiGHS primal heuristics, symmetry detection and presolve switched off when the solve starts
+#: HiGHS primal heuristics (effort 0) and symmetry detection switched off when the solve starts
 #: with an incumbent (measured in benchmarks/bench_milp.py: on these small models they cost more
-#: than they find once a near-optimal cutoff is known; none changes the optimum)
-_WARM_OPTIONS = {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
-                 "mip_heuristic_run_root_reduced_cost": False, "mip_heuristic_run_zi_round": False,
-                 "mip_heuristic_run_feasibility_jump": False, "mip_detect_symmetry": False,
-                 "presolve": "off"}
+#: than they find once a near-optimal cutoff is known; none changes the optimum). Presolve stays
+#: on: with the cutoff it fixes much of the model (2-3x faster per solve on the PROPLACE nets).
+_WARM_OPTIONS = {"mip_heuristic_effort": 0.0, "mip_heuristic_run_rins": False,
+                 "mip_heuristic_run_rens": False, "mip_heuristic_run_root_reduced_cost": False,
+                 "mip_heuristic_run_zi_round": False, "mip_heuristic_run_feasibility_jump": False,
+                 "mip_detect_symmetry": False}
 
 
 #: share of a solve's time limit that LP bound tightening may use (``bound_tightening="lp"``)
 _TIGHTEN_SHARE = 0.25
-BOUND_TIGHTENING = ("interval", "lp")
+#: with ``bound_tightening="auto"``, LP tightening runs when the interval encoding needs at least
+#: this many binaries (measured on the PROPLACE Table 1 nets: below it the LPs cost more than
+#: they save)
+_TIGHTEN_MIN_BINARIES = 12
+BOUND_TIGHTENING = ("auto", "interval", "lp")
 
 
 @dataclass(frozen=True)
@@ -181,11 +186,13 @@ class MILPNearest(Explainer):
         incumbent: its objective is the solve's cutoff (default True).
     box_from_incumbent : under ``l1`` / ``linf``, bound every column by the incumbent's
         objective (tighter big-M, more stable ReLUs; default True; needs ``warm_start``).
-    bound_tightening : "lp" (default) — before the solve, the pre-activation bounds of the
-        neurons that would need a binary are tightened by LPs over the relaxation (with the
-        margin row and ``objective ≤ cutoff``; :mod:`robustce.solvers.tightening`, at most a
-        quarter of the time limit); "interval" — interval bounds over the box only (the
-        previous behaviour). Same optimum either way.
+    bound_tightening : "lp" — before the solve, the pre-activation bounds of the neurons that
+        would need a binary are tightened by LPs over the relaxation (with the margin row and
+        ``objective ≤ cutoff``; :mod:`robustce.solvers.tightening`, at most a quarter of the
+        time limit); "interval" — interval bounds over the box only;
+        "auto" — "lp" when the interval encoding needs at least 12 binaries. Default
+        "interval": the faster on benchmarks/bench_milp.py (PROPLACE nets and the 3×50 net).
+        Same optimum either way.
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
         is the solver time per query.
 
@@ -210,7 +217,7 @@ class MILPNearest(Explainer):
     def __init__(self, model: Any, data: Any = None, *, norm: str = "l1", tau: float = 1e-3,
                  weights: Any = None, tie_break: float = 1e-3, solver: str = "highs",
                  mip_gap: float = 1e-4, threads: int = 1, warm_start: bool = True,
-                 box_from_incumbent: bool = True, bound_tightening: str = "lp", **kwargs: Any):
+                 box_from_incumbent: bool = True, bound_tightening: str = "interval", **kwargs: Any):
         self.norm = norm
         self.tau = tau
         self.weights = weights
@@ -435,7 +442,9 @@ class MILPNearest(Explainer):
         start = [(lo[0], hi[0]) for lo, hi in inn.layer_bounds(dom.lower, dom.upper)]
 
         def build(bounds, _upper_min):
-            m = self._new_milp(time_limit, warm=True)
+            # LPs re-solved from the previous basis: no presolve
+            m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), threads=self.threads,
+                     presolve=False)
             _, ne = self._encode_nearest(m, q, target, tau, inc, cutoff, bounds=bounds,
                                          distance_row=True)
             return m, ne
@@ -460,7 +469,8 @@ class MILPNearest(Explainer):
             inc, cutoff = None, None
             m = self._new_milp(time_limit, warm=False)
             dom, ne = self._encode_nearest(m, q, target, tau, None, None)
-        if self.bound_tightening == "lp" and ne.n_binaries > 0:
+        need = {"lp": 1, "auto": _TIGHTEN_MIN_BINARIES}.get(self.bound_tightening)
+        if need is not None and ne.n_binaries >= need:
             t0 = time.perf_counter()
             tb = self._tightened_bounds(q, target, tau, inc, cutoff, dom,
                                         _TIGHTEN_SHARE * time_limit)
