@@ -1,18 +1,25 @@
 """Speed of the nearest-CE MILPs: the incumbent cutoff and incumbent box vs the plain solve.
 
-``new`` is the library default (``warm_start=True, box_from_incumbent=True``: the nearest valid,
-actionable training point gives the solve a cutoff and, under l1/linf, a box that tightens the
-interval bounds); ``old`` is the previous per-query solve (``warm_start=False,
-box_from_incumbent=False``: interval bounds over the whole actionable domain, no cutoff). Both
-run on the same queries, interleaved query by query in one process, and the benchmark asserts
-that their optimal distances agree within the MIP gap.
+``new`` is the library default (``warm_start=True, box_from_incumbent=True,
+bound_tightening="interval"``: the nearest valid, actionable training point gives the solve a cutoff
+and, under l1/linf, a box that tightens the interval bounds; HiGHS runs with presolve and
+without primal heuristics); ``old``
+is main's previous per-query solve (``warm_start=False, box_from_incumbent=False,
+bound_tightening="interval"``: interval bounds over the whole actionable domain, no cutoff,
+HiGHS defaults). Both run on the same queries, interleaved query by query in one process, and
+the benchmark asserts that their optimal distances agree within the MIP gap (MILPNearest) and
+that every MILP-R CE of both is Δ-robust (MILP-R: the number of queries whose final CE
+distance differs is reported — near-tied nearest CEs can change the margin schedule).
 
 Rows:
 
 * ``milp_nearest`` on a 34-10-1 network over 34 continuous features (synthetic data) and on the
   adult 20-10 network (CARLA adult, mixed types), raw-space L1;
 * ``milp_nearest_deep`` on a 34-50-50-50-1 network (the same synthetic data): where big-M
-  quality decides;
+  quality decides — new with ``bound_tightening="lp"`` and with ``"interval"`` vs old;
+* ``delta_test_deep``: the exact Δ-test's worst-case MILP (δ = 0.01, exact value) on the same
+  network at test points, with LP-tightened vs interval bounds (``DeltaMILP``), same value
+  asserted;
 * ``milp_robust`` (MILP-R) on the PROPLACE Table 1 datasets with the networks and δ of
   ``benchmarks/configs/proplace_baselines_*.toml`` (trained here on the 80 % split, not the
   D1 half, which changes no timing question): same CE distance, same Δ-robustness verdict.
@@ -26,6 +33,7 @@ Rows:
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 import numpy as np
@@ -35,8 +43,12 @@ import robustce as rc
 from robustce.data import Feature, Schema, from_frame, loaders
 from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
+from robustce.models.network import margin_terms
+from robustce.robustness.delta_milp import DeltaMILP
+from robustce.robustness.exact import point_layer_bounds
+from robustce.robustness.shift import ParameterShift
 
-OLD = {"warm_start": False, "box_from_incumbent": False}
+OLD = {"warm_start": False, "box_from_incumbent": False, "bound_tightening": "interval"}
 PROPLACE = {  # dataset: (loader, hidden layers, epochs, delta) from the proplace-table1 configs
     "adult": ("load_adult", (10, 10), 20, 0.035),
     "compas": ("load_compas", (20, 20), 50, 0.025),
@@ -69,6 +81,7 @@ def _compare(make, queries, check_robust: bool = False,
     t_new, t_old, d_new, d_old, same_status = [], [], [], [], []
     gap = new.mip_gap
     n_timeouts = {"new": 0, "old": 0}  # solves that ended without proven optimality
+    n_diff = 0  # MILP-R: queries whose final CE distance differs
     for i in range(len(queries)):
         q = queries.iloc[[i]]
         res = {}
@@ -92,6 +105,8 @@ def _compare(make, queries, check_robust: bool = False,
                 assert abs(dn - do) <= gap * max(dn, do) + 1e-6, (i, dn, do)
         if check_robust and sn == so == "found":
             assert res["new"].certificates["delta_status"].iloc[0] == "robust"
+            assert res["old"].certificates["delta_status"].iloc[0] == "robust"
+            n_diff += abs(dn - do) > 1e-6 * max(1.0, dn, do)
     assert all(same_status), "new and old gave different statuses"
     t_new, t_old = np.array(t_new), np.array(t_old)
     return {"n": len(queries), "new_ms": float(np.median(t_new) * 1e3),
@@ -99,18 +114,62 @@ def _compare(make, queries, check_robust: bool = False,
             "speedup_median": float(np.median(t_old) / np.median(t_new)),
             "speedup_total": float(t_old.sum() / t_new.sum()),
             "not_optimal_new": n_timeouts["new"], "not_optimal_old": n_timeouts["old"],
+            "n_distance_differs": n_diff,
             "max_abs_dist_diff": float(np.nanmax(np.abs(np.array(d_new) - np.array(d_old))))
             if len(d_new) else float("nan")}
 
 
-def run_deep(n: int = 2) -> dict[str, Any]:
-    """The deeper-network row alone."""
+def run_deep(n: int = 2) -> list[dict[str, Any]]:
+    """The deeper-network rows: MILPNearest (LP-tightened and interval bounds, each vs old)
+    and the exact Δ-test's MILP with and without LP bound tightening."""
     syn, syn_test = _synthetic().split(0.2, random_state=0)
     deep = rc.models.MLP((50, 50, 50), epochs=30, random_state=0).fit(syn)
-    r = _compare(lambda p: MILPNearest(deep, syn, time_limit=20, **p),
-                 _queries(syn_test, deep, n), allow_timeouts=True)
-    return {"row": "milp_nearest_deep", "network": "34-50-50-50-1",
-            "data": "synthetic 34 continuous", **r}
+    rows = []
+    for bt in ("lp", "interval"):
+        r = _compare(lambda p, b=bt: MILPNearest(deep, syn, time_limit=20,
+                                                **{"bound_tightening": b, **p}),
+                     _queries(syn_test, deep, n), allow_timeouts=True)
+        rows.append({"row": f"milp_nearest_deep (new: bound_tightening={bt})",
+                     "network": "34-50-50-50-1", "data": "synthetic 34 continuous", **r})
+        print(rows[-1], flush=True)
+    rows.append(run_delta_deep(deep, syn_test, max(2 * n, 4)))
+    print(rows[-1], flush=True)
+    return rows
+
+
+def run_delta_deep(model, data, n: int, delta: float = 0.01) -> dict[str, Any]:
+    """Exact worst-case MILP of the Δ-test per point: LP-tightened ("new") vs interval
+    ("old") bounds, interleaved; the two values must agree."""
+    net = model.network()
+    X = model.encoder.transform(data.frame.iloc[:n])
+    t = net.predict(X)
+    shift = ParameterShift(delta)
+    inn = shift.interval(net)
+    bounds = point_layer_bounds(net, X, np.full(len(X), delta), True)
+    terms = margin_terms(bounds[-1][0], bounds[-1][1], t)
+    eng = {bt: DeltaMILP(net, inn, shift, solver="highs", time_limit=20.0, threads=1,
+                         mode="rebuild", box=None, mip_gap=1e-9, abs_gap=1e-9,
+                         bound_tightening=bt) for bt in ("lp", "interval")}
+    times = {"lp": [], "interval": []}
+    n_exact = 0
+    for i in range(len(X)):
+        b_i = [(lo[i], hi[i]) for lo, hi in bounds]
+        out = {}
+        for bt in (("lp", "interval") if i % 2 == 0 else ("interval", "lp")):
+            t0 = time.perf_counter()
+            out[bt] = eng[bt].solve(X[i], int(t[i]), b_i, terms[i], 20.0, False, 1e-6)
+            times[bt].append(time.perf_counter() - t0)
+        v_new, v_old = out["lp"].value, out["interval"].value
+        if np.isfinite(v_new) and np.isfinite(v_old):
+            n_exact += 1
+            assert abs(v_new - v_old) <= 1e-5 * max(1.0, abs(v_old)), (i, v_new, v_old)
+    tn, to = np.array(times["lp"]), np.array(times["interval"])
+    return {"row": "delta_test_deep (new: lp, old: interval bounds)", "network": "34-50-50-50-1",
+            "data": f"synthetic, δ={delta}", "n": len(X), "new_ms": float(np.median(tn) * 1e3),
+            "old_ms": float(np.median(to) * 1e3), "speedup_median": float(np.median(to) / np.median(tn)),
+            "speedup_total": float(to.sum() / tn.sum()), "not_optimal_new": len(X) - n_exact,
+            "not_optimal_old": len(X) - n_exact, "n_distance_differs": 0,
+            "max_abs_dist_diff": float("nan")}
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
@@ -147,8 +206,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
     # deeper network: big-M quality decides; per-solve time limit 20 s (a solve that ends
     # without proven optimality still counts its time; optima compared where both are optimal)
-    rows.append(run_deep(max(n_rob // 2, 2)))
-    print(rows[-1], flush=True)
+    rows += run_deep(max(n_rob // 2, 2))
     return rows
 
 
@@ -157,7 +215,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--deep", action="store_true", help="only the deeper-network row")
     args = ap.parse_args()
-    rows = [run_deep()] if args.deep else run(args.quick)
+    rows = run_deep() if args.deep else run(args.quick)
     print(pd.DataFrame(rows).to_string(index=False))
 
 

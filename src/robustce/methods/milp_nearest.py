@@ -35,6 +35,7 @@ than it must.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -45,7 +46,7 @@ from robustce.distance import L0_TOL, Distance, check_norm, raw_column_weights
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import ACTION_TOL, Explainer
-from robustce.models.network import class_margin
+from robustce.models.network import IntervalNetwork, class_margin
 from robustce.solvers.encodings import (
     InputDomain,
     InputVars,
@@ -54,7 +55,8 @@ from robustce.solvers.encodings import (
     encode_network,
 )
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
-from robustce.validation import check_bool, check_integer, check_number
+from robustce.solvers.tightening import TightenedBounds, lp_tighten_bounds
+from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["MILPNearest", "column_weights", "feature_distance"]
 
@@ -76,13 +78,23 @@ def feature_distance(encoder: Any, q: np.ndarray, X: np.ndarray, norm: str = "l1
 
 _N_SEGMENTS = 8  # nearest valid training points whose segments to the query are searched
 _N_STEPS = 32  # points per segment
-#: HiGHS primal heuristics, symmetry detection and presolve switched off when the solve starts
+#: HiGHS primal heuristics (effort 0) and symmetry detection switched off when the solve starts
 #: with an incumbent (measured in benchmarks/bench_milp.py: on these small models they cost more
-#: than they find once a near-optimal cutoff is known; none changes the optimum)
-_WARM_OPTIONS = {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
-                 "mip_heuristic_run_root_reduced_cost": False, "mip_heuristic_run_zi_round": False,
-                 "mip_heuristic_run_feasibility_jump": False, "mip_detect_symmetry": False,
-                 "presolve": "off"}
+#: than they find once a near-optimal cutoff is known; none changes the optimum). Presolve stays
+#: on: with the cutoff it fixes much of the model (2-3x faster per solve on the PROPLACE nets).
+_WARM_OPTIONS = {"mip_heuristic_effort": 0.0, "mip_heuristic_run_rins": False,
+                 "mip_heuristic_run_rens": False, "mip_heuristic_run_root_reduced_cost": False,
+                 "mip_heuristic_run_zi_round": False, "mip_heuristic_run_feasibility_jump": False,
+                 "mip_detect_symmetry": False}
+
+
+#: share of a solve's time limit that LP bound tightening may use (``bound_tightening="lp"``)
+_TIGHTEN_SHARE = 0.25
+#: with ``bound_tightening="auto"``, LP tightening runs when the interval encoding needs at least
+#: this many binaries (measured on the PROPLACE Table 1 nets: below it the LPs cost more than
+#: they save)
+_TIGHTEN_MIN_BINARIES = 12
+BOUND_TIGHTENING = ("auto", "interval", "lp")
 
 
 @dataclass(frozen=True)
@@ -174,6 +186,13 @@ class MILPNearest(Explainer):
         incumbent: its objective is the solve's cutoff (default True).
     box_from_incumbent : under ``l1`` / ``linf``, bound every column by the incumbent's
         objective (tighter big-M, more stable ReLUs; default True; needs ``warm_start``).
+    bound_tightening : "lp" — before the solve, the pre-activation bounds of the neurons that
+        would need a binary are tightened by LPs over the relaxation (with the margin row and
+        ``objective ≤ cutoff``; :mod:`robustce.solvers.tightening`, at most a quarter of the
+        time limit); "interval" — interval bounds over the box only;
+        "auto" — "lp" when the interval encoding needs at least 12 binaries. Default
+        "interval": the faster on benchmarks/bench_milp.py (PROPLACE nets and the 3×50 net).
+        Same optimum either way.
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
         is the solver time per query.
 
@@ -198,7 +217,7 @@ class MILPNearest(Explainer):
     def __init__(self, model: Any, data: Any = None, *, norm: str = "l1", tau: float = 1e-3,
                  weights: Any = None, tie_break: float = 1e-3, solver: str = "highs",
                  mip_gap: float = 1e-4, threads: int = 1, warm_start: bool = True,
-                 box_from_incumbent: bool = True, **kwargs: Any):
+                 box_from_incumbent: bool = True, bound_tightening: str = "interval", **kwargs: Any):
         self.norm = norm
         self.tau = tau
         self.weights = weights
@@ -208,6 +227,7 @@ class MILPNearest(Explainer):
         self.threads = threads
         self.warm_start = warm_start
         self.box_from_incumbent = box_from_incumbent
+        self.bound_tightening = bound_tightening
         super().__init__(model, data, **kwargs)
 
     def _check_params(self) -> None:
@@ -219,6 +239,7 @@ class MILPNearest(Explainer):
         check_integer(self.threads, "threads", low=1)
         check_bool(self.warm_start, "warm_start")
         check_bool(self.box_from_incumbent, "box_from_incumbent")
+        check_choice(self.bound_tightening, "bound_tightening", BOUND_TIGHTENING)
         self.solver_ = check_solver(self.solver)  # SolverError for unknown / missing backends
         d = self.encoder.n_features_out_
         if self.weights is not None:
@@ -363,39 +384,37 @@ class MILPNearest(Explainer):
         return np.flatnonzero(ok)
 
     # --- the MILP -------------------------------------------------------------------------
-    def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
-        """Solve the nearest-CE MILP for one query with validity margin ``tau``."""
-        net = self._network
+    def _new_milp(self, time_limit: float, warm: bool) -> MILP:
+        options = _WARM_OPTIONS if warm and self.solver_ == "highs" else None
+        return MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
+                    threads=self.threads, options=options)
+
+    def _encode_nearest(self, m: MILP, q: np.ndarray, target: int, tau: float,
+                        inc: Incumbent | None, cutoff: float | None,
+                        bounds: list[tuple[np.ndarray, np.ndarray]] | None = None,
+                        distance_row: bool = False) -> tuple[InputDomain, Any]:
+        """Encode the nearest-CE problem into ``m``: the actionable domain (intersected with
+        the incumbent box under l1/linf), the network (``bounds``: per-layer pre-activation
+        bounds; interval bounds over the box if None), the margin row(s) and the distance
+        objective; ``distance_row`` adds ``objective ≤ cutoff`` (for the LP relaxation of
+        bound tightening: every point that can beat the cutoff satisfies it). Raises
+        ValidationError when the actionable box is empty."""
         enc = self.encoder
-        inc = self.incumbent(q, target, tau)
-        options = _WARM_OPTIONS if inc is not None and self.solver_ == "highs" else None
-        m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
-                 threads=self.threads, options=options)
-        try:
-            dom = encode_input_domain(m, enc, q, actionability=True)
-        except ValidationError as exc:
-            return _Nearest("infeasible", None, message=f"no actionable point: {exc}")
+        dom = encode_input_domain(m, enc, q, actionability=True)
         x = dom.index
-        if inc is not None and not (np.all(inc.x >= dom.lower - ACTION_TOL)
-                                    and np.all(inc.x <= dom.upper + ACTION_TOL)):
-            inc = None  # outside the encoded domain (cannot happen for encoded training rows)
-        cutoff = None
-        if inc is not None:
-            # strictly above z₀ (solver tolerances): "nothing beats the cutoff" proves z₀ optimal
-            cutoff = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
-            if self.box_from_incumbent and self.norm in ("l1", "linf"):
-                lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
-                                       dom.column_kind, dom.grid_steps)
-                m.set_var_bounds(x, lo, hi)
-                g = np.flatnonzero(dom.grid_vars >= 0)
-                if g.size:
-                    st = dom.grid_steps[g]
-                    m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
-                dom = InputDomain(InputVars(x, lo, hi), dom.column_kind, dom.grid_steps,
-                                  dom.grid_vars)
-        ne = encode_network(m, net, dom.vars)
+        if cutoff is not None and self.box_from_incumbent and self.norm in ("l1", "linf"):
+            lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
+                                   dom.column_kind, dom.grid_steps)
+            m.set_var_bounds(x, lo, hi)
+            g = np.flatnonzero(dom.grid_vars >= 0)
+            if g.size:
+                st = dom.grid_steps[g]
+                m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
+            dom = InputDomain(InputVars(x, lo, hi), dom.column_kind, dom.grid_steps,
+                              dom.grid_vars)
+        ne = encode_network(m, self._network, dom.vars, bounds=bounds)
         y = ne.outputs
-        k = net.n_outputs
+        k = self._network.n_outputs
         if k == 1:
             if target == 1:
                 m.add_constrs_coo([0], [y[0]], [1.0], 1, tau, np.inf)
@@ -406,8 +425,60 @@ class MILPNearest(Explainer):
             r = np.arange(len(others))
             m.add_constrs_coo(np.concatenate([r, r]), np.concatenate([np.full(len(r), y[target]), y[others]]),
                               np.concatenate([np.ones(len(r)), -np.ones(len(r))]), len(r), tau, np.inf)
-        encode_distance(m, dom, q, self.distance_, enc, tie_break=self.tie_break).set_as_objective(m)
-        res = m.solve(cutoff=cutoff)
+        obj = encode_distance(m, dom, q, self.distance_, enc, tie_break=self.tie_break)
+        if distance_row and cutoff is not None:
+            m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
+                              -np.inf, cutoff - obj.constant)
+        obj.set_as_objective(m)
+        return dom, ne
+
+    def _tightened_bounds(self, q: np.ndarray, target: int, tau: float, inc: Incumbent | None,
+                          cutoff: float | None, dom: InputDomain, time_limit: float
+                          ) -> TightenedBounds:
+        """LP-tightened pre-activation bounds of this query's problem
+        (:func:`robustce.solvers.tightening.lp_tighten_bounds`) over the relaxation with the
+        margin row and, with an incumbent, ``objective ≤ cutoff``."""
+        inn = IntervalNetwork.point(self._network)
+        start = [(lo[0], hi[0]) for lo, hi in inn.layer_bounds(dom.lower, dom.upper)]
+
+        def build(bounds, _upper_min):
+            # LPs re-solved from the previous basis: no presolve
+            m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), threads=self.threads,
+                     presolve=False)
+            _, ne = self._encode_nearest(m, q, target, tau, inc, cutoff, bounds=bounds,
+                                         distance_row=True)
+            return m, ne
+
+        return lp_tighten_bounds(build, inn, start, plain=True, time_limit=time_limit)
+
+    def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
+        """Solve the nearest-CE MILP for one query with validity margin ``tau``."""
+        inc = self.incumbent(q, target, tau)
+        m = self._new_milp(time_limit, warm=inc is not None)
+        cutoff = None
+        if inc is not None:
+            # strictly above z₀ (solver tolerances): "nothing beats the cutoff" proves z₀ optimal
+            cutoff = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
+        try:
+            dom, ne = self._encode_nearest(m, q, target, tau, inc, cutoff)
+        except ValidationError as exc:
+            return _Nearest("infeasible", None, message=f"no actionable point: {exc}")
+        if inc is not None and not (np.all(inc.x >= dom.lower - ACTION_TOL)
+                                    and np.all(inc.x <= dom.upper + ACTION_TOL)):
+            # outside the encoded domain (cannot happen for encoded training rows): drop it
+            inc, cutoff = None, None
+            m = self._new_milp(time_limit, warm=False)
+            dom, ne = self._encode_nearest(m, q, target, tau, None, None)
+        need = {"lp": 1, "auto": _TIGHTEN_MIN_BINARIES}.get(self.bound_tightening)
+        if need is not None and ne.n_binaries >= need:
+            t0 = time.perf_counter()
+            tb = self._tightened_bounds(q, target, tau, inc, cutoff, dom,
+                                        _TIGHTEN_SHARE * time_limit)
+            time_limit = max(time_limit - (time.perf_counter() - t0), 1e-3)
+            m = self._new_milp(time_limit, warm=inc is not None)
+            dom, ne = self._encode_nearest(m, q, target, tau, inc, cutoff, bounds=tb.bounds)
+        x = dom.index
+        res = m.solve(time_limit=max(time_limit, 1e-3), cutoff=cutoff)
         st = res.status
         base = {"objective": res.objective, "bound": res.bound, "gap": res.gap,
                 "solver_status": st.value, "time": res.time, "message": res.message}

@@ -124,7 +124,8 @@ def plain_interval(network: Any) -> IntervalNetwork:
 
 def encode_network(milp: MILP, network: Any, inputs: InputVars | np.ndarray,
                    *, bounds: list[tuple[np.ndarray, np.ndarray]] | None = None) -> NetworkEncoding:
-    """Encode a plain ReLU network (fixed weights) on ``inputs``."""
+    """Encode a plain ReLU network (fixed weights) on ``inputs`` (``bounds``: per-layer
+    pre-activation bounds, e.g. LP-tightened ones; interval bounds over the box if None)."""
     return encode_interval_network(milp, plain_interval(network), inputs, bounds=bounds, plain=True)
 
 
@@ -239,12 +240,16 @@ def _rows_with_diag(milp: MILP, diag_vars: np.ndarray, A: np.ndarray, cols: np.n
 
 def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars | np.ndarray, *,
                             bounds: list[tuple[np.ndarray, np.ndarray]] | None = None,
-                            plain: bool = False) -> NetworkEncoding:
+                            plain: bool = False,
+                            upper_min: list[np.ndarray] | None = None) -> NetworkEncoding:
     """Encode an interval network (or, with ``plain=True`` and ``W⁻ = W⁺``, a plain one).
 
     ``inputs``: :class:`InputVars` (variables over a box) or a fixed point (1-D array).
     ``bounds``: per-layer pre-activation bounds ``(lo, hi)`` for this input (as returned by
     :meth:`IntervalNetwork.layer_bounds` for one row); computed when not given.
+    ``upper_min``: optional per-layer lower bounds of the upper-end pre-activation ``hi(v)``
+    (e.g. from :func:`robustce.solvers.tightening.lp_tighten_bounds`); they only shrink the
+    big-M constants and the set of neurons that need a binary.
     """
     layers = inn.layers
     aux: dict[str, Any] = {}
@@ -267,6 +272,8 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
         L = np.maximum(L, lo_min) if expr.cols.size else lo_min
         U = np.minimum(U, hi_max) if expr.cols.size else hi_max
         hi_min = np.maximum(hi_min, L)
+        if upper_min is not None and li < len(upper_min):
+            hi_min = np.maximum(hi_min, upper_min[li])
         lo_max = np.minimum(lo_max, U)
         m = L.shape[0]
         if li == last:

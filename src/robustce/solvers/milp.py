@@ -646,6 +646,14 @@ class MILP:
         keep = np.isfinite(v)
         self._start = dict(zip(c[keep].tolist(), v[keep].tolist(), strict=True))
 
+    def relax(self) -> None:
+        """Make every variable continuous: the model becomes its LP relaxation (used by
+        :mod:`robustce.solvers.tightening`; the bounds of integer variables are kept)."""
+        data = self._materialise()
+        if data.vtype.any():
+            data.vtype = np.zeros_like(data.vtype)
+            self._loaded = False
+
     # -- solving ----------------------------------------------------------------------------------
     def solve(self, time_limit: float | None = None, *, cutoff: float | None = None,
               target: float | None = None) -> SolveResult:
