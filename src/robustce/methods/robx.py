@@ -123,6 +123,7 @@ class RobX(NearestNeighbour):
         self.offsets_ = np.sqrt(self.variance) * self._rng().standard_normal(
             (self.n_samples, self.encoder.n_features_out_))
         self._stabilities: dict[int, np.ndarray] = {}
+        self._base_explainer: Any = None
 
     def stability(self, X: np.ndarray, target: Any) -> np.ndarray:
         """R_{K,σ²} of each row of ``X`` (model space) for ``target`` (one class or one per
@@ -143,9 +144,11 @@ class RobX(NearestNeighbour):
         """The base CE per query (NaN rows where the base found none)."""
         from robustce.methods.wachter import Wachter
 
-        cls = NearestNeighbour if self.base == "nearest_neighbour" else Wachter
-        kwargs = {"norm": self.norm} if cls is NearestNeighbour else {}
-        ex = cls(self.model, self.data, time_limit=self.time_limit, **kwargs)
+        if self._base_explainer is None:  # built once: its KD-trees are reused across calls
+            cls = NearestNeighbour if self.base == "nearest_neighbour" else Wachter
+            kwargs = {"norm": self.norm} if cls is NearestNeighbour else {}
+            self._base_explainer = cls(self.model, self.data, time_limit=self.time_limit, **kwargs)
+        ex = self._base_explainer
         res = ex._revalidate(X, targets, ex._explain_batch(X, targets))
         out = np.full(X.shape, np.nan)
         for i, r in enumerate(res):
