@@ -56,7 +56,8 @@ def test_registered_metrics_and_the_named_config():
     for quick in (False, True):
         cfg = resolve_config("apas-table1", quick=quick)
         assert [d.evaluation["delta"] for d in cfg.datasets] == [0.11, 0.02, 0.11, 0.05]
-        assert [m.name for m in cfg.methods] == ["apas", "milp_robust", "wachter", "roar"]
+        assert [m.name for m in cfg.methods] == ["apas", "milp_robust", "wachter", "roar",
+                                                    "wachter_robust", "proto_robust"]
         assert cfg.queries["n"] == (10 if quick else 50)
 
 

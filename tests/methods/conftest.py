@@ -4,10 +4,14 @@ Datasets come from ``ROBUSTCE_DATA`` (the offline copy, set by ``tests/conftest.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import robustce as rc
+from robustce.models.network import class_margin
+from robustce.robustness.attack import sign_attack
 
 
 def _load(name: str):
@@ -36,3 +40,42 @@ def adult_setup():
     model = rc.models.MLP((20, 10), epochs=15, random_state=0).fit(train)
     return train, test, model
 
+
+
+def _free_diabetes():
+    """Diabetes with its three immutable features made free (the loader marks continuous
+    features immutable, so no training point shares a query's values and neighbour-based
+    methods have no candidates), a small 10-5 MLP."""
+    data = rc.datasets.load("diabetes")
+    act = {name: "free" for name in data.schema.immutable}
+    data = dataclasses.replace(data, schema=data.schema.with_actionability(**act))
+    train, test = data.split(test_size=0.25, random_state=0)
+    model = rc.models.MLP((10, 5), epochs=40, random_state=0).fit(train)
+    return train, test, model
+
+
+def _assert_delta_robust_independently(model, res, shift, n_samples: int = 5000) -> None:
+    """Every returned CE keeps its target class under ``n_samples`` sampled networks of the
+    shift set and under a sign-gradient weight attack (vertices of Δ) — evidence independent
+    of the certifier that called them robust."""
+    cfs = res.counterfactuals_encoded
+    owner = res.counterfactuals["query_id"].to_numpy()
+    targets = res.target_class.loc[owner].to_numpy()
+    net = model.network()
+    z = shift.sample(net, n_samples, random_state=1).forward(cfs)  # (n, m, k)
+    for j, t in enumerate(targets):
+        assert (class_margin(z[:, j], int(t)) > 0).all(), f"a sampled network flips CE {j}"
+    worst, _ = sign_attack(net, cfs, shift, targets, steps=8)
+    assert (np.asarray(worst) > 0).all(), f"the weight attack flips a CE: {worst}"
+
+
+@pytest.fixture(scope="session")
+def free_diabetes_setup():
+    """(train, test, model): diabetes with its immutables made free, a 10-5 MLP."""
+    return _free_diabetes()
+
+
+@pytest.fixture(scope="session")
+def check_delta_robust():
+    """``check(model, explanations, shift)``: every CE survives sampling and a weight attack."""
+    return _assert_delta_robust_independently

@@ -13,14 +13,18 @@ from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
 from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.proplace import PROPLACE
+from robustce.methods.proto_robust import ProtoRobust
 from robustce.methods.rbr import RBR
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
 from robustce.methods.roar import ROAR
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
+from robustce.methods.robx import RobX
 from robustce.methods.rocoursenet import RoCourseNet
 from robustce.methods.wachter import Wachter
+from robustce.methods.wachter_robust import WachterRobust
 
-__all__ = ["APAS", "MACE", "PROPLACE", "RBR", "ROAR", "CounterNet", "DiCE", "DiverseRobust", "Explainer",
-           "MILPNearest", "MILPRobust", "NearestNeighbour", "QueryResult", "RoCourseNet",
-           "RobustNearestNeighbour", "Wachter", "available_methods", "build_explainer", "get_method",
+__all__ = ["APAS", "MACE", "PROPLACE", "RBR", "ROAR", "CounterNet", "DiCE", "DiverseRobust",
+           "Explainer", "MILPNearest", "MILPRobust", "NearestNeighbour", "ProtoRobust",
+           "QueryResult", "RoCourseNet", "RobX", "RobustNearestNeighbour", "Wachter",
+           "WachterRobust", "available_methods", "build_explainer", "get_method",
            "register_method"]

@@ -54,6 +54,9 @@ METHOD_CLASSES: dict[str, str] = {
     "robust_nearest_neighbour": "RobustNearestNeighbour",
     "roar": "ROAR",
     "rbr": "RBR",
+    "wachter_robust": "WachterRobust",
+    "proto_robust": "ProtoRobust",
+    "robx": "RobX",
     "proplace": "PROPLACE",
     "apas": "APAS",
     "diverse_robust": "DiverseRobust",
@@ -73,6 +76,11 @@ _ALIASES = {
     "rnn": "robust_nearest_neighbour",
     "milp_r": "milp_robust",
     "apds": "apas",
+    "wacht_r": "wachter_robust",
+    "wachter_r": "wachter_robust",
+    "proto_r": "proto_robust",
+    "robxnn": "robx",
+    "robx_nn": "robx",
 }
 
 

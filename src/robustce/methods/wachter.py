@@ -150,9 +150,21 @@ class Wachter(Explainer):
 
     # --- search -----------------------------------------------------------------------------
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
+        return self._search(X, targets)
+
+    def _search(self, X: np.ndarray, targets: np.ndarray, required: np.ndarray | None = None,
+                time_budget: float | None = None) -> list[QueryResult]:
+        """The batched search. ``required``: per query, the target margin a CE must reach
+        (None: a valid CE, margin > 0); the loss then asks for ``required + margin``.
+        ``time_budget``: seconds for this call (default ``time_limit``)."""
         import torch
 
         n = len(X)
+        kappa = np.full(n, float(self.margin))
+        if required is not None:
+            required = np.asarray(required, dtype=np.float64)
+            kappa = kappa + required
+        budget = self.time_limit if time_budget is None else float(time_budget)
         rng = self._rng()
         free = ~self.encoder.immutable_mask_
         if not free.any():  # nothing may change: no search can leave the query's class
@@ -175,10 +187,12 @@ class Wachter(Explainer):
         # they save, and on a busy machine they dominate — run the loop single-threaded
         torch.set_num_threads(1)
         try:
-            timed_out = self._optimise(X, targets, lam, n_iter, best, done, current)
+            timed_out = self._optimise(X, targets, lam, n_iter, best, done, current, kappa,
+                                       required, budget)
         finally:
             torch.set_num_threads(threads)
-        return [self._result(X[i], int(targets[i]), best[i], lam[i], n_iter[i], timed_out, flat[i])
+        return [self._result(X[i], int(targets[i]), best[i], lam[i], n_iter[i], timed_out, flat[i],
+                             budget)
                 for i in range(n)]
 
     def _flat_start(self, start: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -204,10 +218,19 @@ class Wachter(Explainer):
             return np.ones(len(start), dtype=bool)
         return np.all(grad.detach().numpy()[:, free] == 0.0, axis=1)
 
+    def _penalty(self, var: Any, xa: Any, rows: np.ndarray) -> Any:
+        """Per row, the proximity term of the loss (torch, differentiable) for the points
+        ``var`` of the queries ``xa`` (``rows``: their positions in the batch). Wachter: the
+        weighted L1 distance; subclasses change the term (e.g. a prototype pull)."""
+        return self.distance_.torch(var, xa)
+
     def _optimise(self, X: np.ndarray, targets: np.ndarray, lam: np.ndarray, n_iter: np.ndarray,
-                  best: list, done: np.ndarray, current: np.ndarray) -> bool:
+                  best: list, done: np.ndarray, current: np.ndarray, kappa: np.ndarray,
+                  required: np.ndarray | None, budget: float) -> bool:
         """Adam rounds over all queries; fills ``best``/``done``/``lam``/``n_iter`` in place.
-        Returns whether the time limit stopped the search."""
+        ``kappa``: per query, the margin the validity loss asks for; ``required``: per query,
+        the margin a CE must reach (None: valid). Returns whether ``budget`` (seconds) stopped
+        the search."""
         import torch
 
         enc = self.encoder
@@ -225,6 +248,7 @@ class Wachter(Explainer):
                 xa = torch.as_tensor(X[active], dtype=torch.float64)
                 lam_t = torch.as_tensor(lam[active], dtype=torch.float64)
                 ta = targets[active]
+                kap_t = torch.as_tensor(kappa[active], dtype=torch.float64)
                 var = torch.tensor(current[active], dtype=torch.float64, requires_grad=True)
                 opt = torch.optim.Adam([var], lr=self.lr)
                 live = np.ones(len(active), dtype=bool)
@@ -237,10 +261,10 @@ class Wachter(Explainer):
                     logits = self.model.torch_logits(inp)
                     m = torch_class_margin(logits, ta)
                     if self.loss == "hinge":
-                        v = torch.relu(self.margin - m)
+                        v = torch.relu(kap_t - m)
                     else:
-                        v = torch.nn.functional.softplus(self.margin - m)
-                    dist = self.distance_.torch(var, xa)
+                        v = torch.nn.functional.softplus(kap_t - m)
+                    dist = self._penalty(var, xa, active)
                     total = (lam_t * v + dist).sum()
                     opt.zero_grad()
                     total.backward()
@@ -252,6 +276,8 @@ class Wachter(Explainer):
                     if (it + 1) % self.check_every == 0 or it + 1 == self.max_iter:
                         cand = enc.project(var.detach().numpy())
                         ok = live & (self.model.predict(cand) == ta) & self.actionable(X[active], cand)
+                        if required is not None:
+                            ok &= class_margin(self.model.logits(cand), ta) >= required[active]
                         for j in np.flatnonzero(ok):
                             best[active[j]] = cand[j]
                         done[active[ok]] = True
@@ -260,7 +286,7 @@ class Wachter(Explainer):
                             live_t = torch.as_tensor(live, dtype=torch.float64)[:, None]
                         if not live.any():
                             break
-                    if time.perf_counter() - t0 > self.time_limit:
+                    if time.perf_counter() - t0 > budget:
                         timed_out = True
                         break
                 current[active] = var.detach().numpy()
@@ -270,10 +296,11 @@ class Wachter(Explainer):
         return self.feasible_.project_np(Z, X)
 
     def _result(self, x: np.ndarray, target: int, cf: np.ndarray | None, lam: float, n_iter: int,
-                timed_out: bool, flat: bool = False) -> QueryResult:
+                timed_out: bool, flat: bool = False, budget: float | None = None) -> QueryResult:
         if cf is None:
             status = "timeout" if timed_out else "not_found"
-            why = (f"time limit of {self.time_limit:g} s reached" if timed_out else
+            limit = self.time_limit if budget is None else budget
+            why = (f"time limit of {limit:g} s reached" if timed_out else
                    f"no valid CE after {self.max_lambda_steps} λ rounds of {self.max_iter} steps "
                    f"(last λ = {lam:g})")
             if flat:

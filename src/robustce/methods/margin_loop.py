@@ -1,0 +1,321 @@
+"""The Δ-robust margin loop shared by MILP-R, Wacht-R and Proto-R (Jiang et al., AAAI 2023).
+
+Jiang et al. turn a counterfactual search into a Δ-robust one by one loop: find a CE whose target
+margin is at least ``tau``; test it (the exact Δ-test, or any
+:class:`~robustce.robustness.Certifier`); if it is not robust, raise ``tau`` and search again.
+The search is the method's own — the nearest-CE MILP (:class:`~robustce.methods.MILPRobust`),
+Wachter's gradient search (:class:`~robustce.methods.WachterRobust`), the prototype-guided search
+(:class:`~robustce.methods.ProtoRobust`) — and plugs in as a function; everything else lives here:
+
+* :class:`MarginSchedule` — the margins tried, one per round: raise to
+  ``max(growth · tau, drop · (1 + slack))`` (``drop``: how much the worst network of the set
+  lowered the last CE's margin) until a margin is unreachable, then bisect between the last
+  reachable one and the first unreachable one;
+* :func:`run_margin_loop` — the loop itself, **batch first**: every round sends all queries
+  still searching to the search in one call and all candidates to the certifier in one call;
+* :class:`DeltaRobustLoop` — the loop's parameters (``shift``, ``growth``, ``max_rounds``,
+  ``slack``, ``bisect_tol``, ``delta_time_limit``, ``certifier``) and their validation, as a
+  mixin for explainers.
+
+Honesty rules the loop enforces: only a certifier's ``robust`` is a claim; a test that ends in
+``timeout`` / ``inconclusive`` / ``error`` is never robust, and when any test of a query was
+undecided, running out of rounds is reported as ``timeout`` (whether a Δ-robust CE exists is
+then unknown), not ``no_robust_point``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from robustce.errors import ValidationError
+from robustce.explanations import QueryResult
+from robustce.models.network import class_margin
+from robustce.robustness.certifier import Certifier, CertStatus
+from robustce.robustness.exact import ExactDeltaCertifier
+from robustce.robustness.shift import ParameterShift
+from robustce.validation import check_bool, check_integer, check_number
+
+__all__ = ["Candidate", "DeltaRobustLoop", "MarginSchedule", "as_shift", "run_margin_loop"]
+
+#: the search statuses that, after round 1, mean "this margin is out of reach" (bisect)
+UNREACHABLE = ("infeasible", "not_found")
+
+
+@dataclass
+class MarginSchedule:
+    """The margins the loop tries, one per round.
+
+    ``tau`` is the margin to try next. After a CE at ``tau`` that is not robust, with the
+    worst case in the set lowering its margin by ``drop``: :meth:`not_robust` — raise to
+    ``max(growth · tau, drop · (1 + slack))`` until some margin was unreachable, then bisect.
+    After an unreachable ``tau``: :meth:`unreachable` — bisect between ``lo`` (the largest
+    margin whose CE was not robust) and ``hi`` (the smallest unreachable one). Both return
+    False when the bracket is narrower than ``bisect_tol`` (relative to ``hi``): stop.
+    """
+
+    tau: float
+    growth: float
+    slack: float
+    bisect_tol: float
+    lo: float = math.nan
+    hi: float = math.inf
+
+    @property
+    def bisecting(self) -> bool:
+        return not math.isinf(self.hi)
+
+    def _narrow(self) -> bool:
+        return (self.hi - self.lo) / self.hi < self.bisect_tol
+
+    def not_robust(self, drop: float) -> bool:
+        self.lo = self.tau if math.isnan(self.lo) else max(self.lo, self.tau)
+        if not self.bisecting:
+            self.tau = max(self.growth * self.tau, drop * (1.0 + self.slack) + 1e-6)
+            return True
+        if self._narrow():
+            return False
+        self.tau = 0.5 * (self.lo + self.hi)
+        return True
+
+    def unreachable(self) -> bool:
+        self.hi = self.tau
+        if self._narrow():
+            return False
+        self.tau = 0.5 * (self.lo + self.hi)
+        return True
+
+
+@dataclass
+class Candidate:
+    """What the search returns for one query at one margin.
+
+    ``status``: ``found`` (``cf`` is a model-space point with target margin ≥ the margin
+    asked), ``infeasible`` (proven: no actionable point reaches the margin), ``not_found`` (a
+    heuristic search ended without one), ``timeout`` or ``error``. ``info``: extra certificate
+    fields of this round (e.g. the MILP's ``optimal``), copied into the query's certificate."""
+
+    status: str
+    cf: np.ndarray | None = None
+    message: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+#: ``find(rows, taus, remaining) -> candidates``: search for the queries ``rows`` (positions in
+#: the batch) at margins ``taus`` within ``remaining`` seconds; one :class:`Candidate` per row
+SearchFn = Callable[[np.ndarray, np.ndarray, float], list[Candidate]]
+
+
+@dataclass
+class _QueryState:
+    schedule: MarginSchedule
+    cert: dict[str, Any]
+    rnd: int = 0
+    undecided: int = 0  # Δ-tests that ended in timeout / inconclusive / error
+    last_msg: str = ""
+    result: QueryResult | None = None
+
+
+def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
+                    targets: np.ndarray, *, tau: float, growth: float, slack: float,
+                    bisect_tol: float, max_rounds: int, time_limit: float,
+                    delta_time_limit: float | None = None, base_cert: Mapping[str, Any] | None = None,
+                    unreachable_text: str = "no actionable point reaches margin"
+                    ) -> list[QueryResult]:
+    """Raise each query's target margin until its CE is robust by ``certifier`` (see the
+    module docstring); one :class:`QueryResult` per row of ``X``.
+
+    Each round sends every query still searching to ``find`` at once and every found
+    candidate to ``certifier.certify`` at once. ``time_limit`` bounds the whole loop (all
+    rounds, all queries: they advance together); ``delta_time_limit`` each Δ-test row
+    (default ``time_limit``). Certificate fields set here: ``tau`` (last margin tried),
+    ``rounds``, ``delta_status``, ``worst_case_margin`` (the certifier's lower bound for a
+    robust CE); ``base_cert`` gives every other column its starting value and ``find``'s
+    :attr:`Candidate.info` updates them. ``unreachable_text`` words a margin the search did not
+    reach in the messages (the MILP proves it; a heuristic only failed to find one)."""
+    t_start = time.perf_counter()
+    targets = np.asarray(targets, dtype=np.int64)
+    states = [_QueryState(MarginSchedule(tau, growth, slack, bisect_tol),
+                          dict(base_cert or {}, delta_status=None)) for _ in range(len(X))]
+    dtl = delta_time_limit or time_limit
+
+    def give_up(s: _QueryState, message: str) -> QueryResult:
+        # "no_robust_point" claims every CE tried was shown not Δ-robust; when some test did
+        # not decide, that claim was never proven: report a timeout instead
+        if s.undecided:
+            return QueryResult("timeout", None, s.cert, message=(
+                f"{s.undecided} Δ-test(s) ended undecided (timeout/inconclusive/error), so it is "
+                f"unknown whether a Δ-robust CE exists; {message}"))
+        return QueryResult("no_robust_point", None, s.cert, message=message)
+
+    def bisected_out(s: _QueryState) -> str:
+        sch = s.schedule
+        return (f"no Δ-robust CE: bisected the margin down to [{sch.lo:.6g}, {sch.hi:.6g}] "
+                f"(relative width < {bisect_tol:g}): the CE at margin {sch.lo:.6g} is not "
+                f"Δ-robust and {unreachable_text} {sch.hi:.6g}; {s.last_msg}")
+
+    for rnd in range(1, max_rounds + 1):
+        active = np.array([i for i, s in enumerate(states) if s.result is None], dtype=np.int64)
+        if len(active) == 0:
+            break
+        remaining = time_limit - (time.perf_counter() - t_start)
+        if remaining <= 1e-3:
+            for i in active:
+                states[i].cert["rounds"] = rnd - 1
+                states[i].result = QueryResult("timeout", None, states[i].cert,
+                                               message="time limit reached between rounds")
+            break
+        taus = np.array([states[i].schedule.tau for i in active])
+        cands = find(active, taus, remaining)
+        found: list[int] = []
+        for i, c in zip(active, cands, strict=True):
+            s = states[i]
+            s.rnd = rnd
+            s.cert.update({"tau": s.schedule.tau, "rounds": rnd, **c.info})
+            if c.status in UNREACHABLE:
+                if rnd == 1:
+                    s.result = QueryResult(c.status, None, s.cert, message=c.message or
+                                           "no actionable point is classified as the target")
+                elif not s.schedule.unreachable():
+                    s.result = give_up(s, bisected_out(s))
+                continue
+            if c.status != "found":
+                s.result = QueryResult(c.status, None, s.cert, message=c.message)
+                continue
+            found.append(i)
+        if not found:
+            continue
+        rows = np.array(found)
+        cfs = np.vstack([cands[int(np.flatnonzero(active == i)[0])].cf for i in rows])
+        remaining = time_limit - (time.perf_counter() - t_start)
+        test = certifier.certify(network, cfs, targets[rows],
+                                 time_limit=max(min(dtl, remaining), 1e-3))
+        margins = class_margin(network.forward(cfs), targets[rows])
+        for j, i in enumerate(rows):
+            s = states[i]
+            status = CertStatus(test.status[j])
+            s.cert["delta_status"] = status.value
+            if status is CertStatus.ROBUST:
+                s.cert["worst_case_margin"] = float(test.lower[j])
+                sch = s.schedule
+                msg = "" if not sch.bisecting else (
+                    f"margin {sch.tau:.6g} found by bisection after margin {sch.hi:.6g} was "
+                    f"unreachable")
+                s.result = QueryResult("found", cfs[j][None], s.cert, message=msg)
+                continue
+            if status is not CertStatus.NOT_ROBUST:
+                s.undecided += 1
+            margin = float(margins[j])
+            worst = float(test.upper[j]) if math.isfinite(test.upper[j]) else -margin
+            s.last_msg = (f"round {rnd}: margin {margin:.4g}, worst case in Δ {worst:.4g} "
+                          f"({status.value})")
+            if not s.schedule.not_robust(max(margin - worst, 0.0)):
+                s.result = give_up(s, (
+                    f"no Δ-robust CE: bisected the margin down to [{s.schedule.lo:.6g}, "
+                    f"{s.schedule.hi:.6g}] (relative width < {bisect_tol:g}) without a Δ-robust "
+                    f"CE; {s.last_msg}"))
+    out = []
+    for s in states:
+        if s.result is None:
+            sch = s.schedule
+            tried = "" if not sch.bisecting else (
+                f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and "
+                f"{sch.hi:.6g}, unreachable)")
+            s.result = give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; {s.last_msg}")
+        out.append(s.result)
+    return out
+
+
+def as_shift(shift: Any) -> ParameterShift:
+    """A :class:`ParameterShift` from one, a number δ (p = ∞ box) or its ``to_dict()``
+    (e.g. from saved metadata); :class:`ValidationError` naming ``shift`` otherwise."""
+    if isinstance(shift, ParameterShift):
+        return shift
+    if isinstance(shift, Mapping):
+        unknown = set(shift) - {"delta", "p", "biases"}
+        if unknown or "delta" not in shift or str(shift.get("p", "inf")) != "inf":
+            raise ValidationError(f"shift must be a ParameterShift, a number δ or "
+                                  f"{{'delta': δ, 'biases': bool}}, got {shift!r}")
+        return ParameterShift(shift["delta"], biases=check_bool(shift.get("biases", True),
+                                                                "shift.biases"))
+    check_number(shift, "shift", low=0, low_open=True)
+    return ParameterShift(shift)
+
+
+class DeltaRobustLoop:
+    """Mixin: the margin loop's parameters for an explainer whose search takes a margin.
+
+    Put it first among the bases (``class WachterRobust(DeltaRobustLoop, Wachter)``); the
+    subclass calls :meth:`_robust_search` from its batch hook with its search function.
+
+    Parameters
+    ----------
+    shift : :class:`~robustce.robustness.ParameterShift` or a number δ (p = ∞ box).
+    growth : factor by which the margin grows at least per round (> 1).
+    max_rounds : cap on search / Δ-test rounds per query (raises and bisection steps).
+    slack : relative safety added to the observed margin drop.
+    bisect_tol : relative width ``(hi − lo) / hi`` at which the margin bisection stops, in (0, 1).
+    delta_time_limit : seconds per Δ-test (default: ``time_limit``).
+    certifier : the robustness test of each candidate (a
+        :class:`~robustce.robustness.Certifier`); default None: the exact MILP Δ-test at
+        ``shift`` (:class:`~robustce.robustness.ExactDeltaCertifier`, with the explainer's
+        ``solver`` where it has one), which also computes the exact worst case of a robust CE.
+    """
+
+    def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
+                 growth: float = 2.0, max_rounds: int = 10, slack: float = 0.05,
+                 bisect_tol: float = 1e-3, delta_time_limit: float | None = None,
+                 certifier: Certifier | None = None, **kwargs: Any):
+        self.shift = shift
+        self.growth = growth
+        self.max_rounds = max_rounds
+        self.slack = slack
+        self.bisect_tol = bisect_tol
+        self.delta_time_limit = delta_time_limit
+        self.certifier = certifier
+        super().__init__(model, data, **kwargs)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        # the loop reads the resolved ParameterShift; get_params then returns it (round-trips)
+        self.shift = as_shift(self.shift)
+        check_number(self.growth, "growth", low=1, low_open=True)
+        check_integer(self.max_rounds, "max_rounds", low=1)
+        check_number(self.slack, "slack", low=0)
+        check_number(self.bisect_tol, "bisect_tol", low=0, high=1, low_open=True, high_open=True)
+        check_number(self.delta_time_limit, "delta_time_limit", low=0, low_open=True,
+                     allow_none=True)
+        if self.certifier is not None and not callable(getattr(self.certifier, "certify", None)):
+            raise ValidationError(f"certifier must have a certify method, got "
+                                  f"{type(self.certifier).__name__}")
+
+    def _certifier(self) -> Any:
+        """The Δ-test of the loop: the given certifier, or the exact MILP test at ``shift``
+        (deciding first, then the exact worst case of a robust CE with the time left)."""
+        if self.certifier is not None:
+            return self.certifier
+        return ExactDeltaCertifier(self.shift, solver=getattr(self, "solver", "highs"),
+                                   exact_value=True,
+                                   time_limit=self.delta_time_limit or self.time_limit)
+
+    def _robust_search(self, X: np.ndarray, targets: np.ndarray, find: SearchFn, *, tau: float,
+                       base_cert: Mapping[str, Any],
+                       unreachable_text: str = "no actionable point reaches margin"
+                       ) -> list[QueryResult]:
+        """:func:`run_margin_loop` with this explainer's loop parameters and certifier."""
+        certifier = self._certifier()
+        shift = getattr(certifier, "shift", self.shift)
+        cert = {c: math.nan for c in self.certificate_columns}
+        cert.update(base_cert)
+        cert.update({"delta": shift.delta, "p": "inf"})
+        network = getattr(self, "_network", None) or self.model.network()
+        return run_margin_loop(find, certifier, network, X, targets, tau=tau,
+                               growth=self.growth, slack=self.slack, bisect_tol=self.bisect_tol,
+                               max_rounds=self.max_rounds, time_limit=self.time_limit,
+                               delta_time_limit=self.delta_time_limit, base_cert=cert,
+                               unreachable_text=unreachable_text)
