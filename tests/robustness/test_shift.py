@@ -263,3 +263,17 @@ def test_shift_accepts_models_with_a_network_view():
     lo, hi = ParameterShift(0.01).interval(model).bounds(X)
     z = model.logits(X)
     assert np.all(lo <= z) and np.all(z <= hi)
+
+
+def test_parameter_shift_of_accepts_a_shift_a_number_or_its_dict_and_names_the_parameter():
+    from robustce.robustness import ParameterShift as PS
+
+    s = PS(0.05, biases=False)
+    assert PS.of(s) is s
+    assert PS.of(0.05) == PS(0.05)
+    assert PS.of(s.to_dict()) == s  # round trip through saved metadata
+    for bad in (math.nan, -1.0, "x", {"delta": 0.1, "p": 2}, {"delta": math.inf}, {"radius": 1}):
+        with pytest.raises(ValidationError, match="^shift"):
+            PS.of(bad)
+    with pytest.raises(ValidationError, match="^delta"):
+        PS.of(math.nan, "delta")

@@ -11,7 +11,6 @@ certificate also reports its APΔS δ_max (Algorithm 1): how much larger a shift
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -81,9 +80,9 @@ class APAS(MILPRobust):
         # Δ is ``delta``, or MILP-R's ``shift`` when no delta is given; a non-default shift that
         # disagrees with delta is an error. The resolved ParameterShift goes to ``shift`` before
         # MILP-R's checks read it (get_params then round-trips: delta and shift agree).
-        shift = _as_shift(self.shift, "shift")
+        shift = ParameterShift.of(self.shift, "shift")
         if self.delta is not None:
-            delta = _as_shift(self.delta, "delta")
+            delta = ParameterShift.of(self.delta, "delta")
             if shift != delta and shift != ParameterShift(_MILP_R_DEFAULT_DELTA):
                 raise ValidationError(f"delta and shift name the same shift set; got delta="
                                       f"{self.delta!r} and shift={self.shift!r}")
@@ -114,17 +113,3 @@ class APAS(MILPRobust):
                                 target_class=target, n=test.n, biases=self.shift.biases)
             cert["delta_max"] = float(dm.delta[0])
         return r
-
-
-def _as_shift(value: Any, name: str) -> ParameterShift:
-    """A ParameterShift from one, a number δ or its ``to_dict()`` mapping."""
-    if isinstance(value, ParameterShift):
-        return value
-    if isinstance(value, Mapping):
-        unknown = set(value) - {"delta", "p", "biases"}
-        if unknown or "delta" not in value or str(value.get("p", "inf")) != "inf":
-            raise ValidationError(f"{name} must be a ParameterShift, a number δ or "
-                                  f"{{'delta': δ, 'biases': bool}}, got {value!r}")
-        return ParameterShift(_check_delta(value["delta"], name),
-                              biases=check_bool(value.get("biases", True), f"{name}.biases"))
-    return ParameterShift(_check_delta(value, name))

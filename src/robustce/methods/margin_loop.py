@@ -39,9 +39,9 @@ from robustce.models.network import class_margin
 from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
-from robustce.validation import check_bool, check_integer, check_number
+from robustce.validation import check_integer, check_number
 
-__all__ = ["Candidate", "DeltaRobustLoop", "MarginSchedule", "as_shift", "run_margin_loop"]
+__all__ = ["Candidate", "DeltaRobustLoop", "MarginSchedule", "run_margin_loop"]
 
 #: the search statuses that, after round 1, mean "this margin is out of reach" (bisect)
 UNREACHABLE = ("infeasible", "not_found")
@@ -231,22 +231,6 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     return out
 
 
-def as_shift(shift: Any) -> ParameterShift:
-    """A :class:`ParameterShift` from one, a number δ (p = ∞ box) or its ``to_dict()``
-    (e.g. from saved metadata); :class:`ValidationError` naming ``shift`` otherwise."""
-    if isinstance(shift, ParameterShift):
-        return shift
-    if isinstance(shift, Mapping):
-        unknown = set(shift) - {"delta", "p", "biases"}
-        if unknown or "delta" not in shift or str(shift.get("p", "inf")) != "inf":
-            raise ValidationError(f"shift must be a ParameterShift, a number δ or "
-                                  f"{{'delta': δ, 'biases': bool}}, got {shift!r}")
-        return ParameterShift(shift["delta"], biases=check_bool(shift.get("biases", True),
-                                                                "shift.biases"))
-    check_number(shift, "shift", low=0, low_open=True)
-    return ParameterShift(shift)
-
-
 class DeltaRobustLoop:
     """Mixin: the margin loop's parameters for an explainer whose search takes a margin.
 
@@ -283,7 +267,7 @@ class DeltaRobustLoop:
     def _check_params(self) -> None:
         super()._check_params()
         # the loop reads the resolved ParameterShift; get_params then returns it (round-trips)
-        self.shift = as_shift(self.shift)
+        self.shift = ParameterShift.of(self.shift)
         check_number(self.growth, "growth", low=1, low_open=True)
         check_integer(self.max_rounds, "max_rounds", low=1)
         check_number(self.slack, "slack", low=0)

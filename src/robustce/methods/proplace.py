@@ -53,10 +53,11 @@ from robustce.distance import Distance
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
-from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour, _as_shift
+from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
 from robustce.models.network import ReLUNetwork
 from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
+from robustce.robustness.shift import ParameterShift
 from robustce.solvers.encodings import (
     InputVars,
     encode_distance,
@@ -165,7 +166,7 @@ class PROPLACE(Explainer):
         super()._check_params()
         if self.data is None:
             raise ValidationError("PROPLACE needs the training data (data=): the region's vertices")
-        self.shift = _as_shift(self.shift)
+        self.shift = ParameterShift.of(self.shift)
         check_integer(self.k, "k", low=1)
         check_choice(self.norm, "norm", ("l1",))  # MILP (5a)
         check_integer(self.max_iterations, "max_iterations", low=1)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,7 +39,7 @@ from robustce.robustness.certifier import Certifier
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
 from robustce.solvers.milp import check_solver
-from robustce.validation import check_bool, check_number
+from robustce.validation import check_number
 
 __all__ = ["PoolInfo", "RobustNearestNeighbour"]
 
@@ -56,21 +55,6 @@ class PoolInfo:
     n_undecided: int       # timeout / inconclusive / error: neither in the pool nor excluded by proof
     time: float            # seconds for the batched certification
     decided_by: dict[str, int]
-
-
-def _as_shift(shift: Any) -> ParameterShift:
-    """A :class:`ParameterShift` from one, a number δ or its ``to_dict()``."""
-    if isinstance(shift, ParameterShift):
-        return shift
-    if isinstance(shift, Mapping):  # ParameterShift.to_dict(), e.g. from saved metadata
-        unknown = set(shift) - {"delta", "p", "biases"}
-        if unknown or "delta" not in shift or str(shift.get("p", "inf")) != "inf":
-            raise ValidationError(f"shift must be a ParameterShift, a number δ or "
-                                  f"{{'delta': δ, 'biases': bool}}, got {shift!r}")
-        return ParameterShift(shift["delta"], biases=check_bool(shift.get("biases", True),
-                                                                "shift.biases"))
-    check_number(shift, "shift", low=0, low_open=True)
-    return ParameterShift(shift)
 
 
 class RobustNearestNeighbour(NearestNeighbour):
@@ -126,7 +110,7 @@ class RobustNearestNeighbour(NearestNeighbour):
     def _check_params(self) -> None:
         super()._check_params()
         # the search reads the resolved ParameterShift; get_params then returns it (round-trips)
-        self.shift = _as_shift(self.shift)
+        self.shift = ParameterShift.of(self.shift)
         check_number(self.tol, "tol", low=0, low_open=True)
         check_number(self.certify_time_limit, "certify_time_limit", low=0, low_open=True)
         self.solver_ = check_solver(self.solver)

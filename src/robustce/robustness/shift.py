@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,10 +58,18 @@ class ParameterShift:
         object.__setattr__(self, "delta", delta)
 
     @classmethod
-    def of(cls, shift: ParameterShift | float, name: str = "shift") -> ParameterShift:
-        """``shift`` itself, or the box shift of radius δ = ``shift`` (errors name ``name``)."""
+    def of(cls, shift: Any, name: str = "shift") -> ParameterShift:
+        """``shift`` itself, the box shift of radius δ = ``shift``, or one from its
+        :meth:`to_dict` mapping (e.g. saved metadata); errors name ``name``."""
         if isinstance(shift, cls):
             return shift
+        if isinstance(shift, Mapping):
+            unknown = set(shift) - {"delta", "p", "biases"}
+            if unknown or "delta" not in shift or str(shift.get("p", "inf")) != "inf":
+                raise ValidationError(f"{name} must be a ParameterShift, a number δ or "
+                                      f"{{'delta': δ, 'biases': bool}}, got {shift!r}")
+            return cls(float(check_number(shift["delta"], f"{name}.delta", low=0, low_open=True)),
+                       biases=check_bool(shift.get("biases", True), f"{name}.biases"))
         return cls(float(check_number(shift, name, low=0, low_open=True)))
 
     @property
