@@ -115,6 +115,9 @@ def test_scaler_and_selector_after_the_column_transformer(german):
                  extra=[("var", VarianceThreshold(0.01)), ("sc", StandardScaler())])
     model = from_sklearn(pipe, ds.frame)
     _same_decisions(model, ds.frame)
+    # the selector drops columns and the scaler rescales the rest: both folded into the map
+    assert np.allclose(model.transformed(ds.frame), pipe[:-1].transform(ds.frame), atol=1e-9)
+    assert model.transformed(ds.frame).shape[1] < pipe[0].transform(ds.frame).shape[1]
 
 
 def test_schema_read_from_the_transformers_alone(german):
