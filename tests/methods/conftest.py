@@ -79,3 +79,23 @@ def free_diabetes_setup():
 def check_delta_robust():
     """``check(model, explanations, shift)``: every CE survives sampling and a weight attack."""
     return _assert_delta_robust_independently
+
+
+def _assert_feasible(res, model, queries):
+    """The found CEs reach their target on the model, keep immutables, respect monotone
+    actionability and are valid encodings; returns (positions, CEs, encoded queries)."""
+    enc = model.encoder
+    pos, C = res.first_counterfactuals()
+    assert (model.predict(C) == res.target_class.to_numpy()[pos]).all()
+    X = enc.transform(queries)[pos]
+    np.testing.assert_array_equal(C[:, enc.immutable_mask_], X[:, enc.immutable_mask_])
+    assert np.all(C[:, enc.increasing_mask_] >= X[:, enc.increasing_mask_] - 1e-12)
+    assert np.all(C[:, enc.decreasing_mask_] <= X[:, enc.decreasing_mask_] + 1e-12)
+    np.testing.assert_array_equal(enc.project(C), C)
+    return pos, C, X
+
+
+@pytest.fixture(scope="session")
+def check_feasible():
+    """``check(explanations, model, queries) -> (positions, CEs, X)``: see _assert_feasible."""
+    return _assert_feasible
