@@ -77,3 +77,34 @@ def test_same_seed_same_result_and_bad_params(diab):
                       (dict(base="dice"), "base"), (dict(step=0), "step")):
         with pytest.raises(rc.errors.ValidationError, match=name):
             RobX(model, train, **bad)
+
+
+def test_stable_point_is_the_nearest_stable_training_point_by_brute_force(adult_setup):
+    """The lazy stability search (only the neighbours it visits are scored) picks the same point
+    as scoring every training point of the target class: the nearest reachable one with R ≥ τ."""
+    train, test, model = adult_setup
+    ex = RobX(model, train, tau=0.5, n_samples=200, random_state=0)
+    queries = test.frame.iloc[:40]
+    res = ex.explain(queries)
+    X_train = model.encoder.transform(train.frame)
+    imm = model.encoder.immutable_mask_
+    inc, dec = model.encoder.increasing_mask_, model.encoder.decreasing_mask_
+    checked = 0
+    for label, status in res.status.items():
+        x = model.encoder.transform(queries.loc[[label]])[0]
+        t = int(res.target_class[label])
+        pool = X_train[model.predict(X_train) == t]
+        reach = (np.all(np.abs(pool[:, imm] - x[imm]) < 1e-9, axis=1)
+                 & np.all(pool[:, inc] >= x[inc] - 1e-9, axis=1)
+                 & np.all(pool[:, dec] <= x[dec] + 1e-9, axis=1))
+        pool = pool[reach]
+        stable = pool[ex.stability(pool, t) >= 0.5] if len(pool) else pool
+        if status != "found":
+            assert status == "no_robust_point" and len(stable) == 0
+            continue
+        d = np.abs(stable - x).sum(axis=1)
+        idx = res.certificates.loc[label, "training_index"]
+        used = model.encoder.transform(train.frame.loc[[idx]])[0]
+        assert np.abs(used - x).sum() == pytest.approx(d.min(), abs=1e-9)
+        checked += 1
+    assert checked >= 3

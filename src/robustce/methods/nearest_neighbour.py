@@ -24,7 +24,7 @@ How it stays fast (batch first):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -66,6 +66,8 @@ class _ClassIndex:
     keys: np.ndarray         # (G, n_immutable) rounded immutable values of each group
     group_size: np.ndarray   # (G,)
     tree: cKDTree | None
+    target_class: int = -1
+    scratch: dict[str, Any] = field(default_factory=dict)  # per-class cache of a subclass
 
 
 class NearestNeighbour(Explainer):
@@ -153,7 +155,7 @@ class NearestNeighbour(Explainer):
             coords = np.column_stack([cand[:, self._mutable()], self._scale() * group])
             tree = cKDTree(coords)
         idx = _ClassIndex(cand, source, group.astype(np.int64), keys,
-                          np.bincount(group, minlength=len(keys)), tree)
+                          np.bincount(group, minlength=len(keys)), tree, t)
         self._indices[t] = idx
         return idx
 
@@ -235,6 +237,7 @@ class NearestNeighbour(Explainer):
                 safe = np.where(valid, nbr, 0)
                 same = valid & (idx.group[safe] == groups[chunk][:, None])
                 ok = same & self._reachable(X[chunk], idx.X, safe) if monotone else same
+                ok = self._admissible(idx, safe, ok)
                 rank = np.cumsum(ok, axis=1)
                 # settled: enough reachable candidates, or the query's group is exhausted
                 # (same-group candidates come first, so any other one means none is left)
@@ -250,6 +253,12 @@ class NearestNeighbour(Explainer):
             todo = todo[~settled]
             k *= 2
         return out
+
+    def _admissible(self, idx: _ClassIndex, nbr: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        """Hook: narrow ``ok`` (q, k), the reachable candidates ``nbr`` returned by the tree, to
+        those a subclass admits (default: all). Called only on neighbours the search visits, so
+        an expensive test (RobX's stability) runs on the few nearest candidates, not the class."""
+        return ok
 
     def _reachable(self, X: np.ndarray, cand: np.ndarray, nbr: np.ndarray) -> np.ndarray:
         """(q, k): candidate nbr[i, j] respects increase/decrease-only for query i."""
