@@ -225,3 +225,21 @@ def test_gurobi_quiet_and_agrees_on_lp(capfd):
     assert vals[0] == pytest.approx(vals[1])
     out = capfd.readouterr()
     assert "Gurobi" not in out.out and "HiGHS" not in out.out
+
+
+def test_highs_prints_nothing_on_stdout_in_a_fresh_process():
+    """HiGHS ≥ 1.16 prints a banner when a process builds its first instance; robustce's
+    output (CLI tables, users' logs) must not contain it. A fresh interpreter, so this is
+    really the first instance."""
+    import subprocess
+    import sys
+
+    code = ("from robustce.solvers import MILP\n"
+            "m = MILP('highs')\n"
+            "x = m.add_vars(2, 0, 1, 'B')\n"
+            "m.add_constrs([[1.0, 1.0]], lb=1.0, cols=x)\n"
+            "m.set_objective(x, [1.0, 2.0])\n"
+            "print('status', m.solve().status.value)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "status optimal", out.stdout
+    assert "HiGHS" not in out.stderr

@@ -22,6 +22,9 @@ network encoding for many counterfactuals, only the input fixings changing). Str
 from __future__ import annotations
 
 import math
+import os
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -171,6 +174,39 @@ class _ModelData:
     start: dict[int, float] = field(default_factory=dict)
 
 
+_banner_lock = threading.Lock()
+_banner_done = False
+
+
+def _new_highs(highspy: Any) -> Any:
+    """A ``highspy.Highs()``. HiGHS ≥ 1.16 prints its version banner on stdout (from C, so
+    Python's redirection misses it) when the first instance of a process is built, before any
+    option can be set; that line would land in the CLI's output and in users' logs. The first
+    construction runs with file descriptor 1 pointed at /dev/null; later ones print nothing."""
+    global _banner_done
+    with _banner_lock:
+        if _banner_done:
+            return highspy.Highs()
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError):  # no usable fd 1 (e.g. a closed or replaced stdout)
+            _banner_done = True
+            return highspy.Highs()
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, 1)
+                h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(devnull)
+        finally:
+            os.close(saved)
+        _banner_done = True
+        return h
+
+
 class _HighsBackend:
     name = "highs"
 
@@ -178,7 +214,7 @@ class _HighsBackend:
         import highspy  # noqa: PLC0415
 
         self._hs = highspy
-        self.h = highspy.Highs()
+        self.h = _new_highs(highspy)
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("log_to_console", False)
         self.h.setOptionValue("threads", int(options.threads))
