@@ -190,9 +190,12 @@ class MILPNearest(Explainer):
         would need a binary are tightened by LPs over the relaxation (with the margin row and
         ``objective ≤ cutoff``; :mod:`robustce.solvers.tightening`, at most a quarter of the
         time limit); "interval" — interval bounds over the box only;
-        "auto" — "lp" when the interval encoding needs at least 12 binaries. Default
-        "interval": the faster on benchmarks/bench_milp.py (PROPLACE nets and the 3×50 net).
-        Same optimum either way.
+        "auto" — "lp" when the interval encoding needs at least 12 binaries. Same optimum
+        either way. Default "interval": on the PROPLACE Table 1 networks (two hidden layers of
+        10–20) LP bounds do not pay overall (HELOC, 8 queries: MILPNearest 0.13 vs 0.18 s
+        median, MILP-R 0.35 vs 0.30 s). **On deeper networks use "lp" or "auto"**: on a
+        34-50-50-50-1 network LP bounds solved 6 of 6 queries to optimality in 2.8 s median
+        where interval bounds hit the 20 s limit on 5 (``benchmarks/bench_milp.py --deep``).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
         is the solver time per query.
 
