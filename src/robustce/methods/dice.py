@@ -37,12 +37,20 @@ _OUTCOME = "__robustce_class__"
 _DECIMALS = 10
 
 
-def _dice_ml() -> Any:
+def _missing() -> str | None:
     try:
-        import dice_ml
+        import dice_ml  # noqa: F401
     except ImportError as exc:
-        raise RobustCEError(
-            f"DiCE needs the optional extra 'dice' (pip install 'robustce[dice]'): {exc}") from None
+        return f"DiCE needs the optional extra 'dice' (pip install 'robustce[dice]'): {exc}"
+    return None
+
+
+def _dice_ml() -> Any:
+    reason = _missing()
+    if reason is not None:
+        raise RobustCEError(reason)
+    import dice_ml
+
     return dice_ml
 
 
@@ -100,6 +108,11 @@ class DiCE(Explainer):
         self.method = method
         self.dice_params = dice_params
         super().__init__(model, data, **kwargs)
+
+    @classmethod
+    def missing_dependency(cls) -> str | None:
+        """The reason DiCE cannot run here (dice-ml not installed), or None."""
+        return _missing()
 
     def _check_params(self) -> None:
         super()._check_params()
