@@ -8,8 +8,8 @@ treated as continuous, outcome = the training labels) and the robustce model its
 PyTorch interface). Its CEs come back as encoded rows, and the base class projects every one to
 a valid encoding and re-validates it by a forward pass, like every method's CEs.
 
-Needs the optional extra: ``pip install 'robustce[dice]'`` (dice-ml; without its optional
-lightgbm/xgboost dependencies). dice-ml draws random numbers from numpy's and Python's global
+Needs the optional extra: ``pip install 'robustce[dice]'`` (dice-ml; the adapter does not use
+the lightgbm/xgboost packages dice-ml 0.12 installs, and runs without them). dice-ml draws random numbers from numpy's and Python's global
 generators: the adapter seeds them from ``random_state`` for each query and restores the previous state.
 """
 
