@@ -9,8 +9,9 @@ PyTorch interface). Its CEs come back as encoded rows, and the base class projec
 a valid encoding and re-validates it by a forward pass, like every method's CEs.
 
 Needs the optional extra: ``pip install 'robustce[dice]'`` (dice-ml; the adapter does not use
-the lightgbm/xgboost packages dice-ml 0.12 installs, and runs without them). dice-ml draws random numbers from numpy's and Python's global
-generators: the adapter seeds them from ``random_state`` for each query and restores the previous state.
+the lightgbm/xgboost packages dice-ml 0.12 installs, and runs without them). dice-ml draws
+random numbers from numpy's and Python's global generators: the adapter seeds them from
+``random_state`` for each query and restores the previous state.
 """
 
 from __future__ import annotations
