@@ -4,7 +4,6 @@ not failed; and the ``diversity-table1`` configuration carries the paper's proto
 
 from __future__ import annotations
 
-import builtins
 import copy
 
 import numpy as np
@@ -153,29 +152,6 @@ def test_cli_reports_skips_as_notes_and_exits_zero(tmp_path, missing_method, cap
     assert f"note: skipped 1 cell (moons__seed0__missing): {REASON}" in captured.err
     assert "failed" not in captured.err
     assert "missing" not in captured.out.split("results:")[0]  # no table row for it
-
-
-def test_dice_reports_its_missing_extra(monkeypatch):
-    from robustce.methods.dice import DiCE
-
-    real_import = builtins.__import__
-
-    def no_dice(name, *args, **kwargs):
-        if name == "dice_ml" or name.startswith("dice_ml."):
-            raise ImportError("No module named 'dice_ml'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_dice)
-    reason = DiCE.missing_dependency()
-    assert reason is not None and "robustce[dice]" in reason and "dice_ml" in reason
-    assert NearestNeighbour.missing_dependency() is None
-
-
-def test_dice_is_available_when_dice_ml_imports():
-    pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")
-    from robustce.methods.dice import DiCE
-
-    assert DiCE.missing_dependency() is None
 
 
 # --- the named configuration -----------------------------------------------------------------
