@@ -452,6 +452,10 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     print(result.format())
     for err in result.errors:
         print(f"warning: {err['cell']} failed: {err.get('error', '?')}", file=sys.stderr)
+    for reason, cells in result.skip_reasons().items():
+        print(f"note: skipped {len(cells)} cell{'s' if len(cells) > 1 else ''} "
+              f"({', '.join(cells[:3])}{', ...' if len(cells) > 3 else ''}): {reason}",
+              file=sys.stderr)
     if not args.no_report:
         paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",
                              notes=[f"seeds: {config.seeds}",

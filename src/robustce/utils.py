@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +19,11 @@ __all__ = ["atomic_write", "check_destination", "check_random_state", "package_v
            "temp_dir_beside"]
 
 
+@lru_cache(maxsize=1)
 def package_version() -> str:
     """The installed robustce version (``0.0.0+unknown`` when run from an uninstalled source
-    tree); every module that records it asks here, not the top-level package."""
+    tree); every module that records it asks here, not the top-level package. Read once per
+    process (the metadata look-up costs milliseconds, and every ``explain`` records it)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -167,6 +167,22 @@ def test_validate_messages(frame):
     schema.validate(frame.assign(age=[25, 40, 99, 33]), check_bounds=False)
 
 
+def test_validate_names_the_first_bad_column_in_feature_order(frame):
+    """Numeric columns are checked on one array; with several bad columns the message still
+    names the first one in the schema's order, with its own problem."""
+    schema = infer_schema(frame)
+    two_bad = frame.assign(age=[25, 40, 99, 33], income=[np.inf, 1.0, 2.0, 3.0])
+    with pytest.raises(ValidationError, match=r"column 'age' has values outside its bounds"):
+        schema.validate(two_bad)
+    reordered = infer_schema(frame[["income", "age", "flag", "city", "edu", "member", "whole"]])
+    with pytest.raises(ValidationError, match="'income' has infinite values"):
+        reordered.validate(two_bad)
+    # a bad category before a bad number: the category is named
+    early = infer_schema(frame[["city", "age", "income", "flag", "edu", "member", "whole"]])
+    with pytest.raises(ValidationError, match="column 'city' has unseen categories"):
+        early.validate(two_bad.assign(city=["a", "b", "zz", "c"]))
+
+
 def test_numeric_labels_match_by_value():
     schema = Schema([Feature("code", "categorical", categories=(1, 2, 3))])
     schema.validate(pd.DataFrame({"code": [1.0, 3.0]}))  # 1.0 is the label 1

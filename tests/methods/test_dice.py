@@ -39,6 +39,17 @@ def test_missing_extra_is_named(tiny, monkeypatch):
 
     with pytest.raises(RobustCEError, match=r"robustce\[dice\]"):
         DiCE(model, data)
+    # the same reason, asked without building (the benchmark runner skips DiCE cells with it)
+    reason = DiCE.missing_dependency()
+    assert reason is not None and "robustce[dice]" in reason and "dice_ml" in reason
+    assert rc.methods.NearestNeighbour.missing_dependency() is None
+
+
+def test_no_missing_dependency_when_dice_ml_imports():
+    pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")
+    from robustce.methods.dice import DiCE
+
+    assert DiCE.missing_dependency() is None
 
 
 @pytest.mark.parametrize("method", ["random", "genetic"])

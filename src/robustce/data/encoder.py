@@ -16,12 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from robustce.data.schema import Actionability, Feature, FeatureKind, Schema, level_codes
+from robustce.data.schema import (
+    Actionability,
+    Feature,
+    FeatureKind,
+    Schema,
+    level_codes,
+    numeric_values,
+)
 from robustce.errors import NotFittedError, ValidationError
 
 __all__ = ["Encoder", "FeatureBlock"]
@@ -172,13 +180,18 @@ class Encoder:
     def _encode(self, frame: pd.DataFrame) -> np.ndarray:
         """Encode a frame already validated against the schema."""
         X = np.zeros((len(frame), self.n_features_out_), dtype=np.float64)
+        scaled = [b for b in self.blocks_ if b.encoding == "scaled"]
+        if scaled:  # every scaled column at once
+            lower = np.array([b.feature.lower for b in scaled], dtype=float)
+            span = np.array([b.feature.upper - b.feature.lower for b in scaled], dtype=float)
+            v = numeric_values(frame, [b.name for b in scaled],
+                               all_numeric=len(scaled) == frame.shape[1])
+            X[:, [b.start for b in scaled]] = np.where(
+                span > 0, (v - lower) / np.where(span > 0, span, 1.0), 0.0)
         for b in self.blocks_:
-            f, col = b.feature, frame[b.name]
             if b.encoding == "scaled":
-                span = f.upper - f.lower
-                v = col.to_numpy(dtype=float)
-                X[:, b.start] = (v - f.lower) / span if span > 0 else 0.0
                 continue
+            f, col = b.feature, frame[b.name]
             codes = level_codes(col, f)
             if b.encoding == "binary":
                 X[:, b.start] = codes
@@ -243,9 +256,14 @@ class Encoder:
         for i, b in enumerate(self.blocks_):
             f = b.feature
             if f.kind.is_numeric:
-                col = pd.Series(values[:, i])
+                v = values[:, i]
                 if f.kind is FeatureKind.INTEGER and (f.dtype is None or "int" in f.dtype):
-                    col = col.astype(np.int64)
+                    v = v.astype(np.int64)
+                fast = _restore_numpy(v, f)  # a plain numpy column: no Series round trip
+                if fast is not None:
+                    cols[f.name] = fast
+                    continue
+                col = pd.Series(v)
             else:
                 cats = np.empty(f.n_levels, dtype=object)
                 cats[:] = list(f.categories)
@@ -292,6 +310,30 @@ class Encoder:
     def __repr__(self) -> str:
         d = getattr(self, "n_features_out_", "unfitted")
         return f"Encoder({len(self.schema)} features -> d={d}, ordinal={self.ordinal_encoding!r})"
+
+
+@lru_cache(maxsize=256)
+def _numpy_dtype(dtype: str) -> np.dtype | None:
+    """``dtype`` as a plain numpy dtype (``"float64"``, ``"int64"``), or None for pandas'
+    extension dtypes and names pandas does not know."""
+    try:
+        target = pd.api.types.pandas_dtype(dtype)
+    except TypeError:
+        return None
+    return target if isinstance(target, np.dtype) and target.kind in "iuf" else None
+
+
+def _restore_numpy(values: np.ndarray, f: Feature) -> np.ndarray | None:
+    """:func:`_restore_dtype` for a numeric column whose recorded dtype is a plain numpy
+    one (or none), on the array itself; None where the Series path is needed."""
+    if f.dtype is None:
+        return values
+    target = _numpy_dtype(f.dtype)
+    if target is None:
+        return None
+    if target.kind in "iu" and values.dtype.kind == "f":
+        values = np.round(values)  # round, never truncate (2.9999999 -> 3)
+    return values.astype(target)
 
 
 def _restore_dtype(col: pd.Series, f: Feature) -> pd.Series:

@@ -239,10 +239,15 @@ class Schema:
         extra = [c for c in frame.columns if c not in self._index]
         if extra:
             raise ValidationError(f"unexpected columns not in the schema: {extra}")
-        nan_cols = [n for n in self.names if frame[n].isna().any()]
+        # one pass over the frame (its columns are exactly the schema's, checked above)
+        na = dict(zip(frame.columns, frame.isna().to_numpy().any(axis=0), strict=True))
+        nan_cols = [n for n in self.names if na[n]]
         if nan_cols:
             raise ValidationError(f"missing values (NaN) in columns: {nan_cols}")
+        numeric_ok = self._numeric_columns_ok(frame, check_bounds)
         for f in self.features:
+            if f.kind.is_numeric and numeric_ok:
+                continue  # all numeric columns passed the vectorised checks
             col = frame[f.name]
             if f.kind.is_numeric:
                 if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
@@ -270,6 +275,31 @@ class Schema:
                         f"known: {list(f.categories)[:20]}"
                     )
 
+    def _numeric_columns_ok(self, frame: pd.DataFrame, check_bounds: bool) -> bool:
+        """True when every numeric column passes :meth:`validate`'s checks, tested on one
+        array for all of them; False if any fails (the per-column loop then names the first
+        problem, in feature order)."""
+        num = [f for f in self.features if f.kind.is_numeric]
+        if not num:
+            return True
+        dtypes = frame.dtypes
+        for f in num:
+            dt = dtypes[f.name]
+            if not pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt):
+                return False
+        values = numeric_values(frame, [f.name for f in num], all_numeric=len(num) == frame.shape[1])
+        if not np.isfinite(values).all():
+            return False
+        integer = np.array([f.kind is FeatureKind.INTEGER for f in num])
+        if integer.any() and not np.all(values[:, integer] == np.round(values[:, integer])):
+            return False
+        if check_bounds and len(values):
+            lower = np.array([f.lower for f in num], dtype=float)
+            upper = np.array([f.upper for f in num], dtype=float)
+            if np.any(values.min(axis=0) < lower) or np.any(values.max(axis=0) > upper):
+                return False
+        return True
+
     # --- (de)serialisation --------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"features": [f.to_dict() for f in self.features]}
@@ -294,6 +324,17 @@ class Schema:
                 domain = "{" + ", ".join(cats[:6]) + (", …" if len(cats) > 6 else "") + "}"
             rows.append((f.name, f.kind.value, domain, f.actionability.value))
         return pd.DataFrame(rows, columns=["feature", "kind", "domain", "actionability"])
+
+
+def numeric_values(frame: pd.DataFrame, names: Sequence[str], *, all_numeric: bool = False
+                   ) -> np.ndarray:
+    """The columns ``names`` of ``frame`` as one float array, in that order. ``all_numeric``
+    (every column of ``frame`` has a numeric dtype) converts the whole frame at once, which
+    is much cheaper than selecting a column list from a frame of many single-column blocks."""
+    if all_numeric:
+        pos = frame.columns.get_indexer(list(names))
+        return frame.to_numpy(dtype=float)[:, pos]
+    return frame[list(names)].to_numpy(dtype=float)
 
 
 def level_codes(col: pd.Series, feature: Feature) -> np.ndarray:

@@ -38,6 +38,9 @@ schema (documented in ``docs/benchmark.md``)::
     [[datasets]]
     name = "synthetic_loan"
     params = { n_samples = 1000 }
+    rows = 2000                   # optional; a random subsample (by the seed) before the split
+    all_free = true               # optional; every feature free (no immutable/monotone ones)
+    optional = true               # optional; skip (with the reason) if its file is unavailable
 
     [[methods]]
     name = "wachter"
@@ -89,7 +92,8 @@ CONFIG_DIR = Path(__file__).with_name("configs")
 
 TOP_KEYS = {"name", "description", "seeds", "metrics", "n_jobs", "backend", "out_dir", "on_error",
             "data_home", "model", "split", "queries", "evaluation", "datasets", "methods", "quick"}
-DATASET_KEYS = {"name", "label", "params", "model", "evaluation", "methods"}
+DATASET_KEYS = {"name", "label", "params", "model", "evaluation", "methods", "rows", "all_free",
+                "optional"}
 # what [quick] may change: the scale, never the protocol
 QUICK_KEYS = {"description", "seeds", "queries", "evaluation", "datasets", "n_jobs"}
 MODEL_SKIP = {"self", "random_state"}
@@ -113,7 +117,11 @@ class DatasetEntry:
     """One ``[[datasets]]`` entry. ``model`` and ``evaluation`` are the effective tables for this
     dataset (the top-level ones with the entry's overrides merged in); ``method_params`` holds
     the entry's per-method parameter overrides by method label; ``overrides`` the entry's own
-    ``model`` / ``evaluation`` / ``methods`` tables as written."""
+    ``model`` / ``evaluation`` / ``methods`` tables as written. ``rows``: a random subsample of
+    that many rows (drawn with the run's seed) before the split; ``all_free``: every feature
+    made free (no immutable or monotone constraints, as in papers without actionability);
+    ``optional``: a data file that cannot be had skips the dataset's cells with the reason
+    instead of failing them."""
 
     name: str
     label: str
@@ -122,6 +130,21 @@ class DatasetEntry:
     evaluation: dict[str, Any] = field(default_factory=dict)
     method_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     overrides: dict[str, Any] = field(default_factory=dict)
+    rows: int | None = None
+    all_free: bool = False
+    optional: bool = False
+
+    def data_options(self) -> dict[str, Any]:
+        """The entry's data options as written (``rows``, ``all_free``, ``optional``; defaults
+        left out)."""
+        out: dict[str, Any] = {}
+        if self.rows is not None:
+            out["rows"] = self.rows
+        if self.all_free:
+            out["all_free"] = True
+        if self.optional:
+            out["optional"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -175,6 +198,7 @@ class BenchmarkConfig:
     def group_fingerprint(self, dataset: DatasetEntry, seed: int) -> str:
         """Hash of everything that determines a (dataset, seed) context (data, model, queries)."""
         return _digest({"dataset": dataset.name, "params": dataset.params, "seed": seed,
+                        **{k: v for k, v in dataset.data_options().items() if k != "optional"},
                         "model": dataset.model, "split": self.split, "queries": self.queries,
                         "evaluation": dataset.evaluation, "metrics": self.metrics})
 
@@ -290,8 +314,8 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
         "name": name, "description": description, "seeds": seeds, "metrics": metrics,
         "n_jobs": n_jobs, "backend": backend, "on_error": on_error, "model": model, "split": split,
         "queries": queries, "evaluation": evaluation,
-        "datasets": [{"name": d.name, "label": d.label, "params": d.params, **d.overrides}
-                     for d in datasets],
+        "datasets": [{"name": d.name, "label": d.label, "params": d.params, **d.data_options(),
+                      **d.overrides} for d in datasets],
         "methods": [{"name": m.name, "label": m.label, "params": m.params} for m in methods],
     }
     return BenchmarkConfig(name=name, seeds=seeds, datasets=datasets, methods=methods,
@@ -594,8 +618,15 @@ def _datasets(value: Any, model: Mapping[str, Any], evaluation: Mapping[str, Any
                 mparams = _table(mparams, where)
                 _check_method_params(mparams, by_label[mlabel].cls, where)
                 method_params[mlabel] = mparams
+        rows = entry.get("rows")
+        if rows is not None and (not _matches(rows, int) or rows < 2):
+            raise ConfigError(f"{path}.rows: expected an integer >= 2 (rows to subsample), "
+                              f"got {_show(rows)}")
+        all_free = _typed(entry.get("all_free", False), bool, f"{path}.all_free")
+        optional = _typed(entry.get("optional", False), bool, f"{path}.optional")
         out.append(DatasetEntry(name=name, label=label, params=params, model=own_model,
-                                evaluation=own_eval, method_params=method_params, overrides=overrides))
+                                evaluation=own_eval, method_params=method_params, overrides=overrides,
+                                rows=rows, all_free=all_free, optional=optional))
     _unique([d.label for d in out], "datasets", "label")
     return out
 

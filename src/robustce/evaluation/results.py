@@ -54,7 +54,21 @@ class BenchmarkResult:
 
     @property
     def errors(self) -> list[dict[str, Any]]:
-        return [c for c in self.cells if not c.get("ok")]
+        """The cells that failed (skipped ones are not errors)."""
+        return [c for c in self.cells if not c.get("ok") and not c.get("skipped")]
+
+    @property
+    def skipped(self) -> list[dict[str, Any]]:
+        """The cells skipped with a reason (``error``): a method whose optional extra is not
+        installed, an ``optional`` dataset whose file is unavailable."""
+        return [c for c in self.cells if c.get("skipped")]
+
+    def skip_reasons(self) -> dict[str, list[str]]:
+        """Reason -> the cells skipped for it, in cell order."""
+        out: dict[str, list[str]] = {}
+        for c in self.skipped:
+            out.setdefault(str(c.get("error", "")), []).append(c["cell"])
+        return out
 
     @property
     def per_query(self) -> pd.DataFrame:
@@ -91,7 +105,8 @@ class BenchmarkResult:
         rows = []
         for c in self.cells:
             row = {"dataset": c["dataset"], "seed": c["seed"], "method": c["method"],
-                   "ok": bool(c.get("ok")), "error": c.get("error", "")}
+                   "ok": bool(c.get("ok")), "skipped": bool(c.get("skipped")),
+                   "error": c.get("error", "")}
             if c.get("ok"):
                 row.update(coverage=c.get("coverage"), n_queries=c.get("n_queries"),
                            seconds=c.get("seconds"), time_per_query_s=c.get("time_per_query_s"))
@@ -104,9 +119,12 @@ class BenchmarkResult:
         """Mean and std of each metric per (dataset, method), pooled over seeds and queries.
 
         Columns are a MultiIndex (metric, "mean"/"std"); ``coverage`` is per seed, the others
-        per query; ``time_s`` is the method's time per query.
+        per query; ``time_s`` is the method's time per query. A (dataset, method) whose every
+        cell was skipped has no row (:meth:`skip_reasons` says why).
         """
-        keys = self._method_order()
+        skipped = {(c["dataset"], c["method"]) for c in self.skipped}
+        done = {(c["dataset"], c["method"]) for c in self.cells if not c.get("skipped")}
+        keys = [k for k in self._method_order() if k not in skipped - done]
         pq = self.per_query
         metrics = [m for m in self.metric_names if m not in pq.columns
                    or pd.api.types.is_numeric_dtype(pq[m])]
@@ -126,7 +144,8 @@ class BenchmarkResult:
                 tq = ok["time_per_query_s"].astype(float) if len(ok) else pd.Series(dtype=float)
                 row[("time_s", "mean")], row[("time_s", "std")] = _mean_std(tq)
             row[("n", "mean")], row[("n", "std")] = float(len(q)), float("nan")
-            row[("errors", "mean")] = float(len(sel) - len(ok))
+            row[("errors", "mean")] = float(len(sel) - len(ok)
+                                            - (int(sel["skipped"].sum()) if len(sel) else 0))
             row[("errors", "std")] = float("nan")
             rows[(d, m)] = row
         table = pd.DataFrame.from_dict(rows, orient="index")
@@ -167,7 +186,8 @@ class BenchmarkResult:
         return format_table(self.display_table(columns), digits=digits)
 
     def __repr__(self) -> str:
-        return f"BenchmarkResult({self.name!r}, cells={len(self.cells)}, errors={len(self.errors)})"
+        return (f"BenchmarkResult({self.name!r}, cells={len(self.cells)}, errors={len(self.errors)}, "
+                f"skipped={len(self.skipped)})")
 
 
 def _mean_std(values: pd.Series) -> tuple[float, float]:

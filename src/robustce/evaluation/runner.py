@@ -21,6 +21,7 @@ and method, pooled over seeds and queries, plus coverage (share of queries with 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -44,6 +45,7 @@ from robustce.utils import atomic_write
 
 __all__ = [
     "GroupContext",
+    "load_entry",
     "prepare_group",
     "retrain_protocol",
     "run_benchmark",
@@ -72,6 +74,7 @@ class GroupContext:
     shift: Any = None
     prepare_s: float = 0.0
     error: str | None = None
+    skipped: str | None = None  # why the group's cells are skipped (an optional dataset's file)
 
 
 def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, retrain: Mapping[str, Any]
@@ -107,15 +110,37 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0) -> pd.Dat
     return rows.iloc[: int(n)]
 
 
-def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> GroupContext:
-    """Load, split, train, select queries and build the robustness references of one group."""
+def load_entry(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> Any:
+    """The data of one ``[[datasets]]`` entry: loaded, subsampled to ``rows`` (with ``seed``)
+    and, with ``all_free``, every feature made free to change."""
     from robustce.data.registry import load
+
+    data = load(dataset.name, data_home=config.data_home, **dataset.params)
+    if dataset.rows is not None and len(data) > dataset.rows:
+        rows = np.random.default_rng(seed).choice(len(data), size=dataset.rows, replace=False)
+        data = data.subset(np.sort(rows))
+    if dataset.all_free:
+        free = {f.name: "free" for f in data.schema.features}
+        data = dataclasses.replace(data, schema=data.schema.with_actionability(**free))
+    return data
+
+
+def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> GroupContext:
+    """Load, split, train, select queries and build the robustness references of one group.
+    An ``optional`` dataset whose file cannot be had gives a context with ``skipped`` set."""
+    from robustce.errors import DatasetUnavailableError
     from robustce.models.mlp import MLP
     from robustce.robustness.shift import ParameterShift
 
     t0 = time.perf_counter()
     ctx = GroupContext(dataset.label, seed, config.group_fingerprint(dataset, seed))
-    data = load(dataset.name, data_home=config.data_home, **dataset.params)
+    try:
+        data = load_entry(config, dataset, seed)
+    except DatasetUnavailableError as exc:
+        if not dataset.optional:
+            raise
+        ctx.skipped = f"dataset {dataset.name!r} is unavailable: {exc}"
+        return ctx
     split = config.split
     train, test = data.split(test_size=split.get("test_size", 0.2), random_state=seed,
                              stratify=split.get("stratify", True))
@@ -161,6 +186,10 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     }
     if ctx.error is not None:
         record.update(ok=False, error=f"group preparation failed: {ctx.error}")
+        return record, None
+    reason = ctx.skipped or method.cls.missing_dependency()
+    if reason is not None:  # a clean skip: recorded, not an error, retried on the next run
+        record.update(ok=False, skipped=True, error=reason)
         return record, None
     t0 = time.perf_counter()
     try:
@@ -320,7 +349,8 @@ def run_benchmark(
     pending: list[tuple[DatasetEntry, int, MethodEntry]] = []
     for d, s, m in config.cells():
         rec = read_cell(out / "cells" / f"{cell_id(d.label, s, m.label)}.json")
-        fresh = rec is not None and rec.get("fingerprint") == config.cell_fingerprint(d, s, m)
+        fresh = rec is not None and rec.get("fingerprint") == config.cell_fingerprint(d, s, m) \
+            and not rec.get("skipped")  # a skipped cell is looked at again (extra installed?)
         if resume and fresh and (rec.get("ok") or not retry_errors):
             continue
         pending.append((d, s, m))

@@ -109,6 +109,14 @@ class Explainer:
         if self.n_jobs == 0:
             raise ValidationError("n_jobs must be non-zero (-1 = all cores)")
 
+    # --- availability -------------------------------------------------------------------
+    @classmethod
+    def missing_dependency(cls) -> str | None:
+        """Why this method cannot run in this installation (an optional extra that is not
+        installed), or ``None``. The benchmark runner skips such a method's cells with this
+        reason instead of failing them."""
+        return None
+
     # --- parameters ---------------------------------------------------------------------
     @classmethod
     def param_names(cls) -> list[str]:

@@ -8,9 +8,10 @@ treated as continuous, outcome = the training labels) and the robustce model its
 PyTorch interface). Its CEs come back as encoded rows, and the base class projects every one to
 a valid encoding and re-validates it by a forward pass, like every method's CEs.
 
-Needs the optional extra: ``pip install 'robustce[dice]'`` (dice-ml; without its optional
-lightgbm/xgboost dependencies). dice-ml draws random numbers from numpy's and Python's global
-generators: the adapter seeds them from ``random_state`` for each query and restores the previous state.
+Needs the optional extra: ``pip install 'robustce[dice]'`` (dice-ml; the adapter does not use
+the lightgbm/xgboost packages dice-ml 0.12 installs, and runs without them). dice-ml draws
+random numbers from numpy's and Python's global generators: the adapter seeds them from
+``random_state`` for each query and restores the previous state.
 """
 
 from __future__ import annotations
@@ -37,12 +38,20 @@ _OUTCOME = "__robustce_class__"
 _DECIMALS = 10
 
 
-def _dice_ml() -> Any:
+def _missing() -> str | None:
     try:
-        import dice_ml
+        import dice_ml  # noqa: F401
     except ImportError as exc:
-        raise RobustCEError(
-            f"DiCE needs the optional extra 'dice' (pip install 'robustce[dice]'): {exc}") from None
+        return f"DiCE needs the optional extra 'dice' (pip install 'robustce[dice]'): {exc}"
+    return None
+
+
+def _dice_ml() -> Any:
+    reason = _missing()
+    if reason is not None:
+        raise RobustCEError(reason)
+    import dice_ml
+
     return dice_ml
 
 
@@ -100,6 +109,11 @@ class DiCE(Explainer):
         self.method = method
         self.dice_params = dice_params
         super().__init__(model, data, **kwargs)
+
+    @classmethod
+    def missing_dependency(cls) -> str | None:
+        """The reason DiCE cannot run here (dice-ml not installed), or None."""
+        return _missing()
 
     def _check_params(self) -> None:
         super()._check_params()
