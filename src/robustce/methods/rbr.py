@@ -39,7 +39,7 @@ The search (as the authors' code): the start point x_b is the closest point to x
 segments from x to its ``n_neighbours`` nearest training points the model puts in the target
 class (each first projected onto the feasible set) that the model puts in the target class
 (line search with ``n_line`` steps, each segment point first projected to a valid encoding —
-ours; the authors' data are continuous); the labelled points x̂ are ``n_samples`` points drawn
+ours, for one-hot / thermometer / integer columns); the labelled points x̂ are ``n_samples`` points drawn
 uniformly in the L2 ball of radius ``perturb_radius`` around x_b (mutable columns only,
 clipped to [0, 1]) and labelled by the model; F is minimised by projected gradient descent
 (step ``lr``, at most ``max_iter`` steps, stopping after 10 steps without improvement) over
