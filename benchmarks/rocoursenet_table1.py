@@ -40,7 +40,7 @@ import argparse
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -153,6 +153,16 @@ def evaluate(name: str, epochs: int | None = None, test_size: float = 0.25, seed
              n_queries: int | None = None, delta: float = 0.05,
              method_params: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Rows of the table for one dataset (see the module docstring)."""
+    return list(iter_rows(name, epochs, test_size, seed, methods, actionability, n_queries,
+                          delta, method_params))
+
+
+def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, seed: int = 0,
+              methods: tuple[str, ...] = TRAINED, actionability: str = "loader",
+              n_queries: int | None = None, delta: float = 0.05,
+              method_params: dict[str, dict[str, Any]] | None = None
+              ) -> Iterator[dict[str, Any]]:
+    """:func:`evaluate`, one row per method as soon as it is done."""
     unknown = [m for m in methods if m not in TRAINED + POSTHOC]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; choose from {TRAINED + POSTHOC}")
@@ -169,13 +179,13 @@ def evaluate(name: str, epochs: int | None = None, test_size: float = 0.25, seed
               for g, p in data.by_group().items()}
     common = {"dataset": name, "epochs": cfg["epochs"], "parts": len(splits),
               "actionability": actionability}
-    rows, mlps, mlp_s = [], None, float("nan")
+    mlps, mlp_s = None, float("nan")
     for method in methods:
         if method in TRAINED:
             cls = RoCourseNet if method == "RoCourseNet" else CounterNet
             extra = {"n_steps": n_steps} if cls is RoCourseNet else {}
             parts, predict, train_s = _trained_parts(cls, splits, cfg, extra, seed, n_queries)
-            rows.append({**common, "method": method, **score(parts, predict), "train_s": train_s})
+            yield {**common, "method": method, **score(parts, predict), "train_s": train_s}
             continue
         if mlps is None:  # one predictor per part, shared by every post-hoc method
             t0 = time.perf_counter()
@@ -187,11 +197,10 @@ def evaluate(name: str, epochs: int | None = None, test_size: float = 0.25, seed
         if method in DELTA_ROBUST:
             params.setdefault("shift", delta)
         parts = _posthoc_parts(method, mlps, splits, seed, n_queries, params)
-        rows.append({**common, "method": method,
-                     **score(parts, {g: m.predict for g, m in mlps.items()}),
-                     "train_s": mlp_s, "predictor": "MLP(50, 10, 50)",
-                     **({"delta": params["shift"]} if method in DELTA_ROBUST else {})})
-    return rows
+        yield {**common, "method": method,
+               **score(parts, {g: m.predict for g, m in mlps.items()}),
+               "train_s": mlp_s, "predictor": "MLP(50, 10, 50)",
+               **({"delta": params["shift"]} if method in DELTA_ROBUST else {})}
 
 
 def main() -> None:
@@ -213,9 +222,9 @@ def main() -> None:
     epochs = 10 if args.quick and args.epochs is None else args.epochs
     n_queries = 20 if args.quick and args.queries is None else args.queries
     for name in args.datasets:
-        for row in evaluate(name, epochs=epochs, seed=args.seed, methods=tuple(args.methods),
-                            actionability=args.actionability, n_queries=n_queries,
-                            delta=args.delta):
+        for row in iter_rows(name, epochs=epochs, seed=args.seed, methods=tuple(args.methods),
+                             actionability=args.actionability, n_queries=n_queries,
+                             delta=args.delta):
             print(json.dumps(row), flush=True)
 
 
