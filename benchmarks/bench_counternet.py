@@ -26,6 +26,7 @@
     python benchmarks/bench_counternet.py            # 10 000 training rows, 1 000 queries
     python benchmarks/bench_counternet.py --quick    # 2 000 rows, Wachter on 200 queries,
                                                      # ROAR / RBR on 20 (full: 100)
+    python benchmarks/bench_counternet.py --posthoc-only   # only the ROAR / RBR rows
 
 ``run(quick)`` returns one dict per measurement (for ``benchmarks/run_all.py``).
 """
@@ -110,6 +111,15 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     return rows
 
 
+def run_posthoc(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
+    """Only the ROAR / RBR vs forward-pass rows (a CounterNet trained for 2 epochs)."""
+    n_train, n_posthoc = (2_000, 20) if quick else (10_000, 100)
+    train, test = _data(n_train, 1_000)
+    cn = CounterNet(epochs=2, batch_size=128, random_state=0, progress=False,
+                    device=device).fit(train)
+    return _posthoc_vs_forward(cn, train, cn.encoder.transform(test.frame)[:n_posthoc])
+
+
 def _forward_per_ce(cn: CounterNet, X: np.ndarray, repeats: int = 20) -> tuple[float, float]:
     """Median seconds per CE of the forward pass: batched over X, and one query per call."""
     batched, single = [], []
@@ -152,8 +162,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--posthoc-only", action="store_true",
+                    help="only ROAR / RBR against the forward pass (no RoCourseNet training)")
     args = ap.parse_args()
-    for row in run(args.quick, args.device):
+    for row in (run_posthoc if args.posthoc_only else run)(args.quick, args.device):
         print(json.dumps(row, default=float))
 
 
