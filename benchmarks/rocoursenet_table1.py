@@ -104,7 +104,8 @@ def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], n
         sec.append(p.seconds)
         n += len(p.X)
     return {"validity": float(np.mean(val)), "robust_validity": float(np.mean(rob)),
-            "proximity_l1": float(np.nanmean(prox)), "coverage": float(np.mean(cov)),
+            "proximity_l1": float(np.nanmean(prox)) if any(np.isfinite(prox)) else float("nan"),
+            "coverage": float(np.mean(cov)),
             "accuracy": float(np.mean(acc)), "ce_s_per_query": float(np.sum(sec) / n),
             "n_queries": n}
 
