@@ -210,7 +210,8 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=list(TRAINED), choices=TRAINED + POSTHOC)
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--quick", action="store_true",
-                    help="10 epochs (and 20 queries per part for post-hoc methods)")
+                    help="10 epochs and the first 20 test rows of each part (a smoke run; "
+                         "on german 10 epochs leave a constant predictor)")
     ap.add_argument("--queries", type=int, default=None,
                     help="explain only the first N test rows of each part")
     ap.add_argument("--delta", type=float, default=0.05,
