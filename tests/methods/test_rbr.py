@@ -6,11 +6,13 @@ are named."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import minimize
 from scipy.stats import multivariate_normal
 
 import robustce as rc
+from robustce.data import Feature, Schema, from_frame
 from robustce.errors import ValidationError
 from robustce.methods import RBR
 from robustce.methods.rbr import _project_l1, optimistic_nll, pessimistic_nll, worst_case_log_odds
@@ -149,3 +151,38 @@ def test_needs_training_data(diabetes_setup):
 
 def test_registered():
     assert rc.methods.get_method("rbr") is RBR
+
+
+@pytest.fixture(scope="module")
+def category_decides():
+    """The class is (almost) decided by a one-hot categorical feature: y = 1 iff cat == "b"
+    (plus a little of a continuous x); an MLP on it. A point between two categories (a mixed
+    one-hot vector) is not in the data domain."""
+    rng = np.random.default_rng(0)
+    n = 600
+    frame = pd.DataFrame({"x": rng.random(n), "cat": rng.choice(["a", "b", "c"], size=n)})
+    frame["y"] = ((frame["cat"] == "b") & (frame["x"] > 0.1)).astype(int)
+    schema = Schema([Feature("x", "continuous", lower=0.0, upper=1.0),
+                     Feature("cat", "categorical", categories=("a", "b", "c"))])
+    data = from_frame(frame, "y", schema)
+    model = rc.models.MLP((16,), epochs=60, lr=0.01, random_state=0).fit(data)
+    q = data.frame[model.predict(data.frame) == 0].iloc[:15]
+    return data, model, q
+
+
+def test_start_point_is_a_valid_encoding_in_the_target_class(category_decides):
+    """x_b (the start of the descent) is a point of the data domain — it equals its projection
+    to a valid encoding — and the model puts it in the target class."""
+    data, model, q = category_decides
+    ex = RBR(model, data, random_state=0)
+    X = model.encoder.transform(q)
+    starts = np.array([ex._boundary(x, 1) for x in X])
+    np.testing.assert_array_equal(model.encoder.project(starts), starts)
+    assert (model.predict(starts) == 1).all()
+
+
+def test_rbr_finds_ces_when_a_category_decides(category_decides, check_feasible):
+    data, model, q = category_decides
+    res = RBR(model, data, random_state=0, n_neighbours=200, max_iter=100).explain(q)
+    assert (res.status == "found").mean() >= 0.9
+    check_feasible(res, model, q)  # valid encodings in the target class

@@ -38,7 +38,8 @@ certificate's worst-case odds are solved directly at the returned CE.
 The search (as the authors' code): the start point x_b is the closest point to x (L1) on the
 segments from x to its ``n_neighbours`` nearest training points the model puts in the target
 class (each first projected onto the feasible set) that the model puts in the target class
-(line search with ``n_line`` steps); the labelled points x̂ are ``n_samples`` points drawn
+(line search with ``n_line`` steps, each segment point first projected to a valid encoding —
+ours, for one-hot / thermometer / integer columns); the labelled points x̂ are ``n_samples`` points drawn
 uniformly in the L2 ball of radius ``perturb_radius`` around x_b (mutable columns only,
 clipped to [0, 1]) and labelled by the model; F is minimised by projected gradient descent
 (step ``lr``, at most ``max_iter`` steps, stopping after 10 steps without improvement) over
@@ -274,16 +275,21 @@ class RBR(Explainer):
 
     def _boundary(self, x: np.ndarray, target: int) -> np.ndarray | None:
         """The closest valid point (L1) on the segments from x to its nearest target-class
-        training points (each projected onto the feasible set)."""
+        training points (each projected onto the feasible set), every segment point first
+        projected to a valid encoding (``encoder.project``: one-hot argmax, thermometers,
+        integer grid) — as the final CE will be — so x_b is a point of the data domain in the
+        target class. (Unprojected, a segment point mixes two categories; on german credit
+        only 10 % of such start points stayed in the target class after projection.)"""
         pts, nn = self._pool(target)
         if nn is None:
             return None
-        k = min(self.n_neighbours, len(pts))
+        k, d = min(self.n_neighbours, len(pts)), len(x)
         idx = nn.kneighbors(x[None, :], n_neighbors=k, return_distance=False)[0]
-        cand = self.feasible_.project_np(pts[idx], np.broadcast_to(x, (k, len(x))))
+        cand = self.feasible_.project_np(pts[idx], np.broadcast_to(x, (k, d)))
         lam = np.linspace(0.0, 1.0, self.n_line)
         seg = x[None, None, :] + lam[None, :, None] * (cand - x)[:, None, :]  # (k, L, d)
-        ok = (self.model.predict(seg.reshape(-1, len(x))) == target).reshape(k, -1)
+        seg = self.encoder.project(seg.reshape(-1, d)).reshape(seg.shape)
+        ok = (self.model.predict(seg.reshape(-1, d)) == target).reshape(k, -1)
         if not ok.any():
             return None
         first = np.argmax(ok, axis=1)
