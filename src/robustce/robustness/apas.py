@@ -42,6 +42,7 @@ from robustce.models.network import (
     ReLUNetwork,
     as_network,
     class_margin,
+    margin_bounds,
     margin_terms,
     model_space_rows,
     resolve_targets,
@@ -150,17 +151,18 @@ def _sampled_margins(weights: Layers, X: np.ndarray, t: np.ndarray, deltas: np.n
 
 
 def _prune(net: ReLUNetwork, X: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]
-           ) -> tuple[Layers, np.ndarray]:
+           ) -> tuple[Layers, np.ndarray, list[np.ndarray]]:
     """The network without the parts no draw can see, for these rows: input columns that are 0
     in every row, and hidden neurons whose interval upper bound over Δ_δ is ≤ 0 in every row
     (inactive for every network in Δ, so their incoming and outgoing weights never matter).
-    Margins of the pruned network under the kept coordinates' noise equal the full network's."""
+    Margins of the pruned network under the kept coordinates' noise equal the full network's.
+    Also returns the kept masks (inputs, then each layer's neurons)."""
     keep = [np.any(X != 0.0, axis=0)]
     for lo_hi in bounds[:-1]:
         keep.append(np.any(lo_hi[1] > -1e-12, axis=0))
     keep.append(np.ones(net.n_outputs, dtype=bool))
     weights = [(W[keep[i + 1]][:, keep[i]], b[keep[i + 1]]) for i, (W, b) in enumerate(net.weights)]
-    return weights, X[:, keep[0]]
+    return weights, X[:, keep[0]], keep
 
 
 def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
@@ -181,7 +183,7 @@ def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.nda
         return min_m, flips, evaluated, np.ones(0, dtype=bool)
     weights = net.weights
     if bounds is not None:
-        weights, X = _prune(net, X, bounds)
+        weights, X, _ = _prune(net, X, bounds)
     n_params = sum(W.size + (b.size if biases else 0) for W, b in weights)
     width = max(1, max(W.shape[0] for W, _ in weights))
     row_chunk = min(N, 4096)
@@ -204,6 +206,190 @@ def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.nda
             step = min(cap, 4 * step)
         done += s
     return min_m, flips, evaluated, flips == 0
+
+
+# --- Algorithm 1's test: float32 draws, the output layer drawn only where it matters -----------
+
+#: float32 rounding error bound factor (2⁻²⁰ = 16 × float32's unit roundoff) per summed term
+_F32_TOL = 2.0 ** -20
+
+
+def _unit_f32(bitgen: np.random.BitGenerator, shape: tuple[int, ...]) -> np.ndarray:
+    """float32 values v = 1 + k·2⁻²³, k uniform on {0, …, 2²³ − 1}: 23 random bits of the
+    generator as the mantissa of a number in [1, 2). So r = v − 1 is uniform on the 2⁻²³ grid of
+    [0, 1), and the realisation θ + δ(2r − 1) = θ + δ(2v − 3)."""
+    m = math.prod(shape)
+    u = bitgen.random_raw((m + 1) // 2).view(np.uint32)[:m]
+    u >>= np.uint32(9)
+    u |= np.uint32(0x3F800000)
+    return u.view(np.float32).reshape(shape)
+
+
+class _FreshNoise:
+    """Source of the unit draws of Algorithm 1's tests (:func:`_unit_f32`), fresh from the
+    generator on every call. ``layer(i, draws, out_idx, in_idx, bias)`` returns v for the
+    weights ``W_i[out_idx][:, in_idx]`` of the given draws of the current test, shape
+    (len(draws), len(out_idx), len(in_idx)), and for the biases ``b_i[out_idx]`` (None without
+    ``bias``); ``start_test()`` marks a new tested δ. Tests substitute a source that reads a
+    fixed table, to compare the fast test draw by draw with a plain float64 forward of the same
+    realisations."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.bitgen = rng.bit_generator
+
+    def start_test(self) -> None:
+        pass
+
+    def layer(self, i: int, draws: np.ndarray, out_idx: np.ndarray, in_idx: np.ndarray,
+              bias: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        m, o, i = len(draws), len(out_idx), len(in_idx)
+        v = _unit_f32(self.bitgen, (m * o * (i + int(bias)),))
+        return v[:m * o * i].reshape(m, o, i), v[m * o * i:].reshape(m, o) if bias else None
+
+
+def _left(W: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """W @ h for activations h of shape (m, in, N): (m, out, N)."""
+    if h.shape[2] == 1:
+        return (h[:, :, 0] @ W.T)[:, :, None]
+    return np.matmul(W, h)
+
+
+def _noisy(h: np.ndarray, c: np.ndarray, vW: np.ndarray, vb: np.ndarray | None, d: np.ndarray,
+           nb: int) -> np.ndarray:
+    """Pre-activations (m, out, N) of the realisations W + δ(2v_W − 3), b + δ(2v_b − 3) at inputs
+    h (m, in, N) given c = W h + b: c + δ(2(v_W h + v_b) − 3(Σh + 1)); δ per row N."""
+    if h.shape[0] == 1 and h.shape[2] == 1:  # one row, layer 1: one GEMV
+        z = (vW.reshape(-1, vW.shape[2]) @ h[0]).reshape(vW.shape[0], vW.shape[1], 1)
+    else:  # per-draw GEMMs, small enough that BLAS runs them on one thread
+        z = np.matmul(vW, h)
+    if vb is not None:
+        z += vb[:, :, None]
+    z *= np.float32(2.0)
+    z -= np.float32(3.0) * (h.sum(axis=1, keepdims=True) + np.float32(nb))
+    z *= d
+    z += c
+    return z
+
+
+def _margin_range(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) target margins over logit boxes [lo, hi] of shape (m, K, N)."""
+    if lo.shape[1] == 1:
+        pos = t == 1
+        return np.where(pos, lo[:, 0], -hi[:, 0]), np.where(pos, hi[:, 0], -lo[:, 0])
+    m, k, n = lo.shape
+    a, b = (np.moveaxis(v, 1, 2).reshape(m * n, k) for v in (lo, hi))
+    m_lo, m_hi = margin_bounds(a, b, np.tile(t, m))
+    return m_lo.reshape(m, n), m_hi.reshape(m, n)
+
+
+def _margins(z: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Target margins of logits (m, K, N): (m, N)."""
+    if z.shape[1] == 1:
+        return np.where(t == 1, z[:, 0], -z[:, 0])
+    return class_margin(np.moveaxis(z, 1, 2), t)
+
+
+def _exact_margins(weights: Layers, x: np.ndarray, d: np.ndarray, t: np.ndarray,
+                   v: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+    """float64 margins of single realisations, one per pair: rows x (p, in), δ (p,), targets,
+    unit draws v per layer ((p, out, in) and (p, out) or None)."""
+    h = x
+    last = len(weights) - 1
+    for i, ((W, b), (vW, vb)) in enumerate(zip(weights, v, strict=True)):
+        Wp = W[None] + d[:, None, None] * (2.0 * vW.astype(np.float64) - 3.0)
+        z = np.einsum("poi,pi->po", Wp, h) + b
+        if vb is not None:
+            z += d[:, None] * (2.0 * vb.astype(np.float64) - 3.0)
+        h = np.maximum(z, 0.0) if i < last else z
+    return class_margin(h, t)
+
+
+def _lazy_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
+               noise: _FreshNoise, biases: bool, bounds: list[tuple[np.ndarray, np.ndarray]]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1's test at δ_row for each row: n draws θ + δ_row(2r − 1), stopping at a row's
+    first flip. Returns (draws evaluated, passed) per row.
+
+    * The hidden layers' noise is drawn for every draw, the output layer's only where it can
+      change the outcome: given a draw's last hidden activations h ≥ 0, its logits over all
+      values of the output layer's noise fill exactly the box c ± δ(Σh + 1) (independently per
+      logit), so the margin's range over that noise is known in closed form; when it is > 0
+      throughout (or ≤ 0 throughout) every completion gives the same outcome, and not drawing
+      it leaves the distribution of the outcome — and of the test — unchanged.
+    * Draws are float32 (:func:`_unit_f32`) and forwarded in float32; a draw whose float32
+      margin (or margin range) lies within a rounding-error band of 0 is re-evaluated in float64
+      from the same draws, so every outcome is the float64 one.
+    * Layer-1 draws are shared by all rows (one GEMM); pruned coordinates (:func:`_prune`) get
+      no draws."""
+    N = len(X)
+    evaluated = np.zeros(N, dtype=np.int64)
+    flips = np.zeros(N, dtype=bool)
+    if N == 0:
+        return evaluated, ~flips
+    weights, X, keep = _prune(net, X, bounds)
+    idx = [np.flatnonzero(k) for k in keep]
+    nb = int(biases)
+    last = len(weights) - 1
+    f32 = np.float32
+    W32 = [(W.astype(f32), b.astype(f32)[:, None]) for W, b in weights]
+    # rounding band per row: |error| ≤ 2⁻²⁰ · Σ(in + 8) · M, M bounding every |pre-activation|
+    M = np.abs(X)
+    for W, b in weights:
+        M = M @ np.abs(W).T + deltas[:, None] * (M.sum(axis=1, keepdims=True) + nb) + np.abs(b)
+    tol_all = (_F32_TOL * 2.0 * sum(W.shape[1] + 8 for W, _ in weights)) * M.max(axis=1)
+    c0_all = (X @ weights[0][0].T + weights[0][1]).T.astype(f32)                 # (o1, N)
+    X32 = X.T.astype(f32)                                                       # (in, N)
+    n_params = sum(W.size + W.shape[0] * nb for W, _ in weights)
+    width = max(1, max(W.shape[0] for W, _ in weights))
+    row_chunk = min(N, 4096)
+    cap = max(1, _CHUNK_ELEMENTS // max(n_params, row_chunk * width))
+    step = min(cap, 256)
+    open_ = np.ones(N, dtype=bool)
+    done = 0
+    while done < n and open_.any():
+        s = min(step, n - done)
+        draws = np.arange(done, done + s)
+        v = [noise.layer(i, draws, idx[i + 1], idx[i], biases) for i in range(last)]
+        rows = np.flatnonzero(open_)
+        for a in range(0, len(rows), row_chunk):
+            rr = rows[a:a + row_chunk]
+            d, tr, tol = deltas[rr].astype(f32), t[rr], tol_all[rr]
+            h, c = X32[None, :, rr], c0_all[None, :, rr]
+            for i in range(last):  # hidden layers: every draw
+                h = np.maximum(_noisy(h, c, v[i][0], v[i][1], d, nb), f32(0.0))
+                W, b = W32[i + 1]
+                c = _left(W, h) + b
+            flipped = np.zeros(len(rr), dtype=bool)
+            if last == 0:
+                go, pend = np.arange(s), np.ones((s, len(rr)), dtype=bool)
+                vl = noise.layer(0, draws, idx[1], idx[0], biases)
+                m = _margins(_noisy(h, c, vl[0], vl[1], d, nb), tr)
+            else:  # output layer: only draws whose margin range over its noise straddles 0
+                rad = (d * (h.sum(axis=1) + f32(nb)))[:, None]
+                m_lo, m_hi = _margin_range(c - rad, c + rad, tr)
+                flipped |= (m_hi < -tol).any(axis=0)
+                pend = (m_lo <= tol) & (m_hi >= -tol)
+                go = np.flatnonzero(pend.any(axis=1))
+                if go.size:
+                    vl = noise.layer(last, draws[go], idx[last + 1], idx[last], biases)
+                    m = _margins(_noisy(h[go], c[go], vl[0], vl[1], d, nb), tr)
+                    pend = pend[go]
+            if go.size:
+                unsure = pend & (np.abs(m) <= tol)
+                flipped |= (pend & ~unsure & (m < 0)).any(axis=0)
+                if unsure.any():  # within the rounding band: decide in float64
+                    gi, ri = np.nonzero(unsure)
+                    dj = go[gi]
+                    vv = [(vW[dj], None if vb is None else vb[dj]) for vW, vb in v]
+                    vv.append((vl[0][gi], None if vl[1] is None else vl[1][gi]))
+                    m64 = _exact_margins(weights, X[rr[ri]], deltas[rr[ri]], tr[ri], vv)
+                    np.logical_or.at(flipped, ri, m64 <= 0)
+            flips[rr] |= flipped
+            evaluated[rr] += s
+        open_ &= ~flips
+        step = cap  # the first chunk catches early flips; a row that survives it likely passes
+        done += s
+    return evaluated, ~flips
 
 
 def _rows_and_targets(model: Any, cfs: Any, target_class: Any
@@ -406,6 +592,17 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
     rng = check_random_state(random_state)
     t0 = time.perf_counter()
     net, X, bad, t, nominal = _rows_and_targets(model, cfs, target_class)
+    res = _algorithm1(net, X, bad, t, nominal, d0, dmax, n, _FreshNoise(rng), biases,
+                      int(max_rounds))
+    res.alpha, res.R, res.time = a, r, time.perf_counter() - t0
+    return res
+
+
+def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
+                nominal: np.ndarray, d0: float, dmax: float, n: int, noise: _FreshNoise,
+                biases: bool, max_rounds: int) -> APASMaxDeltaResult:
+    """:func:`apas_max_delta` on validated rows, drawing from ``noise`` (α, R and time are
+    filled in by the caller)."""
     N = len(X)
     lo = np.zeros(N)
     hi = np.full(N, np.inf)
@@ -424,8 +621,9 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
     message[bad] = "counterfactual contains NaN or infinite values"
     active = ~bad & ~invalid
     rounds = 0
-    while active.any() and rounds < int(max_rounds):
+    while active.any() and rounds < max_rounds:
         rounds += 1
+        noise.start_test()
         idx = np.flatnonzero(active)
         # interval bounds: where all of Δ_δ keeps the class, every draw would pass
         bounds = point_layer_bounds(net, X[idx], cand[idx], biases)
@@ -434,8 +632,7 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
         need = idx[~sure]
         if need.size:
             nb = [(lo_[~sure], hi_[~sure]) for lo_, hi_ in bounds]
-            _, _, used, keep = _sampled_test(net, X[need], t[need], cand[need], n, rng, biases,
-                                             stop_at_flip=True, bounds=nb)
+            used, keep = _lazy_test(net, X[need], t[need], cand[need], n, noise, biases, nb)
             ok[~sure] = keep
             n_samples[need] += used
         n_tests[idx] += 1
@@ -460,12 +657,12 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
         message[i] = f"every draw kept the class up to the cap delta_max = {dmax:g}"
     for i in np.flatnonzero(active):
         status[i] = "round_limit"
-        message[i] = (f"stopped after max_rounds = {int(max_rounds)}; delta_max is the last "
+        message[i] = (f"stopped after max_rounds = {max_rounds}; delta_max is the last "
                       f"passing delta tested")
     meta = {"delta_init": d0, "delta_max": dmax, "biases": bool(biases), "p": "inf",
             "rounds": rounds}
-    return APASMaxDeltaResult(lo, hi, status, n_tests, n_interval, n_samples, t, message, a, r, n,
-                              time.perf_counter() - t0, meta)
+    return APASMaxDeltaResult(lo, hi, status, n_tests, n_interval, n_samples, t, message,
+                              math.nan, math.nan, n, math.nan, meta)
 
 
 # --- the certifier protocol ----------------------------------------------------------------------
