@@ -214,25 +214,24 @@ def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.nda
 _F32_TOL = 2.0 ** -20
 
 
-def _unit_f32(bitgen: np.random.BitGenerator, shape: tuple[int, ...]) -> np.ndarray:
-    """float32 values v = 1 + k·2⁻²³, k uniform on {0, …, 2²³ − 1}: 23 random bits of the
-    generator as the mantissa of a number in [1, 2). So r = v − 1 is uniform on the 2⁻²³ grid of
-    [0, 1), and the realisation θ + δ(2r − 1) = θ + δ(2v − 3)."""
-    m = math.prod(shape)
-    u = bitgen.random_raw((m + 1) // 2).view(np.uint32)[:m]
+def _unit_f32(bitgen: np.random.BitGenerator, size: int) -> np.ndarray:
+    """``size`` float32 values v = 1 + k·2⁻²³, k uniform on {0, …, 2²³ − 1}: 23 random bits of
+    the generator as the mantissa of a number in [1, 2). So r = v − 1 is uniform on the 2⁻²³
+    grid of [0, 1), and the realisation θ + δ(2r − 1) = θ + δ(2v − 3)."""
+    u = bitgen.random_raw((size + 1) // 2).view(np.uint32)[:size]
     u >>= np.uint32(9)
     u |= np.uint32(0x3F800000)
-    return u.view(np.float32).reshape(shape)
+    return u.view(np.float32)
 
 
 class _FreshNoise:
     """Source of the unit draws of Algorithm 1's tests (:func:`_unit_f32`), fresh from the
-    generator on every call. ``layer(i, draws, out_idx, in_idx, bias)`` returns v for the
-    weights ``W_i[out_idx][:, in_idx]`` of the given draws of the current test, shape
-    (len(draws), len(out_idx), len(in_idx)), and for the biases ``b_i[out_idx]`` (None without
-    ``bias``); ``start_test()`` marks a new tested δ. Tests substitute a source that reads a
-    fixed table, to compare the fast test draw by draw with a plain float64 forward of the same
-    realisations."""
+    generator on every call. ``layers(draws, shapes, bias)`` returns, for the given draws of
+    the current test and each (out_idx, in_idx) in ``shapes`` — the kept coordinates of a layer —
+    v for the weights ``W[out_idx][:, in_idx]``, shape (len(draws), len(out_idx), len(in_idx)),
+    and for the biases ``b[out_idx]`` (None without ``bias``); ``start_test()`` marks a new tested
+    δ. Tests substitute a source that reads a fixed table, to compare the fast test draw by draw
+    with a plain float64 forward of the same realisations."""
 
     def __init__(self, rng: np.random.Generator):
         self.bitgen = rng.bit_generator
@@ -240,26 +239,32 @@ class _FreshNoise:
     def start_test(self) -> None:
         pass
 
-    def layer(self, i: int, draws: np.ndarray, out_idx: np.ndarray, in_idx: np.ndarray,
-              bias: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        m, o, i = len(draws), len(out_idx), len(in_idx)
-        v = _unit_f32(self.bitgen, (m * o * (i + int(bias)),))
-        return v[:m * o * i].reshape(m, o, i), v[m * o * i:].reshape(m, o) if bias else None
-
-
-def _left(W: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """W @ h for activations h of shape (m, in, N): (m, out, N)."""
-    if h.shape[2] == 1:
-        return (h[:, :, 0] @ W.T)[:, :, None]
-    return np.matmul(W, h)
+    def layers(self, first: int, draws: np.ndarray, shapes: list[tuple[np.ndarray, np.ndarray]],
+               bias: bool) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        m, nb = len(draws), int(bias)
+        v = _unit_f32(self.bitgen, m * sum(len(o) * (len(i) + nb) for o, i in shapes))
+        out, a = [], 0
+        for k, (o, i) in enumerate(shapes):
+            size = m * len(o) * len(i)
+            if first + k == 0:  # stored (in, m, out): one row's layer 1 is x @ v (a GEMV 'n')
+                vW = v[a:a + size].reshape(len(i), m, len(o)).transpose(1, 2, 0)
+            else:
+                vW = v[a:a + size].reshape(m, len(o), len(i))
+            vb = v[a + size:a + size + m * len(o) * nb].reshape(m, len(o)) if bias else None
+            out.append((vW, vb))
+            a += size + m * len(o) * nb
+        return out
 
 
 def _noisy(h: np.ndarray, c: np.ndarray, vW: np.ndarray, vb: np.ndarray | None, d: np.ndarray,
            nb: int) -> np.ndarray:
     """Pre-activations (m, out, N) of the realisations W + δ(2v_W − 3), b + δ(2v_b − 3) at inputs
     h (m, in, N) given c = W h + b: c + δ(2(v_W h + v_b) − 3(Σh + 1)); δ per row N."""
-    if h.shape[0] == 1 and h.shape[2] == 1:  # one row, layer 1: one GEMV
-        z = (vW.reshape(-1, vW.shape[2]) @ h[0]).reshape(vW.shape[0], vW.shape[1], 1)
+    m, o, i = vW.shape
+    if h.shape[0] == 1 and h.shape[2] == 1:  # one row, layer 1: one GEMV over all draws
+        vt = vW.transpose(2, 0, 1)
+        z = (h[0, :, 0] @ (vt.reshape(i, m * o) if vt.flags.c_contiguous
+                           else vW.reshape(m * o, i).T)).reshape(m, o, 1)
     else:  # per-draw GEMMs, small enough that BLAS runs them on one thread
         z = np.matmul(vW, h)
     if vb is not None:
@@ -272,10 +277,7 @@ def _noisy(h: np.ndarray, c: np.ndarray, vW: np.ndarray, vb: np.ndarray | None, 
 
 
 def _margin_range(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lower, upper) target margins over logit boxes [lo, hi] of shape (m, K, N)."""
-    if lo.shape[1] == 1:
-        pos = t == 1
-        return np.where(pos, lo[:, 0], -hi[:, 0]), np.where(pos, hi[:, 0], -lo[:, 0])
+    """(lower, upper) target margins over logit boxes [lo, hi] of shape (m, K, N), K > 1."""
     m, k, n = lo.shape
     a, b = (np.moveaxis(v, 1, 2).reshape(m * n, k) for v in (lo, hi))
     m_lo, m_hi = margin_bounds(a, b, np.tile(t, m))
@@ -283,9 +285,7 @@ def _margin_range(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> tuple[np.nda
 
 
 def _margins(z: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Target margins of logits (m, K, N): (m, N)."""
-    if z.shape[1] == 1:
-        return np.where(t == 1, z[:, 0], -z[:, 0])
+    """Target margins of logits (m, K, N), K > 1: (m, N)."""
     return class_margin(np.moveaxis(z, 1, 2), t)
 
 
@@ -304,8 +304,27 @@ def _exact_margins(weights: Layers, x: np.ndarray, d: np.ndarray, t: np.ndarray,
     return class_margin(h, t)
 
 
-def _lazy_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
-               noise: _FreshNoise, biases: bool, bounds: list[tuple[np.ndarray, np.ndarray]]
+class _Plan:
+    """What Algorithm 1's sampled tests need of one network, computed once per call: float32
+    weights, |W| and the rounding band's term count."""
+
+    def __init__(self, net: ReLUNetwork, biases: bool):
+        self.net, self.nb = net, int(biases)
+        self.W32 = [(W.astype(np.float32), b.astype(np.float32)) for W, b in net.weights]
+        self.absW = [(np.abs(W).T, np.abs(b)) for W, b in net.weights]
+        self.n_terms = sum(W.shape[1] + 8 for W, _ in net.weights)
+
+    def tolerance(self, X: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """Per row a bound on the float32 rounding error of any margin the test computes:
+        2⁻²⁰ · Σ(in + 8) · 2M, M bounding every |term| of every pre-activation over Δ_δ."""
+        M = np.abs(X)
+        for aW, ab in self.absW:
+            M = M @ aW + deltas[:, None] * (M.sum(axis=1, keepdims=True) + self.nb) + ab
+        return (_F32_TOL * 2.0 * self.n_terms) * M.max(axis=1)
+
+
+def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
+               noise: _FreshNoise, bounds: list[tuple[np.ndarray, np.ndarray]]
                ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1's test at δ_row for each row: n draws θ + δ_row(2r − 1), stopping at a row's
     first flip. Returns (draws evaluated, passed) per row.
@@ -317,30 +336,33 @@ def _lazy_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
       throughout (or ≤ 0 throughout) every completion gives the same outcome, and not drawing
       it leaves the distribution of the outcome — and of the test — unchanged.
     * Draws are float32 (:func:`_unit_f32`) and forwarded in float32; a draw whose float32
-      margin (or margin range) lies within a rounding-error band of 0 is re-evaluated in float64
-      from the same draws, so every outcome is the float64 one.
-    * Layer-1 draws are shared by all rows (one GEMM); pruned coordinates (:func:`_prune`) get
-      no draws."""
+      margin (or margin range) lies within a rounding-error band of 0
+      (:meth:`_Plan.tolerance`) is re-evaluated in float64 from the same draws, so every
+      outcome is the float64 one.
+    * Hidden-layer draws are shared by all rows; pruned coordinates (:func:`_prune`) get no
+      draws."""
     N = len(X)
     evaluated = np.zeros(N, dtype=np.int64)
     flips = np.zeros(N, dtype=bool)
     if N == 0:
         return evaluated, ~flips
-    weights, X, keep = _prune(net, X, bounds)
-    idx = [np.flatnonzero(k) for k in keep]
-    nb = int(biases)
-    last = len(weights) - 1
-    f32 = np.float32
-    W32 = [(W.astype(f32), b.astype(f32)[:, None]) for W, b in weights]
-    # rounding band per row: |error| ≤ 2⁻²⁰ · Σ(in + 8) · M, M bounding every |pre-activation|
-    M = np.abs(X)
-    for W, b in weights:
-        M = M @ np.abs(W).T + deltas[:, None] * (M.sum(axis=1, keepdims=True) + nb) + np.abs(b)
-    tol_all = (_F32_TOL * 2.0 * sum(W.shape[1] + 8 for W, _ in weights)) * M.max(axis=1)
-    c0_all = (X @ weights[0][0].T + weights[0][1]).T.astype(f32)                 # (o1, N)
+    net, nb, f32 = plan.net, plan.nb, np.float32
+    biases = bool(nb)
+    last = len(net.weights) - 1
+    keep = [np.flatnonzero(np.any(X != 0.0, axis=0))]
+    keep += [np.flatnonzero(np.any(hi > -1e-12, axis=0)) for _, hi in bounds[:-1]]
+    keep.append(np.arange(net.n_outputs))
+    shapes = [(keep[i + 1], keep[i]) for i in range(last + 1)]
+    W32 = [(W[np.ix_(o, i)], b[o]) for (W, b), (o, i) in zip(plan.W32, shapes, strict=True)]
+    tol_all = plan.tolerance(X, deltas)
+    X = X[:, keep[0]]
+    W0, b0 = net.weights[0]
+    c0_all = (X @ W0[np.ix_(keep[1], keep[0])].T + b0[keep[1]]).T.astype(f32)  # (o1, N)
     X32 = X.T.astype(f32)                                                       # (in, N)
-    n_params = sum(W.size + W.shape[0] * nb for W, _ in weights)
-    width = max(1, max(W.shape[0] for W, _ in weights))
+    binary = net.n_outputs == 1
+    sign_all = np.where(t == 1, f32(1.0), f32(-1.0))
+    n_params = sum(len(o) * (len(i) + nb) for o, i in shapes)
+    width = max(len(o) for o, _ in shapes)
     row_chunk = min(N, 4096)
     cap = max(1, _CHUNK_ELEMENTS // max(n_params, row_chunk * width))
     step = min(cap, 256)
@@ -349,7 +371,7 @@ def _lazy_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
     while done < n and open_.any():
         s = min(step, n - done)
         draws = np.arange(done, done + s)
-        v = [noise.layer(i, draws, idx[i + 1], idx[i], biases) for i in range(last)]
+        v = noise.layers(0, draws, shapes[:last], biases) if last else []
         rows = np.flatnonzero(open_)
         for a in range(0, len(rows), row_chunk):
             rr = rows[a:a + row_chunk]
@@ -358,30 +380,36 @@ def _lazy_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
             for i in range(last):  # hidden layers: every draw
                 h = np.maximum(_noisy(h, c, v[i][0], v[i][1], d, nb), f32(0.0))
                 W, b = W32[i + 1]
-                c = _left(W, h) + b
+                c = np.matmul(W, h) if h.shape[2] > 1 else (h[:, :, 0] @ W.T)[:, :, None]
+                c += b[:, None]
             flipped = np.zeros(len(rr), dtype=bool)
             if last == 0:
                 go, pend = np.arange(s), np.ones((s, len(rr)), dtype=bool)
-                vl = noise.layer(0, draws, idx[1], idx[0], biases)
-                m = _margins(_noisy(h, c, vl[0], vl[1], d, nb), tr)
             else:  # output layer: only draws whose margin range over its noise straddles 0
-                rad = (d * (h.sum(axis=1) + f32(nb)))[:, None]
-                m_lo, m_hi = _margin_range(c - rad, c + rad, tr)
-                flipped |= (m_hi < -tol).any(axis=0)
-                pend = (m_lo <= tol) & (m_hi >= -tol)
+                rad = d * (h.sum(axis=1) + f32(nb)) + tol                          # (s, Nr)
+                if binary:
+                    a_ = sign_all[rr] * c[:, 0]
+                    flipped |= (a_ < -rad).any(axis=0)
+                    pend = np.abs(a_) <= rad
+                else:
+                    m_lo, m_hi = _margin_range(c - rad[:, None], c + rad[:, None], tr)
+                    flipped |= (m_hi < 0).any(axis=0)
+                    pend = (m_lo <= 0) & (m_hi >= 0)
                 go = np.flatnonzero(pend.any(axis=1))
-                if go.size:
-                    vl = noise.layer(last, draws[go], idx[last + 1], idx[last], biases)
-                    m = _margins(_noisy(h[go], c[go], vl[0], vl[1], d, nb), tr)
-                    pend = pend[go]
+                if go.size < s:
+                    h, c, pend = h[go], c[go], pend[go]
             if go.size:
+                vl = noise.layers(last, draws[go], shapes[last:], biases)[0]
+                z = _noisy(h, c, vl[0], vl[1], d, nb)
+                m = sign_all[rr] * z[:, 0] if binary else _margins(z, tr)
+                flipped |= (pend & (m < -tol)).any(axis=0)
                 unsure = pend & (np.abs(m) <= tol)
-                flipped |= (pend & ~unsure & (m < 0)).any(axis=0)
                 if unsure.any():  # within the rounding band: decide in float64
                     gi, ri = np.nonzero(unsure)
-                    dj = go[gi]
-                    vv = [(vW[dj], None if vb is None else vb[dj]) for vW, vb in v]
+                    vv = [(vW[go[gi]], None if vb is None else vb[go[gi]]) for vW, vb in v]
                     vv.append((vl[0][gi], None if vl[1] is None else vl[1][gi]))
+                    weights = [(W[np.ix_(o, i)], b[o])
+                               for (W, b), (o, i) in zip(net.weights, shapes, strict=True)]
                     m64 = _exact_margins(weights, X[rr[ri]], deltas[rr[ri]], tr[ri], vv)
                     np.logical_or.at(flipped, ri, m64 <= 0)
             flips[rr] |= flipped
@@ -598,6 +626,26 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
     return res
 
 
+def _bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, biases: bool
+            ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Interval pre-activation bounds of every layer over Δ_δ at point inputs X, δ per row
+    (:func:`~robustce.robustness.exact.point_layer_bounds`), with a lean path for one δ."""
+    d = float(deltas[0])
+    if not np.all(deltas == d):
+        return point_layer_bounds(net, X, deltas, biases)
+    db = d if biases else 0.0
+    W, b = net.weights[0]
+    c = X @ W.T + b
+    r = d * np.abs(X).sum(axis=1, keepdims=True) + db
+    out = [(c - r, c + r)]
+    for W, b in net.weights[1:]:
+        lo, hi = np.maximum(out[-1][0], 0.0), np.maximum(out[-1][1], 0.0)
+        Wl, Wu = W - d, W + d
+        out.append((lo @ np.maximum(Wl, 0.0).T + hi @ np.minimum(Wl, 0.0).T + (b - db),
+                    hi @ np.maximum(Wu, 0.0).T + lo @ np.minimum(Wu, 0.0).T + (b + db)))
+    return out
+
+
 def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
                 nominal: np.ndarray, d0: float, dmax: float, n: int, noise: _FreshNoise,
                 biases: bool, max_rounds: int) -> APASMaxDeltaResult:
@@ -620,19 +668,20 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
     status[bad] = "error"
     message[bad] = "counterfactual contains NaN or infinite values"
     active = ~bad & ~invalid
+    plan = _Plan(net, biases)
     rounds = 0
     while active.any() and rounds < max_rounds:
         rounds += 1
         noise.start_test()
         idx = np.flatnonzero(active)
         # interval bounds: where all of Δ_δ keeps the class, every draw would pass
-        bounds = point_layer_bounds(net, X[idx], cand[idx], biases)
+        bounds = _bounds(net, X[idx], cand[idx], biases)
         sure = margin_terms(bounds[-1][0], bounds[-1][1], t[idx]).min(axis=1) > 0
         ok = sure.copy()
         need = idx[~sure]
         if need.size:
             nb = [(lo_[~sure], hi_[~sure]) for lo_, hi_ in bounds]
-            used, keep = _lazy_test(net, X[need], t[need], cand[need], n, noise, biases, nb)
+            used, keep = _lazy_test(plan, X[need], t[need], cand[need], n, noise, nb)
             ok[~sure] = keep
             n_samples[need] += used
         n_tests[idx] += 1
