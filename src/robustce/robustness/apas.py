@@ -150,62 +150,30 @@ def _sampled_margins(weights: Layers, X: np.ndarray, t: np.ndarray, deltas: np.n
     return class_margin(h, t)
 
 
-def _prune(net: ReLUNetwork, X: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]
-           ) -> tuple[Layers, np.ndarray, list[np.ndarray]]:
-    """The network without the parts no draw can see, for these rows: input columns that are 0
-    in every row, and hidden neurons whose interval upper bound over Δ_δ is ≤ 0 in every row
-    (inactive for every network in Δ, so their incoming and outgoing weights never matter).
-    Margins of the pruned network under the kept coordinates' noise equal the full network's.
-    Also returns the kept masks (inputs, then each layer's neurons)."""
-    keep = [np.any(X != 0.0, axis=0)]
-    for lo_hi in bounds[:-1]:
-        keep.append(np.any(lo_hi[1] > -1e-12, axis=0))
-    keep.append(np.ones(net.n_outputs, dtype=bool))
-    weights = [(W[keep[i + 1]][:, keep[i]], b[keep[i + 1]]) for i, (W, b) in enumerate(net.weights)]
-    return weights, X[:, keep[0]], keep
-
-
 def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
-                  rng: np.random.Generator, biases: bool, stop_at_flip: bool,
-                  bounds: list[tuple[np.ndarray, np.ndarray]] | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """n draws from each row's Δ_δ (θ + δ_row(2r − 1), r shared across rows). Returns per row: the
-    smallest margin seen, the number of draws with margin ≤ 0, the draws evaluated, and whether
-    all evaluated draws kept the class. ``stop_at_flip``: a row stops at its first flip (its
-    outcome is then already decided); draws are made in growing chunks so that flips found
-    early save the rest. ``bounds``: the rows' interval layer bounds at their δ — then noise is
-    drawn only for the coordinates that can matter (:func:`_prune`)."""
+                  rng: np.random.Generator, biases: bool) -> tuple[np.ndarray, np.ndarray]:
+    """n draws from each row's Δ_δ (θ + δ_row(2r − 1), r shared across rows, drawn as
+    :meth:`ParameterShift.sample` draws them). Returns per row the smallest margin seen and
+    the number of draws with margin ≤ 0."""
     N = len(X)
     min_m = np.full(N, np.inf)
     flips = np.zeros(N, dtype=np.int64)
-    evaluated = np.zeros(N, dtype=np.int64)
     if N == 0:
-        return min_m, flips, evaluated, np.ones(0, dtype=bool)
+        return min_m, flips
     weights = net.weights
-    if bounds is not None:
-        weights, X, _ = _prune(net, X, bounds)
     n_params = sum(W.size + (b.size if biases else 0) for W, b in weights)
     width = max(1, max(W.shape[0] for W, _ in weights))
     row_chunk = min(N, 4096)
     cap = max(1, _CHUNK_ELEMENTS // max(n_params, row_chunk * width))
-    step = min(cap, 64) if stop_at_flip else cap
-    open_ = np.ones(N, dtype=bool)
-    done = 0
-    while done < n and open_.any():
-        s = min(step, n - done)
+    for done in range(0, n, cap):
+        s = min(cap, n - done)
         noise = _draw_noise(weights, s, rng, biases)
-        rows = np.flatnonzero(open_)
-        for a in range(0, len(rows), row_chunk):
-            r = rows[a:a + row_chunk]
+        for a in range(0, N, row_chunk):
+            r = np.arange(a, min(N, a + row_chunk))
             m = _sampled_margins(weights, X[r], t[r], deltas[r], noise)
             min_m[r] = np.minimum(min_m[r], m.min(axis=0))
             flips[r] += (m <= 0).sum(axis=0)
-            evaluated[r] += s
-        if stop_at_flip:
-            open_ &= flips == 0
-            step = min(cap, 4 * step)
-        done += s
-    return min_m, flips, evaluated, flips == 0
+    return min_m, flips
 
 
 # --- Algorithm 1's test: float32 draws, the output layer drawn only where it matters -----------
@@ -339,8 +307,10 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
       margin (or margin range) lies within a rounding-error band of 0
       (:meth:`_Plan.tolerance`) is re-evaluated in float64 from the same draws, so every
       outcome is the float64 one.
-    * Hidden-layer draws are shared by all rows; pruned coordinates (:func:`_prune`) get no
-      draws."""
+    * Hidden-layer draws are shared by all rows. Coordinates no draw can see get no draws:
+      input columns that are 0 in every row, and hidden neurons whose interval upper bound over
+      Δ_δ (``bounds``) is ≤ 0 in every row — inactive for every network in Δ_δ, so their
+      incoming and outgoing weights never matter."""
     N = len(X)
     evaluated = np.zeros(N, dtype=np.int64)
     flips = np.zeros(N, dtype=bool)
@@ -515,8 +485,7 @@ def apas_certify(model: Any, cfs: Any, delta: Any, alpha: float = 0.999, R: floa
     use = np.flatnonzero(~bad)
     min_m = np.full(N, np.nan)
     flips = np.zeros(N, dtype=np.int64)
-    mm, fl, _, _ = _sampled_test(net, X[use], t[use], np.full(len(use), d), n, rng, biases,
-                                 stop_at_flip=False)
+    mm, fl = _sampled_test(net, X[use], t[use], np.full(len(use), d), n, rng, biases)
     min_m[use], flips[use] = mm, fl
     invalid = ~bad & ~(nominal > 0)
     passed = ~bad & ~invalid & (flips == 0)
