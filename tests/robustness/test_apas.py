@@ -334,6 +334,106 @@ def test_delta_max_fresh_draws_every_step_and_bounded_rounds():
     assert (short.status == "round_limit").any() and (short.n_tests <= 3).all()
 
 
+class _TableNoise:
+    """Fixed unit draws v ∈ [1, 2) (r = v − 1) for every coordinate of every draw of every
+    tested δ, so that the fast test and a plain forward see the same realisations."""
+
+    def __init__(self, net: ReLUNetwork, n: int, seed: int):
+        self.net, self.n, self.rng, self.tables, self.k = net, n, np.random.default_rng(seed), [], -1
+
+    def start_test(self) -> None:
+        self.k += 1
+        # 23-bit grid, like the library's draws; a grid point of [1, 2) is exact in float32
+        self.tables.append([(1.0 + self.rng.integers(0, 2**23, size=(self.n,) + W.shape) / 2**23,
+                             1.0 + self.rng.integers(0, 2**23, size=(self.n,) + b.shape) / 2**23)
+                            for W, b in self.net.weights])
+
+    def layers(self, first, draws, shapes, bias):
+        out = []
+        for k, (o, i) in enumerate(shapes):
+            vW, vb = self.tables[self.k][first + k]
+            out.append((vW[draws][:, o][:, :, i].astype(np.float32),
+                        vb[draws][:, o].astype(np.float32) if bias else None))
+        return out
+
+
+def _plain_keeps(net: ReLUNetwork, x: np.ndarray, t: int, delta: float, table, biases: bool) -> bool:
+    """All n tabled realisations θ + δ(2v − 3) keep class t: a plain float64 forward."""
+    h = np.broadcast_to(x, (len(table[0][0]), x.size))
+    last = len(net.weights) - 1
+    for i, ((W, b), (vW, vb)) in enumerate(zip(net.weights, table, strict=True)):
+        h = np.einsum("moi,mi->mo", W + delta * (2.0 * vW - 3.0), h) + b
+        if biases:
+            h = h + delta * (2.0 * vb - 3.0)
+        if i < last:
+            h = np.maximum(h, 0.0)
+    return bool((class_margin(h, t) > 0).all())
+
+
+def _plain_algorithm1(net, x, t, noise: _TableNoise, d0: float, dmax: float, biases: bool):
+    """Algorithm 1 written plainly for one CE: double from δ_init, bisect to δ_init; test k
+    reads table k."""
+    def test(delta):
+        noise.start_test()
+        return _plain_keeps(net, x, t, delta, noise.tables[noise.k], biases)
+    if not test(d0):
+        return 0.0, d0, 1
+    lo, cand, n_tests = d0, min(2 * d0, dmax), 1
+    while True:
+        if lo >= dmax:
+            return lo, math.inf, n_tests
+        n_tests += 1
+        if not test(cand):
+            hi = cand
+            break
+        lo, cand = cand, min(2 * cand, dmax)
+    while hi - lo > d0:
+        mid = 0.5 * (lo + hi)
+        n_tests += 1
+        if test(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi, n_tests
+
+
+@pytest.mark.parametrize("sizes, biases", [((3, 5, 4, 1), True), ((2, 6, 1), True),
+                                           ((3, 6, 5, 3), True), ((3, 5, 4, 1), False),
+                                           ((4, 1), True)])
+def test_fast_delta_max_equals_plain_algorithm1_on_the_same_draws(sizes, biases):
+    # the fast test (float32 draws and forward, pruning, interval shortcuts, output-layer noise
+    # drawn only where it matters, float64 recheck near 0) must reach the very decisions of a
+    # plain float64 forward of the same realisations, hence the same δ_max, upper and n_tests
+    _check_fast_equals_plain(sizes, biases)
+
+
+@pytest.mark.parametrize("sizes", [(3, 5, 4, 1), (3, 6, 5, 3), (4, 1)])
+def test_fast_delta_max_float64_recheck_path_gives_the_same_decisions(sizes, monkeypatch):
+    # a wide rounding band sends most draws through the float64 re-evaluation
+    import robustce.robustness.apas as apas_mod
+
+    monkeypatch.setattr(apas_mod, "_F32_TOL", 2.0 ** -8)
+    _check_fast_equals_plain(sizes, True)
+
+
+def _check_fast_equals_plain(sizes, biases):
+    from robustce.robustness.apas import _algorithm1
+
+    n, d0, dmax = 150, 1e-3, 4.0
+    sampled = 0
+    for seed in range(6):
+        net = _net(seed, sizes)
+        x = np.random.default_rng(seed + 50).normal(size=(1, sizes[0]))
+        t = int(net.predict(x)[0])
+        nominal = class_margin(net.forward(x), np.array([t]))
+        fast = _algorithm1(net, x, np.zeros(1, bool), np.array([t]), nominal, d0, dmax, n,
+                           _TableNoise(net, n, seed), biases, 200)
+        ref = _plain_algorithm1(net, x[0], t, _TableNoise(net, n, seed), d0, dmax, biases)
+        assert (fast.delta[0], fast.upper[0], int(fast.n_tests[0])) == ref, (seed, ref)
+        sampled += fast.status[0] == "ok" and fast.n_tests[0] > fast.n_interval[0]
+    assert sampled >= 4  # the comparison covers sampled tests, not only interval-decided ones
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"delta_init": 0.0}, "delta_init"), ({"delta_init": float("nan")}, "delta_init"),
     ({"delta_max": 1e-5}, "delta_max"), ({"alpha": 0.0}, "alpha"), ({"R": 1.0}, "R"),

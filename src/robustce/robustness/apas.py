@@ -42,6 +42,7 @@ from robustce.models.network import (
     ReLUNetwork,
     as_network,
     class_margin,
+    margin_bounds,
     margin_terms,
     model_space_rows,
     resolve_targets,
@@ -149,61 +150,244 @@ def _sampled_margins(weights: Layers, X: np.ndarray, t: np.ndarray, deltas: np.n
     return class_margin(h, t)
 
 
-def _prune(net: ReLUNetwork, X: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]
-           ) -> tuple[Layers, np.ndarray]:
-    """The network without the parts no draw can see, for these rows: input columns that are 0
-    in every row, and hidden neurons whose interval upper bound over Δ_δ is ≤ 0 in every row
-    (inactive for every network in Δ, so their incoming and outgoing weights never matter).
-    Margins of the pruned network under the kept coordinates' noise equal the full network's."""
-    keep = [np.any(X != 0.0, axis=0)]
-    for lo_hi in bounds[:-1]:
-        keep.append(np.any(lo_hi[1] > -1e-12, axis=0))
-    keep.append(np.ones(net.n_outputs, dtype=bool))
-    weights = [(W[keep[i + 1]][:, keep[i]], b[keep[i + 1]]) for i, (W, b) in enumerate(net.weights)]
-    return weights, X[:, keep[0]]
-
-
 def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
-                  rng: np.random.Generator, biases: bool, stop_at_flip: bool,
-                  bounds: list[tuple[np.ndarray, np.ndarray]] | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """n draws from each row's Δ_δ (θ + δ_row(2r − 1), r shared across rows). Returns per row: the
-    smallest margin seen, the number of draws with margin ≤ 0, the draws evaluated, and whether
-    all evaluated draws kept the class. ``stop_at_flip``: a row stops at its first flip (its
-    outcome is then already decided); draws are made in growing chunks so that flips found
-    early save the rest. ``bounds``: the rows' interval layer bounds at their δ — then noise is
-    drawn only for the coordinates that can matter (:func:`_prune`)."""
+                  rng: np.random.Generator, biases: bool) -> tuple[np.ndarray, np.ndarray]:
+    """n draws from each row's Δ_δ (θ + δ_row(2r − 1), r shared across rows, drawn as
+    :meth:`ParameterShift.sample` draws them). Returns per row the smallest margin seen and
+    the number of draws with margin ≤ 0."""
     N = len(X)
     min_m = np.full(N, np.inf)
     flips = np.zeros(N, dtype=np.int64)
-    evaluated = np.zeros(N, dtype=np.int64)
     if N == 0:
-        return min_m, flips, evaluated, np.ones(0, dtype=bool)
+        return min_m, flips
     weights = net.weights
-    if bounds is not None:
-        weights, X = _prune(net, X, bounds)
     n_params = sum(W.size + (b.size if biases else 0) for W, b in weights)
     width = max(1, max(W.shape[0] for W, _ in weights))
     row_chunk = min(N, 4096)
     cap = max(1, _CHUNK_ELEMENTS // max(n_params, row_chunk * width))
-    step = min(cap, 64) if stop_at_flip else cap
+    for done in range(0, n, cap):
+        s = min(cap, n - done)
+        noise = _draw_noise(weights, s, rng, biases)
+        for a in range(0, N, row_chunk):
+            r = np.arange(a, min(N, a + row_chunk))
+            m = _sampled_margins(weights, X[r], t[r], deltas[r], noise)
+            min_m[r] = np.minimum(min_m[r], m.min(axis=0))
+            flips[r] += (m <= 0).sum(axis=0)
+    return min_m, flips
+
+
+# --- Algorithm 1's test: float32 draws, the output layer drawn only where it matters -----------
+
+#: float32 rounding error bound factor (2⁻²⁰ = 16 × float32's unit roundoff) per summed term
+_F32_TOL = 2.0 ** -20
+
+
+def _unit_f32(bitgen: np.random.BitGenerator, size: int) -> np.ndarray:
+    """``size`` float32 values v = 1 + k·2⁻²³, k uniform on {0, …, 2²³ − 1}: 23 random bits of
+    the generator as the mantissa of a number in [1, 2). So r = v − 1 is uniform on the 2⁻²³
+    grid of [0, 1), and the realisation θ + δ(2r − 1) = θ + δ(2v − 3)."""
+    u = bitgen.random_raw((size + 1) // 2).view(np.uint32)[:size]
+    u >>= np.uint32(9)
+    u |= np.uint32(0x3F800000)
+    return u.view(np.float32)
+
+
+class _FreshNoise:
+    """Source of the unit draws of Algorithm 1's tests (:func:`_unit_f32`), fresh from the
+    generator on every call. ``layers(draws, shapes, bias)`` returns, for the given draws of
+    the current test and each (out_idx, in_idx) in ``shapes`` — the kept coordinates of a layer —
+    v for the weights ``W[out_idx][:, in_idx]``, shape (len(draws), len(out_idx), len(in_idx)),
+    and for the biases ``b[out_idx]`` (None without ``bias``); ``start_test()`` marks a new tested
+    δ. Tests substitute a source that reads a fixed table, to compare the fast test draw by draw
+    with a plain float64 forward of the same realisations."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.bitgen = rng.bit_generator
+
+    def start_test(self) -> None:
+        pass
+
+    def layers(self, first: int, draws: np.ndarray, shapes: list[tuple[np.ndarray, np.ndarray]],
+               bias: bool) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        m, nb = len(draws), int(bias)
+        v = _unit_f32(self.bitgen, m * sum(len(o) * (len(i) + nb) for o, i in shapes))
+        out, a = [], 0
+        for k, (o, i) in enumerate(shapes):
+            size = m * len(o) * len(i)
+            if first + k == 0:  # stored (in, m, out): one row's layer 1 is x @ v (a GEMV 'n')
+                vW = v[a:a + size].reshape(len(i), m, len(o)).transpose(1, 2, 0)
+            else:
+                vW = v[a:a + size].reshape(m, len(o), len(i))
+            vb = v[a + size:a + size + m * len(o) * nb].reshape(m, len(o)) if bias else None
+            out.append((vW, vb))
+            a += size + m * len(o) * nb
+        return out
+
+
+def _noisy(h: np.ndarray, c: np.ndarray, vW: np.ndarray, vb: np.ndarray | None, d: np.ndarray,
+           nb: int) -> np.ndarray:
+    """Pre-activations (m, out, N) of the realisations W + δ(2v_W − 3), b + δ(2v_b − 3) at inputs
+    h (m, in, N) given c = W h + b: c + δ(2(v_W h + v_b) − 3(Σh + 1)); δ per row N."""
+    m, o, i = vW.shape
+    if h.shape[0] == 1 and h.shape[2] == 1:  # one row, layer 1: one GEMV over all draws
+        vt = vW.transpose(2, 0, 1)
+        z = (h[0, :, 0] @ (vt.reshape(i, m * o) if vt.flags.c_contiguous
+                           else vW.reshape(m * o, i).T)).reshape(m, o, 1)
+    else:  # per-draw GEMMs, small enough that BLAS runs them on one thread
+        z = np.matmul(vW, h)
+    if vb is not None:
+        z += vb[:, :, None]
+    z *= np.float32(2.0)
+    z -= np.float32(3.0) * (h.sum(axis=1, keepdims=True) + np.float32(nb))
+    z *= d
+    z += c
+    return z
+
+
+def _margin_range(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) target margins over logit boxes [lo, hi] of shape (m, K, N), K > 1."""
+    m, k, n = lo.shape
+    a, b = (np.moveaxis(v, 1, 2).reshape(m * n, k) for v in (lo, hi))
+    m_lo, m_hi = margin_bounds(a, b, np.tile(t, m))
+    return m_lo.reshape(m, n), m_hi.reshape(m, n)
+
+
+def _margins(z: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Target margins of logits (m, K, N), K > 1: (m, N)."""
+    return class_margin(np.moveaxis(z, 1, 2), t)
+
+
+def _exact_margins(weights: Layers, x: np.ndarray, d: np.ndarray, t: np.ndarray,
+                   v: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+    """float64 margins of single realisations, one per pair: rows x (p, in), δ (p,), targets,
+    unit draws v per layer ((p, out, in) and (p, out) or None)."""
+    h = x
+    last = len(weights) - 1
+    for i, ((W, b), (vW, vb)) in enumerate(zip(weights, v, strict=True)):
+        Wp = W[None] + d[:, None, None] * (2.0 * vW.astype(np.float64) - 3.0)
+        z = np.einsum("poi,pi->po", Wp, h) + b
+        if vb is not None:
+            z += d[:, None] * (2.0 * vb.astype(np.float64) - 3.0)
+        h = np.maximum(z, 0.0) if i < last else z
+    return class_margin(h, t)
+
+
+class _Plan:
+    """What Algorithm 1's sampled tests need of one network, computed once per call: float32
+    weights, |W| and the rounding band's term count."""
+
+    def __init__(self, net: ReLUNetwork, biases: bool):
+        self.net, self.nb = net, int(biases)
+        self.W32 = [(W.astype(np.float32), b.astype(np.float32)) for W, b in net.weights]
+        self.absW = [(np.abs(W).T, np.abs(b)) for W, b in net.weights]
+        self.n_terms = sum(W.shape[1] + 8 for W, _ in net.weights)
+
+    def tolerance(self, X: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """Per row a bound on the float32 rounding error of any margin the test computes:
+        2⁻²⁰ · Σ(in + 8) · 2M, M bounding every |term| of every pre-activation over Δ_δ."""
+        M = np.abs(X)
+        for aW, ab in self.absW:
+            M = M @ aW + deltas[:, None] * (M.sum(axis=1, keepdims=True) + self.nb) + ab
+        return (_F32_TOL * 2.0 * self.n_terms) * M.max(axis=1)
+
+
+def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
+               noise: _FreshNoise, bounds: list[tuple[np.ndarray, np.ndarray]]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1's test at δ_row for each row: n draws θ + δ_row(2r − 1), stopping at a row's
+    first flip. Returns (draws evaluated, passed) per row.
+
+    * The hidden layers' noise is drawn for every draw, the output layer's only where it can
+      change the outcome: given a draw's last hidden activations h ≥ 0, its logits over all
+      values of the output layer's noise fill exactly the box c ± δ(Σh + 1) (independently per
+      logit), so the margin's range over that noise is known in closed form; when it is > 0
+      throughout (or ≤ 0 throughout) every completion gives the same outcome, and not drawing
+      it leaves the distribution of the outcome — and of the test — unchanged.
+    * Draws are float32 (:func:`_unit_f32`) and forwarded in float32; a draw whose float32
+      margin (or margin range) lies within a rounding-error band of 0
+      (:meth:`_Plan.tolerance`) is re-evaluated in float64 from the same draws, so every
+      outcome is the float64 one.
+    * Hidden-layer draws are shared by all rows. Coordinates no draw can see get no draws:
+      input columns that are 0 in every row, and hidden neurons whose interval upper bound over
+      Δ_δ (``bounds``) is ≤ 0 in every row — inactive for every network in Δ_δ, so their
+      incoming and outgoing weights never matter."""
+    N = len(X)
+    evaluated = np.zeros(N, dtype=np.int64)
+    flips = np.zeros(N, dtype=bool)
+    if N == 0:
+        return evaluated, ~flips
+    net, nb, f32 = plan.net, plan.nb, np.float32
+    biases = bool(nb)
+    last = len(net.weights) - 1
+    keep = [np.flatnonzero(np.any(X != 0.0, axis=0))]
+    keep += [np.flatnonzero(np.any(hi > -1e-12, axis=0)) for _, hi in bounds[:-1]]
+    keep.append(np.arange(net.n_outputs))
+    shapes = [(keep[i + 1], keep[i]) for i in range(last + 1)]
+    W32 = [(W[np.ix_(o, i)], b[o]) for (W, b), (o, i) in zip(plan.W32, shapes, strict=True)]
+    tol_all = plan.tolerance(X, deltas)
+    X = X[:, keep[0]]
+    W0, b0 = net.weights[0]
+    c0_all = (X @ W0[np.ix_(keep[1], keep[0])].T + b0[keep[1]]).T.astype(f32)  # (o1, N)
+    X32 = X.T.astype(f32)                                                       # (in, N)
+    binary = net.n_outputs == 1
+    sign_all = np.where(t == 1, f32(1.0), f32(-1.0))
+    n_params = sum(len(o) * (len(i) + nb) for o, i in shapes)
+    width = max(len(o) for o, _ in shapes)
+    row_chunk = min(N, 4096)
+    cap = max(1, _CHUNK_ELEMENTS // max(n_params, row_chunk * width))
+    step = min(cap, 256)
     open_ = np.ones(N, dtype=bool)
     done = 0
     while done < n and open_.any():
         s = min(step, n - done)
-        noise = _draw_noise(weights, s, rng, biases)
+        draws = np.arange(done, done + s)
+        v = noise.layers(0, draws, shapes[:last], biases) if last else []
         rows = np.flatnonzero(open_)
         for a in range(0, len(rows), row_chunk):
-            r = rows[a:a + row_chunk]
-            m = _sampled_margins(weights, X[r], t[r], deltas[r], noise)
-            min_m[r] = np.minimum(min_m[r], m.min(axis=0))
-            flips[r] += (m <= 0).sum(axis=0)
-            evaluated[r] += s
-        if stop_at_flip:
-            open_ &= flips == 0
-            step = min(cap, 4 * step)
+            rr = rows[a:a + row_chunk]
+            d, tr, tol = deltas[rr].astype(f32), t[rr], tol_all[rr]
+            h, c = X32[None, :, rr], c0_all[None, :, rr]
+            for i in range(last):  # hidden layers: every draw
+                h = np.maximum(_noisy(h, c, v[i][0], v[i][1], d, nb), f32(0.0))
+                W, b = W32[i + 1]
+                c = np.matmul(W, h) if h.shape[2] > 1 else (h[:, :, 0] @ W.T)[:, :, None]
+                c += b[:, None]
+            flipped = np.zeros(len(rr), dtype=bool)
+            if last == 0:
+                go, pend = np.arange(s), np.ones((s, len(rr)), dtype=bool)
+            else:  # output layer: only draws whose margin range over its noise straddles 0
+                rad = d * (h.sum(axis=1) + f32(nb)) + tol                          # (s, Nr)
+                if binary:
+                    a_ = sign_all[rr] * c[:, 0]
+                    flipped |= (a_ < -rad).any(axis=0)
+                    pend = np.abs(a_) <= rad
+                else:
+                    m_lo, m_hi = _margin_range(c - rad[:, None], c + rad[:, None], tr)
+                    flipped |= (m_hi < 0).any(axis=0)
+                    pend = (m_lo <= 0) & (m_hi >= 0)
+                go = np.flatnonzero(pend.any(axis=1))
+                if go.size < s:
+                    h, c, pend = h[go], c[go], pend[go]
+            if go.size:
+                vl = noise.layers(last, draws[go], shapes[last:], biases)[0]
+                z = _noisy(h, c, vl[0], vl[1], d, nb)
+                m = sign_all[rr] * z[:, 0] if binary else _margins(z, tr)
+                flipped |= (pend & (m < -tol)).any(axis=0)
+                unsure = pend & (np.abs(m) <= tol)
+                if unsure.any():  # within the rounding band: decide in float64
+                    gi, ri = np.nonzero(unsure)
+                    vv = [(vW[go[gi]], None if vb is None else vb[go[gi]]) for vW, vb in v]
+                    vv.append((vl[0][gi], None if vl[1] is None else vl[1][gi]))
+                    weights = [(W[np.ix_(o, i)], b[o])
+                               for (W, b), (o, i) in zip(net.weights, shapes, strict=True)]
+                    m64 = _exact_margins(weights, X[rr[ri]], deltas[rr[ri]], tr[ri], vv)
+                    np.logical_or.at(flipped, ri, m64 <= 0)
+            flips[rr] |= flipped
+            evaluated[rr] += s
+        open_ &= ~flips
+        step = cap  # the first chunk catches early flips; a row that survives it likely passes
         done += s
-    return min_m, flips, evaluated, flips == 0
+    return evaluated, ~flips
 
 
 def _rows_and_targets(model: Any, cfs: Any, target_class: Any
@@ -301,8 +485,7 @@ def apas_certify(model: Any, cfs: Any, delta: Any, alpha: float = 0.999, R: floa
     use = np.flatnonzero(~bad)
     min_m = np.full(N, np.nan)
     flips = np.zeros(N, dtype=np.int64)
-    mm, fl, _, _ = _sampled_test(net, X[use], t[use], np.full(len(use), d), n, rng, biases,
-                                 stop_at_flip=False)
+    mm, fl = _sampled_test(net, X[use], t[use], np.full(len(use), d), n, rng, biases)
     min_m[use], flips[use] = mm, fl
     invalid = ~bad & ~(nominal > 0)
     passed = ~bad & ~invalid & (flips == 0)
@@ -406,6 +589,37 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
     rng = check_random_state(random_state)
     t0 = time.perf_counter()
     net, X, bad, t, nominal = _rows_and_targets(model, cfs, target_class)
+    res = _algorithm1(net, X, bad, t, nominal, d0, dmax, n, _FreshNoise(rng), biases,
+                      int(max_rounds))
+    res.alpha, res.R, res.time = a, r, time.perf_counter() - t0
+    return res
+
+
+def _bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, biases: bool
+            ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Interval pre-activation bounds of every layer over Δ_δ at point inputs X, δ per row
+    (:func:`~robustce.robustness.exact.point_layer_bounds`), with a lean path for one δ."""
+    d = float(deltas[0])
+    if not np.all(deltas == d):
+        return point_layer_bounds(net, X, deltas, biases)
+    db = d if biases else 0.0
+    W, b = net.weights[0]
+    c = X @ W.T + b
+    r = d * np.abs(X).sum(axis=1, keepdims=True) + db
+    out = [(c - r, c + r)]
+    for W, b in net.weights[1:]:
+        lo, hi = np.maximum(out[-1][0], 0.0), np.maximum(out[-1][1], 0.0)
+        Wl, Wu = W - d, W + d
+        out.append((lo @ np.maximum(Wl, 0.0).T + hi @ np.minimum(Wl, 0.0).T + (b - db),
+                    hi @ np.maximum(Wu, 0.0).T + lo @ np.minimum(Wu, 0.0).T + (b + db)))
+    return out
+
+
+def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
+                nominal: np.ndarray, d0: float, dmax: float, n: int, noise: _FreshNoise,
+                biases: bool, max_rounds: int) -> APASMaxDeltaResult:
+    """:func:`apas_max_delta` on validated rows, drawing from ``noise`` (α, R and time are
+    filled in by the caller)."""
     N = len(X)
     lo = np.zeros(N)
     hi = np.full(N, np.inf)
@@ -423,19 +637,20 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
     status[bad] = "error"
     message[bad] = "counterfactual contains NaN or infinite values"
     active = ~bad & ~invalid
+    plan = _Plan(net, biases)
     rounds = 0
-    while active.any() and rounds < int(max_rounds):
+    while active.any() and rounds < max_rounds:
         rounds += 1
+        noise.start_test()
         idx = np.flatnonzero(active)
         # interval bounds: where all of Δ_δ keeps the class, every draw would pass
-        bounds = point_layer_bounds(net, X[idx], cand[idx], biases)
+        bounds = _bounds(net, X[idx], cand[idx], biases)
         sure = margin_terms(bounds[-1][0], bounds[-1][1], t[idx]).min(axis=1) > 0
         ok = sure.copy()
         need = idx[~sure]
         if need.size:
             nb = [(lo_[~sure], hi_[~sure]) for lo_, hi_ in bounds]
-            _, _, used, keep = _sampled_test(net, X[need], t[need], cand[need], n, rng, biases,
-                                             stop_at_flip=True, bounds=nb)
+            used, keep = _lazy_test(plan, X[need], t[need], cand[need], n, noise, nb)
             ok[~sure] = keep
             n_samples[need] += used
         n_tests[idx] += 1
@@ -460,12 +675,12 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
         message[i] = f"every draw kept the class up to the cap delta_max = {dmax:g}"
     for i in np.flatnonzero(active):
         status[i] = "round_limit"
-        message[i] = (f"stopped after max_rounds = {int(max_rounds)}; delta_max is the last "
+        message[i] = (f"stopped after max_rounds = {max_rounds}; delta_max is the last "
                       f"passing delta tested")
     meta = {"delta_init": d0, "delta_max": dmax, "biases": bool(biases), "p": "inf",
             "rounds": rounds}
-    return APASMaxDeltaResult(lo, hi, status, n_tests, n_interval, n_samples, t, message, a, r, n,
-                              time.perf_counter() - t0, meta)
+    return APASMaxDeltaResult(lo, hi, status, n_tests, n_interval, n_samples, t, message,
+                              math.nan, math.nan, n, math.nan, meta)
 
 
 # --- the certifier protocol ----------------------------------------------------------------------
