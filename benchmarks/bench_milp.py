@@ -2,7 +2,7 @@
 
 ``new`` is the library default (``warm_start=True, box_from_incumbent=True,
 bound_tightening="interval"``: the nearest valid, actionable training point gives the solve a cutoff
-and, under l1/linf, a box that tightens the interval bounds; HiGHS runs with presolve and
+and, under l1/linf, a box that tightens the interval bounds; HiGHS runs without presolve and
 without primal heuristics); ``old``
 is main's previous per-query solve (``warm_start=False, box_from_incumbent=False,
 bound_tightening="interval"``: interval bounds over the whole actionable domain, no cutoff,
