@@ -37,6 +37,7 @@ RoCourseNet: one batched forward pass, ``counterfactuals``; post-hoc: one ``expl
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import json
 import time
@@ -54,8 +55,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
                    batch_size=256, lambdas=(1.0, 1.0, 0.1), epochs=100, n_steps=10),
     "student": dict(dataset="rocoursenet_student", hidden=((50, 10), (10,), (10,)), lr=0.01,
                     batch_size=128, lambdas=(1.0, 0.2, 0.1), epochs=100, n_steps=7),
-    "loan": dict(dataset="loan", hidden=((200, 50), (50,), (50,)), lr=0.003, batch_size=128,
-                 lambdas=(1.0, 0.2, 0.1), epochs=50, n_steps=7),
+    "loan": dict(dataset="loan", hidden=((50, 10), (10,), (50, 50)), lr=0.003, batch_size=128,
+                 lambdas=(1.0, 0.2, 0.1), epochs=5, n_steps=7),
 }
 
 TRAINED = ("CounterNet", "RoCourseNet")
@@ -116,10 +117,10 @@ def _queries(test: rc.data.Dataset, n: int | None) -> rc.data.Dataset:
 
 def _trained_parts(cls: type, splits: dict[Any, Any], cfg: dict[str, Any], extra: dict[str, Any],
                    seed: int, n_queries: int | None) -> tuple[dict[Any, PartCEs], dict, float]:
-    models, t0 = {}, time.perf_counter()
+    models, t0, c0 = {}, time.perf_counter(), time.process_time()
     for g, (train, _) in splits.items():
         models[g] = cls(random_state=seed, progress=False, **cfg, **extra).fit(train)
-    train_s = time.perf_counter() - t0
+    train_s, train_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     parts = {}
     for g, (_, test) in splits.items():
         m, q = models[g], _queries(test, n_queries)
@@ -128,7 +129,7 @@ def _trained_parts(cls: type, splits: dict[Any, Any], cfg: dict[str, Any], extra
         t0 = time.perf_counter()
         C = m.counterfactuals(X)
         parts[g] = PartCEs(X, own, C, q.y, time.perf_counter() - t0)
-    return parts, {g: m.model.predict for g, m in models.items()}, train_s
+    return parts, {g: m.model.predict for g, m in models.items()}, (train_s, train_cpu_s)
 
 
 def _posthoc_parts(method: str, models: dict[Any, Any], splits: dict[Any, Any], seed: int,
@@ -185,8 +186,11 @@ def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, see
         if method in TRAINED:
             cls = RoCourseNet if method == "RoCourseNet" else CounterNet
             extra = {"n_steps": n_steps} if cls is RoCourseNet else {}
-            parts, predict, train_s = _trained_parts(cls, splits, cfg, extra, seed, n_queries)
-            yield {**common, "method": method, **score(parts, predict), "train_s": train_s}
+            extra.update((method_params or {}).get(method, {}))
+            parts, predict, (train_s, cpu_s) = _trained_parts(cls, splits, cfg, extra, seed,
+                                                              n_queries)
+            yield {**common, "method": method, **score(parts, predict), "train_s": train_s,
+                   "train_cpu_s": cpu_s, "params": extra}
             continue
         if mlps is None:  # one predictor per part, shared by every post-hoc method
             t0 = time.perf_counter()
@@ -204,6 +208,16 @@ def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, see
                **({"delta": params["shift"]} if method in DELTA_ROBUST else {})}
 
 
+def _literals(pairs: list[str]) -> dict[str, Any]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--rocoursenet expects KEY=VALUE, got {pair!r}")
+        out[key] = ast.literal_eval(value)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("datasets", nargs="+", choices=sorted(CONFIGS))
@@ -217,6 +231,9 @@ def main() -> None:
     ap.add_argument("--delta", type=float, default=0.05,
                     help="δ of the exact Δ-test for WachterRobust / ProtoRobust / MILPRobust")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rocoursenet", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="RoCourseNet parameters beyond the dataset's, e.g. epsilon=0.3 "
+                         "shift_features='all' (values are Python literals)")
     ap.add_argument("--actionability", choices=("loader", "free"), default="loader",
                     help="loader: the loader's immutable features stay fixed; free: every "
                          "feature may change (the authors' runs)")
@@ -226,7 +243,8 @@ def main() -> None:
     for name in args.datasets:
         for row in iter_rows(name, epochs=epochs, seed=args.seed, methods=tuple(args.methods),
                              actionability=args.actionability, n_queries=n_queries,
-                             delta=args.delta):
+                             delta=args.delta,
+                             method_params={"RoCourseNet": _literals(args.rocoursenet)}):
             print(json.dumps(row), flush=True)
 
 

@@ -208,6 +208,20 @@ def test_rocoursenet_rejects_data_without_continuous_features():
         RoCourseNet(hidden=TINY, epochs=1, progress=False).fit(data)
 
 
+def test_rocoursenet_shift_features_all_trains_on_categorical_only_data():
+    """shift_features="all": δ may move every model-space column, so a dataset whose features
+    are all categorical trains (the continuous-only attacker rejects it, test above)."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"colour": rng.choice(["red", "green", "blue"], 40),
+                       "size": rng.choice(["s", "m"], 40), "label": rng.integers(0, 2, 40)})
+    data = rc.data.from_frame(df, "label")
+    m = RoCourseNet(hidden=TINY, epochs=1, progress=False, shift_features="all",
+                    random_state=0).fit(data)
+    assert bool(m._shift_mask.all()) and m._shift_mask.numel() == m.encoder.n_features_out_
+    with pytest.raises(ValidationError, match="shift_features"):
+        RoCourseNet(progress=False, shift_features="categorical").fit(data)
+
+
 def test_rocoursenet_schedules_epsilon_linearly_and_is_deterministic(loan_small):
     train, _ = loan_small
     small = train.subset(np.arange(64))

@@ -231,8 +231,10 @@ class RoCourseNet(CounterNet):
     norm : "inf" (paper) or "l2" ball.
     inner_optimizer : "adam" (authors' code) or "sgd" (the paper's Algorithm 1 line 6).
     epsilon_schedule : "linear" (paper) or "constant".
-
-    VDS shifts continuous (scaled) columns only; a dataset without any is rejected at ``fit``.
+    shift_features : "continuous" (paper: δ on the scaled columns only; a dataset without any is
+        rejected at ``fit``) or "all" (δ on every model-space column, one-hot and binary codes
+        included: the attacker may also blur categorical codes, as the authors' code does where
+        it leaves the categorical part of δ unprojected).
     """
 
     name: ClassVar[str] = "rocoursenet"
@@ -248,6 +250,7 @@ class RoCourseNet(CounterNet):
         norm: str = "inf",
         inner_optimizer: str = "adam",
         epsilon_schedule: str = "linear",
+        shift_features: str = "continuous",
         **kwargs,
     ):
         self.epsilon = epsilon
@@ -258,6 +261,7 @@ class RoCourseNet(CounterNet):
         self.norm = norm
         self.inner_optimizer = inner_optimizer
         self.epsilon_schedule = epsilon_schedule
+        self.shift_features = shift_features
         super().__init__(**kwargs)
 
     def _check_params(self) -> None:
@@ -265,13 +269,16 @@ class RoCourseNet(CounterNet):
         _check_vds(self.epsilon, self.n_steps, self.k, self.inner_lr, self.alpha, self.norm,
                    self.inner_optimizer)
         check_choice(self.epsilon_schedule, "epsilon_schedule", ("linear", "constant"))
+        check_choice(self.shift_features, "shift_features", ("continuous", "all"))
 
     def _fit(self, data: Dataset) -> None:
-        if not any(f.kind.is_numeric for f in data.schema):
+        self._check_params()
+        if self.shift_features == "continuous" and not any(f.kind.is_numeric
+                                                           for f in data.schema):
             raise ValidationError(
                 f"RoCourseNet's virtual data shift perturbs continuous features only, and dataset "
                 f"{data.name!r} has none (all features are categorical/ordinal/binary); use "
-                "CounterNet instead"
+                "shift_features='all' or CounterNet instead"
             )
         super()._fit(data)
 
@@ -279,7 +286,10 @@ class RoCourseNet(CounterNet):
         E, N = float(self.epsilon), int(self.epochs)
         self.epsilon_ = E * (epoch + 1) / N if self.epsilon_schedule == "linear" else E
         if epoch == 0:
-            self._shift_mask = torch.tensor(self.constraints_.continuous, device=self.device_)
+            cols = self.constraints_.continuous
+            if self.shift_features == "all":
+                cols = np.ones_like(cols)
+            self._shift_mask = torch.tensor(cols, device=self.device_)
             self._vds_gen = torch.Generator().manual_seed(int(self._vds_seed()))
             self.epsilons_ = []
         self.epsilons_.append(self.epsilon_)
