@@ -108,7 +108,9 @@ def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], n
             "proximity_l1": float(np.nanmean(prox)) if any(np.isfinite(prox)) else float("nan"),
             "coverage": float(np.mean(cov)),
             "accuracy": float(np.mean(acc)), "ce_s_per_query": float(np.sum(sec) / n),
-            "n_queries": n}
+            "n_queries": n,
+            "by_part": {str(g): {"validity": round(v, 4), "robust_validity": round(r, 4)}
+                        for g, v, r in zip(parts, val, rob, strict=True)}}
 
 
 def _queries(test: rc.data.Dataset, n: int | None) -> rc.data.Dataset:
