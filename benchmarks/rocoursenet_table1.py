@@ -215,7 +215,7 @@ def _literals(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
-            raise SystemExit(f"--rocoursenet expects KEY=VALUE, got {pair!r}")
+            raise SystemExit(f"--rocoursenet / --counternet expect KEY=VALUE, got {pair!r}")
         out[key] = ast.literal_eval(value)
     return out
 
@@ -236,6 +236,9 @@ def main() -> None:
     ap.add_argument("--rocoursenet", nargs="*", default=[], metavar="KEY=VALUE",
                     help="RoCourseNet parameters beyond the dataset's, e.g. epsilon=0.3 "
                          "shift_features='all' (values are Python literals)")
+    ap.add_argument("--counternet", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="CounterNet parameters beyond the dataset's, e.g. "
+                         "validity_dropout=True")
     ap.add_argument("--actionability", choices=("loader", "free"), default="loader",
                     help="loader: the loader's immutable features stay fixed; free: every "
                          "feature may change (the authors' runs)")
@@ -246,7 +249,8 @@ def main() -> None:
         for row in iter_rows(name, epochs=epochs, seed=args.seed, methods=tuple(args.methods),
                              actionability=args.actionability, n_queries=n_queries,
                              delta=args.delta,
-                             method_params={"RoCourseNet": _literals(args.rocoursenet)}):
+                             method_params={"RoCourseNet": _literals(args.rocoursenet),
+                                            "CounterNet": _literals(args.counternet)}):
             print(json.dumps(row), flush=True)
 
 

@@ -97,17 +97,19 @@ class CounterNetModule(nn.Module):
 
 
 class _PredictorView(nn.Module):
-    """``f(x; θ)`` alone, without dropout, sharing the module's parameters (names match
-    ``predictor_names``), so ``torch.func.functional_call`` can evaluate it under shifted
-    parameters θ'."""
+    """``f(x; θ)`` alone, sharing the module's parameters (names match ``predictor_names``), so
+    ``torch.func.functional_call`` can evaluate it under shifted parameters θ'. Without dropout
+    (deterministic in any mode) unless ``dropout=True``: then the dropout layers act as they do
+    in the network's current train/eval mode."""
 
-    def __init__(self, net: CounterNetModule):
+    def __init__(self, net: CounterNetModule, dropout: bool = False):
         super().__init__()
         self.encoder, self.predictor, self.head = net.encoder, net.predictor, net.head
+        self.dropout = dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for m in (*self.encoder, *self.predictor):
-            if not isinstance(m, nn.Dropout):  # deterministic in any mode
+            if self.dropout or not isinstance(m, nn.Dropout):
                 x = m(x)
         return self.head(x)[:, 0]
 
@@ -191,6 +193,9 @@ class CounterNet(Trainable, Explainer):
     prediction_loss : L₁, "mse" (squared error of the probability, the authors' choice, default)
         or "bce" (binary cross-entropy on the logit). On very imbalanced data (a single early
         loan year: 96 % approvals) either gives a near-constant predictor, and then no valid CE.
+    validity_dropout : measure the validity loss L₂ on the predictor *with* its training dropout
+        (the authors' code evaluates ``f(x_cf)`` in training mode) instead of the deterministic
+        predictor (default), pushing CEs past the boundary of the thinned networks too.
     ordinal_encoding : encoder used for model space ("thermometer" or "integer").
     progress : show a progress bar over epochs.
     device : torch device to train on ("cpu", "cuda", ...); inference runs on it too.
@@ -212,6 +217,7 @@ class CounterNet(Trainable, Explainer):
         lambdas: Sequence[float] = (1.0, 0.2, 0.1),
         dropout: float = 0.3,
         prediction_loss: str = "mse",
+        validity_dropout: bool = False,
         ordinal_encoding: str = "thermometer",
         progress: bool = True,
         device: str = "cpu",
@@ -227,6 +233,7 @@ class CounterNet(Trainable, Explainer):
         self.lambdas = lambdas
         self.dropout = dropout
         self.prediction_loss = prediction_loss
+        self.validity_dropout = validity_dropout
         self.ordinal_encoding = ordinal_encoding
         self.progress = progress
         self.device = device
@@ -262,6 +269,7 @@ class CounterNet(Trainable, Explainer):
         self.lambdas_ = lambdas
         check_number(self.dropout, "dropout", low=0, high=1, high_open=True)
         check_choice(self.prediction_loss, "prediction_loss", ("bce", "mse"))
+        check_bool(self.validity_dropout, "validity_dropout")
         check_choice(self.ordinal_encoding, "ordinal_encoding", ("thermometer", "integer"))
         check_bool(self.progress, "progress")
         try:
@@ -358,7 +366,9 @@ class CounterNet(Trainable, Explainer):
 
     def _shifted_logit(self, params: dict[str, torch.Tensor] | None,
                        x: torch.Tensor) -> torch.Tensor:
-        view = _PredictorView(self.net_)  # no dropout: L2 reads the predictor as deployed
+        # validity_dropout: L2 reads the predictor with its training dropout (as the authors'
+        # code does), so a CE must stay valid under random thinning of the predictor
+        view = _PredictorView(self.net_, dropout=self.validity_dropout)
         if params is None:
             return view(x)
         return torch.func.functional_call(view, params, (x,))
