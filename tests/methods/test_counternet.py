@@ -181,6 +181,34 @@ def test_vds_gradient_flows_through_unrolled_steps(inner_optimizer):
     assert torch.isclose((g * u).sum(), fd, rtol=1e-4, atol=1e-9), ((g * u).sum().item(), fd.item())
 
 
+def test_predictor_view_with_dropout_thins_in_training_mode_only():
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = CounterNetModule(5, ((32,), (16,), (4,)), 0.5)
+        x = torch.rand(64, 5)
+    plain, thinned = _PredictorView(net), _PredictorView(net, dropout=True)
+    net.train()
+    assert torch.equal(plain(x), plain(x))  # the default view ignores dropout in any mode
+    assert not torch.allclose(thinned(x), plain(x))
+    assert not torch.allclose(thinned(x), thinned(x))
+    net.eval()
+    assert torch.equal(thinned(x), plain(x))
+
+
+def test_validity_dropout_changes_the_explainer_training(loan_small):
+    """validity_dropout=True trains the explainer against the thinned predictor: same seed,
+    different explainer weights (the view's semantics are tested above)."""
+    train, _ = loan_small
+    kw = dict(hidden=TINY, epochs=3, batch_size=32, random_state=0, progress=False)
+    a = CounterNet(**kw).fit(train)
+    b = CounterNet(validity_dropout=True, **kw).fit(train)
+    c = CounterNet(validity_dropout=True, **kw).fit(train)
+    assert not torch.equal(a.net_.explainer[0].weight, b.net_.explainer[0].weight)
+    assert torch.equal(b.net_.explainer[0].weight, c.net_.explainer[0].weight)
+    with pytest.raises(ValidationError, match="validity_dropout"):
+        CounterNet(validity_dropout="yes")
+
+
 def test_vds_rejects_bad_input():
     view = _PredictorView(CounterNetModule(3, ((4,), (3,), (2,)), 0.0))
     theta = {n: p.detach() for n, p in view.named_parameters()}
