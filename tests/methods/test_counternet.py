@@ -181,6 +181,30 @@ def test_vds_gradient_flows_through_unrolled_steps(inner_optimizer):
     assert torch.isclose((g * u).sum(), fd, rtol=1e-4, atol=1e-9), ((g * u).sum().item(), fd.item())
 
 
+def test_unbounded_constraints_leave_numeric_columns_free_and_integers_on_grid():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"income": rng.uniform(0, 100, 60), "years": rng.integers(0, 10, 60),
+                       "colour": rng.choice(["red", "blue"], 60), "label": rng.integers(0, 2, 60)})
+    data = rc.data.from_frame(df, "label")
+    enc = rc.data.Encoder(data.schema).fit(data.frame)
+    blocks = {b.feature.name: b for b in enc.blocks_}
+    inc, yrs = blocks["income"].start, blocks["years"].start
+    steps = blocks["years"].n_steps
+    x = torch.tensor(enc.transform(data.frame.iloc[:4]), dtype=torch.float32)
+    raw = torch.full_like(x, 2.7)  # beyond the training range
+    free = CEConstraints(enc, torch.device("cpu"), bounded=False)
+    soft = free.soft(x, raw)
+    assert torch.all(soft[:, inc] == 2.7) and torch.all(soft[:, yrs] == 2.7)
+    hard = free.hard(x.numpy().astype(float), soft.detach().numpy().astype(float))
+    np.testing.assert_allclose(hard[:, inc], 2.7, rtol=1e-6)
+    np.testing.assert_allclose(hard[:, yrs] * steps, np.round(2.7 * steps))  # on the grid
+    onehot = hard[:, blocks["colour"].slice]
+    np.testing.assert_array_equal(onehot.sum(1), 1)
+    bounded = CEConstraints(enc, torch.device("cpu"))
+    assert bounded.hard(x.numpy().astype(float),
+                        bounded.soft(x, raw).detach().numpy().astype(float)).max() <= 1
+
+
 def test_predictor_view_with_dropout_thins_in_training_mode_only():
     with torch.random.fork_rng():
         torch.manual_seed(0)

@@ -122,10 +122,12 @@ class CEConstraints:
     and clamp increase/decrease-only columns.
     """
 
-    def __init__(self, encoder: Encoder, device: torch.device):
+    def __init__(self, encoder: Encoder, device: torch.device, bounded: bool = True):
         encoder._check_fitted()
         self.encoder = encoder
         sig = np.zeros(encoder.n_features_out_, dtype=bool)
+        free = np.zeros(encoder.n_features_out_, dtype=bool)
+        self._grid: dict[int, int] = {}
         self.softmax_blocks: list[tuple[int, int]] = []
         self.thermo_blocks: list[tuple[int, int]] = []
         for b in encoder.blocks_:
@@ -133,9 +135,13 @@ class CEConstraints:
                 self.softmax_blocks.append((b.start, b.stop))
             elif b.encoding == "thermometer":
                 self.thermo_blocks.append((b.start, b.stop))
+            elif not bounded and b.encoding == "scaled" and b.feature.lower != b.feature.upper:
+                free[b.slice] = True  # numeric, unbounded: the raw output as it is
+                self._grid[b.start] = b.n_steps or 0  # integers stay on their (extended) grid
             else:
                 sig[b.slice] = True
         self.sigmoid_cols = torch.tensor(np.flatnonzero(sig), device=device)
+        self.free_cols = torch.tensor(np.flatnonzero(free), device=device)
 
         def mask(m: np.ndarray) -> torch.Tensor:
             return torch.tensor(m, dtype=torch.bool, device=device)
@@ -149,6 +155,7 @@ class CEConstraints:
     def soft(self, x: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
         parts = torch.empty_like(raw)
         parts[:, self.sigmoid_cols] = torch.sigmoid(raw[:, self.sigmoid_cols])
+        parts[:, self.free_cols] = raw[:, self.free_cols]
         for s, e in self.softmax_blocks:
             parts[:, s:e] = torch.softmax(raw[:, s:e], dim=1)
         for s, e in self.thermo_blocks:
@@ -164,6 +171,8 @@ class CEConstraints:
     def hard(self, X: np.ndarray, soft: np.ndarray) -> np.ndarray:
         enc = self.encoder
         cf = enc.project(soft)
+        for j, steps in self._grid.items():  # unbounded numeric columns: not clipped
+            cf[:, j] = np.round(soft[:, j] * steps) / steps if steps else soft[:, j]
         cf[:, enc.immutable_mask_] = X[:, enc.immutable_mask_]
         cf[:, enc.increasing_mask_] = np.maximum(cf, X)[:, enc.increasing_mask_]
         cf[:, enc.decreasing_mask_] = np.minimum(cf, X)[:, enc.decreasing_mask_]
@@ -196,6 +205,10 @@ class CounterNet(Trainable, Explainer):
     validity_dropout : measure the validity loss L₂ on the predictor *with* its training dropout
         (the authors' code evaluates ``f(x_cf)`` in training mode) instead of the deterministic
         predictor (default), pushing CEs past the boundary of the thinned networks too.
+    bounded : keep continuous CE features inside the training range ([0, 1] scaled; default).
+        ``False`` leaves them unbounded, as the authors' code does (its ``cat_normalize`` passes
+        continuous outputs through): CEs may then lie outside the data, where a ReLU predictor
+        extrapolates linearly — not a realistic recourse, but what the paper's numbers rest on.
     ordinal_encoding : encoder used for model space ("thermometer" or "integer").
     progress : show a progress bar over epochs.
     device : torch device to train on ("cpu", "cuda", ...); inference runs on it too.
@@ -218,6 +231,7 @@ class CounterNet(Trainable, Explainer):
         dropout: float = 0.3,
         prediction_loss: str = "mse",
         validity_dropout: bool = False,
+        bounded: bool = True,
         ordinal_encoding: str = "thermometer",
         progress: bool = True,
         device: str = "cpu",
@@ -234,6 +248,7 @@ class CounterNet(Trainable, Explainer):
         self.dropout = dropout
         self.prediction_loss = prediction_loss
         self.validity_dropout = validity_dropout
+        self.bounded = bounded
         self.ordinal_encoding = ordinal_encoding
         self.progress = progress
         self.device = device
@@ -270,6 +285,7 @@ class CounterNet(Trainable, Explainer):
         check_number(self.dropout, "dropout", low=0, high=1, high_open=True)
         check_choice(self.prediction_loss, "prediction_loss", ("bce", "mse"))
         check_bool(self.validity_dropout, "validity_dropout")
+        check_bool(self.bounded, "bounded")
         check_choice(self.ordinal_encoding, "ordinal_encoding", ("thermometer", "integer"))
         check_bool(self.progress, "progress")
         try:
@@ -290,7 +306,7 @@ class CounterNet(Trainable, Explainer):
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
         dev = self.device_
         self.encoder_ = encoder
-        self.constraints_ = CEConstraints(encoder, dev)
+        self.constraints_ = CEConstraints(encoder, dev, bounded=bool(self.bounded))
         self.class_names_ = tuple(data.class_names)
         t0 = time.perf_counter()
         with _single_thread(), _seeded(seed, dev):
