@@ -425,3 +425,57 @@ def test_built_from_the_registry(mixed):
     assert isinstance(ex, MACE)
     res = ex.explain(data.frame.iloc[:4])
     assert res.status.isin(["found", "already_target"]).all()
+
+
+# --- MO: the minimum observable under MACE's distance ------------------------------------------
+
+
+def test_minimum_observable_is_the_nearest_reachable_training_point(mixed):
+    """MO against a plain scan with the reference distance (not the code under test)."""
+    data, models = mixed
+    model = models["forest"]
+    train = data.subset(np.arange(200))
+    queries = data.frame.iloc[200:230]
+    enc = model.encoder
+    Xtr = enc.transform(train.frame)
+    pred = model.predict(Xtr)
+    Q = enc.transform(queries)
+    for norm in ("l0", "l1", "linf"):
+        res = rc.methods.MinimumObservable(model, train, norm=norm).explain(queries)
+        n_found = 0
+        for i, label in enumerate(queries.index):
+            if res.status[label] == "already_target":
+                continue
+            t = int(res.target_class[label])
+            ok = (pred == t) & np.all(Xtr[:, enc.immutable_mask_] == Q[i, enc.immutable_mask_], axis=1)
+            ok &= np.all(Xtr[:, enc.increasing_mask_] >= Q[i, enc.increasing_mask_], axis=1)
+            if not ok.any():
+                assert res.status[label] == "infeasible"
+                continue
+            assert res.status[label] == "found"
+            n_found += 1
+            best = _reference_distance(enc, Q[i], Xtr[ok], norm).min()
+            assert res.certificates.loc[label, "distance"] == pytest.approx(best, abs=1e-12)
+            cf = res.counterfactuals_encoded[(res.counterfactuals["query_id"] == label).to_numpy()][0]
+            assert _reference_distance(enc, Q[i], cf, norm)[0] == pytest.approx(best, abs=1e-12)
+            _check_plausible_and_valid(model, Q[i], cf, t)
+            # the CE is a training row
+            assert np.any(np.all(Xtr == cf[None], axis=1))
+        assert n_found >= 5
+
+
+def test_minimum_observable_honours_actionability_overrides(mixed):
+    data, models = mixed
+    model = models["tree"]
+    train = data.subset(np.arange(200))
+    queries = data.frame.iloc[200:230]
+    res = rc.methods.MinimumObservable(model, train, actionability={"level": "immutable"}
+                                       ).explain(queries)
+    found = res.counterfactuals.merge(queries, left_on="query_id", right_index=True,
+                                      suffixes=("", "_q"))
+    assert len(found) >= 5 and (found["level"] == found["level_q"]).all()
+    with pytest.raises(ValidationError, match="categorical"):
+        rc.methods.MinimumObservable(model, train, actionability={"cat": "increase"})
+    with pytest.raises(ValidationError, match="training data"):
+        rc.methods.MinimumObservable(model)
+    assert isinstance(rc.methods.build_explainer("mo", model, train), rc.methods.MinimumObservable)

@@ -29,60 +29,25 @@ from typing import Any, ClassVar
 import numpy as np
 import z3
 
-from robustce.data.schema import Actionability
 from robustce.distance import L0_TOL, Distance
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.milp_nearest import MILPNearest
+from robustce.methods.minimum_observable import (
+    MinimumObservable,
+    check_actionability,
+    mace_distance,
+    normalise_norm,
+)
 from robustce.models.base import Model
 from robustce.solvers import smt
 from robustce.validation import check_choice, check_integer, check_number
 
 __all__ = ["MACE", "mace_distance", "normalise_norm"]
 
-NORMS = ("l0", "l1", "linf")
 BACKENDS = ("smt", "milp")
 _MAX_STEPS = 200  # bisection cap (ε >= 1e-12 needs at most ~40)
-
-
-def normalise_norm(norm: str | Mapping[str, float]) -> dict[str, float]:
-    """``"l1"`` -> ``{"l1": 1.0}``; a mapping of weights α, β, γ (eq. 3) is checked: keys in
-    ``NORMS``, non-negative, summing to 1 (so that the distance lies in [0, 1])."""
-    if isinstance(norm, str):
-        if norm not in NORMS:
-            raise ValidationError(f"norm must be one of {NORMS} or a mapping of their weights, "
-                                  f"got {norm!r}")
-        return {norm: 1.0}
-    if not isinstance(norm, Mapping) or not norm:
-        raise ValidationError(f"norm must be one of {NORMS} or a mapping of their weights, "
-                              f"got {norm!r}")
-    unknown = [k for k in norm if k not in NORMS]
-    if unknown:
-        raise ValidationError(f"unknown norm(s) {unknown}; expected keys among {NORMS}")
-    w = {k: float(v) for k, v in norm.items()}
-    if any(not math.isfinite(v) or v < 0 for v in w.values()):
-        raise ValidationError(f"norm weights must be finite and >= 0, got {dict(norm)}")
-    if abs(sum(w.values()) - 1.0) > 1e-9:
-        raise ValidationError(f"norm weights must sum to 1 (so d ∈ [0, 1]), got {dict(norm)}")
-    return {k: v for k, v in w.items() if v > 0}
-
-
-def mace_distance(encoder: Any, q: np.ndarray, X: np.ndarray,
-                  norm: str | Mapping[str, float] = "l1") -> np.ndarray:
-    """MACE's normalised distance (eq. 3) of each row of ``X`` from the query ``q``, built on
-    :class:`~robustce.distance.Distance` in raw space:
-    ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞) / J`` over the per-feature distances δ_j ∈ [0, 1] (numeric
-    ``|Δ|/R_j``, ordinal ``|Δ level|/(K_j − 1)``, categorical and binary ``𝕀[≠]``), J = number
-    of raw features."""
-    weights = normalise_norm(norm)
-    J = len(encoder.blocks_)
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    q = np.asarray(q, dtype=np.float64)
-    total = np.zeros(len(X))
-    for key, w in weights.items():
-        total += w * Distance(key, space="raw", tol=0.0).rowwise(q, X, encoder)
-    return total / J
 
 
 class MACE(Explainer):
@@ -160,21 +125,7 @@ class MACE(Explainer):
             check_number(self.tau, "tau", low=0)
         if self.sat_timeout is not None:
             check_number(self.sat_timeout, "sat_timeout", low=0, low_open=True)
-        if self.actionability is not None and not isinstance(self.actionability, Mapping):
-            raise ValidationError("actionability must be a mapping {feature: 'immutable' | "
-                                  f"'increase' | 'decrease' | 'free'}}, got {self.actionability!r}")
-        acts = dict(self.actionability or {})
-        for name, act in acts.items():
-            feature = self.encoder.schema[name]  # SchemaError names an unknown feature
-            try:
-                a = Actionability(act)
-            except ValueError:
-                raise ValidationError(f"actionability of {name!r} must be one of "
-                                      f"{[m.value for m in Actionability]}, got {act!r}") from None
-            if feature.kind.value == "categorical" and a in (Actionability.INCREASE,
-                                                              Actionability.DECREASE):
-                raise ValidationError(f"feature {name!r} is categorical; {a.value}-only needs an "
-                                      "ordered kind")
+        acts = check_actionability(self.encoder, self.actionability)
         self._eps = eps
         self._n_cf = int(self.n_counterfactuals)
         self._acts = acts
@@ -186,7 +137,10 @@ class MACE(Explainer):
         self._milp: MILPNearest | None = None
         if self.backend == "milp":
             self._milp = self._milp_backend()
-        self._cands: tuple[np.ndarray, np.ndarray] | None = None
+        self._mo = (None if self.data is None else
+                    MinimumObservable(self.model, self.data, norm=self.norm,
+                                      actionability=acts or None,
+                                      target_class=self.target_class))
 
     def _milp_backend(self) -> MILPNearest:
         """The MILP formulation of the same problem (LR and MLPs): MILPNearest with MACE's
@@ -316,40 +270,11 @@ class MACE(Explainer):
               ) -> np.ndarray | None:
         """The nearest training point (MACE distance) that the model puts in ``target``,
         satisfies the plausibility clauses and differs from the ``previous`` CEs — the MO
-        baseline; it starts Algorithm 1 at its distance instead of 1. None without data."""
-        cands = self._candidates(target)
-        if cands is None or len(cands) == 0:
+        baseline (:class:`MinimumObservable`); it starts Algorithm 1 at its distance instead
+        of 1. None without data."""
+        if self._mo is None:
             return None
-        ok = self._plausible(x, cands)
-        for cf in previous:
-            ok &= np.any(cands != cf[None, :], axis=1)
-        if not ok.any():
-            return None
-        cands = cands[ok]
-        return cands[int(np.argmin(mace_distance(self.encoder, x, cands, self._norm)))]
-
-    def _candidates(self, target: int) -> np.ndarray | None:
-        if self.data is None:
-            return None
-        if self._cands is None:
-            X = self.encoder.transform(self.data.frame)
-            self._cands = (X, self.model.predict(X))
-        X, pred = self._cands
-        return X[pred == target]
-
-    def _plausible(self, x: np.ndarray, C: np.ndarray) -> np.ndarray:
-        """Actionability (schema plus ``actionability`` overrides) of each row of ``C``."""
-        ok = np.ones(len(C), dtype=bool)
-        for b in self.encoder.blocks_:
-            act = Actionability(self._acts.get(b.name, b.actionability))
-            d = C[:, b.slice] - x[None, b.slice]
-            if act is Actionability.IMMUTABLE:
-                ok &= np.all(d == 0, axis=1)
-            elif act is Actionability.INCREASE:
-                ok &= np.all(d >= 0, axis=1)
-            elif act is Actionability.DECREASE:
-                ok &= np.all(d <= 0, axis=1)
-        return ok
+        return self._mo.nearest(x, target, previous)[0]
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         if self._milp is not None:
