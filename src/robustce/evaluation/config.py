@@ -13,7 +13,8 @@ schema (documented in ``docs/benchmark.md``)::
     on_error = "record"           # or "raise": what a failing cell does
     data_home = "../shared/datasets"   # optional; where file datasets are read from
 
-    [model]                       # MLP parameters (random_state comes from the seed)
+    [model]                       # kind = "mlp" (default) | "tree" | "forest" | "logistic" |
+                                  # "sklearn_mlp", and its parameters (random_state: the seed)
     hidden_layers = [20, 10]
     epochs = 30
 
