@@ -47,6 +47,13 @@ def _reference_distance(enc: rc.data.Encoder, q: np.ndarray, C: np.ndarray, norm
     return sum(w * parts[k] for k, w in weights.items()) / len(enc.blocks_)
 
 
+def _reachable(enc: rc.data.Encoder, X: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Rows of X reachable from q under the schema's actionability (the world-A schemas have
+    immutable and increase-only features only)."""
+    ok = np.all(X[:, enc.immutable_mask_] == q[enc.immutable_mask_], axis=1)
+    return ok & np.all(X[:, enc.increasing_mask_] >= q[enc.increasing_mask_], axis=1)
+
+
 def _check_plausible_and_valid(model, q: np.ndarray, cf: np.ndarray, target: int) -> None:
     enc = model.encoder
     np.testing.assert_array_equal(enc.project(cf[None])[0], cf)  # type and range consistent
@@ -164,9 +171,7 @@ def test_never_farther_than_mo(mixed):
         if with_data.status[label] != "found":
             continue
         target = int(with_data.target_class[label])
-        ok = model.predict(Xtr) == target
-        ok &= np.all(Xtr[:, enc.immutable_mask_] == Q[i, enc.immutable_mask_], axis=1)
-        ok &= np.all(Xtr[:, enc.increasing_mask_] >= Q[i, enc.increasing_mask_], axis=1)
+        ok = _reachable(enc, Xtr, Q[i]) & (model.predict(Xtr) == target)
         if not ok.any():
             continue
         mo = _reference_distance(enc, Q[i], Xtr[ok], "l1").min()
@@ -447,8 +452,7 @@ def test_minimum_observable_is_the_nearest_reachable_training_point(mixed):
             if res.status[label] == "already_target":
                 continue
             t = int(res.target_class[label])
-            ok = (pred == t) & np.all(Xtr[:, enc.immutable_mask_] == Q[i, enc.immutable_mask_], axis=1)
-            ok &= np.all(Xtr[:, enc.increasing_mask_] >= Q[i, enc.increasing_mask_], axis=1)
+            ok = (pred == t) & _reachable(enc, Xtr, Q[i])
             if not ok.any():
                 assert res.status[label] == "infeasible"
                 continue
