@@ -311,6 +311,30 @@ def test_milp_backend_agrees_with_smt(continuous_lr, norm):
     assert (ca["delta_min"] <= cb["delta_max"] + 1e-9).all()  # the other's CE
 
 
+@pytest.mark.parametrize("norm", ["l1", "linf"])
+def test_milp_hint_keeps_the_smt_certificate(continuous_lr, norm):
+    """hint="milp": the MILP incumbent becomes δ_max, z3 still proves δ_min; the bounds match
+    the plain SMT search within ε and the hinted search needs no more SAT calls."""
+    data, model = continuous_lr
+    queries = data.frame.iloc[:10]
+    plain = MACE(model, norm=norm, epsilon=EPS).explain(queries)
+    hinted = MACE(model, norm=norm, epsilon=EPS, hint="milp").explain(queries)
+    found = (plain.status == "found") & (hinted.status == "found")
+    assert found.sum() >= 3 and (hinted.status[plain.status == "found"] == "found").all()
+    a, b = plain.certificates[found], hinted.certificates[found]
+    assert (b["delta_max"] - b["delta_min"] <= EPS).all()
+    assert (b["delta_min"] <= a["delta_max"] + 1e-9).all() and (a["delta_min"] <= b["delta_max"] + 1e-9).all()
+    assert (b["sat_calls"] >= 1).all()  # z3 answered: δ_min is not the MILP's bound
+    assert b["sat_calls"].sum() < a["sat_calls"].sum()
+    Q = model.encoder.transform(queries)
+    for i, label in enumerate(queries.index):
+        if found[label]:
+            cf = hinted.counterfactuals_encoded[(hinted.counterfactuals["query_id"] == label).to_numpy()][0]
+            _check_plausible_and_valid(model, Q[i], cf, int(hinted.target_class[label]))
+    with pytest.raises(ValidationError, match="hint"):
+        MACE(model, hint="lp")
+
+
 def test_milp_backend_refuses_what_it_cannot_do(mixed, continuous_lr):
     with pytest.raises(UnsupportedModelError, match="smt"):
         MACE(mixed[1]["tree"], backend="milp")

@@ -77,6 +77,12 @@ class MACE(Explainer):
     tau : margin by which the target class must win (None = 1e-6 for logit models, whose
         float64 forward pass must agree with exact arithmetic; 0 for trees and forests, which
         are encoded exactly, ties resolved as scikit-learn does).
+    hint : None (default) or "milp" (SMT backend, logistic regression and ReLU MLPs, one norm,
+        schema actionability): the MILP backend's incumbent for the first CE, checked by a
+        plain forward pass, becomes δ_max, and Algorithm 1's first SAT call asks for a CE
+        within δ_max − ε — an unsatisfiable answer is z3's proof that the hint is within ε of
+        the optimum. The certificate (δ_min) is still z3's; the hint only saves the calls
+        near the optimum, the slowest ones on MLPs.
     sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
         per-query ``time_limit``).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
@@ -105,7 +111,7 @@ class MACE(Explainer):
     def __init__(self, model: Model, data: Any = None, *, norm: str | Mapping[str, float] = "l1",
                  epsilon: float = 1e-3, backend: str = "smt", n_counterfactuals: int = 1,
                  actionability: Mapping[str, str] | None = None, tau: float | None = None,
-                 sat_timeout: float | None = None, **kwargs: Any):
+                 sat_timeout: float | None = None, hint: str | None = None, **kwargs: Any):
         self.norm = norm
         self.epsilon = epsilon
         self.backend = backend
@@ -113,6 +119,7 @@ class MACE(Explainer):
         self.actionability = actionability
         self.tau = tau
         self.sat_timeout = sat_timeout
+        self.hint = hint
         super().__init__(model, data, **kwargs)
 
     def _check_params(self) -> None:
@@ -137,12 +144,17 @@ class MACE(Explainer):
         self._milp: MILPNearest | None = None
         if self.backend == "milp":
             self._milp = self._milp_backend()
+        if self.hint is not None:
+            check_choice(self.hint, "hint", ("milp",))
+        self._hint: MILPNearest | None = None
+        if self.hint == "milp" and self.backend == "smt":
+            self._hint = self._milp_backend(one_ce=False)
         self._mo = (None if self.data is None else
                     MinimumObservable(self.model, self.data, norm=self.norm,
                                       actionability=acts or None,
                                       target_class=self.target_class))
 
-    def _milp_backend(self) -> MILPNearest:
+    def _milp_backend(self, one_ce: bool = True) -> MILPNearest:
         """The MILP formulation of the same problem (LR and MLPs): MILPNearest with MACE's
         raw-space distance, no tie-break term and the same margin ``tau``."""
         if self._kind != "network":
@@ -155,7 +167,7 @@ class MACE(Explainer):
         if self._acts:
             raise ValidationError("backend='milp' uses the schema's actionability; set "
                                   "`actionability` overrides in the schema or use backend='smt'")
-        if self._n_cf != 1:
+        if one_ce and self._n_cf != 1:
             raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
                                   "for diverse CEs")
         return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
@@ -175,17 +187,32 @@ class MACE(Explainer):
             return QueryResult("infeasible", None, cert, message="proved: no plausible CE exists")
         if r.cf is None:
             return QueryResult(r.status, None, cert, message=r.message)
-        # the solver's values of unchanged columns carry float noise (≈1e-16 after presolve);
-        # the exact MACE distance would count them as changed: snap them back to x when the
-        # forward pass still gives the target
-        cf = np.where(np.abs(r.cf - x) <= L0_TOL, x, r.cf)
-        if self.model.predict(cf[None])[0] != target:
-            cf = r.cf
+        cf = self._snap(x, target, r.cf)
         high = self._distance(x, cf)
         cert["delta_max"] = high
         status = "found" if high - low <= self._eps else "timeout"
         return QueryResult(status, cf[None], cert, message="" if status == "found" else
                            f"MILP stopped at bounds [{low:.6g}, {high:.6g}] ({r.solver_status})")
+
+    def _snap(self, x: np.ndarray, target: int, cf: np.ndarray) -> np.ndarray:
+        """A MILP solution with the float noise of unchanged columns (≈1e-16 after presolve,
+        which the exact MACE distance would count as changes) snapped back to ``x`` when the
+        forward pass still gives the target."""
+        snapped = np.where(np.abs(cf - x) <= L0_TOL, x, cf)
+        return snapped if self.model.predict(snapped[None])[0] == target else cf
+
+    def _milp_hint(self, x: np.ndarray, target: int, deadline: float) -> np.ndarray | None:
+        """The MILP incumbent for ``x`` if a plain forward pass puts it in ``target`` (the
+        ``hint="milp"`` witness for δ_max), else None."""
+        assert self._hint is not None
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        r = self._hint._nearest(x, target, self._hint.tau, left)
+        if r.cf is None:
+            return None
+        cf = self._snap(x, target, r.cf)
+        return cf if self.model.predict(cf[None])[0] == target else None
 
     def __getstate__(self) -> dict[str, Any]:  # z3 objects do not pickle (joblib workers)
         state = dict(self.__dict__)
@@ -359,6 +386,11 @@ class MACE(Explainer):
             if r.status != "sat":
                 return self._stop(r, None, math.nan, low)
             best, high = r.x, self._distance(x, r.x)
+        hinted = False
+        if self._hint is not None and not previous:
+            cf = self._milp_hint(x, target, deadline)
+            if cf is not None and self._distance(x, cf) < high:
+                best, high, hinted = cf, self._distance(x, cf), True
         for _ in range(_MAX_STEPS):
             if high - low <= self._eps and best is None:
                 r = ask(None)  # no CE within 1 - ε yet: is there one at all?
@@ -370,6 +402,8 @@ class MACE(Explainer):
             if high - low <= self._eps:
                 return "found", best, high, low, ""
             mid = 0.5 * (low + high)
+            if hinted:  # first ask whether the hint is within ε of the optimum
+                mid, hinted, gallop = max(high - self._eps, mid), False, False
             if gallop:
                 probe = max(low * 2.0, low + self._eps)
                 gallop = probe < mid
