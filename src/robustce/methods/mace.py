@@ -141,6 +141,7 @@ class MACE(Explainer):
         self._tau = (float(self.tau) if self.tau is not None
                      else (1e-6 if self._kind in ("network", "boosted") else 0.0))
         self._input: smt.SMTInput | None = None
+        self._omega = Distance("l1", space="raw").column_weights(self.encoder)
         self._milp: MILPNearest | None = None
         if self.backend == "milp":
             self._milp = self._milp_backend()
@@ -281,7 +282,15 @@ class MACE(Explainer):
             s.add(*smt.additive_formula(self._parts, inp, target, box, tau=self._tau,
                                         prune=prune))
         else:
-            s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau))
+            first = None
+            if delta is not None and "l1" in self._norm:
+                # the ℓ1 budget couples the columns: exact first-layer bounds over it
+                W0, b0 = self._parts[0]
+                J = len(self.encoder.blocks_)
+                first = smt.l1_ball_bounds(W0, b0, x, lo, hi, self._omega,
+                                           J * delta / self._norm["l1"])
+            s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau,
+                                       first=first))
         D, dcons = inp.distance(x, self._norm)
         s.add(*dcons)
         if delta is not None:
