@@ -143,6 +143,9 @@ def age_table(pq: pd.DataFrame) -> pd.DataFrame:
         if not len(fixed):
             continue
         for norm in NORMS:
+            have = set(free.index.get_level_values("norm")) & set(fixed.index.get_level_values("norm"))
+            if norm not in have:  # a partial run: that cell is not written yet
+                continue
             f = free.xs(norm, level="norm")
             f = f[f.status == "found"]
             changed = f[f.age_change == 1.0]
