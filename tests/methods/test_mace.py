@@ -507,3 +507,36 @@ def test_minimum_observable_honours_actionability_overrides(mixed):
     with pytest.raises(ValidationError, match="training data"):
         rc.methods.MinimumObservable(model)
     assert isinstance(rc.methods.build_explainer("mo", model, train), rc.methods.MinimumObservable)
+
+
+def test_milp_backend_resolves_with_a_wider_margin_when_the_forward_pass_disagrees(
+        continuous_lr, monkeypatch):
+    """The solver's tolerances can leave a big-M network CE on the wrong side of a 1e-6
+    margin (seen on the adult MLP, ℓ∞): the backend re-solves with a 100× margin instead of
+    returning a CE that a plain predict rejects."""
+    import dataclasses
+
+    from robustce.methods.milp_nearest import MILPNearest
+
+    data, model = continuous_lr
+    real = MILPNearest._nearest
+    taus: list[float] = []
+
+    def flaky(self, x, target, tau, time_limit):
+        taus.append(tau)
+        r = real(self, x, target, tau, time_limit)
+        if len(taus) == 1 and r.cf is not None:  # first answer: the query itself (wrong side)
+            return dataclasses.replace(r, cf=x.copy())
+        return r
+
+    monkeypatch.setattr(MILPNearest, "_nearest", flaky)
+    queries = data.frame.iloc[:12]
+    need = MACE(model).explain(queries).status != "already_target"
+    label = need[need].index[0]
+    res = MACE(model, backend="milp").explain(queries.loc[[label]])
+    assert res.status[label] == "found"
+    assert taus[1] == pytest.approx(100 * taus[0])
+    cf = res.counterfactuals_encoded[0]
+    assert model.predict(cf[None])[0] == res.target_class[label]
+    lo, hi = res.certificates.loc[label, ["delta_min", "delta_max"]]
+    assert lo <= hi <= lo + EPS
