@@ -47,6 +47,13 @@ def _reference_distance(enc: rc.data.Encoder, q: np.ndarray, C: np.ndarray, norm
     return sum(w * parts[k] for k, w in weights.items()) / len(enc.blocks_)
 
 
+def _reachable(enc: rc.data.Encoder, X: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Rows of X reachable from q under the schema's actionability (the world-A schemas have
+    immutable and increase-only features only)."""
+    ok = np.all(X[:, enc.immutable_mask_] == q[enc.immutable_mask_], axis=1)
+    return ok & np.all(X[:, enc.increasing_mask_] >= q[enc.increasing_mask_], axis=1)
+
+
 def _check_plausible_and_valid(model, q: np.ndarray, cf: np.ndarray, target: int) -> None:
     enc = model.encoder
     np.testing.assert_array_equal(enc.project(cf[None])[0], cf)  # type and range consistent
@@ -164,9 +171,7 @@ def test_never_farther_than_mo(mixed):
         if with_data.status[label] != "found":
             continue
         target = int(with_data.target_class[label])
-        ok = model.predict(Xtr) == target
-        ok &= np.all(Xtr[:, enc.immutable_mask_] == Q[i, enc.immutable_mask_], axis=1)
-        ok &= np.all(Xtr[:, enc.increasing_mask_] >= Q[i, enc.increasing_mask_], axis=1)
+        ok = _reachable(enc, Xtr, Q[i]) & (model.predict(Xtr) == target)
         if not ok.any():
             continue
         mo = _reference_distance(enc, Q[i], Xtr[ok], "l1").min()
@@ -306,6 +311,30 @@ def test_milp_backend_agrees_with_smt(continuous_lr, norm):
     assert (ca["delta_min"] <= cb["delta_max"] + 1e-9).all()  # the other's CE
 
 
+@pytest.mark.parametrize("norm", ["l1", "linf"])
+def test_milp_hint_keeps_the_smt_certificate(continuous_lr, norm):
+    """hint="milp": the MILP incumbent becomes δ_max, z3 still proves δ_min; the bounds match
+    the plain SMT search within ε and the hinted search needs no more SAT calls."""
+    data, model = continuous_lr
+    queries = data.frame.iloc[:10]
+    plain = MACE(model, norm=norm, epsilon=EPS).explain(queries)
+    hinted = MACE(model, norm=norm, epsilon=EPS, hint="milp").explain(queries)
+    found = (plain.status == "found") & (hinted.status == "found")
+    assert found.sum() >= 3 and (hinted.status[plain.status == "found"] == "found").all()
+    a, b = plain.certificates[found], hinted.certificates[found]
+    assert (b["delta_max"] - b["delta_min"] <= EPS).all()
+    assert (b["delta_min"] <= a["delta_max"] + 1e-9).all() and (a["delta_min"] <= b["delta_max"] + 1e-9).all()
+    assert (b["sat_calls"] >= 1).all()  # z3 answered: δ_min is not the MILP's bound
+    assert b["sat_calls"].sum() < a["sat_calls"].sum()
+    Q = model.encoder.transform(queries)
+    for i, label in enumerate(queries.index):
+        if found[label]:
+            cf = hinted.counterfactuals_encoded[(hinted.counterfactuals["query_id"] == label).to_numpy()][0]
+            _check_plausible_and_valid(model, Q[i], cf, int(hinted.target_class[label]))
+    with pytest.raises(ValidationError, match="hint"):
+        MACE(model, hint="lp")
+
+
 def test_milp_backend_refuses_what_it_cannot_do(mixed, continuous_lr):
     with pytest.raises(UnsupportedModelError, match="smt"):
         MACE(mixed[1]["tree"], backend="milp")
@@ -425,3 +454,89 @@ def test_built_from_the_registry(mixed):
     assert isinstance(ex, MACE)
     res = ex.explain(data.frame.iloc[:4])
     assert res.status.isin(["found", "already_target"]).all()
+
+
+# --- MO: the minimum observable under MACE's distance ------------------------------------------
+
+
+def test_minimum_observable_is_the_nearest_reachable_training_point(mixed):
+    """MO against a plain scan with the reference distance (not the code under test)."""
+    data, models = mixed
+    model = models["forest"]
+    train = data.subset(np.arange(200))
+    queries = data.frame.iloc[200:230]
+    enc = model.encoder
+    Xtr = enc.transform(train.frame)
+    pred = model.predict(Xtr)
+    Q = enc.transform(queries)
+    for norm in ("l0", "l1", "linf"):
+        res = rc.methods.MinimumObservable(model, train, norm=norm).explain(queries)
+        n_found = 0
+        for i, label in enumerate(queries.index):
+            if res.status[label] == "already_target":
+                continue
+            t = int(res.target_class[label])
+            ok = (pred == t) & _reachable(enc, Xtr, Q[i])
+            if not ok.any():
+                assert res.status[label] == "infeasible"
+                continue
+            assert res.status[label] == "found"
+            n_found += 1
+            best = _reference_distance(enc, Q[i], Xtr[ok], norm).min()
+            assert res.certificates.loc[label, "distance"] == pytest.approx(best, abs=1e-12)
+            cf = res.counterfactuals_encoded[(res.counterfactuals["query_id"] == label).to_numpy()][0]
+            assert _reference_distance(enc, Q[i], cf, norm)[0] == pytest.approx(best, abs=1e-12)
+            _check_plausible_and_valid(model, Q[i], cf, t)
+            # the CE is a training row
+            assert np.any(np.all(Xtr == cf[None], axis=1))
+        assert n_found >= 5
+
+
+def test_minimum_observable_honours_actionability_overrides(mixed):
+    data, models = mixed
+    model = models["tree"]
+    train = data.subset(np.arange(200))
+    queries = data.frame.iloc[200:230]
+    res = rc.methods.MinimumObservable(model, train, actionability={"level": "immutable"}
+                                       ).explain(queries)
+    found = res.counterfactuals.merge(queries, left_on="query_id", right_index=True,
+                                      suffixes=("", "_q"))
+    assert len(found) >= 5 and (found["level"] == found["level_q"]).all()
+    with pytest.raises(ValidationError, match="categorical"):
+        rc.methods.MinimumObservable(model, train, actionability={"cat": "increase"})
+    with pytest.raises(ValidationError, match="training data"):
+        rc.methods.MinimumObservable(model)
+    assert isinstance(rc.methods.build_explainer("mo", model, train), rc.methods.MinimumObservable)
+
+
+def test_milp_backend_resolves_with_a_wider_margin_when_the_forward_pass_disagrees(
+        continuous_lr, monkeypatch):
+    """The solver's tolerances can leave a big-M network CE on the wrong side of a 1e-6
+    margin (seen on the adult MLP, ℓ∞): the backend re-solves with a 100× margin instead of
+    returning a CE that a plain predict rejects."""
+    import dataclasses
+
+    from robustce.methods.milp_nearest import MILPNearest
+
+    data, model = continuous_lr
+    real = MILPNearest._nearest
+    taus: list[float] = []
+
+    def flaky(self, x, target, tau, time_limit):
+        taus.append(tau)
+        r = real(self, x, target, tau, time_limit)
+        if len(taus) == 1 and r.cf is not None:  # first answer: the query itself (wrong side)
+            return dataclasses.replace(r, cf=x.copy())
+        return r
+
+    monkeypatch.setattr(MILPNearest, "_nearest", flaky)
+    queries = data.frame.iloc[:12]
+    need = MACE(model).explain(queries).status != "already_target"
+    label = need[need].index[0]
+    res = MACE(model, backend="milp").explain(queries.loc[[label]])
+    assert res.status[label] == "found"
+    assert taus[1] == pytest.approx(100 * taus[0])
+    cf = res.counterfactuals_encoded[0]
+    assert model.predict(cf[None])[0] == res.target_class[label]
+    lo, hi = res.certificates.loc[label, ["delta_min", "delta_max"]]
+    assert lo <= hi <= lo + EPS

@@ -237,3 +237,40 @@ def test_check_reports_unknown_when_no_time_is_left(world):
     s.add(*inp.domain)
     assert smt.check(s, inp, timeout=0.0).status == "unknown"
     assert smt.check(s, inp, timeout=5.0).status == "sat"
+
+
+def test_l1_ball_bounds_are_the_lp_optimum_and_sound():
+    """Against scipy's LP over the same set (exactness), and random points of the set
+    (soundness); never looser than interval arithmetic over the box."""
+    from scipy.optimize import linprog
+
+    from robustce.solvers.smt import interval_bounds, l1_ball_bounds
+
+    rng = np.random.default_rng(0)
+    d, n = 7, 5
+    W, b = rng.normal(size=(n, d)), rng.normal(size=n)
+    x = rng.uniform(0, 1, d)
+    lo, hi = np.zeros(d), np.ones(d)
+    lo[2] = hi[2] = x[2]  # an immutable column
+    w = rng.uniform(0.2, 2.0, d)
+    w[4] = 0.0            # a column the distance does not charge
+    budget = 0.3
+    zl, zu = l1_ball_bounds(W, b, x, lo, hi, w, budget)
+    # LP: variables y (d) and t (d) with t >= |y - x|, Σ w t <= budget
+    A = np.block([[np.eye(d), -np.eye(d)], [-np.eye(d), -np.eye(d)], [np.zeros((1, d)), w[None]]])
+    ub = np.r_[x, -x, budget]
+    bounds = [(lo[j], hi[j]) for j in range(d)] + [(0, None)] * d
+    for i in range(n):
+        top = linprog(np.r_[-W[i], np.zeros(d)], A_ub=A, b_ub=ub, bounds=bounds, method="highs")
+        bot = linprog(np.r_[W[i], np.zeros(d)], A_ub=A, b_ub=ub, bounds=bounds, method="highs")
+        assert zu[i] == pytest.approx(-top.fun + b[i], abs=1e-7)
+        assert zl[i] == pytest.approx(bot.fun + b[i], abs=1e-7)
+    # random points of the set lie inside the bounds
+    for _ in range(2000):
+        y = np.clip(x + rng.laplace(0, 0.05, d), lo, hi)
+        if w @ np.abs(y - x) <= budget:
+            z = W @ y + b
+            assert np.all(z >= zl) and np.all(z <= zu)
+    il, iu = interval_bounds([(W, b)], lo, hi)[0]
+    assert np.all(zl >= il - 1e-9) and np.all(zu <= iu + 1e-9)
+    assert np.any(zu < iu - 1e-3)  # and tighter somewhere

@@ -13,7 +13,8 @@ schema (documented in ``docs/benchmark.md``)::
     on_error = "record"           # or "raise": what a failing cell does
     data_home = "../shared/datasets"   # optional; where file datasets are read from
 
-    [model]                       # MLP parameters (random_state comes from the seed)
+    [model]                       # kind = "mlp" (default) | "tree" | "forest" | "logistic" |
+                                  # "sklearn_mlp", and its parameters (random_state: the seed)
     hidden_layers = [20, 10]
     epochs = 30
 
@@ -97,6 +98,16 @@ DATASET_KEYS = {"name", "label", "params", "model", "evaluation", "methods", "ro
 # what [quick] may change: the scale, never the protocol
 QUICK_KEYS = {"description", "seeds", "queries", "evaluation", "datasets", "n_jobs"}
 MODEL_SKIP = {"self", "random_state"}
+METHOD_KEYS = {"name", "label", "params", "datasets"}
+#: ``[model] kind`` -> the scikit-learn estimator trained on the encoded training split and
+#: wrapped with ``rc.models.wrap`` ("mlp", the default, is robustce's torch ``MLP``)
+SKLEARN_MODELS = {
+    "tree": "sklearn.tree:DecisionTreeClassifier",
+    "forest": "sklearn.ensemble:RandomForestClassifier",
+    "logistic": "sklearn.linear_model:LogisticRegression",
+    "sklearn_mlp": "sklearn.neural_network:MLPClassifier",
+}
+MODEL_KINDS = ("mlp", *SKLEARN_MODELS)
 SPLIT_KEYS = {"test_size": float, "stratify": bool}
 QUERY_KEYS = {"n": int, "from_class": int, "target_class": int}
 EVAL_KEYS = {"delta", "lof_neighbors", "retrain", "perturb"}
@@ -154,6 +165,11 @@ class MethodEntry:
     cls: type
     params: dict[str, Any] = field(default_factory=dict)  # as written in the config
     index: int = 0
+    datasets: tuple[str, ...] | None = None  # the dataset labels it runs on (None: all)
+
+    def runs_on(self, label: str) -> bool:
+        """Whether this method has cells on the dataset labelled ``label``."""
+        return self.datasets is None or label in self.datasets
 
     def build(self, model: Any, data: Any, seed: int, params: Mapping[str, Any] | None = None) -> Any:
         """The explainer of this entry for one seed with ``params`` (default: the entry's own;
@@ -193,7 +209,8 @@ class BenchmarkConfig:
 
     def cells(self) -> list[tuple[DatasetEntry, int, MethodEntry]]:
         """Every (dataset, seed, method) cell in a fixed order."""
-        return [(d, s, m) for d in self.datasets for s in self.seeds for m in self.methods]
+        return [(d, s, m) for d in self.datasets for s in self.seeds for m in self.methods
+                if m.runs_on(d.label)]
 
     def group_fingerprint(self, dataset: DatasetEntry, seed: int) -> str:
         """Hash of everything that determines a (dataset, seed) context (data, model, queries)."""
@@ -308,6 +325,12 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     evaluation = _evaluation(evaluation_raw)
     methods = _methods(raw.get("methods"))
     datasets = _datasets(raw.get("datasets"), model, evaluation_raw, methods)
+    labels = [d.label for d in datasets]
+    for m in methods:
+        for k in m.datasets or ():
+            if k not in labels:
+                raise ConfigError(f"methods[{m.index}].datasets: no dataset labelled {k!r}; "
+                                  f"labels: {', '.join(labels)}")
     metrics = _metrics(raw.get("metrics"), [d.evaluation for d in datasets])
 
     normalised = {
@@ -316,7 +339,9 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
         "queries": queries, "evaluation": evaluation,
         "datasets": [{"name": d.name, "label": d.label, "params": d.params, **d.data_options(),
                       **d.overrides} for d in datasets],
-        "methods": [{"name": m.name, "label": m.label, "params": m.params} for m in methods],
+        "methods": [{"name": m.name, "label": m.label, "params": m.params,
+                     **({"datasets": list(m.datasets)} if m.datasets is not None else {})}
+                    for m in methods],
     }
     return BenchmarkConfig(name=name, seeds=seeds, datasets=datasets, methods=methods,
                            metrics=metrics, model=model, split=split, queries=queries,
@@ -429,15 +454,30 @@ def check_backend(backend: str, path: str) -> None:
         raise ConfigError(f"{path}: unknown joblib backend {backend!r}; known: {', '.join(known)}")
 
 
+def sklearn_model_class(kind: str) -> type:
+    """The scikit-learn estimator class of a ``[model] kind`` other than "mlp"."""
+    import importlib
+
+    module, _, name = SKLEARN_MODELS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _model(value: Any, path: str = "model") -> dict[str, Any]:
+    """The ``[model]`` table: ``kind`` ("mlp" — robustce's ``MLP``, the default — or one of
+    :data:`SKLEARN_MODELS`) and the constructor parameters of that model, checked against its
+    signature. An "mlp" table is returned without ``kind`` (the form fingerprints use)."""
     from robustce.models.mlp import MLP
 
     table = _table(value, path)
     kind = table.pop("kind", "mlp")
-    if kind != "mlp":
-        raise ConfigError(f"{path}.kind: only 'mlp' is supported, got {kind!r}")
+    if kind not in MODEL_KINDS:
+        raise ConfigError(f"{path}.kind: expected one of {', '.join(MODEL_KINDS)}, got {kind!r}")
     if "random_state" in table:
         raise ConfigError(f"{path}.random_state: set by `seeds`, not in the model table")
+    if kind != "mlp":
+        cls = sklearn_model_class(kind)
+        _check_params(table, cls.__init__, path, skip=MODEL_SKIP)
+        return {"kind": kind, **table}
     _check_params(table, MLP.__init__, path, skip=MODEL_SKIP)
     try:
         MLP(**table)
@@ -574,7 +614,7 @@ def _named_entries(value: Any, section: str) -> Iterator[tuple[int, str, dict[st
         if isinstance(entry, str):
             entry = {"name": entry}
         entry = _table(entry, path)
-        _no_unknown(entry, DATASET_KEYS if section == "datasets" else {"name", "label", "params"}, path)
+        _no_unknown(entry, DATASET_KEYS if section == "datasets" else METHOD_KEYS, path)
         if "name" not in entry:
             raise ConfigError(f"{path}.name: required")
         yield i, path, entry, _typed(entry["name"], str, f"{path}.name")
@@ -602,7 +642,10 @@ def _datasets(value: Any, model: Mapping[str, Any], evaluation: Mapping[str, Any
         own_model = dict(model)
         if "model" in entry:
             overrides["model"] = _table(entry["model"], f"{path}.model")
-            own_model = _model(_merge(model, overrides["model"]), f"{path}.model")
+            same_kind = overrides["model"].get("kind", model.get("kind", "mlp")) == \
+                model.get("kind", "mlp")
+            own_model = _model(_merge(model, overrides["model"]) if same_kind
+                               else overrides["model"], f"{path}.model")
         own_eval = _evaluation(evaluation)
         if "evaluation" in entry:
             overrides["evaluation"] = _table(entry["evaluation"], f"{path}.evaluation")
@@ -622,6 +665,9 @@ def _datasets(value: Any, model: Mapping[str, Any], evaluation: Mapping[str, Any
         if rows is not None and (not _matches(rows, int) or rows < 2):
             raise ConfigError(f"{path}.rows: expected an integer >= 2 (rows to subsample), "
                               f"got {_show(rows)}")
+        if own_model.get("kind", "mlp") != "mlp" and "retrain" in own_eval:
+            raise ConfigError(f"{path}: evaluation.retrain retrains the torch MLP; model kind "
+                              f"{own_model['kind']!r} has no retraining protocol")
         all_free = _typed(entry.get("all_free", False), bool, f"{path}.all_free")
         optional = _typed(entry.get("optional", False), bool, f"{path}.optional")
         out.append(DatasetEntry(name=name, label=label, params=params, model=own_model,
@@ -642,7 +688,14 @@ def _methods(value: Any) -> list[MethodEntry]:
         params = _table(entry.get("params", {}), f"{path}.params")
         _check_method_params(params, cls, f"{path}.params")
         label = _typed(entry.get("label", name), str, f"{path}.label")
-        out.append(MethodEntry(name=name, label=label, cls=cls, params=params, index=i))
+        only = entry.get("datasets")
+        if only is not None:
+            if not isinstance(only, list) or not only or not all(isinstance(k, str) for k in only):
+                raise ConfigError(f"{path}.datasets: expected a non-empty list of dataset "
+                                  f"labels, got {_show(only)}")
+            only = tuple(only)
+        out.append(MethodEntry(name=name, label=label, cls=cls, params=params, index=i,
+                               datasets=only))
     _unique([m.label for m in out], "methods", "label")
     return out
 

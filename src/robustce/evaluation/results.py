@@ -156,7 +156,8 @@ class BenchmarkResult:
 
     def _method_order(self) -> list[tuple[str, str]]:
         if self.config is not None:
-            return [(d.label, m.label) for d in self.config.datasets for m in self.config.methods]
+            return [(d.label, m.label) for d in self.config.datasets for m in self.config.methods
+                    if m.runs_on(d.label)]
         seen: list[tuple[str, str]] = []
         for c in self.cells:
             if (c["dataset"], c["method"]) not in seen:

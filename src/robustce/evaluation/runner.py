@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import json
 import math
 import sys
@@ -101,6 +102,23 @@ def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, ret
                           "or continued")
 
 
+def train_sklearn_model(spec: Mapping[str, Any], train: Any, seed: int) -> Any:
+    """A scikit-learn model of ``spec["kind"]`` (``tree``, ``forest``, ``logistic``,
+    ``sklearn_mlp``; the other keys are its constructor parameters, ``random_state = seed``)
+    fitted on the encoded training split and wrapped with :func:`robustce.models.wrap`."""
+    from robustce.data import Encoder
+    from robustce.evaluation.config import sklearn_model_class
+    from robustce.models import wrap
+
+    params = {k: v for k, v in spec.items() if k != "kind"}
+    cls = sklearn_model_class(spec["kind"])
+    if "random_state" in inspect.signature(cls.__init__).parameters:
+        params["random_state"] = seed
+    enc = Encoder(train.schema).fit(train.frame)
+    est = cls(**params).fit(enc.transform(train.frame), train.y)
+    return wrap(est, enc)
+
+
 def select_queries(model: Any, test: Any, n: int, from_class: int = 0) -> pd.DataFrame:
     """The first ``n`` rows of ``test`` that ``model`` predicts as ``from_class``."""
     pred = model.predict(test.frame)
@@ -148,6 +166,8 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
     with _TRAIN_LOCK:
         if retrain:
             model, ctx.family = retrain_protocol(train, dataset.model, seed, retrain)
+        elif dataset.model.get("kind", "mlp") != "mlp":
+            model = train_sklearn_model(dataset.model, train, seed)
         else:
             model = MLP(**dataset.model, random_state=seed).fit(train)
     ctx.train, ctx.test, ctx.model = train, test, model

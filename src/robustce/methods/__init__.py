@@ -11,6 +11,7 @@ from robustce.methods.diverse_robust import DiverseRobust
 from robustce.methods.mace import MACE
 from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
+from robustce.methods.minimum_observable import MinimumObservable
 from robustce.methods.nearest_neighbour import NearestNeighbour
 from robustce.methods.proplace import PROPLACE
 from robustce.methods.proto_robust import ProtoRobust
@@ -24,7 +25,8 @@ from robustce.methods.wachter import Wachter
 from robustce.methods.wachter_robust import WachterRobust
 
 __all__ = ["APAS", "MACE", "PROPLACE", "RBR", "ROAR", "CounterNet", "DiCE", "DiverseRobust",
-           "Explainer", "MILPNearest", "MILPRobust", "NearestNeighbour", "ProtoRobust",
+           "Explainer", "MILPNearest", "MILPRobust", "MinimumObservable",
+           "NearestNeighbour", "ProtoRobust",
            "QueryResult", "RoCourseNet", "RobX", "RobustNearestNeighbour", "Wachter",
            "WachterRobust", "available_methods", "build_explainer", "get_method",
            "register_method"]

@@ -29,60 +29,25 @@ from typing import Any, ClassVar
 import numpy as np
 import z3
 
-from robustce.data.schema import Actionability
 from robustce.distance import L0_TOL, Distance
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.milp_nearest import MILPNearest
+from robustce.methods.minimum_observable import (
+    MinimumObservable,
+    check_actionability,
+    mace_distance,
+    normalise_norm,
+)
 from robustce.models.base import Model
 from robustce.solvers import smt
 from robustce.validation import check_choice, check_integer, check_number
 
 __all__ = ["MACE", "mace_distance", "normalise_norm"]
 
-NORMS = ("l0", "l1", "linf")
 BACKENDS = ("smt", "milp")
 _MAX_STEPS = 200  # bisection cap (ε >= 1e-12 needs at most ~40)
-
-
-def normalise_norm(norm: str | Mapping[str, float]) -> dict[str, float]:
-    """``"l1"`` -> ``{"l1": 1.0}``; a mapping of weights α, β, γ (eq. 3) is checked: keys in
-    ``NORMS``, non-negative, summing to 1 (so that the distance lies in [0, 1])."""
-    if isinstance(norm, str):
-        if norm not in NORMS:
-            raise ValidationError(f"norm must be one of {NORMS} or a mapping of their weights, "
-                                  f"got {norm!r}")
-        return {norm: 1.0}
-    if not isinstance(norm, Mapping) or not norm:
-        raise ValidationError(f"norm must be one of {NORMS} or a mapping of their weights, "
-                              f"got {norm!r}")
-    unknown = [k for k in norm if k not in NORMS]
-    if unknown:
-        raise ValidationError(f"unknown norm(s) {unknown}; expected keys among {NORMS}")
-    w = {k: float(v) for k, v in norm.items()}
-    if any(not math.isfinite(v) or v < 0 for v in w.values()):
-        raise ValidationError(f"norm weights must be finite and >= 0, got {dict(norm)}")
-    if abs(sum(w.values()) - 1.0) > 1e-9:
-        raise ValidationError(f"norm weights must sum to 1 (so d ∈ [0, 1]), got {dict(norm)}")
-    return {k: v for k, v in w.items() if v > 0}
-
-
-def mace_distance(encoder: Any, q: np.ndarray, X: np.ndarray,
-                  norm: str | Mapping[str, float] = "l1") -> np.ndarray:
-    """MACE's normalised distance (eq. 3) of each row of ``X`` from the query ``q``, built on
-    :class:`~robustce.distance.Distance` in raw space:
-    ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞) / J`` over the per-feature distances δ_j ∈ [0, 1] (numeric
-    ``|Δ|/R_j``, ordinal ``|Δ level|/(K_j − 1)``, categorical and binary ``𝕀[≠]``), J = number
-    of raw features."""
-    weights = normalise_norm(norm)
-    J = len(encoder.blocks_)
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    q = np.asarray(q, dtype=np.float64)
-    total = np.zeros(len(X))
-    for key, w in weights.items():
-        total += w * Distance(key, space="raw", tol=0.0).rowwise(q, X, encoder)
-    return total / J
 
 
 class MACE(Explainer):
@@ -112,6 +77,12 @@ class MACE(Explainer):
     tau : margin by which the target class must win (None = 1e-6 for logit models, whose
         float64 forward pass must agree with exact arithmetic; 0 for trees and forests, which
         are encoded exactly, ties resolved as scikit-learn does).
+    hint : None (default) or "milp" (SMT backend, logistic regression and ReLU MLPs, one norm,
+        schema actionability): the MILP backend's incumbent for the first CE, checked by a
+        plain forward pass, becomes δ_max, and Algorithm 1's first SAT call asks for a CE
+        within δ_max − ε — an unsatisfiable answer is z3's proof that the hint is within ε of
+        the optimum. The certificate (δ_min) is still z3's; the hint only saves the calls
+        near the optimum, the slowest ones on MLPs.
     sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
         per-query ``time_limit``).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
@@ -140,7 +111,7 @@ class MACE(Explainer):
     def __init__(self, model: Model, data: Any = None, *, norm: str | Mapping[str, float] = "l1",
                  epsilon: float = 1e-3, backend: str = "smt", n_counterfactuals: int = 1,
                  actionability: Mapping[str, str] | None = None, tau: float | None = None,
-                 sat_timeout: float | None = None, **kwargs: Any):
+                 sat_timeout: float | None = None, hint: str | None = None, **kwargs: Any):
         self.norm = norm
         self.epsilon = epsilon
         self.backend = backend
@@ -148,6 +119,7 @@ class MACE(Explainer):
         self.actionability = actionability
         self.tau = tau
         self.sat_timeout = sat_timeout
+        self.hint = hint
         super().__init__(model, data, **kwargs)
 
     def _check_params(self) -> None:
@@ -160,21 +132,7 @@ class MACE(Explainer):
             check_number(self.tau, "tau", low=0)
         if self.sat_timeout is not None:
             check_number(self.sat_timeout, "sat_timeout", low=0, low_open=True)
-        if self.actionability is not None and not isinstance(self.actionability, Mapping):
-            raise ValidationError("actionability must be a mapping {feature: 'immutable' | "
-                                  f"'increase' | 'decrease' | 'free'}}, got {self.actionability!r}")
-        acts = dict(self.actionability or {})
-        for name, act in acts.items():
-            feature = self.encoder.schema[name]  # SchemaError names an unknown feature
-            try:
-                a = Actionability(act)
-            except ValueError:
-                raise ValidationError(f"actionability of {name!r} must be one of "
-                                      f"{[m.value for m in Actionability]}, got {act!r}") from None
-            if feature.kind.value == "categorical" and a in (Actionability.INCREASE,
-                                                              Actionability.DECREASE):
-                raise ValidationError(f"feature {name!r} is categorical; {a.value}-only needs an "
-                                      "ordered kind")
+        acts = check_actionability(self.encoder, self.actionability)
         self._eps = eps
         self._n_cf = int(self.n_counterfactuals)
         self._acts = acts
@@ -183,12 +141,21 @@ class MACE(Explainer):
         self._tau = (float(self.tau) if self.tau is not None
                      else (1e-6 if self._kind in ("network", "boosted") else 0.0))
         self._input: smt.SMTInput | None = None
+        self._omega = Distance("l1", space="raw").column_weights(self.encoder)
         self._milp: MILPNearest | None = None
         if self.backend == "milp":
             self._milp = self._milp_backend()
-        self._cands: tuple[np.ndarray, np.ndarray] | None = None
+        if self.hint is not None:
+            check_choice(self.hint, "hint", ("milp",))
+        self._hint: MILPNearest | None = None
+        if self.hint == "milp" and self.backend == "smt":
+            self._hint = self._milp_backend(one_ce=False)
+        self._mo = (None if self.data is None else
+                    MinimumObservable(self.model, self.data, norm=self.norm,
+                                      actionability=acts or None,
+                                      target_class=self.target_class))
 
-    def _milp_backend(self) -> MILPNearest:
+    def _milp_backend(self, one_ce: bool = True) -> MILPNearest:
         """The MILP formulation of the same problem (LR and MLPs): MILPNearest with MACE's
         raw-space distance, no tie-break term and the same margin ``tau``."""
         if self._kind != "network":
@@ -201,7 +168,7 @@ class MACE(Explainer):
         if self._acts:
             raise ValidationError("backend='milp' uses the schema's actionability; set "
                                   "`actionability` overrides in the schema or use backend='smt'")
-        if self._n_cf != 1:
+        if one_ce and self._n_cf != 1:
             raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
                                   "for diverse CEs")
         return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
@@ -221,17 +188,42 @@ class MACE(Explainer):
             return QueryResult("infeasible", None, cert, message="proved: no plausible CE exists")
         if r.cf is None:
             return QueryResult(r.status, None, cert, message=r.message)
-        # the solver's values of unchanged columns carry float noise (≈1e-16 after presolve);
-        # the exact MACE distance would count them as changed: snap them back to x when the
-        # forward pass still gives the target
-        cf = np.where(np.abs(r.cf - x) <= L0_TOL, x, r.cf)
-        if self.model.predict(cf[None])[0] != target:
-            cf = r.cf
+        cf = self._snap(x, target, r.cf)
+        tau = self._milp.tau
+        for _ in range(2):  # the solver's tolerances can eat a tiny margin: widen it and resolve
+            if self.model.predict(cf[None])[0] == target:
+                break
+            tau *= 100.0
+            again = self._milp._nearest(x, target, tau, self.time_limit)
+            cert["solver_time"] += again.time
+            if again.cf is None:
+                break
+            cf = self._snap(x, target, again.cf)  # feasible for the first margin: low holds
         high = self._distance(x, cf)
         cert["delta_max"] = high
         status = "found" if high - low <= self._eps else "timeout"
         return QueryResult(status, cf[None], cert, message="" if status == "found" else
                            f"MILP stopped at bounds [{low:.6g}, {high:.6g}] ({r.solver_status})")
+
+    def _snap(self, x: np.ndarray, target: int, cf: np.ndarray) -> np.ndarray:
+        """A MILP solution with the float noise of unchanged columns (≈1e-16 after presolve,
+        which the exact MACE distance would count as changes) snapped back to ``x`` when the
+        forward pass still gives the target."""
+        snapped = np.where(np.abs(cf - x) <= L0_TOL, x, cf)
+        return snapped if self.model.predict(snapped[None])[0] == target else cf
+
+    def _milp_hint(self, x: np.ndarray, target: int, deadline: float) -> np.ndarray | None:
+        """The MILP incumbent for ``x`` if a plain forward pass puts it in ``target`` (the
+        ``hint="milp"`` witness for δ_max), else None."""
+        assert self._hint is not None
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        r = self._hint._nearest(x, target, self._hint.tau, left)
+        if r.cf is None:
+            return None
+        cf = self._snap(x, target, r.cf)
+        return cf if self.model.predict(cf[None])[0] == target else None
 
     def __getstate__(self) -> dict[str, Any]:  # z3 objects do not pickle (joblib workers)
         state = dict(self.__dict__)
@@ -300,7 +292,15 @@ class MACE(Explainer):
             s.add(*smt.additive_formula(self._parts, inp, target, box, tau=self._tau,
                                         prune=prune))
         else:
-            s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau))
+            first = None
+            if delta is not None and "l1" in self._norm:
+                # the ℓ1 budget couples the columns: exact first-layer bounds over it
+                W0, b0 = self._parts[0]
+                J = len(self.encoder.blocks_)
+                first = smt.l1_ball_bounds(W0, b0, x, lo, hi, self._omega,
+                                           J * delta / self._norm["l1"])
+            s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau,
+                                       first=first))
         D, dcons = inp.distance(x, self._norm)
         s.add(*dcons)
         if delta is not None:
@@ -316,40 +316,11 @@ class MACE(Explainer):
               ) -> np.ndarray | None:
         """The nearest training point (MACE distance) that the model puts in ``target``,
         satisfies the plausibility clauses and differs from the ``previous`` CEs — the MO
-        baseline; it starts Algorithm 1 at its distance instead of 1. None without data."""
-        cands = self._candidates(target)
-        if cands is None or len(cands) == 0:
+        baseline (:class:`MinimumObservable`); it starts Algorithm 1 at its distance instead
+        of 1. None without data."""
+        if self._mo is None:
             return None
-        ok = self._plausible(x, cands)
-        for cf in previous:
-            ok &= np.any(cands != cf[None, :], axis=1)
-        if not ok.any():
-            return None
-        cands = cands[ok]
-        return cands[int(np.argmin(mace_distance(self.encoder, x, cands, self._norm)))]
-
-    def _candidates(self, target: int) -> np.ndarray | None:
-        if self.data is None:
-            return None
-        if self._cands is None:
-            X = self.encoder.transform(self.data.frame)
-            self._cands = (X, self.model.predict(X))
-        X, pred = self._cands
-        return X[pred == target]
-
-    def _plausible(self, x: np.ndarray, C: np.ndarray) -> np.ndarray:
-        """Actionability (schema plus ``actionability`` overrides) of each row of ``C``."""
-        ok = np.ones(len(C), dtype=bool)
-        for b in self.encoder.blocks_:
-            act = Actionability(self._acts.get(b.name, b.actionability))
-            d = C[:, b.slice] - x[None, b.slice]
-            if act is Actionability.IMMUTABLE:
-                ok &= np.all(d == 0, axis=1)
-            elif act is Actionability.INCREASE:
-                ok &= np.all(d >= 0, axis=1)
-            elif act is Actionability.DECREASE:
-                ok &= np.all(d <= 0, axis=1)
-        return ok
+        return self._mo.nearest(x, target, previous)[0]
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         if self._milp is not None:
@@ -434,6 +405,11 @@ class MACE(Explainer):
             if r.status != "sat":
                 return self._stop(r, None, math.nan, low)
             best, high = r.x, self._distance(x, r.x)
+        hinted = False
+        if self._hint is not None and not previous:
+            cf = self._milp_hint(x, target, deadline)
+            if cf is not None and self._distance(x, cf) < high:
+                best, high, hinted = cf, self._distance(x, cf), True
         for _ in range(_MAX_STEPS):
             if high - low <= self._eps and best is None:
                 r = ask(None)  # no CE within 1 - ε yet: is there one at all?
@@ -445,6 +421,8 @@ class MACE(Explainer):
             if high - low <= self._eps:
                 return "found", best, high, low, ""
             mid = 0.5 * (low + high)
+            if hinted:  # first ask whether the hint is within ε of the optimum
+                mid, hinted, gallop = max(high - self._eps, mid), False, False
             if gallop:
                 probe = max(low * 2.0, low + self._eps)
                 gallop = probe < mid

@@ -62,6 +62,7 @@ METHOD_CLASSES: dict[str, str] = {
     "diverse_robust": "DiverseRobust",
     "dice": "DiCE",
     "mace": "MACE",
+    "minimum_observable": "MinimumObservable",
     "counternet": "CounterNet",
     "rocoursenet": "RoCourseNet",
 }
@@ -71,6 +72,7 @@ _CUSTOM: dict[str, type] = {}
 
 _ALIASES = {
     "nn": "nearest_neighbour",
+    "mo": "minimum_observable",
     "nearest_neighbor": "nearest_neighbour",
     "robust_nearest_neighbor": "robust_nearest_neighbour",
     "rnn": "robust_nearest_neighbour",
