@@ -26,6 +26,7 @@ Rows:
 
     ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_milp.py            # 30 / 10 queries
     ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_milp.py --quick    # 10 / 4 queries
+    ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_milp.py --no-deep  # without the deep rows
 
 ``run(quick)`` returns one dict per row.
 """
@@ -172,7 +173,7 @@ def run_delta_deep(model, data, n: int, delta: float = 0.01) -> dict[str, Any]:
             "max_abs_dist_diff": float("nan")}
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
+def run(quick: bool = False, deep: bool = True) -> list[dict[str, Any]]:
     n_near = 10 if quick else 30
     n_rob = 4 if quick else 10
     rows: list[dict[str, Any]] = []
@@ -206,7 +207,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
     # deeper network: big-M quality decides; per-solve time limit 20 s (a solve that ends
     # without proven optimality still counts its time; optima compared where both are optimal)
-    rows += run_deep(max(n_rob // 2, 2))
+    if deep:
+        rows += run_deep(max(n_rob // 2, 2))
     return rows
 
 
@@ -214,8 +216,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--deep", action="store_true", help="only the deeper-network row")
+    ap.add_argument("--no-deep", action="store_true", help="all rows but the deeper-network ones")
     args = ap.parse_args()
-    rows = run_deep() if args.deep else run(args.quick)
+    rows = run_deep() if args.deep else run(args.quick, deep=not args.no_deep)
     print(pd.DataFrame(rows).to_string(index=False))
 
 

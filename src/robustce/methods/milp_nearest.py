@@ -55,7 +55,7 @@ from robustce.solvers.encodings import (
     encode_network,
 )
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
-from robustce.solvers.tightening import TightenedBounds, lp_tighten_bounds
+from robustce.solvers.tightening import TightenedBounds, l1_ball_layer_bounds, lp_tighten_bounds
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["MILPNearest", "column_weights", "feature_distance"]
@@ -218,6 +218,7 @@ class MILPNearest(Explainer):
     """
 
     name: ClassVar[str] = "milp_nearest"
+    _ball_bounds: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
 
@@ -420,6 +421,12 @@ class MILPNearest(Explainer):
                 m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
             dom = InputDomain(InputVars(x, lo, hi), dom.column_kind, dom.grid_steps,
                               dom.grid_vars)
+            if bounds is None and self.norm == "l1" and self._ball_bounds:
+                # every point that can beat the cutoff lies in the weighted L1 ball of radius
+                # cutoff: exact first-layer bounds over ball ∩ box; the distance row below
+                # keeps every other point out of the MILP, so they are sound for all it admits
+                bounds = l1_ball_layer_bounds(self._network, q, lo, hi, self._weights(), cutoff)
+                distance_row = True
         ne = encode_network(m, self._network, dom.vars, bounds=bounds)
         y = ne.outputs
         k = self._network.n_outputs
