@@ -141,3 +141,31 @@ def test_l1_ball_bounds_same_optimum_fewer_binaries(make_data):
         n = [e._encode_nearest(MILP("highs"), q, 1, e.tau, inc, cut)[1].n_binaries
              for e in (ball, box)]
         assert n[0] <= n[1]
+
+
+def test_seeded_incumbent_is_valid_and_the_optimum_unchanged():
+    """MILP-R seeds each round's incumbent with the query's earlier CEs: the seeded incumbent
+    is valid and actionable at the new margin, and the optimum is the plain solve's."""
+    data = _mixed(4)
+    model = rc.models.MLP((8, 6), epochs=15, lr=0.01, random_state=0).fit(data)
+    ex = MILPNearest(model, data, time_limit=30)
+    plain = MILPNearest(model, data, time_limit=30, **PLAIN)
+    X = ex.encoder.transform(data.frame[model.predict(data.frame) == 0].iloc[:4])
+    net = model.network()
+    n_checked = 0
+    for q in X:
+        first = ex._nearest(q, 1, ex.tau, 30)
+        assert first.status == "found"
+        tau2 = float(net.margin(first.cf[None], 1)[0]) + 0.5  # out of reach of the seed itself
+        inc = ex.incumbent(q, 1, tau2, seeds=first.cf[None])
+        seeded = ex._nearest(q, 1, tau2, 30, seeds=first.cf[None])
+        ref = plain._nearest(q, 1, tau2, 30)
+        assert seeded.status == ref.status
+        if inc is not None:
+            assert net.margin(inc.x[None], 1)[0] >= tau2
+            assert ex.actionable(q, inc.x[None])[0]
+        if ref.status == "found":
+            n_checked += 1
+            assert seeded.optimal and ref.optimal
+            assert abs(seeded.objective - ref.objective) <= 1e-4 * ref.objective + 1e-6
+    assert n_checked

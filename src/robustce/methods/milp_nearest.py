@@ -219,6 +219,7 @@ class MILPNearest(Explainer):
 
     name: ClassVar[str] = "milp_nearest"
     _ball_bounds: ClassVar[bool] = True
+    _var_box: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
 
@@ -289,12 +290,15 @@ class MILPNearest(Explainer):
             self._candidates_[t] = (np.ascontiguousarray(X[order]), margin[order])
         return self._candidates_[t]
 
-    def incumbent(self, q: np.ndarray, target: int, tau: float) -> Incumbent | None:
+    def incumbent(self, q: np.ndarray, target: int, tau: float,
+                  seeds: np.ndarray | None = None) -> Incumbent | None:
         """A point of least objective among: the nearest training points with target margin
         ≥ ``tau`` that are actionable for ``q``, the points on the segments from ``q`` to them
         (continuous columns interpolated, the others at the training point's values: still
         actionable and in the domain), and greedy linear-region steps from ``q``
-        (:meth:`_linear_steps`; needs no data). Each has forward-pass margin ≥ ``tau``.
+        (:meth:`_linear_steps`; needs no data). ``seeds``: further points actionable for
+        ``q`` (e.g. MILP-R's CEs of earlier rounds), each a candidate itself and the start of
+        linear-region steps. Each candidate kept has forward-pass margin ≥ ``tau``.
         None without ``warm_start`` or any such point."""
         if not self.warm_start:
             return None
@@ -312,9 +316,13 @@ class MILPNearest(Explainer):
                 P = np.repeat(near[:, None, :], len(lam), axis=1)  # (k, steps, d)
                 P[:, :, cont] = q[cont] + lam[None, :, None] * (near[:, None, cont] - q[cont])
                 pts.append(P.reshape(-1, len(q)))
-        step = self._linear_steps(q, int(target), tau, self._continuous_columns(with_grid=True))
-        if step is not None:
-            pts.append(step[None])
+        cont = self._continuous_columns(with_grid=True)
+        for start in [q] + ([] if seeds is None else list(np.atleast_2d(seeds))):
+            if start is not q:
+                pts.append(start[None])
+            step = self._linear_steps(q, int(target), tau, cont, start=start)
+            if step is not None:
+                pts.append(step[None])
         if not pts:
             return None
         P = np.vstack(pts)
@@ -326,11 +334,12 @@ class MILPNearest(Explainer):
         return Incumbent(P[i].copy(), float(zp[i]))
 
     def _linear_steps(self, q: np.ndarray, target: int, tau: float, cont: np.ndarray,
-                      n_steps: int = 8) -> np.ndarray | None:
+                      n_steps: int = 8, start: np.ndarray | None = None) -> np.ndarray | None:
         """A few greedy steps on the continuous columns: in the linear region of the current
         point, the least weighted-L1 move that lifts the margin to ``tau`` (columns by
         |∂margin/∂x_j| / w_j, each moved to its actionable bound until the linear margin
-        reaches ``tau``). Returns a point whose forward-pass margin is ≥ ``tau``, or None."""
+        reaches ``tau``), from ``start`` (default ``q``; the actionable bounds stay those of
+        ``q``). Returns a point whose forward-pass margin is ≥ ``tau``, or None."""
         enc = self.encoder
         free = ~enc.immutable_mask_[cont]
         cols = cont[free]
@@ -342,7 +351,7 @@ class MILPNearest(Explainer):
         lo = np.where(enc.increasing_mask_[cols], q[cols], 0.0)
         hi = np.where(enc.decreasing_mask_[cols], q[cols], 1.0)
         w = self._weights()[cols]
-        x = q.copy()
+        x = (q if start is None else start).copy()
         net = self._network
         for _ in range(n_steps):
             J, y = _jacobian(net, x)
@@ -414,8 +423,9 @@ class MILPNearest(Explainer):
         if cutoff is not None and self.box_from_incumbent and self.norm in ("l1", "linf"):
             lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
                                    dom.column_kind, dom.grid_steps)
-            m.set_var_bounds(x, lo, hi)
-            g = np.flatnonzero(dom.grid_vars >= 0)
+            if self._var_box:
+                m.set_var_bounds(x, lo, hi)
+            g = np.flatnonzero(dom.grid_vars >= 0) if self._var_box else np.zeros(0, int)
             if g.size:
                 st = dom.grid_steps[g]
                 m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
@@ -466,9 +476,11 @@ class MILPNearest(Explainer):
 
         return lp_tighten_bounds(build, inn, start, plain=True, time_limit=time_limit)
 
-    def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
-        """Solve the nearest-CE MILP for one query with validity margin ``tau``."""
-        inc = self.incumbent(q, target, tau)
+    def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float,
+                 seeds: np.ndarray | None = None) -> _Nearest:
+        """Solve the nearest-CE MILP for one query with validity margin ``tau`` (``seeds``:
+        see :meth:`incumbent`)."""
+        inc = self.incumbent(q, target, tau, seeds)
         m = self._new_milp(time_limit, warm=inc is not None)
         cutoff = None
         if inc is not None:
