@@ -435,7 +435,9 @@ class MILPNearest(Explainer):
                 # every point that can beat the cutoff lies in the weighted L1 ball of radius
                 # cutoff: exact first-layer bounds over ball ∩ box; the distance row below
                 # keeps every other point out of the MILP, so they are sound for all it admits
-                bounds = l1_ball_layer_bounds(self._network, q, lo, hi, self._weights(), cutoff)
+                # the objective counts movable columns only (encode_distance)
+                w = np.where(hi > lo, self._weights(), 0.0)
+                bounds = l1_ball_layer_bounds(self._network, q, lo, hi, w, cutoff)
                 distance_row = True
         ne = encode_network(m, self._network, dom.vars, bounds=bounds)
         y = ne.outputs

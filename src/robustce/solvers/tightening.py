@@ -162,13 +162,16 @@ def l1_ball_max(A: np.ndarray, query: np.ndarray, lower: np.ndarray, upper: np.n
 
 
 def l1_ball_layer_bounds(network: Any, query: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                         weights: np.ndarray, radius: float) -> Bounds:
+                         weights: np.ndarray, radius: float,
+                         first: tuple[np.ndarray, np.ndarray] | None = None) -> Bounds:
     """Sound pre-activation bounds of every layer of a plain ReLU ``network`` over the box
     ``[lower, upper]`` intersected with the weighted L1 ball ``Σ_j w_j |x_j − q_j| ≤ radius``:
     exact for the first layer (:func:`l1_ball_max` per neuron, both signs), intersected with
     interval bounds over the box, and interval arithmetic after it. Every point of the box
     within the ball has its pre-activations inside them, so they may replace the box's bounds
-    whenever the MILP only admits such points (e.g. with the row ``distance ≤ radius``)."""
+    whenever the MILP only admits such points (e.g. with the row ``distance ≤ radius``).
+    ``first``: other sound first-layer bounds over the MILP's feasible set (e.g. exact ones over
+    a convex hull), intersected with the ball's before the propagation."""
     inn = IntervalNetwork.point(network)
     box = [(lo[0], hi[0]) for lo, hi in inn.layer_bounds(lower, upper)]
     W, b = inn.layers[0][0], inn.layers[0][2]
@@ -178,8 +181,10 @@ def l1_ball_layer_bounds(network: Any, query: np.ndarray, lower: np.ndarray, upp
     bot = -l1_ball_max(-W, q, lower, upper, weights, radius) + W @ q + b
     if not (np.isfinite(top).all() and np.isfinite(bot).all()):
         # empty ball ∩ box: nothing to bound; keep the box's (the MILP is infeasible anyway)
-        return box
+        return box if first is None else [first] + box[1:]
     lo1, hi1 = np.maximum(box[0][0], bot), np.minimum(box[0][1], top)
+    if first is not None:
+        lo1, hi1 = np.maximum(lo1, first[0]), np.minimum(hi1, first[1])
     hi1 = np.maximum(hi1, lo1)
     out = [(lo1, hi1)]
     lo, hi = lo1, hi1
