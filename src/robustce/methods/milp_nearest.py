@@ -219,7 +219,6 @@ class MILPNearest(Explainer):
 
     name: ClassVar[str] = "milp_nearest"
     _ball_bounds: ClassVar[bool] = True
-    _var_box: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
 
@@ -423,9 +422,8 @@ class MILPNearest(Explainer):
         if cutoff is not None and self.box_from_incumbent and self.norm in ("l1", "linf"):
             lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
                                    dom.column_kind, dom.grid_steps)
-            if self._var_box:
-                m.set_var_bounds(x, lo, hi)
-            g = np.flatnonzero(dom.grid_vars >= 0) if self._var_box else np.zeros(0, int)
+            m.set_var_bounds(x, lo, hi)
+            g = np.flatnonzero(dom.grid_vars >= 0)
             if g.size:
                 st = dom.grid_steps[g]
                 m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
