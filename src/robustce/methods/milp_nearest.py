@@ -19,8 +19,11 @@ for the query is an *incumbent* of objective ``z₀``. The solve gets ``z₀`` a
 that nothing beats it returns the incumbent as the optimum) and, under ``l1`` and ``linf``, the
 box ``|x_j − q_j| ≤ z₀ / w_j`` (columns of weight ``w_j > 0``), which holds every point at least
 as good as the incumbent; the interval bounds — big-M constants and the set of stable ReLUs —
-come from that box intersected with the actionable domain. ``l0`` bounds no column, so there
-only the cutoff is used.
+come from that box intersected with the actionable domain. Under ``l1`` the first layer's
+bounds are exact over the weighted L1 ball ``Σ_j w_j |x_j − q_j| ≤ z₀`` itself
+(:func:`robustce.solvers.tightening.l1_ball_layer_bounds`), and the MILP gets that row, so
+they hold on its whole feasible set. ``l0`` bounds no column, so there only the cutoff is
+used.
 
 The distance is ``Distance(norm, weights, space="raw")`` (:mod:`robustce.distance`): per raw
 feature, the sum of ``w_j |x_j - q_j|`` over its columns, with ``w_j = 1`` for scaled, binary
