@@ -88,11 +88,20 @@ _N_STEPS = 32  # points per segment
 #: reported CUTOFF ("nothing beats the incumbent") on an adult query where a better point exists
 #: (capital-gain 1320 vs the incumbent's 1333; found with presolve off or without the box;
 #: tests/methods/test_milp_cutoff_regression.py). A wrong optimality claim costs more than the
-#: 2-3x presolve saved per solve.
+#: 2-3x presolve saved per solve. (Presolve with the box is wrong without the cutoff too: that
+#: model, cutoff dropped, gives 0.013538 as "optimal" with HiGHS 1.16 and 0.013410 with scipy
+#: 1.17's HiGHS, against 0.013200 without presolve; its grid columns span up to 1.5 M steps, e.g.
+#: fnlwgt, so ``x − z / steps = 0`` has coefficients near 7e-7.)
 _WARM_OPTIONS = {"mip_heuristic_effort": 0.0, "mip_heuristic_run_rins": False,
                  "mip_heuristic_run_rens": False, "mip_heuristic_run_root_reduced_cost": False,
                  "mip_heuristic_run_zi_round": False, "mip_heuristic_run_feasibility_jump": False,
                  "mip_detect_symmetry": False}
+#: the same without seeds (MILPNearest, MILP-R's first round): RINS and RENS stay on at HiGHS's
+#: default effort. Without a seed the incumbent can be far from the optimum (a training point
+#: 6× farther on an adult MILP-R query), and then these sub-MIPs find the optimum region fast
+#: (that query: 29 ms vs 373 ms); on near-optimal incumbents they cost 5–15 % (bench_milp).
+_UNSEEDED_OPTIONS = {**_WARM_OPTIONS, "mip_heuristic_effort": 0.05,
+                     "mip_heuristic_run_rins": True, "mip_heuristic_run_rens": True}
 
 
 #: share of a solve's time limit that LP bound tightening may use (``bound_tightening="lp"``)
@@ -403,11 +412,11 @@ class MILPNearest(Explainer):
         return np.flatnonzero(ok)
 
     # --- the MILP -------------------------------------------------------------------------
-    def _new_milp(self, time_limit: float, warm: bool) -> MILP:
+    def _new_milp(self, time_limit: float, warm: bool, seeded: bool = False) -> MILP:
         highs_warm = warm and self.solver_ == "highs"
+        options = (_WARM_OPTIONS if seeded else _UNSEEDED_OPTIONS) if highs_warm else None
         return MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
-                    threads=self.threads, options=_WARM_OPTIONS if highs_warm else None,
-                    presolve=not highs_warm)
+                    threads=self.threads, options=options, presolve=not highs_warm)
 
     def _encode_nearest(self, m: MILP, q: np.ndarray, target: int, tau: float,
                         inc: Incumbent | None, cutoff: float | None,
@@ -484,7 +493,8 @@ class MILPNearest(Explainer):
         """Solve the nearest-CE MILP for one query with validity margin ``tau`` (``seeds``:
         see :meth:`incumbent`)."""
         inc = self.incumbent(q, target, tau, seeds)
-        m = self._new_milp(time_limit, warm=inc is not None)
+        seeded = seeds is not None
+        m = self._new_milp(time_limit, warm=inc is not None, seeded=seeded)
         cutoff = None
         if inc is not None:
             # strictly above z₀ (solver tolerances): "nothing beats the cutoff" proves z₀ optimal
@@ -505,7 +515,7 @@ class MILPNearest(Explainer):
             tb = self._tightened_bounds(q, target, tau, inc, cutoff, dom,
                                         _TIGHTEN_SHARE * time_limit)
             time_limit = max(time_limit - (time.perf_counter() - t0), 1e-3)
-            m = self._new_milp(time_limit, warm=inc is not None)
+            m = self._new_milp(time_limit, warm=inc is not None, seeded=seeded)
             dom, ne = self._encode_nearest(m, q, target, tau, inc, cutoff, bounds=tb.bounds)
         x = dom.index
         res = m.solve(time_limit=max(time_limit, 1e-3), cutoff=cutoff)
