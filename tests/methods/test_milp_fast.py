@@ -95,3 +95,81 @@ def test_parallel_chunks_give_the_sequential_answers():
     assert list(seq.status) == list(par.status)
     assert np.allclose(seq.certificates["distance"].astype(float),
                        par.certificates["distance"].astype(float), atol=1e-6)
+
+
+class _BoxOnly(MILPNearest):
+    """The fast path without the L1-ball bounds (interval bounds over the incumbent box)."""
+
+    _ball_bounds = False
+
+
+def _continuous(seed: int, d: int = 12, n: int = 400):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, d))
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(d)])
+    score = X @ rng.normal(size=d) + 0.3 * np.sin(4 * X[:, 0])
+    frame["y"] = (score > np.median(score)).astype(int)
+    schema = Schema([Feature(f"x{i}", "continuous", lower=0.0, upper=1.0) for i in range(d)])
+    return from_frame(frame, "y", schema)
+
+
+@pytest.mark.parametrize("make_data", [_continuous, _mixed])
+def test_l1_ball_bounds_same_optimum_fewer_binaries(make_data):
+    data = make_data(3)
+    model = rc.models.MLP((16,), epochs=20, lr=0.01, random_state=0).fit(data)
+    queries = data.frame[model.predict(data.frame) == 0].iloc[:5]
+    ball = MILPNearest(model, data, time_limit=30)
+    box = _BoxOnly(model, data, time_limit=30)
+    plain = MILPNearest(model, data, time_limit=30, **PLAIN)
+    r_ball, r_box, r_plain = (e.explain(queries) for e in (ball, box, plain))
+    assert list(r_ball.status) == list(r_plain.status) == list(r_box.status)
+    found = (r_ball.status == "found").to_numpy()
+    assert found.any()
+    for r in (r_ball, r_box, r_plain):
+        assert r.certificates["optimal"][found].astype(bool).all()
+    d_ball = r_ball.certificates["distance"][found].to_numpy(float)
+    d_plain = r_plain.certificates["distance"][found].to_numpy(float)
+    np.testing.assert_allclose(d_ball, d_plain, rtol=1e-4, atol=1e-6)
+    assert np.all(r_ball.certificates["margin"][found].to_numpy(float) >= ball.tau - 1e-9)
+    # the ball's bounds never need more binaries than the box's
+    from robustce.solvers.milp import MILP
+    counts = []
+    for q in ball.encoder.transform(queries):
+        inc = ball.incumbent(q, 1, ball.tau)
+        if inc is None:
+            continue
+        cut = inc.objective * (1 + 1e-7) + 1e-7
+        counts.append([e._encode_nearest(MILP("highs"), q, 1, e.tau, inc, cut)[1].n_binaries
+                       for e in (ball, box)])
+    counts = np.array(counts)
+    assert len(counts) and np.all(counts[:, 0] <= counts[:, 1])
+    if make_data is _continuous:  # 12 free continuous columns: the ball is much smaller
+        assert counts[:, 0].sum() < counts[:, 1].sum()
+
+
+def test_seeded_incumbent_is_valid_and_the_optimum_unchanged():
+    """MILP-R seeds each round's incumbent with the query's earlier CEs: the seeded incumbent
+    is valid and actionable at the new margin, and the optimum is the plain solve's."""
+    data = _mixed(4)
+    model = rc.models.MLP((8, 6), epochs=15, lr=0.01, random_state=0).fit(data)
+    ex = MILPNearest(model, data, time_limit=30)
+    plain = MILPNearest(model, data, time_limit=30, **PLAIN)
+    X = ex.encoder.transform(data.frame[model.predict(data.frame) == 0].iloc[:4])
+    net = model.network()
+    n_checked = 0
+    for q in X:
+        first = ex._nearest(q, 1, ex.tau, 30)
+        assert first.status == "found"
+        tau2 = float(net.margin(first.cf[None], 1)[0]) + 0.5  # out of reach of the seed itself
+        inc = ex.incumbent(q, 1, tau2, seeds=first.cf[None])
+        seeded = ex._nearest(q, 1, tau2, 30, seeds=first.cf[None])
+        ref = plain._nearest(q, 1, tau2, 30)
+        assert seeded.status == ref.status
+        if inc is not None:
+            assert net.margin(inc.x[None], 1)[0] >= tau2
+            assert ex.actionable(q, inc.x[None])[0]
+        if ref.status == "found":
+            n_checked += 1
+            assert seeded.optimal and ref.optimal
+            assert abs(seeded.objective - ref.objective) <= 1e-4 * ref.objective + 1e-6
+    assert n_checked

@@ -249,3 +249,29 @@ def test_get_params_round_trip(moons_setup):
     again = PROPLACE(model, data, **ex.get_params())
     assert again.get_params() == ex.get_params()
     assert again.shift == ex.shift and again.k == 4 and again.sigma == 2e-4
+
+
+class _HullOnly(PROPLACE):
+    """The outer MILP without the nearest-vertex distance row and L1-ball bounds."""
+
+    _ball_bounds = False
+
+
+def test_l1_ball_outer_bounds_same_ces_as_hull_bounds():
+    """The distance row at the nearest vertex's distance and the ball's first-layer bounds
+    change neither the status nor the distance of any CE (mixed types, |Δ′| > 1 reached)."""
+    data = synthetic_loan(2000, random_state=0)
+    model = rc.models.MLP((10, 10), epochs=15, lr=0.01, random_state=0).fit(data)
+    q = data.frame.iloc[np.flatnonzero(model.predict(model.encoder.transform(data.frame)) == 0)[:15]]
+    ball = PROPLACE(model, data, shift=0.02, k=8)
+    hull = _HullOnly(model, data, shift=0.02, k=8)
+    hull.neighbours = ball.neighbours  # the same certified pool
+    rb, rh = ball.explain(q), hull.explain(q)
+    assert list(rb.status) == list(rh.status)
+    f = (rb.status == "found").to_numpy()
+    assert f.sum() >= 5
+    db = rb.certificates.distance[f].to_numpy(float)
+    dh = rh.certificates.distance[f].to_numpy(float)
+    np.testing.assert_allclose(db, dh, rtol=2e-4, atol=1e-6)  # both optimal within mip_gap 1e-4
+    assert rb.certificates.optimal[f].astype(bool).all()
+    assert rb.certificates.n_networks[f].max() > 1

@@ -19,8 +19,11 @@ for the query is an *incumbent* of objective ``z₀``. The solve gets ``z₀`` a
 that nothing beats it returns the incumbent as the optimum) and, under ``l1`` and ``linf``, the
 box ``|x_j − q_j| ≤ z₀ / w_j`` (columns of weight ``w_j > 0``), which holds every point at least
 as good as the incumbent; the interval bounds — big-M constants and the set of stable ReLUs —
-come from that box intersected with the actionable domain. ``l0`` bounds no column, so there
-only the cutoff is used.
+come from that box intersected with the actionable domain. Under ``l1`` the first layer's
+bounds are exact over the weighted L1 ball ``Σ_j w_j |x_j − q_j| ≤ z₀`` itself
+(:func:`robustce.solvers.tightening.l1_ball_layer_bounds`), and the MILP gets that row, so
+they hold on its whole feasible set. ``l0`` bounds no column, so there only the cutoff is
+used.
 
 The distance is ``Distance(norm, weights, space="raw")`` (:mod:`robustce.distance`): per raw
 feature, the sum of ``w_j |x_j - q_j|`` over its columns, with ``w_j = 1`` for scaled, binary
@@ -55,7 +58,7 @@ from robustce.solvers.encodings import (
     encode_network,
 )
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
-from robustce.solvers.tightening import TightenedBounds, lp_tighten_bounds
+from robustce.solvers.tightening import TightenedBounds, l1_ball_layer_bounds, lp_tighten_bounds
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["MILPNearest", "column_weights", "feature_distance"]
@@ -85,11 +88,20 @@ _N_STEPS = 32  # points per segment
 #: reported CUTOFF ("nothing beats the incumbent") on an adult query where a better point exists
 #: (capital-gain 1320 vs the incumbent's 1333; found with presolve off or without the box;
 #: tests/methods/test_milp_cutoff_regression.py). A wrong optimality claim costs more than the
-#: 2-3x presolve saved per solve.
+#: 2-3x presolve saved per solve. (Presolve with the box is wrong without the cutoff too: that
+#: model, cutoff dropped, gives 0.013538 as "optimal" with HiGHS 1.16 and 0.013410 with scipy
+#: 1.17's HiGHS, against 0.013200 without presolve; its grid columns span up to 1.5 M steps, e.g.
+#: fnlwgt, so ``x − z / steps = 0`` has coefficients near 7e-7.)
 _WARM_OPTIONS = {"mip_heuristic_effort": 0.0, "mip_heuristic_run_rins": False,
                  "mip_heuristic_run_rens": False, "mip_heuristic_run_root_reduced_cost": False,
                  "mip_heuristic_run_zi_round": False, "mip_heuristic_run_feasibility_jump": False,
                  "mip_detect_symmetry": False}
+#: the same without seeds (MILPNearest, MILP-R's first round): RINS and RENS stay on at HiGHS's
+#: default effort. Without a seed the incumbent can be far from the optimum (a training point
+#: 6× farther on an adult MILP-R query), and then these sub-MIPs find the optimum region fast
+#: (that query: 29 ms vs 373 ms); on near-optimal incumbents they cost 5–15 % (bench_milp).
+_UNSEEDED_OPTIONS = {**_WARM_OPTIONS, "mip_heuristic_effort": 0.05,
+                     "mip_heuristic_run_rins": True, "mip_heuristic_run_rens": True}
 
 
 #: share of a solve's time limit that LP bound tightening may use (``bound_tightening="lp"``)
@@ -218,6 +230,7 @@ class MILPNearest(Explainer):
     """
 
     name: ClassVar[str] = "milp_nearest"
+    _ball_bounds: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
 
@@ -288,12 +301,15 @@ class MILPNearest(Explainer):
             self._candidates_[t] = (np.ascontiguousarray(X[order]), margin[order])
         return self._candidates_[t]
 
-    def incumbent(self, q: np.ndarray, target: int, tau: float) -> Incumbent | None:
+    def incumbent(self, q: np.ndarray, target: int, tau: float,
+                  seeds: np.ndarray | None = None) -> Incumbent | None:
         """A point of least objective among: the nearest training points with target margin
         ≥ ``tau`` that are actionable for ``q``, the points on the segments from ``q`` to them
         (continuous columns interpolated, the others at the training point's values: still
         actionable and in the domain), and greedy linear-region steps from ``q``
-        (:meth:`_linear_steps`; needs no data). Each has forward-pass margin ≥ ``tau``.
+        (:meth:`_linear_steps`; needs no data). ``seeds``: further points actionable for
+        ``q`` (e.g. MILP-R's CEs of earlier rounds), each a candidate itself and the start of
+        linear-region steps. Each candidate kept has forward-pass margin ≥ ``tau``.
         None without ``warm_start`` or any such point."""
         if not self.warm_start:
             return None
@@ -311,9 +327,13 @@ class MILPNearest(Explainer):
                 P = np.repeat(near[:, None, :], len(lam), axis=1)  # (k, steps, d)
                 P[:, :, cont] = q[cont] + lam[None, :, None] * (near[:, None, cont] - q[cont])
                 pts.append(P.reshape(-1, len(q)))
-        step = self._linear_steps(q, int(target), tau, self._continuous_columns(with_grid=True))
-        if step is not None:
-            pts.append(step[None])
+        cont = self._continuous_columns(with_grid=True)
+        for start in [q] + ([] if seeds is None else list(np.atleast_2d(seeds))):
+            if start is not q:
+                pts.append(start[None])
+            step = self._linear_steps(q, int(target), tau, cont, start=start)
+            if step is not None:
+                pts.append(step[None])
         if not pts:
             return None
         P = np.vstack(pts)
@@ -325,11 +345,12 @@ class MILPNearest(Explainer):
         return Incumbent(P[i].copy(), float(zp[i]))
 
     def _linear_steps(self, q: np.ndarray, target: int, tau: float, cont: np.ndarray,
-                      n_steps: int = 8) -> np.ndarray | None:
+                      n_steps: int = 8, start: np.ndarray | None = None) -> np.ndarray | None:
         """A few greedy steps on the continuous columns: in the linear region of the current
         point, the least weighted-L1 move that lifts the margin to ``tau`` (columns by
         |∂margin/∂x_j| / w_j, each moved to its actionable bound until the linear margin
-        reaches ``tau``). Returns a point whose forward-pass margin is ≥ ``tau``, or None."""
+        reaches ``tau``), from ``start`` (default ``q``; the actionable bounds stay those of
+        ``q``). Returns a point whose forward-pass margin is ≥ ``tau``, or None."""
         enc = self.encoder
         free = ~enc.immutable_mask_[cont]
         cols = cont[free]
@@ -341,7 +362,7 @@ class MILPNearest(Explainer):
         lo = np.where(enc.increasing_mask_[cols], q[cols], 0.0)
         hi = np.where(enc.decreasing_mask_[cols], q[cols], 1.0)
         w = self._weights()[cols]
-        x = q.copy()
+        x = (q if start is None else start).copy()
         net = self._network
         for _ in range(n_steps):
             J, y = _jacobian(net, x)
@@ -391,11 +412,11 @@ class MILPNearest(Explainer):
         return np.flatnonzero(ok)
 
     # --- the MILP -------------------------------------------------------------------------
-    def _new_milp(self, time_limit: float, warm: bool) -> MILP:
+    def _new_milp(self, time_limit: float, warm: bool, seeded: bool = False) -> MILP:
         highs_warm = warm and self.solver_ == "highs"
+        options = (_WARM_OPTIONS if seeded else _UNSEEDED_OPTIONS) if highs_warm else None
         return MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
-                    threads=self.threads, options=_WARM_OPTIONS if highs_warm else None,
-                    presolve=not highs_warm)
+                    threads=self.threads, options=options, presolve=not highs_warm)
 
     def _encode_nearest(self, m: MILP, q: np.ndarray, target: int, tau: float,
                         inc: Incumbent | None, cutoff: float | None,
@@ -420,6 +441,14 @@ class MILPNearest(Explainer):
                 m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
             dom = InputDomain(InputVars(x, lo, hi), dom.column_kind, dom.grid_steps,
                               dom.grid_vars)
+            if bounds is None and self.norm == "l1" and self._ball_bounds:
+                # every point that can beat the cutoff lies in the weighted L1 ball of radius
+                # cutoff: exact first-layer bounds over ball ∩ box; the distance row below
+                # keeps every other point out of the MILP, so they are sound for all it admits
+                # the objective counts movable columns only (encode_distance)
+                w = np.where(hi > lo, self._weights(), 0.0)
+                bounds = l1_ball_layer_bounds(self._network, q, lo, hi, w, cutoff)
+                distance_row = True
         ne = encode_network(m, self._network, dom.vars, bounds=bounds)
         y = ne.outputs
         k = self._network.n_outputs
@@ -459,10 +488,13 @@ class MILPNearest(Explainer):
 
         return lp_tighten_bounds(build, inn, start, plain=True, time_limit=time_limit)
 
-    def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
-        """Solve the nearest-CE MILP for one query with validity margin ``tau``."""
-        inc = self.incumbent(q, target, tau)
-        m = self._new_milp(time_limit, warm=inc is not None)
+    def _nearest(self, q: np.ndarray, target: int, tau: float, time_limit: float,
+                 seeds: np.ndarray | None = None) -> _Nearest:
+        """Solve the nearest-CE MILP for one query with validity margin ``tau`` (``seeds``:
+        see :meth:`incumbent`)."""
+        inc = self.incumbent(q, target, tau, seeds)
+        seeded = seeds is not None
+        m = self._new_milp(time_limit, warm=inc is not None, seeded=seeded)
         cutoff = None
         if inc is not None:
             # strictly above z₀ (solver tolerances): "nothing beats the cutoff" proves z₀ optimal
@@ -483,7 +515,7 @@ class MILPNearest(Explainer):
             tb = self._tightened_bounds(q, target, tau, inc, cutoff, dom,
                                         _TIGHTEN_SHARE * time_limit)
             time_limit = max(time_limit - (time.perf_counter() - t0), 1e-3)
-            m = self._new_milp(time_limit, warm=inc is not None)
+            m = self._new_milp(time_limit, warm=inc is not None, seeded=seeded)
             dom, ne = self._encode_nearest(m, q, target, tau, inc, cutoff, bounds=tb.bounds)
         x = dom.index
         res = m.solve(time_limit=max(time_limit, 1e-3), cutoff=cutoff)

@@ -84,8 +84,13 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         """One query through the shared margin loop (:mod:`robustce.methods.margin_loop`);
         the search of a round is the nearest-CE MILP at that round's margin."""
+        seeds: list[np.ndarray] = []  # this query's CEs of earlier rounds: incumbent seeds
+
         def find(rows: np.ndarray, taus: np.ndarray, remaining: float) -> list[Candidate]:
-            near = self._nearest(x, target, float(taus[0]), remaining)
+            near = self._nearest(x, target, float(taus[0]), remaining,
+                                 seeds=np.vstack(seeds) if seeds else None)
+            if near.cf is not None:
+                seeds.append(near.cf)
             return [Candidate(near.status, near.cf, near.message, {"optimal": near.optimal})]
 
         (r,) = self._robust_search(x[None], np.array([target]), find, tau=self.tau,

@@ -66,6 +66,7 @@ from robustce.solvers.encodings import (
     encode_network,
 )
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
+from robustce.solvers.tightening import l1_ball_layer_bounds
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["PROPLACE"]
@@ -88,6 +89,9 @@ class _Outer:
     inputs: InputVars
     weights: np.ndarray  # λ
     vertices: np.ndarray
+    radius: float  # the nearest vertex's distance (+ tolerance): no optimum lies farther
+    grid_vars: np.ndarray  # integer variable of each grid column, -1 elsewhere
+    grid_steps: np.ndarray
     networks: list[tuple[ReLUNetwork, Any]] = field(default_factory=list)  # (net, encoding)
 
 
@@ -139,6 +143,7 @@ class PROPLACE(Explainer):
     """
 
     name: ClassVar[str] = "proplace"
+    _ball_bounds: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "worst_case_margin", "iterations", "n_networks", "k_used", "optimal",
         "solver_status")
@@ -282,8 +287,18 @@ class PROPLACE(Explainer):
         m.set_var_bounds(dom.index, lo, hi)
         # fixed columns (immutables, constants) are equal on every vertex up to rounding: not tied
         hull = encode_hull_region(m, V, dom.index, columns=np.flatnonzero(~fixed))
-        encode_distance(m, dom, x, self.distance_, self.encoder).set_as_objective(m)
-        return _Outer(m, dom.index, lo, hi, InputVars(dom.index, lo, hi), hull.weights, V)
+        obj = encode_distance(m, dom, x, self.distance_, self.encoder)
+        obj.set_as_objective(m)
+        # every vertex is feasible for every Δ′ (certified margin ≥ σ), so the optimum is no
+        # farther than the nearest one: the row ‖x' − x‖₁ ≤ r keeps the MILP to that ball,
+        # whose first-layer bounds (:func:`l1_ball_layer_bounds`) are far tighter than the hull's
+        d0 = float(np.min(self.distance_.rowwise(np.clip(S, lo, hi), x[None])))
+        r = d0 * (1.0 + 1e-7) + 1e-7
+        if self._ball_bounds:
+            m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
+                              -np.inf, r - obj.constant)
+        return _Outer(m, dom.index, lo, hi, InputVars(dom.index, lo, hi), hull.weights, V, r,
+                      dom.grid_vars, dom.grid_steps)
 
     def _start_at_vertex(self, outer: _Outer, S: np.ndarray, i: int) -> None:
         """Warm start at neighbour ``S[i]`` (feasible for every Δ′: certified margin ≥ σ):
@@ -291,6 +306,10 @@ class PROPLACE(Explainer):
         v = S[i]
         cols = [outer.x_cols, outer.weights]
         vals = [np.clip(v, outer.lower, outer.upper), np.eye(len(outer.weights))[i + 1]]
+        g = np.flatnonzero(outer.grid_vars >= 0)
+        if g.size:  # every integer variable gets its value: HiGHS completes the rest by an LP
+            cols.append(outer.grid_vars[g])
+            vals.append(np.round(np.clip(v[g], outer.lower[g], outer.upper[g]) * outer.grid_steps[g]))
         for net, enc in outer.networks:
             _, hidden = net.forward(v[None], return_hidden=True)
             for layer, h in zip(enc.hidden, hidden, strict=True):
@@ -302,8 +321,23 @@ class PROPLACE(Explainer):
     def _add_network(self, outer: _Outer, net: ReLUNetwork, target: int) -> None:
         """One more member of Δ′: its own encoding over the region's box, margin ≥ σ (5b–5f)."""
         m = outer.milp
-        enc = encode_network(m, net, outer.inputs, bounds=_hull_bounds(net, outer.vertices))
+        V = outer.vertices
+        if not self._ball_bounds:
+            enc = encode_network(m, net, outer.inputs, bounds=_hull_bounds(net, V))
+            outer.networks.append((net, enc))
+            self._margin_rows(m, enc, target)
+            return
+        first = _hull_bounds(net, V)[0]
+        # the distance row counts movable columns only (encode_distance): weight 0 elsewhere
+        w = (outer.upper > outer.lower).astype(np.float64)
+        bounds = l1_ball_layer_bounds(net, V[0], outer.lower, outer.upper, w, outer.radius,
+                                      first=first)
+        enc = encode_network(m, net, outer.inputs, bounds=bounds)
         outer.networks.append((net, enc))
+        self._margin_rows(m, enc, target)
+
+    def _margin_rows(self, m: MILP, enc: Any, target: int) -> None:
+        """Margin ≥ σ for the target class on one member's outputs (5b)."""
         y = enc.outputs
         if len(y) == 1:
             lb, ub = (self.sigma, np.inf) if target == 1 else (-np.inf, -self.sigma)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from robustce.models.network import IntervalNetwork
 from robustce.solvers.encodings import NetworkEncoding
 from robustce.solvers.milp import MILP, SolveStatus
 
-__all__ = ["TightenedBounds", "lp_tighten_bounds"]
+__all__ = ["TightenedBounds", "l1_ball_layer_bounds", "l1_ball_max", "lp_tighten_bounds"]
 
 #: the LP objective is widened by this (relative + absolute) before it becomes a bound
 LP_TOL = 1e-6
@@ -121,3 +122,78 @@ def lp_tighten_bounds(build: Callable[[Bounds, list[np.ndarray]], tuple[MILP, Ne
         if not complete:
             break
     return TightenedBounds(b, um, n_lps, time.perf_counter() - t0, complete)
+
+
+def l1_ball_max(A: np.ndarray, query: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                weights: np.ndarray, radius: float) -> np.ndarray:
+    """Per row ``a`` of ``A`` (m, d), ``max a·(x − q)`` over ``{x : lower ≤ x ≤ upper,
+    Σ_j w_j |x_j − q_j| ≤ radius}`` (``-inf`` where that set is empty).
+
+    A fractional knapsack, solved exactly by the greedy rule: column j moves toward the side
+    where ``a_j`` gains, by at most its room in the box ``c_j``; it gains ``|a_j|`` per unit and
+    costs ``w_j`` per unit of the budget, so columns are filled by decreasing ``|a_j| / w_j``
+    until the budget is spent (columns of weight 0 cost nothing and move to the box's edge). A
+    query outside the box first pays ``w_j · dist(q_j, [lower_j, upper_j])`` and moves to the
+    box (the cost of every point of the box includes it)."""
+    A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+    q = np.asarray(query, dtype=np.float64).reshape(-1)
+    lo = np.asarray(lower, dtype=np.float64).reshape(-1)
+    hi = np.asarray(upper, dtype=np.float64).reshape(-1)
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)
+    qc = np.clip(q, lo, hi)
+    r = float(radius) - float(np.sum(w * np.abs(q - qc)))
+    base = A @ (qc - q)  # a·(q' − q): the part every point of the box shares
+    if r < 0 or np.any(lo > hi):
+        return np.full(A.shape[0], -np.inf)
+    room = np.where(A > 0, hi - qc, qc - lo)  # (m, d), ≥ 0
+    gain = np.abs(A) * room  # a column moved to the box edge
+    free = w <= 0
+    out = base + gain[:, free].sum(axis=1)
+    if (~free).any():
+        wp = w[~free]
+        rho = np.abs(A[:, ~free]) / wp
+        order = np.argsort(-rho, axis=1, kind="stable")
+        cost = np.take_along_axis(room[:, ~free] * wp, order, axis=1)
+        g = np.take_along_axis(gain[:, ~free], order, axis=1)
+        before = np.cumsum(cost, axis=1) - cost  # budget spent on better columns
+        frac = np.clip((r - before) / np.where(cost > 0, cost, 1.0), 0.0, 1.0)
+        out = out + (frac * g).sum(axis=1)
+    return out
+
+
+def l1_ball_layer_bounds(network: Any, query: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                         weights: np.ndarray, radius: float,
+                         first: tuple[np.ndarray, np.ndarray] | None = None) -> Bounds:
+    """Sound pre-activation bounds of every layer of a plain ReLU ``network`` over the box
+    ``[lower, upper]`` intersected with the weighted L1 ball ``Σ_j w_j |x_j − q_j| ≤ radius``:
+    exact for the first layer (:func:`l1_ball_max` per neuron, both signs), intersected with
+    interval bounds over the box, and interval arithmetic after it. Every point of the box
+    within the ball has its pre-activations inside them, so they may replace the box's bounds
+    whenever the MILP only admits such points (e.g. with the row ``distance ≤ radius``).
+    ``first``: other sound first-layer bounds over the MILP's feasible set (e.g. exact ones over
+    a convex hull), intersected with the ball's before the propagation."""
+    inn = IntervalNetwork.point(network)
+    box = [(lo[0], hi[0]) for lo, hi in inn.layer_bounds(lower, upper)]
+    W, b = inn.layers[0][0], inn.layers[0][2]
+    q = np.asarray(query, dtype=np.float64).reshape(-1)
+    # a·(x − q) + a·q + b, with max and −max(−a) as the two ends
+    top = l1_ball_max(W, q, lower, upper, weights, radius) + W @ q + b
+    bot = -l1_ball_max(-W, q, lower, upper, weights, radius) + W @ q + b
+    if not (np.isfinite(top).all() and np.isfinite(bot).all()):
+        # empty ball ∩ box: nothing to bound; keep the box's (the MILP is infeasible anyway)
+        return box if first is None else [first] + box[1:]
+    lo1, hi1 = np.maximum(box[0][0], bot), np.minimum(box[0][1], top)
+    if first is not None:
+        lo1, hi1 = np.maximum(lo1, first[0]), np.minimum(hi1, first[1])
+    hi1 = np.maximum(hi1, lo1)
+    out = [(lo1, hi1)]
+    lo, hi = lo1, hi1
+    for Wl, _, bl, _ in inn.layers[1:]:
+        vlo, vhi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+        Wp, Wn = np.maximum(Wl, 0.0), np.minimum(Wl, 0.0)
+        lo, hi = Wp @ vlo + Wn @ vhi + bl, Wp @ vhi + Wn @ vlo + bl
+        k = len(out)
+        lo, hi = np.maximum(lo, box[k][0]), np.minimum(hi, box[k][1])
+        hi = np.maximum(hi, lo)
+        out.append((lo, hi))
+    return out
