@@ -55,6 +55,7 @@ import z3
 from robustce.data.encoder import Encoder, FeatureBlock
 from robustce.data.schema import Actionability, FeatureKind
 from robustce.errors import SolverError, ValidationError
+from robustce.solvers.tightening import l1_ball_max
 
 __all__ = [
     "SMTInput",
@@ -633,35 +634,15 @@ def l1_ball_bounds(W: np.ndarray, bias: np.ndarray, x: np.ndarray, lo: np.ndarra
                    hi: np.ndarray, w: np.ndarray, budget: float
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Exact bounds of ``W @ y + bias`` over ``{y ∈ [lo, hi] : Σ_c w_c |y_c − x_c| <= budget}``
-    (a fractional knapsack per neuron and direction: columns by gain per unit of budget
-    |W_ic| / w_c, greedily), padded for float rounding. With w the raw-distance column weights
-    ω (each feature's ω-weighted column moves bound its δ_f from below) and budget J·δ/β, the
-    set contains every input within MACE's ℓ1 distance δ: the bounds are sound for it, and
-    much tighter than the box's when several columns may move but their sum may not."""
-    x = np.asarray(x, dtype=np.float64)
-    up = np.maximum(hi - x, 0.0)      # room above x per column
-    down = np.maximum(x - lo, 0.0)    # room below x
-    w = np.asarray(w, dtype=np.float64)
-    z0 = W @ x + bias
-
-    def best(A: np.ndarray) -> np.ndarray:
-        """max over the set of A @ (y − x), per row of A."""
-        room = np.where(A > 0, up[None, :], down[None, :])
-        gain = np.abs(A) * room                                  # gain of using a column fully
-        cost = w[None, :] * room                                 # budget it takes
-        free = cost <= 0                                         # free columns: full gain
-        ratio = np.where(free, np.inf, np.abs(A) / np.where(w > 0, w, 1.0)[None, :])
-        order = np.argsort(-ratio, axis=1, kind="stable")
-        g = np.take_along_axis(gain, order, axis=1)
-        c = np.take_along_axis(np.where(free, 0.0, cost), order, axis=1)
-        cum = np.cumsum(c, axis=1)
-        full = cum <= budget
-        prev = cum - c
-        frac = np.where(full, 1.0, np.clip((budget - prev) / np.where(c > 0, c, 1.0), 0.0, 1.0))
-        return np.sum(g * frac, axis=1)
-
-    zu = z0 + best(W)
-    zl = z0 - best(-W)
+    (:func:`robustce.solvers.tightening.l1_ball_max`, a fractional knapsack per neuron and
+    direction), padded for float rounding. With w the raw-distance column weights ω (each
+    feature's ω-weighted column moves bound its δ_f from below) and budget J·δ/β, the set
+    contains every input within MACE's ℓ1 distance δ: the bounds are sound for it, and much
+    tighter than the box's when several columns may move but their sum may not."""
+    W = np.asarray(W, dtype=np.float64)
+    z0 = W @ np.asarray(x, dtype=np.float64) + bias
+    zu = z0 + l1_ball_max(W, x, lo, hi, w, budget)
+    zl = z0 - l1_ball_max(-W, x, lo, hi, w, budget)
     pad = 1e-9 * (1.0 + np.abs(zl) + np.abs(zu))
     return zl - pad, zu + pad
 
