@@ -177,7 +177,9 @@ class RobustNearestNeighbour(NearestNeighbour):
         for t in np.unique(targets):
             rows = np.flatnonzero(targets == t)
             idx = self.index(int(t))
-            pos = self._search(idx, X[rows], self._query_groups(idx, X[rows]), n=int(k))
+            # more than the pool holds cannot be returned: k beyond it is capped (no huge arrays)
+            pos = self._search(idx, X[rows], self._query_groups(idx, X[rows]),
+                               n=max(1, min(int(k), len(idx.X))))
             for j, r in enumerate(rows):
                 p = pos[j][pos[j] >= 0]
                 out[r] = idx.X[p]

@@ -130,16 +130,18 @@ def _project(delta: torch.Tensor, epsilon: float, norm: str) -> torch.Tensor:
     return delta * torch.clamp(epsilon / (n + 1e-12), max=1.0)
 
 
+MAX_SHIFT = 1e3  # ε and α caps (inputs live in [0, 1])
 MAX_INNER_STEPS = 10_000  # T and K caps: each is a loop per training batch
 
 
 def _check_vds(epsilon: float, n_steps: int, k: int, inner_lr: float, alpha: float | None,
                norm: str, inner_optimizer: str) -> None:
-    check_number(epsilon, "epsilon", low=0, low_open=True)
+    # model space is scaled to [0, 1]: a shift beyond MAX_SHIFT only overflows float32
+    check_number(epsilon, "epsilon", low=0, low_open=True, high=MAX_SHIFT)
     check_integer(n_steps, "n_steps (T)", low=1, high=MAX_INNER_STEPS)
     check_integer(k, "k (unrolled steps K)", low=1, high=MAX_INNER_STEPS)
     check_number(inner_lr, "inner_lr", low=0, low_open=True, high=MAX_LR)
-    check_number(alpha, "alpha", low=0, low_open=True, allow_none=True)
+    check_number(alpha, "alpha", low=0, low_open=True, high=MAX_SHIFT, allow_none=True)
     check_choice(norm, "norm", ("inf", "l2"))
     check_choice(inner_optimizer, "inner_optimizer", ("adam", "sgd"))
 

@@ -51,7 +51,7 @@ from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.exact import point_layer_bounds
 from robustce.robustness.shift import ParameterShift
 from robustce.utils import check_random_state
-from robustce.validation import check_number
+from robustce.validation import check_bool, check_integer, check_number
 
 __all__ = ["APASCertifier", "APASMaxDeltaResult", "APASResult", "apas_certify", "apas_max_delta",
            "apas_sample_size"]
@@ -477,6 +477,7 @@ def apas_certify(model: Any, cfs: Any, delta: Any, alpha: float = 0.999, R: floa
     if isinstance(delta, ParameterShift):
         delta, biases = delta.delta, delta.biases
     d = _check_delta(delta)
+    check_bool(biases, "biases")
     n, a, r = _resolve_n(alpha, R, n)
     rng = check_random_state(random_state)
     t0 = time.perf_counter()
@@ -583,8 +584,8 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
         raise ValidationError(f"delta_max must be a number, got {delta_max!r}") from None
     if not (math.isfinite(dmax) and dmax >= d0):
         raise ValidationError(f"delta_max must be finite and >= delta_init, got {delta_max!r}")
-    if isinstance(max_rounds, bool) or int(max_rounds) < 1:
-        raise ValidationError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    check_integer(max_rounds, "max_rounds", low=1)
+    check_bool(biases, "biases")
     n, a, r = _resolve_n(alpha, R, n)
     rng = check_random_state(random_state)
     t0 = time.perf_counter()
