@@ -373,24 +373,24 @@ def _plain_keeps(net: ReLUNetwork, x: np.ndarray, t: int, delta: float, table, b
 def _plain_algorithm1(net, x, t, noise: _TableNoise, d0: float, dmax: float, biases: bool):
     """Algorithm 1 written plainly for one CE: double from δ_init, bisect to δ_init; test k
     reads table k."""
-    def test(delta):
+    def keeps(delta):
         noise.start_test()
         return _plain_keeps(net, x, t, delta, noise.tables[noise.k], biases)
-    if not test(d0):
+    if not keeps(d0):
         return 0.0, d0, 1
     lo, cand, n_tests = d0, min(2 * d0, dmax), 1
     while True:
         if lo >= dmax:
             return lo, math.inf, n_tests
         n_tests += 1
-        if not test(cand):
+        if not keeps(cand):
             hi = cand
             break
         lo, cand = cand, min(2 * cand, dmax)
     while hi - lo > d0:
         mid = 0.5 * (lo + hi)
         n_tests += 1
-        if test(mid):
+        if keeps(mid):
             lo = mid
         else:
             hi = mid
