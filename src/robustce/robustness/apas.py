@@ -281,6 +281,22 @@ class _Plan:
         self.W32 = [(W.astype(np.float32), b.astype(np.float32)) for W, b in net.weights]
         self.absW = [(np.abs(W).T, np.abs(b)) for W, b in net.weights]
         self.n_terms = sum(W.shape[1] + 8 for W, _ in net.weights)
+        self._restricted: dict[bytes, tuple[Any, ...]] = {}
+
+    def restricted(self, masks: list[np.ndarray]) -> tuple[Any, ...]:
+        """For kept-coordinate masks per layer input (and all outputs): the (out_idx, in_idx)
+        shapes, the float32 and float64 weights restricted to them. Cached per pattern: a CE's
+        tests at nearby δ mostly keep the same neurons."""
+        key = b"".join(m.tobytes() for m in masks)
+        hit = self._restricted.get(key)
+        if hit is None:
+            keep = [np.flatnonzero(m) for m in masks] + [np.arange(self.net.n_outputs)]
+            shapes = [(keep[i + 1], keep[i]) for i in range(len(masks))]
+            W32 = [(W[np.ix_(o, i)], b[o]) for (W, b), (o, i) in zip(self.W32, shapes, strict=True)]
+            W64 = [(W[np.ix_(o, i)], b[o])
+                   for (W, b), (o, i) in zip(self.net.weights, shapes, strict=True)]
+            hit = self._restricted[key] = (shapes, W32, W64)
+        return hit
 
     def tolerance(self, X: np.ndarray, deltas: np.ndarray) -> np.ndarray:
         """Per row a bound on the float32 rounding error of any margin the test computes:
@@ -319,15 +335,12 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
     net, nb, f32 = plan.net, plan.nb, np.float32
     biases = bool(nb)
     last = len(net.weights) - 1
-    keep = [np.flatnonzero(np.any(X != 0.0, axis=0))]
-    keep += [np.flatnonzero(np.any(hi > -1e-12, axis=0)) for _, hi in bounds[:-1]]
-    keep.append(np.arange(net.n_outputs))
-    shapes = [(keep[i + 1], keep[i]) for i in range(last + 1)]
-    W32 = [(W[np.ix_(o, i)], b[o]) for (W, b), (o, i) in zip(plan.W32, shapes, strict=True)]
+    masks = [np.any(X != 0.0, axis=0)] + [np.any(hi > -1e-12, axis=0) for _, hi in bounds[:-1]]
+    shapes, W32, W64 = plan.restricted(masks)
     tol_all = plan.tolerance(X, deltas)
-    X = X[:, keep[0]]
-    W0, b0 = net.weights[0]
-    c0_all = (X @ W0[np.ix_(keep[1], keep[0])].T + b0[keep[1]]).T.astype(f32)  # (o1, N)
+    X = X[:, shapes[0][1]]
+    W0, b0 = W64[0]
+    c0_all = (X @ W0.T + b0).T.astype(f32)  # (o1, N)
     X32 = X.T.astype(f32)                                                       # (in, N)
     binary = net.n_outputs == 1
     sign_all = np.where(t == 1, f32(1.0), f32(-1.0))
@@ -378,9 +391,7 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
                     gi, ri = np.nonzero(unsure)
                     vv = [(vW[go[gi]], None if vb is None else vb[go[gi]]) for vW, vb in v]
                     vv.append((vl[0][gi], None if vl[1] is None else vl[1][gi]))
-                    weights = [(W[np.ix_(o, i)], b[o])
-                               for (W, b), (o, i) in zip(net.weights, shapes, strict=True)]
-                    m64 = _exact_margins(weights, X[rr[ri]], deltas[rr[ri]], tr[ri], vv)
+                    m64 = _exact_margins(W64, X[rr[ri]], deltas[rr[ri]], tr[ri], vv)
                     np.logical_or.at(flipped, ri, m64 <= 0)
             flips[rr] |= flipped
             evaluated[rr] += s
@@ -575,7 +586,8 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
     alpha, R : Lemma 4's confidence and fraction (n = ⌈ln(1−α)/ln R⌉ draws per tested δ).
     delta_init : first δ tested and the bisection's resolution (the paper's 0.0001).
     delta_max : cap on δ; a CE still passing there gets status ``capped``.
-    max_rounds : cap on rounds (each round tests every active CE once).
+    max_rounds : cap on the tests per CE (each round tests every active CE once; the first
+        doubling tests that interval bounds decide up front count too).
     """
     d0 = _check_delta(delta_init, "delta_init")
     try:
@@ -616,6 +628,42 @@ def _bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, biases: bool
     return out
 
 
+def _skip_interval_prefix(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, active: np.ndarray,
+                          lo: np.ndarray, cand: np.ndarray, n_tests: np.ndarray,
+                          n_interval: np.ndarray, status: np.ndarray, d0: float, dmax: float,
+                          noise: _FreshNoise, biases: bool, max_rounds: int) -> None:
+    """Algorithm 1's first doubling tests, δ = δ_init·2^k, that interval propagation decides,
+    all at once: Δ_δ grows with δ and interval bounds are inclusion-monotone, so the tests
+    proven this way form a prefix of the doubling sequence; each would have passed with
+    certainty. Moves every active row (in place) past its proven prefix, as the round-by-round
+    loop would, and leaves ``active`` rows that reached ``delta_max`` capped."""
+    idx = np.flatnonzero(active)
+    if idx.size == 0:
+        return
+    ladder = [d0]
+    while ladder[-1] < dmax:
+        ladder.append(min(2.0 * ladder[-1], dmax))
+    L = len(ladder)
+    rows = np.repeat(idx, L)
+    bounds = _bounds(net, X[rows], np.tile(ladder, idx.size), biases)
+    sure = margin_terms(bounds[-1][0], bounds[-1][1], t[rows]).min(axis=1) > 0
+    proven = np.cumprod(sure.reshape(idx.size, L), axis=1).sum(axis=1)   # prefix length
+    proven = np.minimum(proven, max_rounds)          # max_rounds caps the tests, these included
+    for _ in range(int(proven.max())):
+        noise.start_test()
+    has = proven > 0
+    i, p = idx[has], proven[has]
+    ladder_arr = np.asarray(ladder)
+    lo[i] = ladder_arr[p - 1]
+    n_tests[i] += p
+    n_interval[i] += p
+    capped = lo[i] >= dmax
+    status[i[capped]] = "capped"
+    active[i[capped]] = False
+    more = i[~capped]
+    cand[more] = np.minimum(2.0 * lo[more], dmax)
+
+
 def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
                 nominal: np.ndarray, d0: float, dmax: float, n: int, noise: _FreshNoise,
                 biases: bool, max_rounds: int) -> APASMaxDeltaResult:
@@ -639,8 +687,16 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
     message[bad] = "counterfactual contains NaN or infinite values"
     active = ~bad & ~invalid
     plan = _Plan(net, biases)
+    _skip_interval_prefix(net, X, t, active, lo, cand, n_tests, n_interval, status, d0, dmax,
+                          noise, biases, max_rounds)
     rounds = 0
-    while active.any() and rounds < max_rounds:
+    limited = np.zeros(N, dtype=bool)
+    while True:
+        over = active & (n_tests >= max_rounds)
+        limited |= over
+        active &= ~over
+        if not active.any():
+            break
         rounds += 1
         noise.start_test()
         idx = np.flatnonzero(active)
@@ -674,7 +730,7 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
         message[i] = f"a sampled realisation at delta_init = {d0:g} flips it; delta_max = 0"
     for i in np.flatnonzero(status == "capped"):
         message[i] = f"every draw kept the class up to the cap delta_max = {dmax:g}"
-    for i in np.flatnonzero(active):
+    for i in np.flatnonzero(limited):
         status[i] = "round_limit"
         message[i] = (f"stopped after max_rounds = {max_rounds}; delta_max is the last "
                       f"passing delta tested")
