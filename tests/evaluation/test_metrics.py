@@ -179,6 +179,23 @@ def test_lof_scorer_per_target_class_and_cached(diabetes_setup):
     assert M.lof_scorer(train, enc, 10) is M.lof_scorer(train, enc, 10)
 
 
+def test_evaluate_reuses_a_fitted_lof_scorer_and_checks_it_fits_the_data(diabetes_setup):
+    from robustce.errors import ValidationError
+
+    train, test, model = diabetes_setup
+    expl = rc.methods.Wachter(model, train).explain(test.frame.iloc[:8])
+    assert len(expl.counterfactuals) > 0
+    scorer = M.LOFScorer(train, model.encoder, 10)
+    shared = evaluate(expl, model, data=train, metrics=["lof", "lof_inlier"], lof=scorer)
+    own = evaluate(expl, model, data=train, metrics=["lof", "lof_inlier"])
+    pd.testing.assert_frame_equal(shared, own)
+    assert scorer._fitted  # the given scorer did the work
+    with pytest.raises(ValidationError, match="neighbours"):
+        evaluate(expl, model, data=train, metrics=["lof"], lof=scorer, lof_neighbors=5)
+    with pytest.raises(ValidationError, match="rows"):
+        evaluate(expl, model, data=test, metrics=["lof"], lof=scorer)
+
+
 def _one_hidden_worst_case(weights, X, delta, target):
     """Closed-form exact worst-case margin of a one-hidden-layer ReLU network over the box
     Δ = every weight and bias ±δ, for inputs X ≥ 0 (an oracle independent of the MILP): each

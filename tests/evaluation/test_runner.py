@@ -105,6 +105,24 @@ def test_model_is_trained_once_per_dataset_and_seed(tmp_path, monkeypatch):
     assert spy.calls == 2  # 2 seeds, shared by both methods
 
 
+def test_lof_is_fitted_once_per_group_when_cells_get_copies_of_it(reference, tmp_path,
+                                                                  monkeypatch):
+    # process workers receive a pickled copy of the group context per cell: the LOF scorer
+    # fitted with the group must travel with it instead of being refitted by every cell
+    import pickle
+
+    import robustce.evaluation.plausibility as plausibility
+
+    fits = _Spy(plausibility._fit_lof)
+    monkeypatch.setattr(plausibility, "_fit_lof", fits)
+    real = runner_mod.run_cell
+    monkeypatch.setattr(runner_mod, "run_cell", lambda config, ctx, method: real(
+        config, pickle.loads(pickle.dumps(ctx)), method))
+    result = run_benchmark(CONFIG, tmp_path, progress=False)
+    assert fits.calls == 2  # 2 groups (seeds) × 1 target class, for 4 cells
+    pd.testing.assert_frame_equal(_comparable(result.table()), _comparable(reference.table()))
+
+
 # --- resuming ----------------------------------------------------------------------------------
 def test_interrupted_run_resumes_to_the_same_table(reference, tmp_path, monkeypatch):
     out = tmp_path / "run"

@@ -120,16 +120,19 @@ class MetricInputs:
     ``X`` (n, d) the queries and ``C`` (n, d) their rank-0 CEs in model space, ``targets`` (n,)
     their target classes, ``pos`` their positions in ``explanations``; ``model``, ``encoder``,
     ``data`` (training Dataset), ``family`` (ModelFamily), ``shift`` (ParameterShift),
-    ``perturbed`` (Explanations of perturbed copies, paired by position), ``lof_neighbors``.
+    ``perturbed`` (Explanations of perturbed copies, paired by position), ``lof_neighbors``,
+    ``lof`` (a fitted :class:`LOFScorer` of ``data`` to reuse, or None).
     Intermediate results shared by several metrics (the per-feature deltas, the LOF scores,
     every CE of every query, the set distances) are computed once per :func:`evaluate` call.
     """
 
     def __init__(self, explanations: Any, model: Any, *, data: Any = None, family: Any = None,
-                 shift: Any = None, perturbed: Any = None, lof_neighbors: int = 10):
+                 shift: Any = None, perturbed: Any = None, lof_neighbors: int = 10,
+                 lof: LOFScorer | None = None):
         self.explanations, self.model, self.encoder = explanations, model, model.encoder
         self.data, self.family, self.shift, self.perturbed = data, family, shift, perturbed
         self.lof_neighbors = lof_neighbors
+        self._lof = lof
         pos, C = explanations.first_counterfactuals()
         order = np.argsort(pos, kind="stable")
         self.pos, self.C = pos[order], C[order]
@@ -148,8 +151,10 @@ class MetricInputs:
 
     def lof(self) -> tuple[np.ndarray, np.ndarray]:
         """(LOF value, inlier flag) per CE against its target class's training points."""
-        return self._once("lof", lambda: lof_scorer(self.data, self.encoder, self.lof_neighbors)
-                          .score(self.C, self.targets))
+        scorer = self._lof
+        if scorer is None:
+            scorer = lof_scorer(self.data, self.encoder, self.lof_neighbors)
+        return self._once("lof", lambda: scorer.score(self.C, self.targets))
 
     def all_cfs(self, which: str = "explanations") -> tuple[np.ndarray, np.ndarray]:
         """Every CE of every query (rows, owner position) of the explanations or ``perturbed``."""
@@ -442,6 +447,7 @@ def evaluate(
     perturbed: Any = None,
     metrics: Sequence[str] | None = None,
     lof_neighbors: int = 10,
+    lof: LOFScorer | None = None,
 ) -> pd.DataFrame:
     """Per-query metrics of ``explanations`` (an :class:`~robustce.Explanations`).
 
@@ -450,7 +456,9 @@ def evaluate(
     ``set_distance_*`` compare the CEs of query i with those of query i of ``perturbed``
     (another Explanations for perturbed copies of the same queries, paired by position).
     ``data`` is the training Dataset (LOF), ``family`` a ModelFamily (``vr``), ``shift`` a
-    ParameterShift (``v_delta``). ``metrics=None`` computes every metric whose inputs are
+    ParameterShift (``v_delta``); ``lof`` a fitted :class:`LOFScorer` for ``data`` with
+    ``lof_neighbors`` neighbours to reuse (a benchmark fits it once for all its methods' cells).
+    ``metrics=None`` computes every metric whose inputs are
     given; naming a metric whose input is missing, or an unknown one, raises ConfigError
     before any work."""
     names = check_metrics(metrics, data=data, family=family, shift=shift, perturbed=perturbed)
@@ -462,8 +470,14 @@ def evaluate(
     if perturbed is not None and len(perturbed) != len(explanations):
         raise ValidationError(f"perturbed has {len(perturbed)} queries, explanations "
                               f"{len(explanations)}; they are paired by position")
+    if lof is not None and (lof.n_neighbors != int(lof_neighbors)
+                            or lof.n_rows != (0 if data is None else len(data))):
+        raise ValidationError(f"lof was fitted with {lof.n_neighbors} neighbours on "
+                              f"{lof.n_rows} rows; this evaluation asks for "
+                              f"{lof_neighbors} on the {0 if data is None else len(data)} rows "
+                              f"of data")
     inputs = MetricInputs(explanations, model, data=data, family=family, shift=shift,
-                          perturbed=perturbed, lof_neighbors=lof_neighbors)
+                          perturbed=perturbed, lof_neighbors=lof_neighbors, lof=lof)
     out: dict[str, np.ndarray] = {}
     for name in names:
         values = METRICS[name].compute(inputs)

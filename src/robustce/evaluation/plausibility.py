@@ -73,6 +73,11 @@ class LOFScorer:
         self._y = data.y if labels == "label" else np.asarray(model.predict(self._X))
         self._fitted: dict[int, Any] = {}
 
+    @property
+    def n_rows(self) -> int:
+        """Rows of the training data the scorer selects its reference points from."""
+        return int(self._X.shape[0])
+
     def estimator(self, target_class: int) -> Any:
         t = int(target_class)
         if t not in self._fitted:

@@ -76,6 +76,7 @@ class GroupContext:
     prepare_s: float = 0.0
     error: str | None = None
     skipped: str | None = None  # why the group's cells are skipped (an optional dataset's file)
+    lof: Any = None  # LOFScorer of train, fitted once for every cell of the group (LOF metrics)
 
 
 def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, retrain: Mapping[str, Any]
@@ -174,8 +175,29 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
     ctx.queries = select_queries(model, test, config.queries["n"], config.queries["from_class"])
     if "delta" in dataset.evaluation:
         ctx.shift = ParameterShift(delta=dataset.evaluation["delta"])
+    ctx.lof = _group_lof(config, dataset, ctx)
     ctx.prepare_s = time.perf_counter() - t0
     return ctx
+
+
+def _group_lof(config: BenchmarkConfig, dataset: DatasetEntry, ctx: GroupContext) -> Any:
+    """The group's LOF scorer, fitted here for the queries' target class when a LOF metric is
+    asked for: the cells run in worker processes that each receive a copy of the context, so a
+    scorer fitted per cell would refit (GMC: ≈ 20 s a fit) for every method."""
+    from robustce.evaluation.metrics import check_metrics, lof_scorer
+
+    names = config.metrics
+    if names is None:  # every metric whose inputs the group has
+        names = check_metrics(None, data=ctx.train, family=ctx.family, shift=ctx.shift)
+    if not {"lof", "lof_inlier"} & set(names):
+        return None
+    scorer = lof_scorer(ctx.train, ctx.model.encoder, dataset.evaluation.get("lof_neighbors", 10))
+    target = config.queries.get("target_class")
+    if target is None and ctx.train.n_classes == 2:
+        target = 1 - int(config.queries["from_class"])
+    if target is not None:
+        scorer.estimator(int(target))
+    return scorer
 
 
 def _prepare_safe(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> GroupContext:
@@ -228,7 +250,8 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         if len(expl.counterfactuals):
             per_query = evaluate(expl, ctx.model, data=ctx.train, family=ctx.family,
                                  shift=ctx.shift, metrics=metrics,
-                                 lof_neighbors=dataset.evaluation.get("lof_neighbors", 10))
+                                 lof_neighbors=dataset.evaluation.get("lof_neighbors", 10),
+                                 lof=ctx.lof)
         else:  # no CE for any query: nothing to measure, coverage says it
             names = check_metrics(metrics, data=ctx.train, family=ctx.family, shift=ctx.shift)
             per_query = pd.DataFrame(columns=names, index=pd.Index([], name="query_id"), dtype=float)
