@@ -173,6 +173,19 @@ def test_certify_bad_parameters(kwargs, match):
         apas_certify(net, np.zeros((1, 3)), **args)
 
 
+def test_draw_counts_above_the_cap_are_refused_not_run():
+    from robustce.robustness.apas import MAX_DRAWS
+
+    net, X = _net(0), np.zeros((1, 3))
+    with pytest.raises(ValidationError, match="n = "):
+        apas_certify(net, X, 0.01, n=MAX_DRAWS + 1)
+    with pytest.raises(ValidationError, match="n = "):
+        apas_max_delta(net, X, n=10**18)
+    with pytest.raises(ValidationError, match="alpha"):  # Lemma 4's n for these is ≈ 3.7e17
+        apas_certify(net, X, 0.01, alpha=1 - 1e-16, R=1 - 1e-16)
+    assert apas_certify(net, X, 0.01, n=5, random_state=0).n == 5
+
+
 def test_certify_bad_models_and_rows():
     net = _net(0)
     with pytest.raises(ValidationError, match="shape"):

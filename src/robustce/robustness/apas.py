@@ -87,14 +87,26 @@ def _check_delta(delta: Any, name: str = "delta") -> float:
     return float(check_number(delta, name, low=0.0, low_open=True))
 
 
+#: most draws one tested δ may take (about 10 minutes of one CE's draws on a 20-10 network)
+MAX_DRAWS = 10**8
+
+
 def _resolve_n(alpha: Any, R: Any, n: Any) -> tuple[int, float, float]:
-    """(n, α, R): n from Lemma 4, or a given n with the confidence α = 1 − Rⁿ it buys."""
+    """(n, α, R): n from Lemma 4, or a given n with the confidence α = 1 − Rⁿ it buys; at most
+    :data:`MAX_DRAWS`."""
     r = _unit_interval(R, "R")
     if n is None:
         a = _unit_interval(alpha, "alpha")
-        return apas_sample_size(a, r), a, r
+        need = apas_sample_size(a, r)
+        if need > MAX_DRAWS:
+            raise ValidationError(f"alpha = {a!r} and R = {r!r} need n = {need} draws per tested "
+                                  f"delta, above the cap of {MAX_DRAWS:.0e}; lower alpha or R")
+        return need, a, r
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
         raise ValidationError(f"n must be a positive integer or None, got {n!r}")
+    if int(n) > MAX_DRAWS:
+        raise ValidationError(f"n = {int(n)} draws per tested delta is above the cap of "
+                              f"{MAX_DRAWS:.0e}")
     return int(n), -math.expm1(int(n) * math.log(r)), r
 
 
