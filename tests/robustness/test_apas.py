@@ -173,6 +173,23 @@ def test_certify_bad_parameters(kwargs, match):
         apas_certify(net, np.zeros((1, 3)), **args)
 
 
+def test_a_draw_whose_margin_overflows_to_nan_is_a_flip_not_a_keep():
+    # at δ = 1e300 a 3-3-4-4-1 network's sampled pre-activations reach inf − inf = NaN; a NaN
+    # margin is not "> 0", so such a draw must never count as keeping the class (it once let
+    # apas_max_delta report every CE "capped", i.e. robust up to δ = 1e301)
+    rng = np.random.default_rng(18)
+    net = ReLUNetwork([(rng.normal(size=(4, 3)), rng.normal(size=4)),
+                       (rng.normal(size=(4, 4)), rng.normal(size=4)),
+                       (rng.normal(size=(1, 4)), rng.normal(size=1))])
+    X = rng.normal(size=(3, 3))
+    with np.errstate(all="ignore"):
+        cert = apas_certify(net, X, 1e300, n=50, random_state=0)
+        res = apas_max_delta(net, X, delta_init=1e300, delta_max=1e301, n=50, random_state=0)
+    assert np.isnan(cert.min_margin).all()  # the case really produces NaN margins
+    assert not cert.passed.any()
+    assert (res.status == "not_robust").all() and (res.delta == 0).all()
+
+
 def test_draw_counts_above_the_cap_are_refused_not_run():
     from robustce.robustness.apas import MAX_DRAWS
 

@@ -184,7 +184,7 @@ def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.nda
             r = np.arange(a, min(N, a + row_chunk))
             m = _sampled_margins(weights, X[r], t[r], deltas[r], noise)
             min_m[r] = np.minimum(min_m[r], m.min(axis=0))
-            flips[r] += (m <= 0).sum(axis=0)
+            flips[r] += (~(m > 0)).sum(axis=0)
     return min_m, flips
 
 
@@ -384,11 +384,11 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
                 rad = d * (h.sum(axis=1) + f32(nb)) + tol                          # (s, Nr)
                 if binary:
                     a_ = sign_all[rr] * c[:, 0]
-                    flipped |= (a_ < -rad).any(axis=0)
+                    flipped |= (~(a_ >= -rad)).any(axis=0)
                     pend = np.abs(a_) <= rad
                 else:
                     m_lo, m_hi = _margin_range(c - rad[:, None], c + rad[:, None], tr)
-                    flipped |= (m_hi < 0).any(axis=0)
+                    flipped |= (~(m_hi >= 0)).any(axis=0)
                     pend = (m_lo <= 0) & (m_hi >= 0)
                 go = np.flatnonzero(pend.any(axis=1))
                 if go.size < s:
@@ -397,14 +397,14 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
                 vl = noise.layers(last, draws[go], shapes[last:], biases)[0]
                 z = _noisy(h, c, vl[0], vl[1], d, nb)
                 m = sign_all[rr] * z[:, 0] if binary else _margins(z, tr)
-                flipped |= (pend & (m < -tol)).any(axis=0)
+                flipped |= (pend & ~(m >= -tol)).any(axis=0)
                 unsure = pend & (np.abs(m) <= tol)
                 if unsure.any():  # within the rounding band: decide in float64
                     gi, ri = np.nonzero(unsure)
                     vv = [(vW[go[gi]], None if vb is None else vb[go[gi]]) for vW, vb in v]
                     vv.append((vl[0][gi], None if vl[1] is None else vl[1][gi]))
                     m64 = _exact_margins(W64, X[rr[ri]], deltas[rr[ri]], tr[ri], vv)
-                    np.logical_or.at(flipped, ri, m64 <= 0)
+                    np.logical_or.at(flipped, ri, ~(m64 > 0))
             flips[rr] |= flipped
             evaluated[rr] += s
         open_ &= ~flips
