@@ -139,6 +139,47 @@ def test_line_search_never_returns_an_invalid_point():
     assert flips.all()
 
 
+def _bisect_one_by_one(model, enc, x, c, target, gamma):
+    """Algorithm 1 as the paper writes it: one segment, one forward pass per halving."""
+    lo, hi, best = x.copy(), c.copy(), c.copy()
+    while np.abs(hi - lo).sum() > gamma:
+        mid = 0.5 * (lo + hi)
+        p = enc.project(mid[None])
+        if model.predict(p)[0] == target:
+            hi, best = mid, p[0]
+        else:
+            lo = mid
+    return best
+
+
+@pytest.mark.parametrize(("gamma", "max_elements"), [(0.05, None), (1e-4, None), (1e-3, 200)])
+def test_line_search_takes_the_sequential_steps(gamma, max_elements, monkeypatch):
+    """The tree-batched search (several halvings per forward pass; at γ = 1e-4 more halvings
+    than one tree holds; with a tiny memory cap, shallower trees) returns exactly the points
+    of the one-segment, one-pass-per-halving loop."""
+    from robustce.methods import diverse_robust
+
+    if max_elements is not None:
+        monkeypatch.setattr(diverse_robust, "_MAX_ELEMENTS", max_elements)
+    rng = np.random.default_rng(3)
+    d = 5
+    df = pd.DataFrame(rng.uniform(size=(400, d)), columns=[f"f{i}" for i in range(d)])
+    schema = rc.data.infer_schema(df, kinds={c: "continuous" for c in df.columns})
+    enc = rc.data.Encoder(schema).fit(df)
+    net = [(rng.normal(size=(16, d)), rng.normal(size=16)), (rng.normal(size=(1, 16)), np.zeros(1))]
+    model = rc.models.NetworkModel(net, enc)
+    X = enc.transform(df)
+    y = model.predict(X)
+    n = min(int((y == 0).sum()), int((y == 1).sum()), 60)
+    assert n == 60
+    x0, x1 = X[y == 0][:n], X[y == 1][:n]
+    ex = DiverseRobust(model, rc.data.Dataset(df, pd.Series(y), schema), gamma=gamma)
+    got = ex.line_search(x0, x1, np.ones(n, dtype=np.int64))
+    want = np.array([_bisect_one_by_one(model, enc, a, b, 1, gamma)
+                     for a, b in zip(x0, x1, strict=True)])
+    np.testing.assert_array_equal(got, want)
+
+
 def test_line_search_projects_mixed_types(tiny):
     """An integer feature: every tested midpoint is projected, the result is on the grid."""
     df = pd.DataFrame({"k": [0, 10, 2, 9, 8, 1], "a": [0.0, 1.0, 0.1, 0.9, 0.8, 0.3]})

@@ -46,6 +46,7 @@ FILTERS = ("angle", "distance")
 _MAX_HALVINGS = 60  # 2^-60 of the unit box's diameter: far below any sensible γ
 _TIE = 1e-12
 _MAX_ELEMENTS = 20_000_000  # candidate coordinates held at once (160 MB of float64)
+_TREE_DEPTH = 6  # line search: at most 6 halvings (63 midpoints per row) per forward pass
 
 
 class DiverseRobust(Explainer):
@@ -196,25 +197,56 @@ class DiverseRobust(Explainer):
     def line_search(self, X: np.ndarray, C: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """For each row: the point on the segment from X[i] (not in ``targets[i]``) to C[i]
         (in it) found by Algorithm 1 with accuracy γ. Returns only points the model put in
-        the target class (C[i] itself if no midpoint was)."""
+        the target class (C[i] itself if no midpoint was).
+
+        Every midpoint bisection can test within the next L halvings is a node of a binary
+        tree of depth L over the current bracket, so one forward pass over the 2^L − 1 nodes
+        of every active row replaces L sequential passes; the walk down the tree then takes
+        exactly the sequential algorithm's steps (the same midpoints, bit for bit)."""
         lo = np.array(X, dtype=np.float64, copy=True)
         hi = np.array(C, dtype=np.float64, copy=True)
         best = hi.copy()
+        d = lo.shape[1]
         gap = self._dist(lo, hi)
         active = np.flatnonzero(gap > self.gamma)
-        if len(active) == 0:
-            return best
-        n_steps = min(_MAX_HALVINGS, int(np.ceil(np.log2(gap.max() / self.gamma))) + 1)
-        for _ in range(n_steps):
-            mid = 0.5 * (lo[active] + hi[active])
-            test = self.encoder.project(mid) if self._needs_projection else mid
-            ok = self.model.predict(test) == targets[active]
-            hi[active[ok]] = mid[ok]
-            best[active[ok]] = test[ok]
-            lo[active[~ok]] = mid[~ok]
-            active = active[self._dist(lo[active], hi[active]) > self.gamma]
-            if len(active) == 0:
-                break
+        done = 0
+        while len(active) and done < _MAX_HALVINGS:
+            n = len(active)
+            need = int(np.ceil(np.log2(gap[active].max() / self.gamma)))
+            depth = max(1, min(need, _TREE_DEPTH, _MAX_HALVINGS - done))
+            while depth > 1 and n * (2**depth - 1) * d > _MAX_ELEMENTS:
+                depth -= 1
+            # the tree's nodes, level by level (node j of level l at 2^l − 1 + j; its
+            # children 2j: the bracket [lo, mid] (mid passed), 2j + 1: [mid, hi])
+            a, b = lo[active][:, None, :], hi[active][:, None, :]
+            levels = []
+            for _ in range(depth):
+                mid = 0.5 * (a + b)
+                levels.append(mid)
+                a = np.stack([a, mid], axis=2).reshape(n, -1, d)
+                b = np.stack([mid, b], axis=2).reshape(n, -1, d)
+            mids = np.concatenate(levels, axis=1)  # (n, 2^depth − 1, d)
+            flat = mids.reshape(-1, d)
+            tests = self.encoder.project(flat) if self._needs_projection else flat
+            passed = (self.model.predict(tests) == np.repeat(targets[active], mids.shape[1])
+                      ).reshape(n, -1)
+            tests = tests.reshape(mids.shape)
+            node = np.zeros(n, dtype=np.int64)
+            alive = np.arange(n)
+            for level in range(depth):
+                k = 2**level - 1 + node[alive]
+                ok = passed[alive, k]
+                rows = active[alive]
+                hi[rows[ok]] = mids[alive[ok], k[ok]]
+                best[rows[ok]] = tests[alive[ok], k[ok]]
+                lo[rows[~ok]] = mids[alive[~ok], k[~ok]]
+                node[alive] = 2 * node[alive] + ~ok
+                gap[rows] = self._dist(lo[rows], hi[rows])
+                alive = alive[gap[rows] > self.gamma]
+                if len(alive) == 0:
+                    break
+            active = active[alive]
+            done += depth
         return best
 
     # --- the batch ---------------------------------------------------------------------------
