@@ -232,6 +232,36 @@ def test_k_metrics_agree_with_the_metrics_module(tiny):
     assert math.isnan(one.certificates["k_diversity"].iloc[0])
 
 
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_k_metrics_of_a_batch_agree_per_query(norm):
+    """One explain call over queries whose sets have different sizes: each query's
+    certificate is the metrics module's value on that query's own CEs."""
+    from robustce.evaluation.metrics import k_distance, k_diversity
+
+    rng = np.random.default_rng(3)
+    d = 5
+    df = pd.DataFrame(rng.uniform(size=(400, d)), columns=[f"f{i}" for i in range(d)])
+    schema = rc.data.infer_schema(df, kinds={c: "continuous" for c in df.columns})
+    enc = rc.data.Encoder(schema).fit(df)
+    net = [(rng.normal(size=(16, d)), rng.normal(size=16)), (rng.normal(size=(1, 16)), np.zeros(1))]
+    model = rc.models.NetworkModel(net, enc)
+    y = pd.Series(model.predict(df))
+    res = DiverseRobust(model, rc.data.Dataset(df, y, schema), alpha=8, beta=0.4,
+                        norm=norm).explain(df[y == 0].iloc[:40])
+    sizes = res.certificates["n_kept"].to_numpy()
+    assert len(set(sizes.tolist())) >= 3 and (sizes == 1).any()
+    for qid in res.queries.index:
+        S = res.counterfactuals_encoded[res.cf_positions(qid)]
+        x = res.queries_encoded[res.queries.index.get_loc(qid)]
+        cert = res.certificates.loc[qid]
+        assert cert["n_kept"] == len(S)
+        assert cert["k_distance"] == pytest.approx(k_distance(x, S, norm), rel=1e-12)
+        if len(S) >= 2:
+            assert cert["k_diversity"] == pytest.approx(k_diversity(S, norm), rel=1e-12)
+        else:
+            assert math.isnan(cert["k_diversity"])
+
+
 @pytest.mark.parametrize(("params", "word"), [
     ({"n_counterfactuals": 0}, "n_counterfactuals"),
     ({"n_counterfactuals": 2.5}, "n_counterfactuals"),

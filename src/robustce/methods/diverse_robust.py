@@ -218,14 +218,16 @@ class DiverseRobust(Explainer):
                 depth -= 1
             # the tree's nodes, level by level (node j of level l at 2^l − 1 + j; its
             # children 2j: the bracket [lo, mid] (mid passed), 2j + 1: [mid, hi])
+            mids = np.empty((n, 2**depth - 1, d))
             a, b = lo[active][:, None, :], hi[active][:, None, :]
-            levels = []
-            for _ in range(depth):
-                mid = 0.5 * (a + b)
-                levels.append(mid)
-                a = np.stack([a, mid], axis=2).reshape(n, -1, d)
-                b = np.stack([mid, b], axis=2).reshape(n, -1, d)
-            mids = np.concatenate(levels, axis=1)  # (n, 2^depth − 1, d)
+            for level in range(depth):
+                mid = mids[:, 2**level - 1:2**(level + 1) - 1]
+                np.add(a, b, out=mid)
+                mid *= 0.5  # = 0.5 * (a + b), as the sequential search computes it
+                if level + 1 < depth:
+                    a2, b2 = np.empty((n, 2 * mid.shape[1], d)), np.empty((n, 2 * mid.shape[1], d))
+                    a2[:, 0::2], a2[:, 1::2], b2[:, 0::2], b2[:, 1::2] = a, mid, mid, b
+                    a, b = a2, b2
             flat = mids.reshape(-1, d)
             tests = self.encoder.project(flat) if self._needs_projection else flat
             passed = (self.model.predict(tests) == np.repeat(targets[active], mids.shape[1])
@@ -256,8 +258,9 @@ class DiverseRobust(Explainer):
         k = self.alpha if self.selection == "number" else max(4 * self.n_counterfactuals, 32)
         step = max(1, _MAX_ELEMENTS // max(1, k * d))
         out = []
-        for t in np.unique(targets):
-            rows = np.flatnonzero(targets == t)
+        single = len(targets) and (targets == targets[0]).all()
+        for t in (targets[:1] if single else np.unique(targets)):
+            rows = np.arange(len(targets)) if single else np.flatnonzero(targets == t)
             out += [(int(t), rows[s:s + step]) for s in range(0, len(rows), step)]
         return out
 
@@ -296,22 +299,28 @@ class DiverseRobust(Explainer):
         S = np.vstack(all_C) if owner.size else np.zeros((0, X.shape[1]))
         if self.minimise and len(S):
             S = self.line_search(X[owner], S, targets[owner])
-        # pack per query, in the filter's (distance) order
+        # pack per query, in the filter's (distance) order; the k-metrics of all queries at once
         order = np.lexsort((slot, owner))
         owner, S = owner[order], S[order]
-        starts = np.searchsorted(owner, np.arange(len(X)))
-        ends = np.searchsorted(owner, np.arange(len(X)), side="right")
-        for r in range(len(X)):
+        n = len(X)
+        counts = np.bincount(owner, minlength=n)
+        starts = np.cumsum(counts) - counts
+        k_dist = np.bincount(owner, weights=self._dist(S, X[owner]), minlength=n) / \
+            np.maximum(counts, 1)
+        k_div = np.full(n, math.nan)
+        multi = np.flatnonzero(counts >= 2)
+        if len(multi):  # eq. 13: the mean over the |S|(|S| − 1)/2 pairs of each set
+            a, b = np.triu_indices(int(counts.max()), 1)
+            q, p = np.nonzero(b[None, :] < counts[multi][:, None])
+            first = starts[multi][q]
+            pair = self._dist(S[first + a[p]], S[first + b[p]])
+            sums = np.bincount(q, weights=pair, minlength=len(multi))
+            k_div[multi] = sums / (counts[multi] * (counts[multi] - 1) / 2)
+        for r in range(n):
             if results[r] is not None:
                 continue
-            cfs = S[starts[r]:ends[r]]
-            d = self._dist(cfs, X[r][None, :])
-            if len(cfs) >= 2:
-                j, k = np.triu_indices(len(cfs), 1)
-                div = float(self._dist(cfs[j], cfs[k]).mean())
-            else:
-                div = math.nan
             c = cert[r]
-            c.update(n_kept=int(len(cfs)), k_distance=float(d.mean()), k_diversity=div)
-            results[r] = QueryResult("found", cfs, c)
+            c.update(n_kept=int(counts[r]), k_distance=float(k_dist[r]),
+                     k_diversity=float(k_div[r]))
+            results[r] = QueryResult("found", S[starts[r]:starts[r] + counts[r]], c)
         return results  # type: ignore[return-value]
