@@ -172,25 +172,25 @@ class DiverseRobust(Explainer):
         if K == 0:
             return out
         rows = np.arange(q)
-        blocked = ~keep
+        free = keep.copy()  # not yet kept or blocked
         if self.filter == "angle":
             U = C - x[:, None, :]
-            norms = np.linalg.norm(U, axis=2, keepdims=True)
+            norms = np.sqrt(np.einsum("qkd,qkd->qk", U, U))[:, :, None]
             U = U / np.where(norms > 0, norms, 1.0)
-        m = dist[:, 0]
+        radius = (1.0 + self.beta) * dist[:, :1]
         for r in range(self.n_counterfactuals):
-            has = ~blocked.all(axis=1)
+            cur = np.argmax(free, axis=1)  # the first free candidate (0 if none is)
+            has = free[rows, cur]
             if not has.any():
                 break
-            cur = np.argmax(~blocked, axis=1)
-            out[has, r] = cur[has]
-            blocked[rows, cur] = True
+            out[:, r] = np.where(has, cur, -1)
+            free[rows, cur] = False
+            # a row with nothing free has nothing left to block
             if self.filter == "angle":
-                cos = np.einsum("qkd,qd->qk", U, U[rows, cur])
-                similar = np.abs(cos) > self.beta
+                cos = np.matmul(U, U[rows, cur][:, :, None])[:, :, 0]
+                free &= np.abs(cos) <= self.beta
             else:
-                similar = self._dist(C, C[rows, cur][:, None, :]) < (1.0 + self.beta) * m[:, None]
-            blocked |= similar & has[:, None]
+                free &= self._dist(C, C[rows, cur][:, None, :]) >= radius
         return out
 
     # --- step 4: binary line search (Algorithm 1), all survivors at once -----------------------
