@@ -28,6 +28,7 @@ forward pass per halving step for the survivors of all queries together.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -47,6 +48,15 @@ _MAX_HALVINGS = 60  # 2^-60 of the unit box's diameter: far below any sensible �
 _TIE = 1e-12
 _MAX_ELEMENTS = 20_000_000  # candidate coordinates held at once (160 MB of float64)
 _TREE_DEPTH = 6  # line search: at most 6 halvings (63 midpoints per row) per forward pass
+
+
+@lru_cache(maxsize=64)
+def _pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index pairs (i, j), i < j, of a set of m (``np.triu_indices(m, 1)``, cached)."""
+    a, b = np.triu_indices(m, 1)
+    a.setflags(write=False)
+    b.setflags(write=False)
+    return a, b
 
 
 class DiverseRobust(Explainer):
@@ -217,36 +227,49 @@ class DiverseRobust(Explainer):
             while depth > 1 and n * (2**depth - 1) * d > _MAX_ELEMENTS:
                 depth -= 1
             # the tree's nodes, level by level (node j of level l at 2^l − 1 + j; its
-            # children 2j: the bracket [lo, mid] (mid passed), 2j + 1: [mid, hi])
+            # children 2j: the bracket [lo, mid] (mid passed), 2j + 1: [mid, hi]), and the
+            # brackets each step can leave (the children of level l at 2^(l+1) − 2 + j)
             mids = np.empty((n, 2**depth - 1, d))
+            brackets = np.empty((2, n, 2**(depth + 1) - 2, d))
             a, b = lo[active][:, None, :], hi[active][:, None, :]
             for level in range(depth):
-                mid = mids[:, 2**level - 1:2**(level + 1) - 1]
+                w = 2**level
+                mid = mids[:, w - 1:2 * w - 1]
                 np.add(a, b, out=mid)
                 mid *= 0.5  # = 0.5 * (a + b), as the sequential search computes it
-                if level + 1 < depth:
-                    a2, b2 = np.empty((n, 2 * mid.shape[1], d)), np.empty((n, 2 * mid.shape[1], d))
-                    a2[:, 0::2], a2[:, 1::2], b2[:, 0::2], b2[:, 1::2] = a, mid, mid, b
-                    a, b = a2, b2
+                ca, cb = brackets[0, :, 2 * w - 2:4 * w - 2], brackets[1, :, 2 * w - 2:4 * w - 2]
+                ca[:, 0::2], ca[:, 1::2] = a, mid
+                cb[:, 0::2], cb[:, 1::2] = mid, b
+                a, b = ca, cb
+            gaps = self._dist(brackets[0], brackets[1])  # (n, 2^(depth+1) − 2)
             flat = mids.reshape(-1, d)
             tests = self.encoder.project(flat) if self._needs_projection else flat
             passed = (self.model.predict(tests) == np.repeat(targets[active], mids.shape[1])
                       ).reshape(n, -1)
             tests = tests.reshape(mids.shape)
+            # walk: the sequential steps, as indices (last node passed / failed per row)
+            at = np.arange(n)
             node = np.zeros(n, dtype=np.int64)
-            alive = np.arange(n)
+            alive = np.ones(n, dtype=bool)
+            last_ok = np.full(n, -1)
+            last_no = np.full(n, -1)
+            now = gap[active]
             for level in range(depth):
-                k = 2**level - 1 + node[alive]
-                ok = passed[alive, k]
-                rows = active[alive]
-                hi[rows[ok]] = mids[alive[ok], k[ok]]
-                best[rows[ok]] = tests[alive[ok], k[ok]]
-                lo[rows[~ok]] = mids[alive[~ok], k[~ok]]
-                node[alive] = 2 * node[alive] + ~ok
-                gap[rows] = self._dist(lo[rows], hi[rows])
-                alive = alive[gap[rows] > self.gamma]
-                if len(alive) == 0:
+                k = 2**level - 1 + node
+                ok = passed[at, k]
+                last_ok = np.where(alive & ok, k, last_ok)
+                last_no = np.where(alive & ~ok, k, last_no)
+                node = 2 * node + ~ok
+                step = gaps[at, 2**(level + 1) - 2 + node]
+                now = np.where(alive, step, now)
+                alive &= step > self.gamma
+                if not alive.any():
                     break
+            up, down = np.flatnonzero(last_ok >= 0), np.flatnonzero(last_no >= 0)
+            hi[active[up]] = mids[up, last_ok[up]]
+            best[active[up]] = tests[up, last_ok[up]]
+            lo[active[down]] = mids[down, last_no[down]]
+            gap[active] = now
             active = active[alive]
             done += depth
         return best
@@ -310,7 +333,7 @@ class DiverseRobust(Explainer):
         k_div = np.full(n, math.nan)
         multi = np.flatnonzero(counts >= 2)
         if len(multi):  # eq. 13: the mean over the |S|(|S| − 1)/2 pairs of each set
-            a, b = np.triu_indices(int(counts.max()), 1)
+            a, b = _pairs(int(counts.max()))
             q, p = np.nonzero(b[None, :] < counts[multi][:, None])
             first = starts[multi][q]
             pair = self._dist(S[first + a[p]], S[first + b[p]])
