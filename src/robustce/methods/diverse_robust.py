@@ -22,7 +22,8 @@ For a query x whose model class is l and target class t, with d the chosen norm:
 
 Everything is batch-first: one KD-tree query per target class for all queries, the filter runs
 n_counterfactuals vectorised rounds over all queries' candidates, and the line search makes one
-forward pass per halving step for the survivors of all queries together.
+forward pass per up to six halving steps (every midpoint those steps could test) for the
+survivors of all queries together.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ class DiverseRobust(Explainer):
             n = len(active)
             need = int(np.ceil(np.log2(gap[active].max() / self.gamma)))
             depth = max(1, min(need, _TREE_DEPTH, _MAX_HALVINGS - done))
-            while depth > 1 and n * (2**depth - 1) * d > _MAX_ELEMENTS:
+            while depth > 1 and 5 * n * 2**depth * d > _MAX_ELEMENTS:  # midpoints + brackets
                 depth -= 1
             # the tree's nodes, level by level (node j of level l at 2^l − 1 + j; its
             # children 2j: the bracket [lo, mid] (mid passed), 2j + 1: [mid, hi]), and the
