@@ -111,15 +111,20 @@ def test_line_search_ends_valid_and_within_gamma_of_the_boundary(tiny, gamma):
     assert (model.predict(got) == 1).all()
 
 
-def test_line_search_never_returns_an_invalid_point():
-    """A random ReLU network; many segments from class-0 points to class-1 points."""
+def _random_relu():
+    """A random 5-16-1 ReLU network over 400 uniform rows of [0, 1]^5 (both classes)."""
     rng = np.random.default_rng(3)
     d = 5
     df = pd.DataFrame(rng.uniform(size=(400, d)), columns=[f"f{i}" for i in range(d)])
     schema = rc.data.infer_schema(df, kinds={c: "continuous" for c in df.columns})
     enc = rc.data.Encoder(schema).fit(df)
     net = [(rng.normal(size=(16, d)), rng.normal(size=16)), (rng.normal(size=(1, 16)), np.zeros(1))]
-    model = rc.models.NetworkModel(net, enc)
+    return df, schema, enc, rc.models.NetworkModel(net, enc)
+
+
+def test_line_search_never_returns_an_invalid_point():
+    """A random ReLU network; many segments from class-0 points to class-1 points."""
+    df, schema, enc, model = _random_relu()
     X = enc.transform(df)
     y = model.predict(X)
     x0, x1 = X[y == 0], X[y == 1]
@@ -135,7 +140,7 @@ def test_line_search_never_returns_an_invalid_point():
     steps = np.linspace(0.0, 1.0, 201)[1:]
     frac = np.minimum(1.0, 0.05 / np.maximum(length, 1e-12))
     probe = out[:, None, :] + (steps[None, :, None] * frac[:, None, None]) * direction[:, None, :]
-    flips = (model.predict(probe.reshape(-1, d)).reshape(n, -1) == 0).any(axis=1)
+    flips = (model.predict(probe.reshape(-1, enc.n_features_out_)).reshape(n, -1) == 0).any(axis=1)
     assert flips.all()
 
 
@@ -161,13 +166,7 @@ def test_line_search_takes_the_sequential_steps(gamma, max_elements, monkeypatch
 
     if max_elements is not None:
         monkeypatch.setattr(diverse_robust, "_MAX_ELEMENTS", max_elements)
-    rng = np.random.default_rng(3)
-    d = 5
-    df = pd.DataFrame(rng.uniform(size=(400, d)), columns=[f"f{i}" for i in range(d)])
-    schema = rc.data.infer_schema(df, kinds={c: "continuous" for c in df.columns})
-    enc = rc.data.Encoder(schema).fit(df)
-    net = [(rng.normal(size=(16, d)), rng.normal(size=16)), (rng.normal(size=(1, 16)), np.zeros(1))]
-    model = rc.models.NetworkModel(net, enc)
+    df, schema, enc, model = _random_relu()
     X = enc.transform(df)
     y = model.predict(X)
     n = min(int((y == 0).sum()), int((y == 1).sum()), 60)
@@ -238,13 +237,7 @@ def test_k_metrics_of_a_batch_agree_per_query(norm):
     certificate is the metrics module's value on that query's own CEs."""
     from robustce.evaluation.metrics import k_distance, k_diversity
 
-    rng = np.random.default_rng(3)
-    d = 5
-    df = pd.DataFrame(rng.uniform(size=(400, d)), columns=[f"f{i}" for i in range(d)])
-    schema = rc.data.infer_schema(df, kinds={c: "continuous" for c in df.columns})
-    enc = rc.data.Encoder(schema).fit(df)
-    net = [(rng.normal(size=(16, d)), rng.normal(size=16)), (rng.normal(size=(1, 16)), np.zeros(1))]
-    model = rc.models.NetworkModel(net, enc)
+    df, schema, enc, model = _random_relu()
     y = pd.Series(model.predict(df))
     res = DiverseRobust(model, rc.data.Dataset(df, y, schema), alpha=8, beta=0.4,
                         norm=norm).explain(df[y == 0].iloc[:40])
