@@ -147,8 +147,10 @@ class DiverseRobust(Explainer):
 
     # --- step 1 + 2: order and cut -------------------------------------------------------------
     def _candidates(self, idx: Any, X: np.ndarray, groups: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(positions (q, K) -1 padded, distances (q, K) inf padded, kept mask (q, K))."""
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """(candidates (q, K, d), positions (q, K) -1 padded, distances (q, K) inf padded,
+        kept mask (q, K)); the distances are None where nothing needs them (the number cut
+        with the angle filter: the tree's order is the order)."""
         n_class = len(idx.X)
         if self.selection == "number":
             k = min(int(self.alpha), n_class)
@@ -159,19 +161,22 @@ class DiverseRobust(Explainer):
             self._nn.n_neighbours = max(k, 1)
             pos = self._nn._search(idx, X, groups)
             ok = pos >= 0
-            dist = np.where(ok, self._dist(idx.X[np.maximum(pos, 0)], X[:, None, :]), np.inf)
+            C = idx.X[np.maximum(pos, 0)]
+            if self.selection == "number" and self.filter == "angle":
+                return C, pos, None, ok
+            dist = np.where(ok, self._dist(C, X[:, None, :]), np.inf)
             if self.selection == "number":
-                return pos, dist, ok
+                return C, pos, dist, ok
             m = dist[:, :1]
             keep = ok & (dist <= (1.0 + self.epsilon) * m + _TIE)
             # a row may have more candidates within the radius if all k came back inside it
             more = keep[:, -1] & ok.all(axis=1)
             if not more.any() or k >= cap:
-                return pos, dist, keep
+                return C, pos, dist, keep
             k = min(2 * k, cap)
 
     # --- step 3: greedy diversity filter ------------------------------------------------------
-    def _diverse(self, C: np.ndarray, x: np.ndarray, dist: np.ndarray, keep: np.ndarray
+    def _diverse(self, C: np.ndarray, x: np.ndarray, dist: np.ndarray | None, keep: np.ndarray
                  ) -> np.ndarray:
         """Positions (q, n_counterfactuals) into the candidate axis, -1 padded.
 
@@ -188,7 +193,8 @@ class DiverseRobust(Explainer):
             U = C - x[:, None, :]
             norms = np.sqrt(np.einsum("qkd,qkd->qk", U, U))[:, :, None]
             U = U / np.where(norms > 0, norms, 1.0)
-        radius = (1.0 + self.beta) * dist[:, :1]
+        else:
+            radius = (1.0 + self.beta) * dist[:, :1]
         for r in range(self.n_counterfactuals):
             cur = np.argmax(free, axis=1)  # the first free candidate (0 if none is)
             has = free[rows, cur]
@@ -299,8 +305,7 @@ class DiverseRobust(Explainer):
                 for r in rows:
                     results[r] = self._nn._infeasible(0)
                 continue
-            pos, dist, keep = self._candidates(idx, X[rows], groups)
-            C = idx.X[np.maximum(pos, 0)]  # (q, K, d)
+            C, pos, dist, keep = self._candidates(idx, X[rows], groups)  # C: (q, K, d)
             sel = self._diverse(C, X[rows], dist, keep)  # (q, nc)
             n_cand = keep.sum(axis=1)
             for j, r in enumerate(rows):
@@ -324,8 +329,9 @@ class DiverseRobust(Explainer):
         if self.minimise and len(S):
             S = self.line_search(X[owner], S, targets[owner])
         # pack per query, in the filter's (distance) order; the k-metrics of all queries at once
-        order = np.lexsort((slot, owner))
-        owner, S = owner[order], S[order]
+        if len(all_rows) > 1:  # one chunk comes in (query, slot) order already
+            order = np.lexsort((slot, owner))
+            owner, S = owner[order], S[order]
         n = len(X)
         counts = np.bincount(owner, minlength=n)
         starts = np.cumsum(counts) - counts
