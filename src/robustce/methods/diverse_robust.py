@@ -254,29 +254,33 @@ class DiverseRobust(Explainer):
             passed = (self.model.predict(tests) == np.repeat(targets[active], mids.shape[1])
                       ).reshape(n, -1)
             tests = tests.reshape(mids.shape)
-            # walk: the sequential steps, as indices (last node passed / failed per row)
+            # walk: the sequential steps as indices — per level the node tested, its verdict
+            # and the bracket's size after the step; a row stops at the first size ≤ γ
             at = np.arange(n)
             node = np.zeros(n, dtype=np.int64)
-            alive = np.ones(n, dtype=bool)
-            last_ok = np.full(n, -1)
-            last_no = np.full(n, -1)
-            now = gap[active]
+            path = np.empty((n, depth), dtype=np.int64)
+            verdict = np.empty((n, depth), dtype=bool)
+            size = np.empty((n, depth))
             for level in range(depth):
-                k = 2**level - 1 + node
-                ok = passed[at, k]
-                last_ok = np.where(alive & ok, k, last_ok)
-                last_no = np.where(alive & ~ok, k, last_no)
+                path[:, level] = k = 2**level - 1 + node
+                verdict[:, level] = ok = passed[at, k]
                 node = 2 * node + ~ok
-                step = gaps[at, 2**(level + 1) - 2 + node]
-                now = np.where(alive, step, now)
-                alive &= step > self.gamma
-                if not alive.any():
-                    break
-            up, down = np.flatnonzero(last_ok >= 0), np.flatnonzero(last_no >= 0)
-            hi[active[up]] = mids[up, last_ok[up]]
-            best[active[up]] = tests[up, last_ok[up]]
-            lo[active[down]] = mids[down, last_no[down]]
-            gap[active] = now
+                size[:, level] = gaps[at, 2**(level + 1) - 2 + node]
+            small = size <= self.gamma
+            alive = ~small.any(axis=1)
+            last = np.where(alive, depth - 1, np.argmax(small, axis=1))  # the last step taken
+            taken = np.arange(depth)[None, :] <= last[:, None]
+            # the last passed / failed node on each row's path (column 0 if none: masked below)
+            up = verdict & taken
+            down = ~verdict & taken
+            i_up = depth - 1 - np.argmax(up[:, ::-1], axis=1)
+            i_down = depth - 1 - np.argmax(down[:, ::-1], axis=1)
+            r_up, r_down = np.flatnonzero(up.any(axis=1)), np.flatnonzero(down.any(axis=1))
+            k_up, k_down = path[r_up, i_up[r_up]], path[r_down, i_down[r_down]]
+            hi[active[r_up]] = mids[r_up, k_up]
+            best[active[r_up]] = tests[r_up, k_up]
+            lo[active[r_down]] = mids[r_down, k_down]
+            gap[active] = size[at, last]
             active = active[alive]
             done += depth
         return best
