@@ -20,7 +20,7 @@ Per dataset (diabetes with α = 50, spambase with α = 1000; 20-10 ReLU MLP; ang
   :class:`robustce.methods.DiCE` (5 CEs per query, its default parameters except the post-hoc
   sparsity pass of random, off in the adapter — its output is not returned), median per query,
   on the first few queries only (it is slow); skipped when dice-ml is not installed. dice-ml's
-  gradient method (30–90 s per query here) is not timed: it is slower than both.
+  gradient method (tens of CPU seconds per query here) is not timed: it is slower than both.
 
 Targets (issue 14): median per query < 5 ms on diabetes, < 50 ms on spambase, and ≥ 100× the
 fastest DiCE method.
