@@ -78,3 +78,124 @@ def test_bad_parameters(tiny):
     with pytest.raises(ValidationError, match="data"):
         DiCE(model, None)
 
+
+
+# --- the gradient method (dice-ml's PyTorch interface) -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def narrow():
+    """Training rows on a ∈ [0, 0.5], b ∈ [0.2, 1] of a [0, 1]² model space (the schema's
+    bounds come from a wider frame): DiCE's min-max scale is not the model's."""
+    rng = np.random.default_rng(1)
+    wide = pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]})
+    schema = rc.data.infer_schema(wide, kinds={"a": "continuous", "b": "continuous"})
+    enc = rc.data.Encoder(schema).fit(wide)
+    df = pd.DataFrame({"a": rng.uniform(0, 0.5, 300), "b": rng.uniform(0.2, 1.0, 300)})
+    model = rc.models.NetworkModel([(np.array([[2.0, 1.0]]), np.array([-1.2]))], enc)
+    data = rc.data.Dataset(df, pd.Series(model.predict(df)), schema)
+    return model, data
+
+
+@pytest.mark.parametrize("two_logits", [False, True])
+def test_gradient_module_maps_dice_scale_to_the_model(narrow, two_logits):
+    """DiCE's normalised row z = (x − lo)/(hi − lo) fed to the module gives the model's
+    probability of class 1 at x (one logit: sigmoid; two: softmax), on single rows too."""
+    pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")
+    torch = pytest.importorskip("torch")
+    from robustce.methods.dice import DiCE
+
+    model, data = narrow
+    if two_logits:
+        W = np.array([[-1.0, -0.5], [1.0, 0.5]])
+        model = rc.models.NetworkModel([(W, np.array([0.6, -0.6]))], model.encoder)
+    ex = DiCE(model, data, method="gradient")
+    X = model.encoder.transform(data.frame)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    assert hi[0] < 0.6 and lo[1] > 0.1  # the training range is not [0, 1]
+    x = np.array([[0.3, 0.5], [0.1, 0.9], [0.45, 0.25]])
+    z = torch.tensor((x - lo) / (hi - lo), dtype=torch.float32)
+    module = ex._torch_module(X)
+    out = module(z).detach().numpy()
+    want = model.predict_proba(x)[:, 1]
+    np.testing.assert_allclose(out[:, -1], want, rtol=1e-5)
+    one = module(z[0]).detach().numpy()  # dice-ml's own calls: one 1-D row
+    np.testing.assert_allclose(one[-1], want[0], rtol=1e-5)
+
+
+def test_gradient_sets_valid_reproducible(tiny):
+    """dice-ml's defaults (at least 500 Adam steps: ~8 s per query here), one query."""
+    pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")
+    from robustce.methods.dice import DiCE
+
+    model, data, queries = tiny
+    q = queries.iloc[:1]
+    res = DiCE(model, data, n_counterfactuals=3, method="gradient", random_state=0).explain(q)
+    assert (res.status == "found").all(), res.messages.tolist()
+    assert (model.predict(res.counterfactuals_encoded) == 1).all()
+    sizes = res.counterfactuals.groupby("query_id").size()
+    assert sizes.le(3).all() and sizes.ge(1).all()
+    assert (res.certificates["n_returned"] == 3).all()
+    again = DiCE(model, data, n_counterfactuals=3, method="gradient", random_state=0).explain(q)
+    np.testing.assert_array_equal(res.counterfactuals_encoded, again.counterfactuals_encoded)
+
+
+def test_gradient_not_found_when_no_iterate_crosses(tiny):
+    """One optimiser step from far inside class 0: no iterate is valid; the adapter reports
+    not_found (dice-ml's own message), not an error."""
+    pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")
+    from robustce.methods.dice import DiCE
+
+    model, data, _ = tiny
+    far = pd.DataFrame({"a": [0.05], "b": [0.05]})
+    assert model.predict(far)[0] == 0
+    res = DiCE(model, data, n_counterfactuals=2, method="gradient", random_state=0,
+               dice_params={"min_iter": 1, "max_iter": 1}).explain(far)
+    assert res.status.iloc[0] == "not_found"
+    assert "no counterfactuals found" in res.messages.iloc[0].lower()
+    assert len(res.counterfactuals) == 0
+
+
+@pytest.mark.parametrize("method", ["random", "gradient"])
+def test_posthoc_sparsity_off_unless_asked(tiny, method, monkeypatch):
+    """dice-ml's post-hoc sparsity pass is switched off by default (its 1e-10 steps at
+    model-space precision); a caller's own value is passed through."""
+    pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")
+    from robustce.methods.dice import DiCE
+
+    model, data, queries = tiny
+    seen = []
+    for params in (None, {"posthoc_sparsity_param": 0.2}):
+        ex = DiCE(model, data, n_counterfactuals=1, method=method, random_state=0,
+                  dice_params=params)
+        exp = ex._build()
+        real = exp.generate_counterfactuals
+
+        def spy(*args, _real=real, **kwargs):
+            seen.append(kwargs.get("posthoc_sparsity_param", "absent"))
+            raise RuntimeError("stop here")
+
+        monkeypatch.setattr(exp, "generate_counterfactuals", spy)
+        res = ex.explain(queries.iloc[:1])
+        assert res.status.iloc[0] == "error" and "stop here" in res.messages.iloc[0]
+    assert seen == [None, 0.2]
+
+
+def test_gradient_bad_models(tiny):
+    pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")
+    from robustce.methods.dice import DiCE
+
+    model, data, _ = tiny
+
+    class Step(rc.models.Model):  # a threshold rule: no network view, no gradient
+        encoder = model.encoder
+
+        def logits(self, X):
+            return (self.encode(X)[:, :1] > 0.5) - 0.5
+
+    with pytest.raises(ValidationError, match="differentiable"):
+        DiCE(Step(), data, method="gradient")
+    three = rc.models.NetworkModel([(np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]),
+                                     np.zeros(3))], model.encoder)
+    with pytest.raises(ValidationError, match="binary"):
+        DiCE(three, data, method="gradient")

@@ -111,15 +111,20 @@ def test_line_search_ends_valid_and_within_gamma_of_the_boundary(tiny, gamma):
     assert (model.predict(got) == 1).all()
 
 
-def test_line_search_never_returns_an_invalid_point():
-    """A random ReLU network; many segments from class-0 points to class-1 points."""
+def _random_relu():
+    """A random 5-16-1 ReLU network over 400 uniform rows of [0, 1]^5 (both classes)."""
     rng = np.random.default_rng(3)
     d = 5
     df = pd.DataFrame(rng.uniform(size=(400, d)), columns=[f"f{i}" for i in range(d)])
     schema = rc.data.infer_schema(df, kinds={c: "continuous" for c in df.columns})
     enc = rc.data.Encoder(schema).fit(df)
     net = [(rng.normal(size=(16, d)), rng.normal(size=16)), (rng.normal(size=(1, 16)), np.zeros(1))]
-    model = rc.models.NetworkModel(net, enc)
+    return df, schema, enc, rc.models.NetworkModel(net, enc)
+
+
+def test_line_search_never_returns_an_invalid_point():
+    """A random ReLU network; many segments from class-0 points to class-1 points."""
+    df, schema, enc, model = _random_relu()
     X = enc.transform(df)
     y = model.predict(X)
     x0, x1 = X[y == 0], X[y == 1]
@@ -135,8 +140,43 @@ def test_line_search_never_returns_an_invalid_point():
     steps = np.linspace(0.0, 1.0, 201)[1:]
     frac = np.minimum(1.0, 0.05 / np.maximum(length, 1e-12))
     probe = out[:, None, :] + (steps[None, :, None] * frac[:, None, None]) * direction[:, None, :]
-    flips = (model.predict(probe.reshape(-1, d)).reshape(n, -1) == 0).any(axis=1)
+    flips = (model.predict(probe.reshape(-1, enc.n_features_out_)).reshape(n, -1) == 0).any(axis=1)
     assert flips.all()
+
+
+def _bisect_one_by_one(model, enc, x, c, target, gamma):
+    """Algorithm 1 as the paper writes it: one segment, one forward pass per halving."""
+    lo, hi, best = x.copy(), c.copy(), c.copy()
+    while np.abs(hi - lo).sum() > gamma:
+        mid = 0.5 * (lo + hi)
+        p = enc.project(mid[None])
+        if model.predict(p)[0] == target:
+            hi, best = mid, p[0]
+        else:
+            lo = mid
+    return best
+
+
+@pytest.mark.parametrize(("gamma", "max_elements"), [(0.05, None), (1e-4, None), (1e-3, 200)])
+def test_line_search_takes_the_sequential_steps(gamma, max_elements, monkeypatch):
+    """The tree-batched search (several halvings per forward pass; at γ = 1e-4 more halvings
+    than one tree holds; with a tiny memory cap, shallower trees) returns exactly the points
+    of the one-segment, one-pass-per-halving loop."""
+    from robustce.methods import diverse_robust
+
+    if max_elements is not None:
+        monkeypatch.setattr(diverse_robust, "_MAX_ELEMENTS", max_elements)
+    df, schema, enc, model = _random_relu()
+    X = enc.transform(df)
+    y = model.predict(X)
+    n = min(int((y == 0).sum()), int((y == 1).sum()), 60)
+    assert n == 60
+    x0, x1 = X[y == 0][:n], X[y == 1][:n]
+    ex = DiverseRobust(model, rc.data.Dataset(df, pd.Series(y), schema), gamma=gamma)
+    got = ex.line_search(x0, x1, np.ones(n, dtype=np.int64))
+    want = np.array([_bisect_one_by_one(model, enc, a, b, 1, gamma)
+                     for a, b in zip(x0, x1, strict=True)])
+    np.testing.assert_array_equal(got, want)
 
 
 def test_line_search_projects_mixed_types(tiny):
@@ -189,6 +229,30 @@ def test_k_metrics_agree_with_the_metrics_module(tiny):
     one = DiverseRobust(model, data, n_counterfactuals=1).explain(
         pd.DataFrame([X_QUERY], columns=["a", "b"]))
     assert math.isnan(one.certificates["k_diversity"].iloc[0])
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_k_metrics_of_a_batch_agree_per_query(norm):
+    """One explain call over queries whose sets have different sizes: each query's
+    certificate is the metrics module's value on that query's own CEs."""
+    from robustce.evaluation.metrics import k_distance, k_diversity
+
+    df, schema, enc, model = _random_relu()
+    y = pd.Series(model.predict(df))
+    res = DiverseRobust(model, rc.data.Dataset(df, y, schema), alpha=8, beta=0.4,
+                        norm=norm).explain(df[y == 0].iloc[:40])
+    sizes = res.certificates["n_kept"].to_numpy()
+    assert len(set(sizes.tolist())) >= 3 and (sizes == 1).any()
+    for qid in res.queries.index:
+        S = res.counterfactuals_encoded[res.cf_positions(qid)]
+        x = res.queries_encoded[res.queries.index.get_loc(qid)]
+        cert = res.certificates.loc[qid]
+        assert cert["n_kept"] == len(S)
+        assert cert["k_distance"] == pytest.approx(k_distance(x, S, norm), rel=1e-12)
+        if len(S) >= 2:
+            assert cert["k_diversity"] == pytest.approx(k_diversity(S, norm), rel=1e-12)
+        else:
+            assert math.isnan(cert["k_diversity"])
 
 
 @pytest.mark.parametrize(("params", "word"), [

@@ -50,9 +50,21 @@ def diabetes_monotone(diabetes_setup):
     return train, test, rc.models.MLP((20, 10), epochs=30, random_state=0).fit(train)
 
 
+@pytest.fixture(scope="module")
+def diabetes_free(diabetes_setup):
+    """Diabetes with every feature free: the search is the tree's own k nearest."""
+    train, test, _ = diabetes_setup
+    train = with_actionability(train, **{n: "free" for n in train.schema.names})
+    return train, test, rc.models.MLP((20, 10), epochs=30, random_state=0).fit(train)
+
+
+@pytest.mark.parametrize("setup", ["diabetes_monotone", "diabetes_free"])
 @pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
-def test_matches_brute_force_on_diabetes(diabetes_monotone, norm):
-    train, test, model = diabetes_monotone
+def test_matches_brute_force_on_diabetes(setup, norm, request):
+    train, test, model = request.getfixturevalue(setup)
+    if setup == "diabetes_free":
+        assert not (model.encoder.immutable_mask_.any() or model.encoder.increasing_mask_.any()
+                    or model.encoder.decreasing_mask_.any())
     q = queries_of(test, model, 0, 60)
     res = NearestNeighbour(model, train, target_class=0, norm=norm, n_neighbours=3).explain(q)
     want = brute_force(model, train, model.encoder.transform(q), 0, norm, k=3)

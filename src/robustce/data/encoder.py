@@ -77,6 +77,19 @@ class FeatureBlock:
         return None
 
 
+@dataclass(frozen=True)
+class _ProjectionPlan:
+    """Model-space columns grouped by how :meth:`Encoder.project` snaps them."""
+
+    blocks: list[FeatureBlock]  # the fit they belong to
+    grid: np.ndarray  # single-column grid encodings with n_steps > 0 ...
+    steps: np.ndarray  # ... and their n_steps
+    zero: np.ndarray  # always 0: a one-point grid or a constant scaled feature
+    binary: np.ndarray
+    onehot: tuple[tuple[int, int], ...]  # (start, stop) per block
+    thermo: tuple[tuple[int, int], ...]
+
+
 class Encoder:
     """Raw DataFrame <-> array in [0, 1]^d, following a :class:`Schema`.
 
@@ -274,28 +287,53 @@ class Encoder:
             out.index = index
         return out
 
+    def _projection_plan(self) -> _ProjectionPlan:
+        """The column groups :meth:`project` treats alike (built once per fit)."""
+        plan = getattr(self, "_plan", None)
+        if plan is not None and plan.blocks is self.blocks_:
+            return plan
+        grid, steps, zero, binary, onehot, thermo = [], [], [], [], [], []
+        for b in self.blocks_:
+            n = b.n_steps
+            if n is not None:  # integer features and integer-coded ordinals: snap to grid
+                (grid if n else zero).append(b.start)
+                if n:
+                    steps.append(float(n))
+            elif b.encoding == "scaled" and b.feature.lower == b.feature.upper:
+                zero.append(b.start)
+            elif b.encoding == "binary":
+                binary.append(b.start)
+            elif b.encoding == "onehot":
+                onehot.append((b.start, b.stop))
+            elif b.encoding == "thermometer":
+                thermo.append((b.start, b.stop))
+        self._plan = _ProjectionPlan(self.blocks_, np.array(grid, dtype=np.int64),
+                                     np.array(steps, dtype=float), np.array(zero, dtype=np.int64),
+                                     np.array(binary, dtype=np.int64), tuple(onehot), tuple(thermo))
+        return self._plan
+
     def project(self, X: Any) -> np.ndarray:
         """Nearest valid encoding of each row (clip, snap integers to their grid, one-hot by
-        argmax, thermometer made monotone). Pure numpy; used after gradient search."""
+        argmax, thermometer made monotone). Pure numpy, one operation per kind of column
+        (a loop only over one-hot and thermometer blocks); used after gradient search."""
         self._check_fitted()
+        plan = self._projection_plan()
         X = np.clip(self.check_array(X), 0.0, 1.0)
         out = X.copy()
-        for b in self.blocks_:
-            x = X[:, b.slice]
-            steps = b.n_steps
-            if steps is not None:  # integer features and integer-coded ordinals: snap to grid
-                out[:, b.start] = np.round(x[:, 0] * steps) / steps if steps else 0.0
-            elif b.encoding == "scaled" and b.feature.lower == b.feature.upper:
-                out[:, b.start] = 0.0
-            elif b.encoding == "binary":
-                out[:, b.start] = x[:, 0] >= 0.5
-            elif b.encoding == "onehot":
-                onehot = np.zeros_like(x)
-                onehot[np.arange(len(x)), np.argmax(x, axis=1)] = 1.0
-                out[:, b.slice] = onehot
-            elif b.encoding == "thermometer":
-                level = (x >= 0.5).sum(axis=1)
-                out[:, b.slice] = level[:, None] >= np.arange(1, b.width + 1)[None, :]
+        if len(plan.grid):
+            out[:, plan.grid] = np.round(X[:, plan.grid] * plan.steps) / plan.steps
+        if len(plan.zero):
+            out[:, plan.zero] = 0.0
+        if len(plan.binary):
+            out[:, plan.binary] = X[:, plan.binary] >= 0.5
+        rows = np.arange(len(X))
+        for start, stop in plan.onehot:
+            block = np.zeros((len(X), stop - start))
+            block[rows, np.argmax(X[:, start:stop], axis=1)] = 1.0
+            out[:, start:stop] = block
+        for start, stop in plan.thermo:
+            level = (X[:, start:stop] >= 0.5).sum(axis=1)
+            out[:, start:stop] = level[:, None] >= np.arange(1, stop - start + 1)[None, :]
         return out
 
     # --- (de)serialisation --------------------------------------------------------------

@@ -4,9 +4,19 @@ baseline of Leofante & Potyka — measured on the same model and queries, not qu
 DiCE searches in *model space*: it is given the encoded training data ([0, 1]^d, every column
 treated as continuous, outcome = the training labels) and the robustce model itself (its
 ``predict_proba`` on encoded rows, through dice-ml's scikit-learn interface; for
-``method="gradient"``, the model's torch module followed by a softmax/sigmoid, through its
-PyTorch interface). Its CEs come back as encoded rows, and the base class projects every one to
-a valid encoding and re-validates it by a forward pass, like every method's CEs.
+``method="gradient"``, dice-ml's PyTorch interface in its documented set-up,
+``func="ohe-min-max"``: DiCE optimises min-max-normalised rows and the torch module it is given
+maps them back to the model's own inputs before the network and a sigmoid/softmax — on
+[0, 1]-scaled training data that map is the identity, so DiCE's steps, clamps and MAD weights are
+in the model's scaled units). Its CEs come back as encoded rows, and the base class projects
+every one to a valid encoding and re-validates it by a forward pass, like every method's CEs.
+
+The CEs returned are dice-ml's ``final_cfs_df``. Its post-hoc sparsity pass (``random`` and
+``gradient``) is off by default: at the model-space precision the adapter sets (10 decimals, so
+that dice-ml's rounding does not move CEs back across the boundary) it moves a feature by
+10⁻¹⁰ per step, at most 10 000 steps per feature and CE — minutes per query for ``gradient``,
+for changes below 10⁻⁶. ``dice_params={"posthoc_sparsity_param": 0.1}`` turns it back on, and
+the sparse CEs are then returned.
 
 Needs the optional extra: ``pip install 'robustce[dice]'`` (dice-ml; the adapter does not use
 the lightgbm/xgboost packages dice-ml 0.12 installs, and runs without them). dice-ml draws
@@ -123,6 +133,9 @@ class DiCE(Explainer):
         check_choice(self.method, "method", METHODS)
         if self.method == "gradient" and not self.model.differentiable:
             raise ValidationError("method='gradient' needs a differentiable model (an MLP)")
+        if self.method == "gradient" and self.model.n_classes != 2:
+            raise ValidationError("method='gradient' supports binary models only (dice-ml's "
+                                  f"loss is binary), got {self.model.n_classes} classes")
         if self.dice_params is not None and not isinstance(self.dice_params, dict):
             raise ValidationError(f"dice_params must be a dict or None, got {self.dice_params!r}")
         self._dice_ml = _dice_ml()
@@ -141,26 +154,40 @@ class DiCE(Explainer):
         d = dml.Data(dataframe=frame, continuous_features=list(self._columns), outcome_name=_OUTCOME,
                      continuous_features_precision={c: _DECIMALS for c in self._columns})
         if self.method == "gradient":
-            import torch
-
-            net = self.model.network()
-            linear = [torch.nn.Linear(W.shape[1], W.shape[0]) for W, _ in net.weights]
-            layers: list[Any] = []
-            with torch.no_grad():
-                for i, (lin, (W, b)) in enumerate(zip(linear, net.weights, strict=True)):
-                    lin.weight.copy_(torch.as_tensor(W, dtype=torch.float32))
-                    lin.bias.copy_(torch.as_tensor(b, dtype=torch.float32))
-                    layers.append(lin)
-                    if i < len(linear) - 1:
-                        layers.append(torch.nn.ReLU())
-            layers.append(torch.nn.Sigmoid() if net.weights[-1][0].shape[0] == 1
-                          else torch.nn.Softmax(dim=1))
-            m = dml.Model(model=torch.nn.Sequential(*layers), backend="PYT")
+            m = dml.Model(model=self._torch_module(X), backend="PYT", func="ohe-min-max")
         else:
             m = dml.Model(model=_ProbaModel(self.model), backend="sklearn",
                           model_type="classifier")
         self._explainer = dml.Dice(d, m, method=self.method)
         return self._explainer
+
+    def _torch_module(self, X: np.ndarray) -> Any:
+        """The model as dice-ml's PyTorch interface takes it with ``func="ohe-min-max"`` (its
+        documented set-up): a module on DiCE's min-max-normalised rows z. A fixed first layer
+        maps z back to the model's own inputs, x = lo + z·(hi − lo) with lo, hi the training
+        rows' column minima and maxima in model space (DiCE sends a constant column to 0);
+        then the network's layers and a sigmoid (one logit) or softmax (two). On [0, 1]-scaled
+        training data lo = 0, hi = 1 and the first layer is the identity."""
+        import torch
+
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        weights = [(np.diag(np.where(hi > lo, hi - lo, 0.0)), lo), *self.model.network().weights]
+        layers: list[Any] = []
+        with torch.no_grad():
+            for i, (W, b) in enumerate(weights):
+                lin = torch.nn.Linear(W.shape[1], W.shape[0])
+                lin.weight.copy_(torch.as_tensor(W, dtype=torch.float32))
+                lin.bias.copy_(torch.as_tensor(b, dtype=torch.float32))
+                layers.append(lin)
+                if 0 < i < len(weights) - 1:
+                    layers.append(torch.nn.ReLU())
+        # dice-ml feeds single rows (1-D tensors): normalise over the last axis
+        layers.append(torch.nn.Sigmoid() if weights[-1][0].shape[0] == 1
+                      else torch.nn.Softmax(dim=-1))
+        module = torch.nn.Sequential(*layers).eval()
+        for p in module.parameters():
+            p.requires_grad_(False)
+        return module
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         exp = self._build()
@@ -169,6 +196,12 @@ class DiCE(Explainer):
         params = dict(self.dice_params or {})
         if self.method == "random":
             params.setdefault("random_seed", seed)
+        if self.method in ("random", "gradient"):
+            # the post-hoc sparsity pass (dice-ml's default 0.1) walks each feature back to the
+            # query in steps of the column precision — 1e-10 here — at most 10 000 steps per
+            # feature and CE (minutes per query for gradient): off unless asked for
+            params.setdefault("posthoc_sparsity_param", None)
+        sparse = params.get("posthoc_sparsity_param") is not None
         try:
             with _global_seed(seed), warnings.catch_warnings(), \
                     contextlib.redirect_stderr(io.StringIO()), \
@@ -184,9 +217,16 @@ class DiCE(Explainer):
                                    message=f"dice-ml: {exc}")
             return QueryResult("error", certificate={"n_returned": 0},
                                message=f"dice-ml {name}: {exc}")
-        cfs = out.cf_examples_list[0].final_cfs_df
+        ex = out.cf_examples_list[0]
+        cfs = ex.final_cfs_df_sparse if sparse and ex.final_cfs_df_sparse is not None \
+            else ex.final_cfs_df
         if cfs is None or len(cfs) == 0:
             return QueryResult("not_found", certificate={"n_returned": 0},
                                message="dice-ml returned no counterfactual")
         C = cfs[self._columns].to_numpy(dtype=np.float64)
+        if not (self.model.predict(self.encoder.project(C)) == target).any():
+            # the gradient method returns its last iterates when none converged
+            return QueryResult("not_found", certificate={"n_returned": int(len(C))},
+                               message=f"dice-ml returned {len(C)} point(s), none in the "
+                                       "target class")
         return QueryResult("found", C, {"n_returned": int(len(C))})

@@ -22,12 +22,14 @@ For a query x whose model class is l and target class t, with d the chosen norm:
 
 Everything is batch-first: one KD-tree query per target class for all queries, the filter runs
 n_counterfactuals vectorised rounds over all queries' candidates, and the line search makes one
-forward pass per halving step for the survivors of all queries together.
+forward pass per up to six halving steps (every midpoint those steps could test) for the
+survivors of all queries together.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -46,6 +48,16 @@ FILTERS = ("angle", "distance")
 _MAX_HALVINGS = 60  # 2^-60 of the unit box's diameter: far below any sensible γ
 _TIE = 1e-12
 _MAX_ELEMENTS = 20_000_000  # candidate coordinates held at once (160 MB of float64)
+_TREE_DEPTH = 6  # line search: at most 6 halvings (63 midpoints per row) per forward pass
+
+
+@lru_cache(maxsize=64)
+def _pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index pairs (i, j), i < j, of a set of m (``np.triu_indices(m, 1)``, cached)."""
+    a, b = np.triu_indices(m, 1)
+    a.setflags(write=False)
+    b.setflags(write=False)
+    return a, b
 
 
 class DiverseRobust(Explainer):
@@ -135,8 +147,10 @@ class DiverseRobust(Explainer):
 
     # --- step 1 + 2: order and cut -------------------------------------------------------------
     def _candidates(self, idx: Any, X: np.ndarray, groups: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(positions (q, K) -1 padded, distances (q, K) inf padded, kept mask (q, K))."""
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """(candidates (q, K, d), positions (q, K) -1 padded, distances (q, K) inf padded,
+        kept mask (q, K)); the distances are None where nothing needs them (the number cut
+        with the angle filter: the tree's order is the order)."""
         n_class = len(idx.X)
         if self.selection == "number":
             k = min(int(self.alpha), n_class)
@@ -147,19 +161,22 @@ class DiverseRobust(Explainer):
             self._nn.n_neighbours = max(k, 1)
             pos = self._nn._search(idx, X, groups)
             ok = pos >= 0
-            dist = np.where(ok, self._dist(idx.X[np.maximum(pos, 0)], X[:, None, :]), np.inf)
+            C = idx.X[np.maximum(pos, 0)]
+            if self.selection == "number" and self.filter == "angle":
+                return C, pos, None, ok
+            dist = np.where(ok, self._dist(C, X[:, None, :]), np.inf)
             if self.selection == "number":
-                return pos, dist, ok
+                return C, pos, dist, ok
             m = dist[:, :1]
             keep = ok & (dist <= (1.0 + self.epsilon) * m + _TIE)
             # a row may have more candidates within the radius if all k came back inside it
             more = keep[:, -1] & ok.all(axis=1)
             if not more.any() or k >= cap:
-                return pos, dist, keep
+                return C, pos, dist, keep
             k = min(2 * k, cap)
 
     # --- step 3: greedy diversity filter ------------------------------------------------------
-    def _diverse(self, C: np.ndarray, x: np.ndarray, dist: np.ndarray, keep: np.ndarray
+    def _diverse(self, C: np.ndarray, x: np.ndarray, dist: np.ndarray | None, keep: np.ndarray
                  ) -> np.ndarray:
         """Positions (q, n_counterfactuals) into the candidate axis, -1 padded.
 
@@ -171,50 +188,101 @@ class DiverseRobust(Explainer):
         if K == 0:
             return out
         rows = np.arange(q)
-        blocked = ~keep
+        free = keep.copy()  # not yet kept or blocked
         if self.filter == "angle":
             U = C - x[:, None, :]
-            norms = np.linalg.norm(U, axis=2, keepdims=True)
+            norms = np.sqrt(np.einsum("qkd,qkd->qk", U, U))[:, :, None]
             U = U / np.where(norms > 0, norms, 1.0)
-        m = dist[:, 0]
+        else:
+            radius = (1.0 + self.beta) * dist[:, :1]
         for r in range(self.n_counterfactuals):
-            has = ~blocked.all(axis=1)
+            cur = np.argmax(free, axis=1)  # the first free candidate (0 if none is)
+            has = free[rows, cur]
             if not has.any():
                 break
-            cur = np.argmax(~blocked, axis=1)
-            out[has, r] = cur[has]
-            blocked[rows, cur] = True
+            out[:, r] = np.where(has, cur, -1)
+            free[rows, cur] = False
+            # a row with nothing free has nothing left to block
             if self.filter == "angle":
-                cos = np.einsum("qkd,qd->qk", U, U[rows, cur])
-                similar = np.abs(cos) > self.beta
+                cos = np.matmul(U, U[rows, cur][:, :, None])[:, :, 0]
+                free &= np.abs(cos) <= self.beta
             else:
-                similar = self._dist(C, C[rows, cur][:, None, :]) < (1.0 + self.beta) * m[:, None]
-            blocked |= similar & has[:, None]
+                free &= self._dist(C, C[rows, cur][:, None, :]) >= radius
         return out
 
     # --- step 4: binary line search (Algorithm 1), all survivors at once -----------------------
     def line_search(self, X: np.ndarray, C: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """For each row: the point on the segment from X[i] (not in ``targets[i]``) to C[i]
         (in it) found by Algorithm 1 with accuracy γ. Returns only points the model put in
-        the target class (C[i] itself if no midpoint was)."""
+        the target class (C[i] itself if no midpoint was).
+
+        Every midpoint bisection can test within the next L halvings is a node of a binary
+        tree of depth L over the current bracket, so one forward pass over the 2^L − 1 nodes
+        of every active row replaces L sequential passes; the walk down the tree then takes
+        exactly the sequential algorithm's steps (the same midpoints, bit for bit)."""
         lo = np.array(X, dtype=np.float64, copy=True)
         hi = np.array(C, dtype=np.float64, copy=True)
         best = hi.copy()
+        d = lo.shape[1]
         gap = self._dist(lo, hi)
         active = np.flatnonzero(gap > self.gamma)
-        if len(active) == 0:
-            return best
-        n_steps = min(_MAX_HALVINGS, int(np.ceil(np.log2(gap.max() / self.gamma))) + 1)
-        for _ in range(n_steps):
-            mid = 0.5 * (lo[active] + hi[active])
-            test = self.encoder.project(mid) if self._needs_projection else mid
-            ok = self.model.predict(test) == targets[active]
-            hi[active[ok]] = mid[ok]
-            best[active[ok]] = test[ok]
-            lo[active[~ok]] = mid[~ok]
-            active = active[self._dist(lo[active], hi[active]) > self.gamma]
-            if len(active) == 0:
-                break
+        done = 0
+        while len(active) and done < _MAX_HALVINGS:
+            n = len(active)
+            need = int(np.ceil(np.log2(gap[active].max() / self.gamma)))
+            depth = max(1, min(need, _TREE_DEPTH, _MAX_HALVINGS - done))
+            while depth > 1 and 5 * n * 2**depth * d > _MAX_ELEMENTS:  # midpoints + brackets
+                depth -= 1
+            # the tree's nodes, level by level (node j of level l at 2^l − 1 + j; its
+            # children 2j: the bracket [lo, mid] (mid passed), 2j + 1: [mid, hi]), and the
+            # brackets each step can leave (the children of level l at 2^(l+1) − 2 + j)
+            mids = np.empty((n, 2**depth - 1, d))
+            brackets = np.empty((2, n, 2**(depth + 1) - 2, d))
+            a, b = lo[active][:, None, :], hi[active][:, None, :]
+            for level in range(depth):
+                w = 2**level
+                mid = mids[:, w - 1:2 * w - 1]
+                np.add(a, b, out=mid)
+                mid *= 0.5  # = 0.5 * (a + b), as the sequential search computes it
+                ca, cb = brackets[0, :, 2 * w - 2:4 * w - 2], brackets[1, :, 2 * w - 2:4 * w - 2]
+                ca[:, 0::2], ca[:, 1::2] = a, mid
+                cb[:, 0::2], cb[:, 1::2] = mid, b
+                a, b = ca, cb
+            gaps = self._dist(brackets[0], brackets[1])  # (n, 2^(depth+1) − 2)
+            flat = mids.reshape(-1, d)
+            tests = self.encoder.project(flat) if self._needs_projection else flat
+            passed = (self.model.predict(tests) == np.repeat(targets[active], mids.shape[1])
+                      ).reshape(n, -1)
+            tests = tests.reshape(mids.shape)
+            # walk: the sequential steps as indices — per level the node tested, its verdict
+            # and the bracket's size after the step; a row stops at the first size ≤ γ
+            at = np.arange(n)
+            node = np.zeros(n, dtype=np.int64)
+            path = np.empty((n, depth), dtype=np.int64)
+            verdict = np.empty((n, depth), dtype=bool)
+            size = np.empty((n, depth))
+            for level in range(depth):
+                path[:, level] = k = 2**level - 1 + node
+                verdict[:, level] = ok = passed[at, k]
+                node = 2 * node + ~ok
+                size[:, level] = gaps[at, 2**(level + 1) - 2 + node]
+            small = size <= self.gamma
+            alive = ~small.any(axis=1)
+            last = np.where(alive, depth - 1, np.argmax(small, axis=1))  # the last step taken
+            taken = np.arange(depth)[None, :] <= last[:, None]
+            # the last passed / failed node on each row's path (column 0 if none: masked below)
+            up = verdict & taken
+            down = ~verdict & taken
+            i_up = depth - 1 - np.argmax(up[:, ::-1], axis=1)
+            i_down = depth - 1 - np.argmax(down[:, ::-1], axis=1)
+            r_up, r_down = np.flatnonzero(up.any(axis=1)), np.flatnonzero(down.any(axis=1))
+            k_up, k_down = path[r_up, i_up[r_up]], path[r_down, i_down[r_down]]
+            hi[active[r_up]] = mids[r_up, k_up]
+            best[active[r_up]] = tests[r_up, k_up]
+            lo[active[r_down]] = mids[r_down, k_down]
+            gap[active] = size[at, last]
+            active = active[alive]
+            done += depth
         return best
 
     # --- the batch ---------------------------------------------------------------------------
@@ -224,8 +292,9 @@ class DiverseRobust(Explainer):
         k = self.alpha if self.selection == "number" else max(4 * self.n_counterfactuals, 32)
         step = max(1, _MAX_ELEMENTS // max(1, k * d))
         out = []
-        for t in np.unique(targets):
-            rows = np.flatnonzero(targets == t)
+        single = len(targets) and (targets == targets[0]).all()
+        for t in (targets[:1] if single else np.unique(targets)):
+            rows = np.arange(len(targets)) if single else np.flatnonzero(targets == t)
             out += [(int(t), rows[s:s + step]) for s in range(0, len(rows), step)]
         return out
 
@@ -240,8 +309,7 @@ class DiverseRobust(Explainer):
                 for r in rows:
                     results[r] = self._nn._infeasible(0)
                 continue
-            pos, dist, keep = self._candidates(idx, X[rows], groups)
-            C = idx.X[np.maximum(pos, 0)]  # (q, K, d)
+            C, pos, dist, keep = self._candidates(idx, X[rows], groups)  # C: (q, K, d)
             sel = self._diverse(C, X[rows], dist, keep)  # (q, nc)
             n_cand = keep.sum(axis=1)
             for j, r in enumerate(rows):
@@ -264,22 +332,29 @@ class DiverseRobust(Explainer):
         S = np.vstack(all_C) if owner.size else np.zeros((0, X.shape[1]))
         if self.minimise and len(S):
             S = self.line_search(X[owner], S, targets[owner])
-        # pack per query, in the filter's (distance) order
-        order = np.lexsort((slot, owner))
-        owner, S = owner[order], S[order]
-        starts = np.searchsorted(owner, np.arange(len(X)))
-        ends = np.searchsorted(owner, np.arange(len(X)), side="right")
-        for r in range(len(X)):
+        # pack per query, in the filter's (distance) order; the k-metrics of all queries at once
+        if len(all_rows) > 1:  # one chunk comes in (query, slot) order already
+            order = np.lexsort((slot, owner))
+            owner, S = owner[order], S[order]
+        n = len(X)
+        counts = np.bincount(owner, minlength=n)
+        starts = np.cumsum(counts) - counts
+        k_dist = np.bincount(owner, weights=self._dist(S, X[owner]), minlength=n) / \
+            np.maximum(counts, 1)
+        k_div = np.full(n, math.nan)
+        multi = np.flatnonzero(counts >= 2)
+        if len(multi):  # eq. 13: the mean over the |S|(|S| − 1)/2 pairs of each set
+            a, b = _pairs(int(counts.max()))
+            q, p = np.nonzero(b[None, :] < counts[multi][:, None])
+            first = starts[multi][q]
+            pair = self._dist(S[first + a[p]], S[first + b[p]])
+            sums = np.bincount(q, weights=pair, minlength=len(multi))
+            k_div[multi] = sums / (counts[multi] * (counts[multi] - 1) / 2)
+        for r in range(n):
             if results[r] is not None:
                 continue
-            cfs = S[starts[r]:ends[r]]
-            d = self._dist(cfs, X[r][None, :])
-            if len(cfs) >= 2:
-                j, k = np.triu_indices(len(cfs), 1)
-                div = float(self._dist(cfs[j], cfs[k]).mean())
-            else:
-                div = math.nan
             c = cert[r]
-            c.update(n_kept=int(len(cfs)), k_distance=float(d.mean()), k_diversity=div)
-            results[r] = QueryResult("found", cfs, c)
+            c.update(n_kept=int(counts[r]), k_distance=float(k_dist[r]),
+                     k_diversity=float(k_div[r]))
+            results[r] = QueryResult("found", S[starts[r]:starts[r] + counts[r]], c)
         return results  # type: ignore[return-value]

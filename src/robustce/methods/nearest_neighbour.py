@@ -224,6 +224,16 @@ class NearestNeighbour(Explainer):
         monotone = enc.increasing_mask_.any() or enc.decreasing_mask_.any()
         coords = np.column_stack([X[:, self._mutable()], self._scale() * groups])
         m = len(idx.X)
+        if not (monotone or enc.immutable_mask_.any()) and \
+                type(self)._admissible is NearestNeighbour._admissible:
+            # every candidate is admissible and in the one group: the tree's k nearest
+            k = min(m, nb)
+            step = max(1, _MAX_BLOCK // k)
+            for s in range(0, len(todo), step):
+                chunk = todo[s:s + step]
+                _, nbr = idx.tree.query(coords[chunk], k=k, p=self.distance_.minkowski_p)
+                out[chunk, :k] = np.asarray(nbr).reshape(-1, k)
+            return out
         k = min(m, nb * (4 if monotone else 1))
         while len(todo):
             k = min(k, m)
