@@ -696,6 +696,26 @@ class MILP:
             self._loaded = False
 
     # -- solving ----------------------------------------------------------------------------------
+    def solve_relaxation(self, time_limit: float | None = None, *, cols: Any = None,
+                         cutoff: float | None = None) -> SolveResult:
+        """Solve a relaxation and leave the model as it was (the next :meth:`solve` is the
+        full MILP again): the integer variables ``cols`` (default: all) made continuous,
+        bounds kept. Its ``bound`` (the LP optimum, or the dual bound of what stays a MILP)
+        bounds the full model's optimum (below when minimising); ``cutoff`` as in
+        :meth:`solve`."""
+        data = self._materialise()
+        vtype = data.vtype
+        relaxed = np.zeros_like(vtype) if cols is None else vtype.copy()
+        if cols is not None:
+            relaxed[_check_index(cols, self._n_vars, "variable")] = 0
+        data.vtype = relaxed
+        self._loaded = False
+        try:
+            return self.solve(time_limit, cutoff=cutoff)
+        finally:
+            data.vtype = vtype
+            self._loaded = False
+
     def solve(self, time_limit: float | None = None, *, cutoff: float | None = None,
               target: float | None = None) -> SolveResult:
         """Solve under ``time_limit`` seconds (default: the model's). Never raises for solver
