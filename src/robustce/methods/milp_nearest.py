@@ -214,6 +214,12 @@ class MILPNearest(Explainer):
         median, MILP-R 0.35 vs 0.30 s). **On deeper networks use "lp" or "auto"**: on a
         34-50-50-50-1 network LP bounds solved 6 of 6 queries to optimality in 2.8 s median
         where interval bounds hit the 20 s limit on 5 (``benchmarks/bench_milp.py --deep``).
+    relax_first : first solve the MILP with the integer-grid columns of more than 64 lattice
+        points made continuous (HiGHS spends most of its time on such wide integer domains,
+        e.g. adult's fnlwgt and capital-gain); when that solution, rounded to the grid, is a
+        CE whose objective meets the relaxation's dual bound within ``mip_gap``, it is the
+        optimum (the solver's own test) and the full MILP is skipped; otherwise the full MILP
+        runs, with that CE as a better incumbent. Default True; same optimum within the gap.
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
         is the solver time per query.
 
@@ -233,14 +239,14 @@ class MILPNearest(Explainer):
 
     name: ClassVar[str] = "milp_nearest"
     _ball_bounds: ClassVar[bool] = True
-    _lp_first: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
 
     def __init__(self, model: Any, data: Any = None, *, norm: str = "l1", tau: float = 1e-3,
                  weights: Any = None, tie_break: float = 1e-3, solver: str = "highs",
                  mip_gap: float = 1e-4, threads: int = 1, warm_start: bool = True,
-                 box_from_incumbent: bool = True, bound_tightening: str = "interval", **kwargs: Any):
+                 box_from_incumbent: bool = True, bound_tightening: str = "interval",
+                 relax_first: bool = True, **kwargs: Any):
         self.norm = norm
         self.tau = tau
         self.weights = weights
@@ -251,6 +257,7 @@ class MILPNearest(Explainer):
         self.warm_start = warm_start
         self.box_from_incumbent = box_from_incumbent
         self.bound_tightening = bound_tightening
+        self.relax_first = relax_first
         super().__init__(model, data, **kwargs)
 
     def _check_params(self) -> None:
@@ -262,6 +269,7 @@ class MILPNearest(Explainer):
         check_integer(self.threads, "threads", low=1)
         check_bool(self.warm_start, "warm_start")
         check_bool(self.box_from_incumbent, "box_from_incumbent")
+        check_bool(self.relax_first, "relax_first")
         check_choice(self.bound_tightening, "bound_tightening", BOUND_TIGHTENING)
         self.solver_ = check_solver(self.solver)  # SolverError for unknown / missing backends
         d = self.encoder.n_features_out_
@@ -493,7 +501,7 @@ class MILPNearest(Explainer):
 
     def _from_relaxation(self, m: MILP, dom: InputDomain, q: np.ndarray, target: int,
                          tau: float, inc: Incumbent | None, cutoff: float | None,
-                         time_limit: float) -> tuple[_Nearest | None, float | None]:
+                         time_limit: float) -> tuple[_Nearest | None, Incumbent | None]:
         """The optimum from a relaxation, where it proves one. Integer-grid columns with more
         than ``_RELAX_GRID_STEPS`` lattice points are made continuous (HiGHS spends most of
         a solve on such wide integer domains, e.g. adult's fnlwgt and capital-gain); the
@@ -502,8 +510,8 @@ class MILPNearest(Explainer):
         the margin rises in the solution's linear region), is a CE when it is actionable and
         its forward-pass margin reaches ``tau``; when the best of those and the incumbent has
         objective ``z`` with ``z − L ≤ max(mip_gap·z, 1e-9)`` it is optimal within the MIP
-        gap — the test the solver applies to its own bounds. Returns (result or None, a
-        better cutoff for the full MILP or None)."""
+        gap — the test the solver applies to its own bounds. Returns (the result, or None
+        when the relaxation proves nothing; a rounded CE that beats the incumbent, or None)."""
         g = np.flatnonzero(dom.grid_vars >= 0)
         zv = dom.grid_vars[g]
         data = m._materialise()
@@ -542,8 +550,8 @@ class MILPNearest(Explainer):
         i = int(np.argmin(z))
         best = float(z[i])
         if best - lower > max(self.mip_gap * abs(best), 1e-9):
-            better = best + 1e-7 * (1.0 + abs(best))
-            return None, better if cutoff is None or better < cutoff else None
+            better = inc is None or best < inc.objective
+            return None, Incumbent(P[i].copy(), best) if better else None
         gap = max(best - lower, 0.0) / max(abs(best), 1e-12)
         return _Nearest("found", P[i].copy(), objective=best, bound=min(lower, best), gap=gap,
                         optimal=True, solver_status=res.status.value, time=res.time,
@@ -580,11 +588,16 @@ class MILPNearest(Explainer):
             m = self._new_milp(time_limit, warm=inc is not None, seeded=seeded)
             dom, ne = self._encode_nearest(m, q, target, tau, inc, cutoff, bounds=tb.bounds)
         x = dom.index
-        if self._lp_first:
+        if self.relax_first:
             t0 = time.perf_counter()
             fast, better = self._from_relaxation(m, dom, q, target, tau, inc, cutoff, time_limit)
             if fast is not None:
                 return fast
+            if better is not None and inc is not None:
+                # a better incumbent: a lower cutoff (the encoding's ball and box hold every
+                # point beating the old one, so also every point beating this one)
+                inc = better
+                cutoff = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
             time_limit = max(time_limit - (time.perf_counter() - t0), 1e-3)
         res = m.solve(time_limit=max(time_limit, 1e-3), cutoff=cutoff)
         st = res.status
