@@ -27,6 +27,7 @@ integer grids, thermometer ordinals, binaries, immutable and monotone features).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -362,6 +363,69 @@ def _grid_bounds(lo: np.ndarray, hi: np.ndarray, steps: np.ndarray) -> tuple[np.
     return np.ceil(lo * steps - eps), np.floor(hi * steps + eps)
 
 
+@dataclass(frozen=True)
+class _DomainStructure:
+    """What :func:`encode_input_domain` reads off an encoder's blocks, per column: kind,
+    grid steps, always-fixed columns, the one-hot and thermometer groups and the
+    actionability masks (computed once per fitted encoder)."""
+
+    blocks: Any  # the encoder's ``blocks_`` list it was computed from
+    kind: np.ndarray
+    steps: np.ndarray
+    fixed: np.ndarray
+    onehot_groups: list[np.ndarray]
+    thermo_groups: list[np.ndarray]
+    immutable: np.ndarray
+    increase: np.ndarray
+    decrease: np.ndarray
+
+
+_STRUCTURES: weakref.WeakKeyDictionary[Any, _DomainStructure] = weakref.WeakKeyDictionary()
+
+
+def _domain_structure(encoder: Any, d: int) -> _DomainStructure:
+    """The encoder's :class:`_DomainStructure`, cached while its ``blocks_`` stay the same."""
+    try:
+        st = _STRUCTURES.get(encoder)
+    except TypeError:  # not weak-referenceable: compute every time
+        st = None
+    if st is not None and st.blocks is encoder.blocks_ and len(st.kind) == d:
+        return st
+    kind = np.full(d, "continuous", dtype=object)
+    steps = np.zeros(d, dtype=np.int64)
+    fixed = np.zeros(d, dtype=bool)
+    acts = {a: np.zeros(d, dtype=bool) for a in ("immutable", "increase", "decrease")}
+    onehot_groups: list[np.ndarray] = []
+    thermo_groups: list[np.ndarray] = []
+    for blk in encoder.blocks_:
+        cols = np.arange(blk.start, blk.stop)
+        enc = blk.encoding
+        if enc in ("binary", "onehot", "thermometer"):
+            kind[cols] = "binary"
+            if enc == "onehot":
+                onehot_groups.append(cols)
+            elif enc == "thermometer" and len(cols) > 1:
+                thermo_groups.append(cols)
+        elif blk.n_steps is not None:
+            if blk.n_steps > 0:
+                kind[cols], steps[cols] = "grid", blk.n_steps
+            else:
+                fixed[cols] = True
+        elif enc == "scaled" and blk.feature.lower == blk.feature.upper:
+            fixed[cols] = True
+        act = str(blk.actionability.value if hasattr(blk.actionability, "value")
+                  else blk.actionability)
+        if act in acts:
+            acts[act][cols] = True
+    st = _DomainStructure(encoder.blocks_, kind, steps, fixed, onehot_groups, thermo_groups,
+                          acts["immutable"], acts["increase"], acts["decrease"])
+    try:
+        _STRUCTURES[encoder] = st
+    except TypeError:
+        pass
+    return st
+
+
 def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None, *,
                         lower: np.ndarray | None = None, upper: np.ndarray | None = None,
                         actionability: bool = True) -> InputDomain:
@@ -394,40 +458,23 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
         q = np.asarray(query, dtype=np.float64).reshape(-1)
         if q.shape[0] != d or not np.isfinite(q).all():
             raise ValidationError(f"query must be a finite vector of {d} model-space values")
-    kind = np.full(d, "continuous", dtype=object)
-    steps = np.zeros(d, dtype=np.int64)
-    fixed = np.zeros(d, dtype=bool)
-    onehot_groups: list[np.ndarray] = []
-    thermo_groups: list[np.ndarray] = []
     if encoder is not None:
-        for blk in encoder.blocks_:
-            cols = np.arange(blk.start, blk.stop)
-            enc = blk.encoding
-            if enc in ("binary", "onehot", "thermometer"):
-                kind[cols] = "binary"
-                if enc == "onehot":
-                    onehot_groups.append(cols)
-                elif enc == "thermometer" and len(cols) > 1:
-                    thermo_groups.append(cols)
-            elif blk.n_steps is not None:
-                if blk.n_steps > 0:
-                    kind[cols], steps[cols] = "grid", blk.n_steps
-                else:
-                    fixed[cols] = True
-            elif enc == "scaled" and blk.feature.lower == blk.feature.upper:
-                fixed[cols] = True
-            if q is not None and actionability:
-                act = str(blk.actionability.value if hasattr(blk.actionability, "value")
-                          else blk.actionability)
-                if act == "immutable":
-                    lo[cols], hi[cols] = q[cols], q[cols]
-                    fixed[cols] = True
-                elif act == "increase":
-                    lo[cols] = np.maximum(lo[cols], q[cols])
-                elif act == "decrease":
-                    hi[cols] = np.minimum(hi[cols], q[cols])
+        st = _domain_structure(encoder, d)
+        kind, steps, fixed = st.kind.copy(), st.steps, st.fixed.copy()
+        onehot_groups, thermo_groups = st.onehot_groups, st.thermo_groups
+        if q is not None and actionability:
+            imm = st.immutable
+            lo[imm], hi[imm] = q[imm], q[imm]
+            fixed |= imm
+            np.maximum(lo, q, out=lo, where=st.increase)
+            np.minimum(hi, q, out=hi, where=st.decrease)
         const = fixed & (lo < hi)  # constant features (zero-width scale) encode as 0
         lo[const] = hi[const] = np.clip(0.0, lo[const], hi[const])
+    else:
+        kind = np.full(d, "continuous", dtype=object)
+        steps = np.zeros(d, dtype=np.int64)
+        fixed = np.zeros(d, dtype=bool)
+        onehot_groups, thermo_groups = [], []
     if np.any(lo > hi + 1e-12):
         bad = int(np.argmax(lo > hi + 1e-12))
         raise ValidationError(f"empty input box at column {bad}: [{lo[bad]}, {hi[bad]}]")

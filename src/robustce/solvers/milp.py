@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 INF = math.inf
+_VTYPE_CODES = ("C", "I", "B")
 
 
 class VarType(StrEnum):
@@ -474,13 +475,19 @@ class _GurobiBackend:
 
 
 def _as_float_array(value: Any, n: int, name: str) -> np.ndarray:
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        if value != value:
+            raise ValidationError(f"{name} contains NaN")
+        return np.full(n, float(value))
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim == 0:
+        if np.isnan(arr):
+            raise ValidationError(f"{name} contains NaN")
         return np.full(n, float(arr))
     arr = arr.reshape(-1)
     if arr.shape[0] != n:
         raise ValidationError(f"{name} must be a scalar or have {n} entries, got {arr.shape[0]}")
-    if np.isnan(arr).any():
+    if np.isnan(arr.sum()) and np.isnan(arr).any():  # the sum is NaN for inf - inf too
         raise ValidationError(f"{name} contains NaN")
     return arr.copy()
 
@@ -553,28 +560,35 @@ class MILP:
         n = int(n)
         if n < 0:
             raise ValidationError(f"n must be >= 0, got {n}")
-        codes = np.asarray(vtype, dtype=object)
-        codes = np.full(n, codes.item(), dtype=object) if codes.ndim == 0 else codes.reshape(-1)
-        if codes.shape[0] != n:
-            raise ValidationError(f"vtype must be a code or have {n} entries, got {codes.shape[0]}")
-        try:
-            kinds = [VarType(c) for c in dict.fromkeys(codes.tolist())]
-        except ValueError:
-            raise ValidationError(f"vtype must be 'C', 'I' or 'B', got {sorted(set(map(str, codes)))}") \
-                from None
+        if isinstance(vtype, str) and vtype in _VTYPE_CODES:  # one code for all: no object array
+            is_bin = np.full(n, vtype == "B")
+            is_int = np.full(n, vtype != "C", dtype=np.uint8)
+        else:
+            codes = np.asarray(vtype, dtype=object)
+            codes = np.full(n, codes.item(), dtype=object) if codes.ndim == 0 else codes.reshape(-1)
+            if codes.shape[0] != n:
+                raise ValidationError(f"vtype must be a code or have {n} entries, got "
+                                      f"{codes.shape[0]}")
+            try:
+                kinds = [VarType(c) for c in dict.fromkeys(codes.tolist())]
+            except ValueError:
+                raise ValidationError(f"vtype must be 'C', 'I' or 'B', got "
+                                      f"{sorted(set(map(str, codes)))}") from None
+            is_bin = codes == VarType.BINARY.value if VarType.BINARY in kinds \
+                else np.zeros(n, dtype=bool)
+            is_int = (codes != VarType.CONTINUOUS.value).astype(np.uint8)
         lo = _as_float_array(lb, n, "lb")
         hi = _as_float_array(ub, n, "ub")
-        is_bin = codes == VarType.BINARY.value if VarType.BINARY in kinds else np.zeros(n, dtype=bool)
         if is_bin.any():
             lo[is_bin], hi[is_bin] = np.maximum(lo[is_bin], 0.0), np.minimum(hi[is_bin], 1.0)
         if np.any(lo > hi + 1e-12):
             bad = int(np.argmax(lo > hi + 1e-12))
             raise ValidationError(f"variable bounds have lb > ub (entry {bad}: {lo[bad]} > {hi[bad]})")
-        hi = np.maximum(lo, hi)
+        np.maximum(lo, hi, out=hi)
         self._invalidate()
         self._lb.append(lo)
         self._ub.append(hi)
-        self._vt.append((codes != VarType.CONTINUOUS.value).astype(np.uint8))
+        self._vt.append(is_int)
         idx = np.arange(self._n_vars, self._n_vars + n)
         self._n_vars += n
         return idx
@@ -623,11 +637,13 @@ class MILP:
         hi = _as_float_array(ub, n_rows, "ub")
         if np.any(lo > hi + 1e-12):
             raise ValidationError("constraint bounds have lb > ub")
-        keep = v != 0
         self._invalidate()
-        self._rows.append(r[keep] + self._n_rows)
-        self._cols.append(c[keep])
-        self._vals.append(v[keep])
+        if not v.all():
+            keep = v != 0
+            r, c, v = r[keep], c[keep], v[keep]
+        self._rows.append(r + self._n_rows)
+        self._cols.append(c)
+        self._vals.append(v)
         self._rlb.append(lo)
         self._rub.append(hi)
         idx = np.arange(self._n_rows, self._n_rows + n_rows)
@@ -660,7 +676,14 @@ class MILP:
         if np.any(lo > hi + 1e-12):
             raise ValidationError("variable bounds have lb > ub")
         hi = np.maximum(lo, hi)
-        data = self._materialise()
+        if self._data is None:  # still being built: change the pending bounds, no matrix yet
+            if c.size == 0:
+                return
+            if len(self._lb) != 1:
+                self._lb, self._ub = [np.concatenate(self._lb)], [np.concatenate(self._ub)]
+            self._lb[0][c], self._ub[0][c] = lo, hi
+            return
+        data = self._data
         data.lb[c], data.ub[c] = lo, hi
         if self._loaded:
             self._backend.set_bounds(c, lo, hi)
@@ -791,9 +814,7 @@ class MILP:
         r = np.concatenate(self._rows) if self._rows else np.zeros(0, dtype=np.int64)
         c = np.concatenate(self._cols) if self._cols else np.zeros(0, dtype=np.int64)
         v = np.concatenate(self._vals) if self._vals else np.zeros(0)
-        A = sp.csr_matrix((v, (r, c)), shape=(k, n))
-        A.sum_duplicates()
-        A.sort_indices()
+        A = _csr(r, c, v, k, n)
         rlb = np.concatenate(self._rlb) if self._rlb else np.zeros(0)
         rub = np.concatenate(self._rub) if self._rub else np.zeros(0)
         cost = np.zeros(n)
@@ -801,6 +822,27 @@ class MILP:
         self._cost = cost
         self._data = _ModelData(lb, ub, cost, vt, A, rlb, rub, self._sense, self._offset)
         return self._data
+
+
+def _csr(r: np.ndarray, c: np.ndarray, v: np.ndarray, k: int, n: int) -> sp.csr_matrix:
+    """The (k, n) CSR matrix of triplets ``(r, c, v)``: duplicates summed, indices sorted
+    (built directly: scipy's COO route costs more than the whole model on small MILPs)."""
+    order = np.lexsort((c, r))
+    r, c, v = r[order], c[order], v[order]
+    if r.size > 1:
+        first = np.empty(r.size, dtype=bool)
+        first[0] = True
+        np.not_equal(r[1:], r[:-1], out=first[1:])
+        first[1:] |= c[1:] != c[:-1]
+        if not first.all():
+            at = np.flatnonzero(first)
+            r, c, v = r[at], c[at], np.add.reduceat(v, at)
+    indptr = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=k), out=indptr[1:])
+    A = sp.csr_matrix((v, c, indptr), shape=(k, n))
+    A.has_sorted_indices = True
+    A.has_canonical_format = True
+    return A
 
 
 def _check_index(idx: Any, size: int, what: str) -> np.ndarray:
