@@ -108,6 +108,8 @@ _UNSEEDED_OPTIONS = {**_WARM_OPTIONS, "mip_heuristic_effort": 0.05,
 _TIGHTEN_SHARE = 0.25
 #: integer-grid columns with more lattice points than this are relaxed in a first solve
 _RELAX_GRID_STEPS = 64
+#: ... and one lattice step costs at most this share of the MIP gap at the incumbent's objective
+_RELAX_STEP_SHARE = 1.0
 #: with ``bound_tightening="auto"``, LP tightening runs when the interval encoding needs at least
 #: this many binaries (measured on the PROPLACE Table 1 nets: below it the LPs cost more than
 #: they save)
@@ -214,12 +216,14 @@ class MILPNearest(Explainer):
         median, MILP-R 0.35 vs 0.30 s). **On deeper networks use "lp" or "auto"**: on a
         34-50-50-50-1 network LP bounds solved 6 of 6 queries to optimality in 2.8 s median
         where interval bounds hit the 20 s limit on 5 (``benchmarks/bench_milp.py --deep``).
-    relax_first : first solve the MILP with the integer-grid columns of more than 64 lattice
-        points made continuous (HiGHS spends most of its time on such wide integer domains,
-        e.g. adult's fnlwgt and capital-gain); when that solution, rounded to the grid, is a
-        CE whose objective meets the relaxation's dual bound within ``mip_gap``, it is the
-        optimum (the solver's own test) and the full MILP is skipped; otherwise the full MILP
-        runs, with that CE as a better incumbent. Default True; same optimum within the gap.
+    relax_first : with an incumbent, first solve the MILP with the fine integer-grid columns
+        (more than 64 lattice points, one step costing at most ``mip_gap`` times the
+        incumbent's objective) made continuous (HiGHS spends most of its time on such wide
+        integer domains, e.g. adult's fnlwgt and capital-gain); when that solution, rounded to
+        the grid, is a CE whose objective meets the relaxation's dual bound within
+        ``mip_gap``, it is the optimum (the solver's own test) and the full MILP is skipped;
+        otherwise the full MILP runs, with that CE as a better incumbent. Default True; same
+        optimum within the gap.
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
         is the solver time per query.
 
@@ -503,19 +507,27 @@ class MILPNearest(Explainer):
                          tau: float, inc: Incumbent | None, cutoff: float | None,
                          time_limit: float) -> tuple[_Nearest | None, Incumbent | None]:
         """The optimum from a relaxation, where it proves one. Integer-grid columns with more
-        than ``_RELAX_GRID_STEPS`` lattice points are made continuous (HiGHS spends most of
-        a solve on such wide integer domains, e.g. adult's fnlwgt and capital-gain); the
-        relaxed MILP's dual bound ``L`` bounds every point the full MILP admits. Its solution,
+        than ``_RELAX_GRID_STEPS`` lattice points in the box, one step of which costs at most
+        the MIP gap at the incumbent's objective, are made continuous (HiGHS spends most of a
+        solve on such wide integer domains, e.g. adult's fnlwgt and capital-gain; coarser
+        grids, e.g. HELOC's, cannot be rounded within the gap); the relaxed MILP's dual
+        bound ``L`` bounds every point the full MILP admits. Its solution,
         with the grid columns rounded to their lattice (to the nearest point, and the way
         the margin rises in the solution's linear region), is a CE when it is actionable and
         its forward-pass margin reaches ``tau``; when the best of those and the incumbent has
         objective ``z`` with ``z − L ≤ max(mip_gap·z, 1e-9)`` it is optimal within the MIP
         gap — the test the solver applies to its own bounds. Returns (the result, or None
         when the relaxation proves nothing; a rounded CE that beats the incumbent, or None)."""
+        if inc is None:
+            return None, None
         g = np.flatnonzero(dom.grid_vars >= 0)
         zv = dom.grid_vars[g]
         data = m._materialise()
-        wide = zv[(data.ub[zv] - data.lb[zv]) > _RELAX_GRID_STEPS]
+        # fine grids only: one lattice step must cost less than the gap allows at the
+        # incumbent's objective, else rounding a moved column cannot meet the bound
+        step_cost = self._weights()[g] / dom.grid_steps[g]
+        fine = step_cost <= _RELAX_STEP_SHARE * self.mip_gap * abs(inc.objective)
+        wide = zv[((data.ub[zv] - data.lb[zv]) > _RELAX_GRID_STEPS) & fine]
         if wide.size == 0:
             return None, None
         res = m.solve_relaxation(time_limit=max(time_limit, 1e-3), cols=wide, cutoff=cutoff)
