@@ -289,6 +289,7 @@ class MILPNearest(Explainer):
         self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
         self._l1_ = Distance("l1", weights=self.weights, space="raw")
         self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._ranked_: tuple[tuple[int, bytes], np.ndarray] | None = None
         self._kinds_: tuple[np.ndarray, np.ndarray] | None = None
 
     def _weights(self) -> np.ndarray:
@@ -316,6 +317,21 @@ class MILPNearest(Explainer):
             self._candidates_[t] = (np.ascontiguousarray(X[order]), margin[order])
         return self._candidates_[t]
 
+    def _ranked_candidates(self, q: np.ndarray, target: int) -> np.ndarray:
+        """Positions in :meth:`_candidates` of the rows actionable for ``q``, by increasing
+        objective value (ties by position). Independent of the margin asked, so computed
+        once for the last query (MILP-R's rounds ask again for the same query)."""
+        key = (int(target), q.tobytes())
+        cached = self._ranked_
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        X, _ = self._candidates(target)
+        ok = np.flatnonzero(self.actionable(q, X, tol=0.0)) if len(X) else np.zeros(0, int)
+        ranked = ok[np.argsort(self._objective_values(q, X[ok]), kind="stable")] \
+            if ok.size else ok
+        self._ranked_ = (key, ranked)
+        return ranked
+
     def incumbent(self, q: np.ndarray, target: int, tau: float,
                   seeds: np.ndarray | None = None) -> Incumbent | None:
         """A point of least objective among: the nearest training points with target margin
@@ -332,11 +348,10 @@ class MILPNearest(Explainer):
         if self.data is not None:
             X, margin = self._candidates(target)
             n = int(np.searchsorted(-margin, -tau, side="right"))  # margin >= tau: a prefix
-            C = X[:n]
-            ok = np.flatnonzero(self.actionable(q, C, tol=0.0)) if n else np.zeros(0, int)
+            ranked = self._ranked_candidates(q, target)
+            ok = ranked[ranked < n][:_N_SEGMENTS]
             if ok.size:
-                z = self._objective_values(q, C[ok])
-                near = C[ok[np.argsort(z, kind="stable")[:_N_SEGMENTS]]]
+                near = X[ok]
                 cont = self._continuous_columns()
                 lam = np.linspace(0.0, 1.0, _N_STEPS + 1)[1:]
                 P = np.repeat(near[:, None, :], len(lam), axis=1)  # (k, steps, d)
