@@ -290,10 +290,17 @@ class MILPNearest(Explainer):
         self._l1_ = Distance("l1", weights=self.weights, space="raw")
         self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._ranked_: tuple[tuple[int, bytes], np.ndarray] | None = None
+        self._w_: np.ndarray | None = None
+        self._template_: tuple[bytes, MILP, InputDomain, Any] | None = None
         self._kinds_: tuple[np.ndarray, np.ndarray] | None = None
 
     def _weights(self) -> np.ndarray:
-        return self.distance_.column_weights(self.encoder)
+        """The distance's column weights (computed once; read-only)."""
+        if self._w_ is None:
+            w = np.asarray(self.distance_.column_weights(self.encoder), dtype=np.float64).copy()
+            w.flags.writeable = False
+            self._w_ = w
+        return self._w_
 
     # --- the MILP -------------------------------------------------------------------------
     # --- the incumbent ----------------------------------------------------------------------
@@ -448,6 +455,25 @@ class MILPNearest(Explainer):
         return MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                     threads=self.threads, options=options, presolve=not highs_warm)
 
+    def _domain_template(self, m: MILP, q: np.ndarray) -> tuple[InputDomain, Any]:
+        """Encode the query's actionable input domain and the distance objective's variables
+        and rows into the empty model ``m``: copied from a model built once for the last
+        query (MILP-R's rounds encode the same query again). Returns the domain and the
+        distance objective. Raises ValidationError when the actionable box is empty."""
+        if m.n_vars:
+            raise ValidationError("_domain_template needs an empty model")
+        key = q.tobytes()
+        cached = self._template_
+        if cached is None or cached[0] != key:
+            t = MILP(self.solver_)
+            dom = encode_input_domain(t, self.encoder, q, actionability=True)
+            obj = encode_distance(t, dom, q, self.distance_, self.encoder,
+                                  tie_break=self.tie_break)
+            cached = self._template_ = (key, t, dom, obj)
+        _, t, dom, obj = cached
+        m.add_model(t)
+        return dom, obj
+
     def _encode_nearest(self, m: MILP, q: np.ndarray, target: int, tau: float,
                         inc: Incumbent | None, cutoff: float | None,
                         bounds: list[tuple[np.ndarray, np.ndarray]] | None = None,
@@ -458,8 +484,7 @@ class MILPNearest(Explainer):
         objective; ``distance_row`` adds ``objective ≤ cutoff`` (for the LP relaxation of
         bound tightening: every point that can beat the cutoff satisfies it). Raises
         ValidationError when the actionable box is empty."""
-        enc = self.encoder
-        dom = encode_input_domain(m, enc, q, actionability=True)
+        dom, obj = self._domain_template(m, q)
         x = dom.index
         if cutoff is not None and self.box_from_incumbent and self.norm in ("l1", "linf"):
             lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
@@ -492,7 +517,6 @@ class MILPNearest(Explainer):
             r = np.arange(len(others))
             m.add_constrs_coo(np.concatenate([r, r]), np.concatenate([np.full(len(r), y[target]), y[others]]),
                               np.concatenate([np.ones(len(r)), -np.ones(len(r))]), len(r), tau, np.inf)
-        obj = encode_distance(m, dom, q, self.distance_, enc, tie_break=self.tie_break)
         if distance_row and cutoff is not None:
             m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
                               -np.inf, cutoff - obj.constant)

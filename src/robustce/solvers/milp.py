@@ -593,6 +593,28 @@ class MILP:
         self._n_vars += n
         return idx
 
+    def add_model(self, other: MILP) -> None:
+        """Append the variables and rows of ``other`` (its indices shifted by this model's
+        sizes; its objective is not copied) — e.g. a part encoded once and reused in many
+        models."""
+        if not isinstance(other, MILP):
+            raise ValidationError(f"add_model needs a MILP, got {type(other).__name__}")
+        d = other._materialise()
+        self._invalidate()
+        n0, r0 = self._n_vars, self._n_rows
+        self._lb.append(d.lb.copy())
+        self._ub.append(d.ub.copy())
+        self._vt.append(d.vtype.copy())
+        A = d.A
+        rows = np.repeat(np.arange(A.shape[0], dtype=np.int64), np.diff(A.indptr))
+        self._rows.append(rows + r0)
+        self._cols.append(A.indices.astype(np.int64) + n0)
+        self._vals.append(A.data.copy())
+        self._rlb.append(d.row_lb.copy())
+        self._rub.append(d.row_ub.copy())
+        self._n_vars += len(d.lb)
+        self._n_rows += A.shape[0]
+
     def add_constrs(self, A: Any, lb: Any = -INF, ub: Any = INF, *, cols: Any = None) -> np.ndarray:
         """Add rows ``lb <= A @ x[cols] <= ub``; ``A`` dense (m, k) or scipy sparse. Without
         ``cols``, ``A`` spans all current variables. Returns the row indices."""
