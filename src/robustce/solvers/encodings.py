@@ -163,6 +163,8 @@ class _Expr:
         """(min lo, max lo, min hi, max hi) over the variables' box (sound)."""
         lo_min = self.c_lo + _min_affine(self.A_lo, self.box_lo, self.box_hi)
         lo_max = self.c_lo - _min_affine(-self.A_lo, self.box_lo, self.box_hi)
+        if self.A_hi is self.A_lo and np.array_equal(self.c_hi, self.c_lo):  # a plain layer
+            return lo_min, lo_max, lo_min.copy(), lo_max.copy()
         hi_min = self.c_hi + _min_affine(self.A_hi, self.box_lo, self.box_hi)
         hi_max = self.c_hi - _min_affine(-self.A_hi, self.box_lo, self.box_hi)
         return lo_min, lo_max, hi_min, hi_max
@@ -223,7 +225,32 @@ def _first_layer_expr(milp: MILP, inputs: InputVars | np.ndarray, Wl, Wu, bl, bu
     return _Expr(cols, A_lo, bl.copy(), A_hi, bu.copy(), box_lo, box_hi), idx
 
 
-def _rows_with_diag(milp: MILP, diag_vars: np.ndarray, A: np.ndarray, cols: np.ndarray,
+class _RowBuffer:
+    """Rows collected in order and added to a model in one :meth:`MILP.add_constrs_coo`
+    call (:meth:`flush`): the same rows, in the same order, as adding them one group at a
+    time, with a fraction of the per-call overhead."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.n = 0
+
+    def add_constrs_coo(self, rows: Any, cols: Any, vals: Any, n_rows: int, lb: Any = -np.inf,
+                        ub: Any = np.inf) -> None:
+        n_rows = int(n_rows)
+        self.parts.append((np.asarray(rows, dtype=np.int64) + self.n,
+                           np.asarray(cols, dtype=np.int64), np.asarray(vals, dtype=np.float64),
+                           np.broadcast_to(np.asarray(lb, dtype=np.float64), (n_rows,)),
+                           np.broadcast_to(np.asarray(ub, dtype=np.float64), (n_rows,))))
+        self.n += n_rows
+
+    def flush(self, milp: MILP) -> None:
+        if self.n:
+            r, c, v, lb, ub = (np.concatenate(x) for x in zip(*self.parts, strict=True))
+            milp.add_constrs_coo(r, c, v, self.n, lb, ub)
+        self.parts, self.n = [], 0
+
+
+def _rows_with_diag(milp: Any, diag_vars: np.ndarray, A: np.ndarray, cols: np.ndarray,
                     extra: tuple[np.ndarray, np.ndarray] | None, lb, ub) -> None:
     """Rows ``lb <= v_i - A_i x[cols] (+ extra_i s_i) <= ub`` for all i, built in one batch."""
     m, k = A.shape
@@ -266,6 +293,7 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
     Wl, Wu, bl, bu = layers[0]
     expr, input_idx = _first_layer_expr(milp, inputs, Wl, Wu, bl, bu, plain, aux)
     hidden: list[LayerEncoding] = []
+    rows = _RowBuffer()  # every row of the network, added in one call at the end
     last = len(layers) - 1
     for li in range(len(layers)):
         L, U = bounds[li]
@@ -280,12 +308,14 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
         if li == last:
             if plain:
                 y = milp.add_vars(m, L, np.maximum(U, L))
-                _rows_with_diag(milp, y, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+                _rows_with_diag(rows, y, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+                rows.flush(milp)
                 return NetworkEncoding(input_idx, hidden, y, y, (L, U), True, aux)
             y_lo = milp.add_vars(m, L, np.maximum(lo_max, L))
             y_hi = milp.add_vars(m, np.minimum(hi_min, U), U)
-            _rows_with_diag(milp, y_lo, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
-            _rows_with_diag(milp, y_hi, expr.A_hi, expr.cols, None, expr.c_hi, expr.c_hi)
+            _rows_with_diag(rows, y_lo, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+            _rows_with_diag(rows, y_hi, expr.A_hi, expr.cols, None, expr.c_hi, expr.c_hi)
+            rows.flush(milp)
             return NetworkEncoding(input_idx, hidden, y_lo, y_hi, (L, U), False, aux)
 
         v_lo, v_hi = np.maximum(L, 0.0), np.maximum(U, 0.0)
@@ -298,17 +328,17 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
                 active = ~dead & (L >= 0)
                 need_lo_row &= ~active
                 if active.any():
-                    _rows_with_diag(milp, v[active], expr.A_lo[active], expr.cols, None,
+                    _rows_with_diag(rows, v[active], expr.A_lo[active], expr.cols, None,
                                     expr.c_lo[active], expr.c_lo[active])
             else:
                 active = np.zeros(m, dtype=bool)
             if need_lo_row.any():
                 s = need_lo_row
-                _rows_with_diag(milp, v[s], expr.A_lo[s], expr.cols, None, expr.c_lo[s], np.inf)
+                _rows_with_diag(rows, v[s], expr.A_lo[s], expr.cols, None, expr.c_lo[s], np.inf)
             hi_pos = ~dead & ~active & (hi_min >= 0)
             if hi_pos.any():
                 s = hi_pos
-                _rows_with_diag(milp, v[s], expr.A_hi[s], expr.cols, None, -np.inf, expr.c_hi[s])
+                _rows_with_diag(rows, v[s], expr.A_hi[s], expr.cols, None, -np.inf, expr.c_hi[s])
             unstable = ~dead & ~active & (hi_min < 0)
             if unstable.any():
                 s = unstable
@@ -317,11 +347,11 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
                 binary[s] = b
                 Lh = hi_min[s]
                 # v - hi(x) - Lh*b <= -Lh      (v <= hi(x) - Lh (1 - b))
-                _rows_with_diag(milp, v[s], expr.A_hi[s], expr.cols, (b, -Lh), -np.inf,
+                _rows_with_diag(rows, v[s], expr.A_hi[s], expr.cols, (b, -Lh), -np.inf,
                                 expr.c_hi[s] - Lh)
                 # v - U b <= 0
                 r = np.arange(k)
-                milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([v[s], b]),
+                rows.add_constrs_coo(np.concatenate([r, r]), np.concatenate([v[s], b]),
                                      np.concatenate([np.ones(k), -U[s]]), k, -np.inf, 0.0)
         hidden.append(LayerEncoding(v, binary, L, U, hi_min, lo_max))
         Wl, Wu, bl, bu = layers[li + 1]
