@@ -371,6 +371,9 @@ class MILPNearest(Explainer):
             step = self._linear_steps(q, int(target), tau, cont, start=start)
             if step is not None:
                 pts.append(step[None])
+                seg = self._segment(q, step, cont, int(target), tau)
+                if seg is not None:
+                    pts.append(seg[None])
         if not pts:
             return None
         P = np.vstack(pts)
@@ -380,6 +383,41 @@ class MILPNearest(Explainer):
         zp = self._objective_values(q, P)
         i = int(np.argmin(zp))
         return Incumbent(P[i].copy(), float(zp[i]))
+
+    def _segment(self, q: np.ndarray, x: np.ndarray, cont: np.ndarray, target: int,
+                 tau: float) -> np.ndarray | None:
+        """The point ``q + λ (x − q)`` of least λ in (0, 1) whose forward-pass margin reaches
+        ``tau`` (columns ``cont`` interpolated, the others at ``x``; grid columns rounded away
+        from ``q`` to their lattice, so each column stays between ``q`` and ``x``: as
+        actionable as ``x``): λ on a grid, then on a finer grid below the first that
+        reaches it. A linear-region step (:meth:`_linear_steps`) can overshoot — a margin
+        that rises faster once a ReLU switches on — and it aims 1 % past ``tau``. None when
+        no point of the grid reaches ``tau`` (not even ``x``)."""
+        kind, steps = self._column_kinds()
+        g = cont[kind[cont] == "grid"]
+        st = steps[g].astype(np.float64)
+        d = x[cont] - q[cont]
+
+        def points(lam: np.ndarray) -> np.ndarray:
+            P = np.repeat(x[None], len(lam), axis=0)
+            P[:, cont] = q[cont] + lam[:, None] * d
+            if g.size:
+                up = np.ceil(P[:, g] * st - 1e-9) / st
+                down = np.floor(P[:, g] * st + 1e-9) / st
+                P[:, g] = np.where(x[g] > q[g], np.minimum(up, x[g]), np.maximum(down, x[g]))
+            return P
+
+        lo, hi, best = 0.0, 1.0, None
+        for _ in range(2):
+            lam = np.linspace(lo, hi, _N_STEPS + 1)[1:]
+            P = points(lam)
+            ok = np.flatnonzero(class_margin(self._network.forward(P), int(target)) >= tau)
+            if ok.size == 0:
+                break
+            k = int(ok[0])
+            best = P[k]
+            lo, hi = (lam[k - 1] if k else lo), lam[k]
+        return best
 
     def _linear_steps(self, q: np.ndarray, target: int, tau: float, cont: np.ndarray,
                       n_steps: int = 8, start: np.ndarray | None = None) -> np.ndarray | None:
