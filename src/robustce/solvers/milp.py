@@ -11,6 +11,8 @@ no other module talks to a solver. The API is small and vectorised:
   :meth:`MILP.set_constr_bounds`, :meth:`MILP.set_start` (warm start, where the backend has it);
 * :meth:`MILP.solve` returns a typed :class:`SolveResult` (status, objective, dual bound, gap,
   values, time). Every solve runs under a finite time limit; output is silent.
+  :meth:`MILP.solve_relaxation` solves the model with all (or some) integer variables made
+  continuous and leaves it unchanged; :meth:`MILP.add_model` appends a part built once.
 
 The model lives in numpy arrays on the Python side and is handed to the backend in one batch
 call (HiGHS ``passModel``, Gurobi ``addMVar``/``addMConstr``). After a solve, changes of bounds
