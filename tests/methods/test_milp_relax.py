@@ -20,24 +20,35 @@ from robustce.models.network import class_margin
 MIP_GAP = 1e-4
 
 
-def _wide(seed: int, n: int = 400):
-    """One fine, wide integer grid (0..100 000: a step costs 1e-5 of the L1 distance), one
-    coarse integer (0..5), one binary and one immutable integer."""
+def _grid_data(seed: int, upper: int, n: int = 400):
+    """One wide integer grid ``g`` in 0..``upper``, one small one (0..5), one binary and one
+    immutable integer."""
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({
-        "gain": rng.integers(0, 100_001, size=n), "k": rng.integers(0, 6, size=n),
+        "g": rng.integers(0, upper + 1, size=n), "k": rng.integers(0, 6, size=n),
         "f": rng.integers(0, 2, size=n), "age": rng.integers(18, 30, size=n),
     })
-    score = (frame["gain"] / 1e5 - 0.3 * frame["k"] / 5 + 0.4 * frame["f"]
+    score = (frame["g"] / upper - 0.3 * frame["k"] / 5 + 0.4 * frame["f"]
              + 0.02 * (frame["age"] - 18) + rng.normal(0, 0.2, size=n))
     frame["y"] = (score > score.median()).astype(int)
     schema = Schema([
-        Feature("gain", "integer", lower=0, upper=100_000),
+        Feature("g", "integer", lower=0, upper=upper),
         Feature("k", "integer", lower=0, upper=5),
         Feature("f", "binary", categories=(0, 1)),
         Feature("age", "integer", lower=18, upper=29, actionability="immutable"),
     ])
     return from_frame(frame, "y", schema)
+
+
+def _wide(seed: int):
+    """A fine wide grid: 0..100 000, a step costs 1e-5 of the L1 distance."""
+    return _grid_data(seed, 100_000)
+
+
+def _coarse(seed: int):
+    """A wide but coarse grid: 0..99, a step costs 0.01 of the L1 distance (far above the
+    gap)."""
+    return _grid_data(seed, 99)
 
 
 def _lattice(q: np.ndarray) -> np.ndarray:
@@ -57,17 +68,32 @@ def _fitted(seed: int):
     return data, model
 
 
+def _coarse_lattice(q: np.ndarray) -> np.ndarray:
+    return np.array([[h, k, f, q[3]] for h in np.arange(100) / 99 for k in np.arange(6) / 5
+                     for f in (0.0, 1.0)])
+
+
+@pytest.mark.parametrize("make", [_wide, _coarse])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_relax_first_matches_brute_force_over_the_lattice(seed):
-    data, model = _fitted(seed)
+def test_relax_first_matches_brute_force_over_the_lattice(make, seed, monkeypatch):
+    """The fine grid as the library relaxes it; the coarse grid relaxed too (the fineness
+    rule switched off), so that its rounding often costs more than the gap and only the gap
+    test stands between the rounded point and a wrong optimality claim."""
+    import robustce.methods.milp_nearest as mn
+
+    if make is _coarse:
+        monkeypatch.setattr(mn, "_RELAX_STEP_SHARE", 1e12)
+    data = make(seed)
+    model = rc.models.MLP((8, 6), epochs=20, lr=0.01, random_state=seed).fit(data)
     ex = MILPNearest(model, data, time_limit=30)
     assert ex.encoder.n_features_out_ == 4
     net = model.network()
+    lattice, steps = (_lattice, 100_000) if make is _wide else (_coarse_lattice, 99)
     X = ex.encoder.transform(data.frame[model.predict(data.frame) == 0].iloc[:6])
     n_relaxed = 0
     for q in X:
-        for tau in (ex.tau, 0.5):
-            P = _lattice(q)
+        P = lattice(q)
+        for tau in (ex.tau, 0.3, 1.0):
             ok = class_margin(net.forward(P), 1) >= tau
             r = ex._nearest(q, 1, tau, 30)
             if not ok.any():
@@ -78,13 +104,14 @@ def test_relax_first_matches_brute_force_over_the_lattice(seed):
             n_relaxed += "relaxed" in r.message
             d = float(ex._objective_values(q, r.cf[None])[0])
             # never better than the lattice optimum, and within the MIP gap of it
-            assert best - 1e-9 <= d <= best * (1 + MIP_GAP) + 1e-9, (d, best)
+            assert best - 1e-9 <= d <= best * (1 + MIP_GAP) + 1e-9, (d, best, r.message)
             # a valid lattice CE: on the grid, actionable, margin reached by a forward pass
-            assert np.allclose(r.cf[0] * 100_000, np.round(r.cf[0] * 100_000), atol=1e-6)
+            assert np.allclose(r.cf[0] * steps, np.round(r.cf[0] * steps), atol=1e-6)
             assert np.allclose(r.cf[1] * 5, np.round(r.cf[1] * 5), atol=1e-9)
             assert r.cf[2] in (0.0, 1.0) and r.cf[3] == q[3]
             assert class_margin(net.forward(r.cf[None]), 1)[0] >= tau
-    assert n_relaxed  # the relaxation decided some of them (else this tests nothing new)
+    if make is _wide:
+        assert n_relaxed  # the relaxation decided some of them (else this tests nothing new)
 
 
 @pytest.mark.parametrize("seed", [2, 3, 4])
@@ -137,62 +164,6 @@ def test_segment_point_reaches_the_margin_between_query_and_step():
         assert ex._objective_values(q, s[None])[0] <= ex._objective_values(q, x[None])[0] + 1e-12
         n_shorter += ex._objective_values(q, s[None])[0] < ex._objective_values(q, x[None])[0]
     assert n_shorter
-
-
-def _coarse(seed: int, n: int = 400):
-    """A wide but coarse integer grid (0..99: a step costs 0.01 of the L1 distance, far above
-    the gap), a small one (0..5), a binary and an immutable integer."""
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame({
-        "hours": rng.integers(0, 100, size=n), "k": rng.integers(0, 6, size=n),
-        "f": rng.integers(0, 2, size=n), "age": rng.integers(18, 30, size=n),
-    })
-    score = (frame["hours"] / 99 - 0.3 * frame["k"] / 5 + 0.4 * frame["f"]
-             + 0.02 * (frame["age"] - 18) + rng.normal(0, 0.2, size=n))
-    frame["y"] = (score > score.median()).astype(int)
-    schema = Schema([
-        Feature("hours", "integer", lower=0, upper=99),
-        Feature("k", "integer", lower=0, upper=5),
-        Feature("f", "binary", categories=(0, 1)),
-        Feature("age", "integer", lower=18, upper=29, actionability="immutable"),
-    ])
-    return from_frame(frame, "y", schema)
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_gap_test_keeps_the_optimum_when_rounding_costs_more(seed, monkeypatch):
-    """With every wide grid relaxed (the fineness rule switched off), rounding the coarse grid
-    often costs more than the gap: only the gap test stands between the rounded point and a
-    wrong optimality claim. Brute force over the 1 200-point lattice."""
-    import robustce.methods.milp_nearest as mn
-
-    monkeypatch.setattr(mn, "_RELAX_STEP_SHARE", 1e12)
-    data = _coarse(seed)
-    model = rc.models.MLP((8, 6), epochs=20, lr=0.01, random_state=seed).fit(data)
-    ex = MILPNearest(model, data, time_limit=30)
-    net = model.network()
-    hours, ks = np.arange(100) / 99, np.arange(6) / 5
-    X = ex.encoder.transform(data.frame[model.predict(data.frame) == 0].iloc[:6])
-    n_checked = 0
-    for q in X:
-        P = np.array([[h, k, f, q[3]] for h in hours for k in ks for f in (0.0, 1.0)])
-        for tau in (ex.tau, 0.3, 1.0):
-            ok = class_margin(net.forward(P), 1) >= tau
-            r = ex._nearest(q, 1, tau, 30)
-            if not ok.any():
-                assert r.status == "infeasible"
-                continue
-            best = float(ex._objective_values(q, P[ok]).min())
-            assert r.status == "found" and r.optimal
-            d = float(ex._objective_values(q, r.cf[None])[0])
-            assert best - 1e-9 <= d <= best * (1 + MIP_GAP) + 1e-9, (d, best, r.message)
-            n_checked += 1
-    assert n_checked
-
-
-def _coarse_lattice(q: np.ndarray) -> np.ndarray:
-    return np.array([[h, k, f, q[3]] for h in np.arange(100) / 99 for k in np.arange(6) / 5
-                     for f in (0.0, 1.0)])
 
 
 @pytest.mark.parametrize("make", [_wide, _coarse])
