@@ -1,17 +1,19 @@
 """Speed of the nearest-CE MILPs: the incumbent cutoff and incumbent box vs the plain solve.
 
 ``new`` is the library default (``warm_start=True, box_from_incumbent=True,
-bound_tightening="interval"``: the nearest valid, actionable training point gives the solve a cutoff
-and, under l1/linf, a box that tightens the interval bounds — under l1 exact first-layer bounds
-over the incumbent's L1 ball, with the row distance ≤ cutoff; HiGHS runs without presolve and
-without primal heuristics; its one-time candidate pool is built before the timed queries and
-reported as ``new_prepare_ms``); ``old``
-is main's previous per-query solve (``warm_start=False, box_from_incumbent=False,
-bound_tightening="interval"``: interval bounds over the whole actionable domain, no cutoff,
-HiGHS defaults). Both run on the same queries, interleaved query by query in one process, and
-the benchmark asserts that their optimal distances agree within the MIP gap (MILPNearest) and
-that every MILP-R CE of both is Δ-robust (MILP-R: the number of queries whose final CE
-distance differs is reported — near-tied nearest CEs can change the margin schedule).
+bound_tightening="interval", relax_first=True``: the nearest valid, actionable training point
+gives the solve a cutoff and, under l1/linf, a box that tightens the interval bounds — under l1
+exact first-layer bounds over the incumbent's L1 ball, with the row distance ≤ cutoff; HiGHS runs
+without presolve and without primal heuristics; a first solve with the wide integer grids relaxed
+whose rounded solution, where it meets that solve's dual bound within the gap, is the optimum;
+its one-time candidate pool is built before the timed queries and reported as
+``new_prepare_ms``); ``old`` is main's previous per-query solve (``warm_start=False,
+box_from_incumbent=False, bound_tightening="interval", relax_first=False``: interval bounds over
+the whole actionable domain, no cutoff, HiGHS defaults). Both run on the same queries,
+interleaved query by query in one process, and the benchmark asserts that their optimal
+distances agree within the MIP gap (MILPNearest) and that every MILP-R CE of both is Δ-robust
+(MILP-R: the number of queries whose final CE distance differs is reported — near-tied nearest
+CEs can change the margin schedule).
 
 Rows:
 
@@ -29,6 +31,7 @@ Rows:
     ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_milp.py            # 30 / 10 queries
     ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_milp.py --quick    # 10 / 4 queries
     ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_milp.py --no-deep  # without the deep rows
+    ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_milp.py --robust-only adult --rob-queries 40
 
 ``run(quick)`` returns one dict per row.
 """
@@ -51,7 +54,8 @@ from robustce.robustness.delta_milp import DeltaMILP
 from robustce.robustness.exact import point_layer_bounds
 from robustce.robustness.shift import ParameterShift
 
-OLD = {"warm_start": False, "box_from_incumbent": False, "bound_tightening": "interval"}
+OLD = {"warm_start": False, "box_from_incumbent": False, "bound_tightening": "interval",
+       "relax_first": False}
 PROPLACE = {  # dataset: (loader, hidden layers, epochs, delta) from the proplace-table1 configs
     "adult": ("load_adult", (10, 10), 20, 0.035),
     "compas": ("load_compas", (20, 20), 50, 0.025),
@@ -182,11 +186,38 @@ def run_delta_deep(model, data, n: int, delta: float = 0.01) -> dict[str, Any]:
             "max_abs_dist_diff": float("nan")}
 
 
-def run(quick: bool = False, deep: bool = True) -> list[dict[str, Any]]:
+def run(quick: bool = False, deep: bool = True, rob_queries: int | None = None,
+        robust_only: list[str] | None = None) -> list[dict[str, Any]]:
+    """All rows; ``rob_queries``: queries per MILP-R row (default 10, 4 with ``quick``);
+    ``robust_only``: only the MILP-R rows of these PROPLACE datasets."""
     n_near = 10 if quick else 30
-    n_rob = 4 if quick else 10
+    n_rob = rob_queries or (4 if quick else 10)
     rows: list[dict[str, Any]] = []
+    if robust_only is None:
+        rows += _nearest_rows(n_near)
+    for ds, (loader, hidden, epochs, delta) in PROPLACE.items():
+        if robust_only is not None and ds not in robust_only:
+            continue
+        data = getattr(loaders, loader)()
+        train, test = data.split(0.2, random_state=0)
+        model = rc.models.MLP(hidden, epochs=epochs, batch_size=32, lr=0.01, weight_decay=2e-4,
+                              random_state=0).fit(train)
+        r = _compare(lambda p, m=model, t=train, d=delta: MILPRobust(
+            m, t, shift=d, growth=1.25, max_rounds=30, time_limit=60, **p),
+            _queries(test, model, n_rob), check_robust=True)
+        rows.append({"row": "milp_robust", "network": "-".join(map(str, hidden)), "data": ds, **r})
+        print(rows[-1], flush=True)
 
+    # deeper network: big-M quality decides; per-solve time limit 20 s (a solve that ends
+    # without proven optimality still counts its time; optima compared where both are optimal)
+    if deep and robust_only is None:
+        rows += run_deep(max(n_rob // 2, 2))
+    return rows
+
+
+def _nearest_rows(n_near: int) -> list[dict[str, Any]]:
+    """The MILPNearest rows (34-10-1 synthetic, adult 20-10)."""
+    rows: list[dict[str, Any]] = []
     syn, syn_test = _synthetic().split(0.2, random_state=0)
     model = rc.models.MLP((10,), epochs=30, random_state=0).fit(syn)
     r = _compare(lambda p: MILPNearest(model, syn, time_limit=60, **p),
@@ -202,22 +233,6 @@ def run(quick: bool = False, deep: bool = True) -> list[dict[str, Any]]:
                  _queries(test, model, n_near))
     rows.append({"row": "milp_nearest", "network": "adult 20-10", "data": "adult", **r})
     print(rows[-1], flush=True)
-
-    for ds, (loader, hidden, epochs, delta) in PROPLACE.items():
-        data = getattr(loaders, loader)()
-        train, test = data.split(0.2, random_state=0)
-        model = rc.models.MLP(hidden, epochs=epochs, batch_size=32, lr=0.01, weight_decay=2e-4,
-                              random_state=0).fit(train)
-        r = _compare(lambda p, m=model, t=train, d=delta: MILPRobust(
-            m, t, shift=d, growth=1.25, max_rounds=30, time_limit=60, **p),
-            _queries(test, model, n_rob), check_robust=True)
-        rows.append({"row": "milp_robust", "network": "-".join(map(str, hidden)), "data": ds, **r})
-        print(rows[-1], flush=True)
-
-    # deeper network: big-M quality decides; per-solve time limit 20 s (a solve that ends
-    # without proven optimality still counts its time; optima compared where both are optimal)
-    if deep:
-        rows += run_deep(max(n_rob // 2, 2))
     return rows
 
 
@@ -226,8 +241,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--deep", action="store_true", help="only the deeper-network row")
     ap.add_argument("--no-deep", action="store_true", help="all rows but the deeper-network ones")
+    ap.add_argument("--rob-queries", type=int, default=None,
+                    help="queries per MILP-R row (default 10; 4 with --quick)")
+    ap.add_argument("--robust-only", nargs="+", choices=sorted(PROPLACE), default=None,
+                    help="only the MILP-R rows of these datasets")
     args = ap.parse_args()
-    rows = run_deep() if args.deep else run(args.quick, deep=not args.no_deep)
+    rows = run_deep() if args.deep else run(args.quick, deep=not args.no_deep,
+                                            rob_queries=args.rob_queries,
+                                            robust_only=args.robust_only)
     print(pd.DataFrame(rows).to_string(index=False))
 
 

@@ -371,6 +371,62 @@ def test_sign_attack_stays_in_delta():
     assert margins[0] == pytest.approx(class_margin(ReLUNetwork(weights[0]).forward(x[None]), t)[0])
 
 
+def _sign_attack_reference(net: ReLUNetwork, x: np.ndarray, delta: float, biases: bool,
+                           t: int, steps: int) -> tuple[float, list]:
+    """The attack as defined, one row, every step run: forward, keep the best, move each
+    weight to θ − δ·sign(∂margin/∂θ) at the current weights."""
+    base = net.weights
+    Ws = [(W.copy(), b.copy()) for W, b in base]
+    best, best_w = np.inf, None
+    for it in range(steps + 1):
+        hs, pre, h = [x], [], x
+        for li, (W, b) in enumerate(Ws):
+            z = W @ h + b
+            pre.append(z)
+            h = np.maximum(z, 0.0) if li < len(Ws) - 1 else z
+            if li < len(Ws) - 1:
+                hs.append(h)
+        m = float(class_margin(h[None], t)[0])
+        if m < best:
+            best, best_w = m, [(W.copy(), b.copy()) for W, b in Ws]
+        if it == steps:
+            break
+        if len(h) == 1:
+            g = np.array([1.0 if t == 1 else -1.0])
+        else:
+            other = h.copy()
+            other[t] = -np.inf
+            g = np.zeros_like(h)
+            g[t], g[int(other.argmax())] = 1.0, -1.0
+        new = [None] * len(Ws)
+        for li in range(len(Ws) - 1, -1, -1):
+            W0, b0 = base[li]
+            new[li] = (W0 - delta * np.sign(np.outer(g, hs[li])),
+                       b0 - (delta if biases else 0.0) * np.sign(g))
+            if li > 0:
+                g = (Ws[li][0].T @ g) * (pre[li - 1] > 0)
+        Ws = new
+    return best, best_w
+
+
+def test_sign_attack_matches_its_definition_step_for_step():
+    """Batched, and stopping once a step repeats itself (a fixed point), the attack returns what
+    running every step on each row returns."""
+    rng = np.random.default_rng(12)
+    for _ in range(60):
+        net, x, shift, t = random_case(rng)
+        X = np.vstack([x, x + rng.normal(scale=0.3, size=x.shape)])
+        T = np.array([t, int(net.predict(X[1:])[0])])
+        for steps in (1, 4, 9):
+            margins, weights = exact_module.sign_attack(net, X, shift, T, steps=steps)
+            for r in range(2):
+                m_ref, w_ref = _sign_attack_reference(net, X[r], shift.delta, shift.biases,
+                                                      int(T[r]), steps)
+                assert margins[r] == pytest.approx(m_ref, abs=1e-12)
+                for (Wa, ba), (Wb, bb) in zip(weights[r], w_ref, strict=True):
+                    assert np.allclose(Wa, Wb, atol=1e-12) and np.allclose(ba, bb, atol=1e-12)
+
+
 @pytest.mark.slow
 def test_soundness_on_larger_networks():
     """Heavier variant: 8 inputs, two hidden layers of 8-12, 150 cases, stronger attack."""

@@ -243,3 +243,79 @@ def test_highs_prints_nothing_on_stdout_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "status optimal", out.stdout
     assert "HiGHS" not in out.stderr
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_relaxation_bounds_the_milp_and_leaves_it_unchanged(solver):
+    m, w, v, cap = _knapsack(solver, n=10, seed=3)
+    full = m.solve()
+    lp = m.solve_relaxation()
+    assert lp.status is SolveStatus.OPTIMAL
+    assert lp.objective >= full.objective - 1e-9  # maximising: the relaxation bounds it above
+    assert np.any(np.abs(lp.values - np.round(lp.values)) > 1e-6)  # a knapsack LP is fractional
+    again = m.solve()  # the MILP again, integral
+    assert again.objective == pytest.approx(_brute_knapsack(w, v, cap))
+    assert np.allclose(again.values, np.round(again.values))
+    # relaxing only some variables: a bound between the two
+    part = m.solve_relaxation(cols=[0, 1, 2])
+    assert full.objective - 1e-9 <= part.bound <= lp.objective + 1e-9
+    assert np.allclose(part.values[3:], np.round(part.values[3:]))
+
+
+def test_add_model_copies_a_part_built_once():
+    part = MILP(time_limit=5)
+    x = part.add_vars(3, 0, 4, "I")
+    part.add_constrs([[1.0, 2.0, 1.0]], lb=3.5, cols=x)
+    part.set_objective(x, [9.0, 9.0, 9.0])  # not copied
+    for _ in range(2):  # the same part in two models, each extended differently
+        m = MILP(time_limit=5)
+        m.add_model(part)
+        y = m.add_vars(1, 0, 10)
+        m.add_constrs([[1.0, -1.0]], lb=0.0, cols=[0, 3])  # y <= x0
+        m.set_objective(np.r_[x, y], [1.0, 1.0, 1.0, -0.5])
+        direct = MILP(time_limit=5)
+        xd = direct.add_vars(3, 0, 4, "I")
+        direct.add_constrs([[1.0, 2.0, 1.0]], lb=3.5, cols=xd)
+        yd = direct.add_vars(1, 0, 10)
+        direct.add_constrs([[1.0, -1.0]], lb=0.0, cols=[0, 3])
+        direct.set_objective(np.r_[xd, yd], [1.0, 1.0, 1.0, -0.5])
+        assert m.solve().objective == pytest.approx(direct.solve().objective)
+        assert m.n_vars == 4 and m.n_constrs == 2
+    assert part.n_vars == 3 and part.n_constrs == 1  # the part itself is untouched
+    with pytest.raises(ValidationError, match="needs a MILP"):
+        MILP().add_model("not a model")
+
+
+def test_bounds_changed_while_building_reach_the_solver():
+    m = MILP(time_limit=5)
+    x = m.add_vars(3, 0, 10)
+    m.set_var_bounds([1], [2.0], [2.0])  # before any row: no matrix is built yet
+    m.add_constrs([[1.0, 1.0, 1.0]], lb=5.0, cols=x)
+    m.set_var_bounds([0, 2], [1.0, 0.0], [1.0, 10.0])
+    m.set_objective(x, [1.0, 1.0, 1.0])
+    r = m.solve()
+    assert r.values[0] == pytest.approx(1.0) and r.values[1] == pytest.approx(2.0)
+    assert r.values[2] == pytest.approx(2.0)
+    with pytest.raises(ValidationError, match="lb > ub"):
+        m.set_var_bounds([0], [3.0], [1.0])
+    with pytest.raises(ValidationError, match="NaN"):
+        m.add_vars(1, float("nan"), 1.0)
+
+
+def test_reused_highs_instances_carry_no_options_or_state():
+    """Models built one after another reuse HiGHS instances: a reused instance starts from
+    HiGHS's defaults plus the new model's options, and solves like a fresh one."""
+    milp_module._HIGHS_POOL.free = []  # this thread's pool, emptied
+    m1 = MILP(time_limit=5, presolve=False, options={"mip_heuristic_effort": 0.0})
+    x = m1.add_vars(2, 0, 3, "I")
+    m1.add_constrs([[1, 2]], lb=1.5, cols=x)
+    m1.set_objective(x, [1, 1])
+    assert m1.solve().objective == pytest.approx(1.0)
+    h1 = m1._backend.h
+    m1.close()
+    m2, w, v, cap = _knapsack("highs", n=9, seed=5)
+    r = m2.solve()
+    assert m2._backend.h is h1  # the dropped model's instance, reset
+    assert m2._backend.h.getOptionValue("presolve")[1] == "on"
+    assert m2._backend.h.getOptionValue("mip_heuristic_effort")[1] == pytest.approx(0.05)
+    assert r.objective == pytest.approx(_brute_knapsack(w, v, cap))

@@ -172,7 +172,8 @@ class MACE(Explainer):
             raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
                                   "for diverse CEs")
         return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
-                           tie_break=0.0, mip_gap=1e-9, time_limit=self.time_limit)
+                           tie_break=0.0, mip_gap=1e-9, time_limit=self.time_limit,
+                           relax_first=False)  # its 1e-9 gap: the relaxation never decides
 
     def _explain_milp(self, x: np.ndarray, target: int) -> QueryResult:
         """One MILP solve: its incumbent is the CE (δ_max), its proven bound / J is δ_min."""

@@ -97,6 +97,8 @@ def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift | np.ndarray,
                 new_b[li] = base[li][1][None] - dB * np.sign(g)
                 if li > 0:
                     g = np.einsum("noi,no->ni", Ws[li], g) * (pre[li - 1] > 0)
+            if all(np.array_equal(a, b) for a, b in zip(new_W + new_b, Ws + bs, strict=True)):
+                break  # a fixed point: every later step repeats this one (nothing better)
             Ws, bs = new_W, new_b
         best[s0:s0 + m] = cbest
         for r in range(m):

@@ -27,6 +27,7 @@ integer grids, thermometer ordinals, binaries, immutable and monotone features).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +163,8 @@ class _Expr:
         """(min lo, max lo, min hi, max hi) over the variables' box (sound)."""
         lo_min = self.c_lo + _min_affine(self.A_lo, self.box_lo, self.box_hi)
         lo_max = self.c_lo - _min_affine(-self.A_lo, self.box_lo, self.box_hi)
+        if self.A_hi is self.A_lo and np.array_equal(self.c_hi, self.c_lo):  # a plain layer
+            return lo_min, lo_max, lo_min.copy(), lo_max.copy()
         hi_min = self.c_hi + _min_affine(self.A_hi, self.box_lo, self.box_hi)
         hi_max = self.c_hi - _min_affine(-self.A_hi, self.box_lo, self.box_hi)
         return lo_min, lo_max, hi_min, hi_max
@@ -222,7 +225,32 @@ def _first_layer_expr(milp: MILP, inputs: InputVars | np.ndarray, Wl, Wu, bl, bu
     return _Expr(cols, A_lo, bl.copy(), A_hi, bu.copy(), box_lo, box_hi), idx
 
 
-def _rows_with_diag(milp: MILP, diag_vars: np.ndarray, A: np.ndarray, cols: np.ndarray,
+class _RowBuffer:
+    """Rows collected in order and added to a model in one :meth:`MILP.add_constrs_coo`
+    call (:meth:`flush`): the same rows, in the same order, as adding them one group at a
+    time, with a fraction of the per-call overhead."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.n = 0
+
+    def add_constrs_coo(self, rows: Any, cols: Any, vals: Any, n_rows: int, lb: Any = -np.inf,
+                        ub: Any = np.inf) -> None:
+        n_rows = int(n_rows)
+        self.parts.append((np.asarray(rows, dtype=np.int64) + self.n,
+                           np.asarray(cols, dtype=np.int64), np.asarray(vals, dtype=np.float64),
+                           np.broadcast_to(np.asarray(lb, dtype=np.float64), (n_rows,)),
+                           np.broadcast_to(np.asarray(ub, dtype=np.float64), (n_rows,))))
+        self.n += n_rows
+
+    def flush(self, milp: MILP) -> None:
+        if self.n:
+            r, c, v, lb, ub = (np.concatenate(x) for x in zip(*self.parts, strict=True))
+            milp.add_constrs_coo(r, c, v, self.n, lb, ub)
+        self.parts, self.n = [], 0
+
+
+def _rows_with_diag(milp: Any, diag_vars: np.ndarray, A: np.ndarray, cols: np.ndarray,
                     extra: tuple[np.ndarray, np.ndarray] | None, lb, ub) -> None:
     """Rows ``lb <= v_i - A_i x[cols] (+ extra_i s_i) <= ub`` for all i, built in one batch."""
     m, k = A.shape
@@ -265,6 +293,7 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
     Wl, Wu, bl, bu = layers[0]
     expr, input_idx = _first_layer_expr(milp, inputs, Wl, Wu, bl, bu, plain, aux)
     hidden: list[LayerEncoding] = []
+    rows = _RowBuffer()  # every row of the network, added in one call at the end
     last = len(layers) - 1
     for li in range(len(layers)):
         L, U = bounds[li]
@@ -279,12 +308,14 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
         if li == last:
             if plain:
                 y = milp.add_vars(m, L, np.maximum(U, L))
-                _rows_with_diag(milp, y, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+                _rows_with_diag(rows, y, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+                rows.flush(milp)
                 return NetworkEncoding(input_idx, hidden, y, y, (L, U), True, aux)
             y_lo = milp.add_vars(m, L, np.maximum(lo_max, L))
             y_hi = milp.add_vars(m, np.minimum(hi_min, U), U)
-            _rows_with_diag(milp, y_lo, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
-            _rows_with_diag(milp, y_hi, expr.A_hi, expr.cols, None, expr.c_hi, expr.c_hi)
+            _rows_with_diag(rows, y_lo, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+            _rows_with_diag(rows, y_hi, expr.A_hi, expr.cols, None, expr.c_hi, expr.c_hi)
+            rows.flush(milp)
             return NetworkEncoding(input_idx, hidden, y_lo, y_hi, (L, U), False, aux)
 
         v_lo, v_hi = np.maximum(L, 0.0), np.maximum(U, 0.0)
@@ -297,17 +328,17 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
                 active = ~dead & (L >= 0)
                 need_lo_row &= ~active
                 if active.any():
-                    _rows_with_diag(milp, v[active], expr.A_lo[active], expr.cols, None,
+                    _rows_with_diag(rows, v[active], expr.A_lo[active], expr.cols, None,
                                     expr.c_lo[active], expr.c_lo[active])
             else:
                 active = np.zeros(m, dtype=bool)
             if need_lo_row.any():
                 s = need_lo_row
-                _rows_with_diag(milp, v[s], expr.A_lo[s], expr.cols, None, expr.c_lo[s], np.inf)
+                _rows_with_diag(rows, v[s], expr.A_lo[s], expr.cols, None, expr.c_lo[s], np.inf)
             hi_pos = ~dead & ~active & (hi_min >= 0)
             if hi_pos.any():
                 s = hi_pos
-                _rows_with_diag(milp, v[s], expr.A_hi[s], expr.cols, None, -np.inf, expr.c_hi[s])
+                _rows_with_diag(rows, v[s], expr.A_hi[s], expr.cols, None, -np.inf, expr.c_hi[s])
             unstable = ~dead & ~active & (hi_min < 0)
             if unstable.any():
                 s = unstable
@@ -316,11 +347,11 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
                 binary[s] = b
                 Lh = hi_min[s]
                 # v - hi(x) - Lh*b <= -Lh      (v <= hi(x) - Lh (1 - b))
-                _rows_with_diag(milp, v[s], expr.A_hi[s], expr.cols, (b, -Lh), -np.inf,
+                _rows_with_diag(rows, v[s], expr.A_hi[s], expr.cols, (b, -Lh), -np.inf,
                                 expr.c_hi[s] - Lh)
                 # v - U b <= 0
                 r = np.arange(k)
-                milp.add_constrs_coo(np.concatenate([r, r]), np.concatenate([v[s], b]),
+                rows.add_constrs_coo(np.concatenate([r, r]), np.concatenate([v[s], b]),
                                      np.concatenate([np.ones(k), -U[s]]), k, -np.inf, 0.0)
         hidden.append(LayerEncoding(v, binary, L, U, hi_min, lo_max))
         Wl, Wu, bl, bu = layers[li + 1]
@@ -362,6 +393,69 @@ def _grid_bounds(lo: np.ndarray, hi: np.ndarray, steps: np.ndarray) -> tuple[np.
     return np.ceil(lo * steps - eps), np.floor(hi * steps + eps)
 
 
+@dataclass(frozen=True)
+class _DomainStructure:
+    """What :func:`encode_input_domain` reads off an encoder's blocks, per column: kind,
+    grid steps, always-fixed columns, the one-hot and thermometer groups and the
+    actionability masks (computed once per fitted encoder)."""
+
+    blocks: Any  # the encoder's ``blocks_`` list it was computed from
+    kind: np.ndarray
+    steps: np.ndarray
+    fixed: np.ndarray
+    onehot_groups: list[np.ndarray]
+    thermo_groups: list[np.ndarray]
+    immutable: np.ndarray
+    increase: np.ndarray
+    decrease: np.ndarray
+
+
+_STRUCTURES: weakref.WeakKeyDictionary[Any, _DomainStructure] = weakref.WeakKeyDictionary()
+
+
+def _domain_structure(encoder: Any, d: int) -> _DomainStructure:
+    """The encoder's :class:`_DomainStructure`, cached while its ``blocks_`` stay the same."""
+    try:
+        st = _STRUCTURES.get(encoder)
+    except TypeError:  # not weak-referenceable: compute every time
+        st = None
+    if st is not None and st.blocks is encoder.blocks_ and len(st.kind) == d:
+        return st
+    kind = np.full(d, "continuous", dtype=object)
+    steps = np.zeros(d, dtype=np.int64)
+    fixed = np.zeros(d, dtype=bool)
+    acts = {a: np.zeros(d, dtype=bool) for a in ("immutable", "increase", "decrease")}
+    onehot_groups: list[np.ndarray] = []
+    thermo_groups: list[np.ndarray] = []
+    for blk in encoder.blocks_:
+        cols = np.arange(blk.start, blk.stop)
+        enc = blk.encoding
+        if enc in ("binary", "onehot", "thermometer"):
+            kind[cols] = "binary"
+            if enc == "onehot":
+                onehot_groups.append(cols)
+            elif enc == "thermometer" and len(cols) > 1:
+                thermo_groups.append(cols)
+        elif blk.n_steps is not None:
+            if blk.n_steps > 0:
+                kind[cols], steps[cols] = "grid", blk.n_steps
+            else:
+                fixed[cols] = True
+        elif enc == "scaled" and blk.feature.lower == blk.feature.upper:
+            fixed[cols] = True
+        act = str(blk.actionability.value if hasattr(blk.actionability, "value")
+                  else blk.actionability)
+        if act in acts:
+            acts[act][cols] = True
+    st = _DomainStructure(encoder.blocks_, kind, steps, fixed, onehot_groups, thermo_groups,
+                          acts["immutable"], acts["increase"], acts["decrease"])
+    try:
+        _STRUCTURES[encoder] = st
+    except TypeError:
+        pass
+    return st
+
+
 def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None, *,
                         lower: np.ndarray | None = None, upper: np.ndarray | None = None,
                         actionability: bool = True) -> InputDomain:
@@ -394,40 +488,23 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
         q = np.asarray(query, dtype=np.float64).reshape(-1)
         if q.shape[0] != d or not np.isfinite(q).all():
             raise ValidationError(f"query must be a finite vector of {d} model-space values")
-    kind = np.full(d, "continuous", dtype=object)
-    steps = np.zeros(d, dtype=np.int64)
-    fixed = np.zeros(d, dtype=bool)
-    onehot_groups: list[np.ndarray] = []
-    thermo_groups: list[np.ndarray] = []
     if encoder is not None:
-        for blk in encoder.blocks_:
-            cols = np.arange(blk.start, blk.stop)
-            enc = blk.encoding
-            if enc in ("binary", "onehot", "thermometer"):
-                kind[cols] = "binary"
-                if enc == "onehot":
-                    onehot_groups.append(cols)
-                elif enc == "thermometer" and len(cols) > 1:
-                    thermo_groups.append(cols)
-            elif blk.n_steps is not None:
-                if blk.n_steps > 0:
-                    kind[cols], steps[cols] = "grid", blk.n_steps
-                else:
-                    fixed[cols] = True
-            elif enc == "scaled" and blk.feature.lower == blk.feature.upper:
-                fixed[cols] = True
-            if q is not None and actionability:
-                act = str(blk.actionability.value if hasattr(blk.actionability, "value")
-                          else blk.actionability)
-                if act == "immutable":
-                    lo[cols], hi[cols] = q[cols], q[cols]
-                    fixed[cols] = True
-                elif act == "increase":
-                    lo[cols] = np.maximum(lo[cols], q[cols])
-                elif act == "decrease":
-                    hi[cols] = np.minimum(hi[cols], q[cols])
+        st = _domain_structure(encoder, d)
+        kind, steps, fixed = st.kind.copy(), st.steps, st.fixed.copy()
+        onehot_groups, thermo_groups = st.onehot_groups, st.thermo_groups
+        if q is not None and actionability:
+            imm = st.immutable
+            lo[imm], hi[imm] = q[imm], q[imm]
+            fixed |= imm
+            np.maximum(lo, q, out=lo, where=st.increase)
+            np.minimum(hi, q, out=hi, where=st.decrease)
         const = fixed & (lo < hi)  # constant features (zero-width scale) encode as 0
         lo[const] = hi[const] = np.clip(0.0, lo[const], hi[const])
+    else:
+        kind = np.full(d, "continuous", dtype=object)
+        steps = np.zeros(d, dtype=np.int64)
+        fixed = np.zeros(d, dtype=bool)
+        onehot_groups, thermo_groups = [], []
     if np.any(lo > hi + 1e-12):
         bad = int(np.argmax(lo > hi + 1e-12))
         raise ValidationError(f"empty input box at column {bad}: [{lo[bad]}, {hi[bad]}]")

@@ -11,6 +11,8 @@ no other module talks to a solver. The API is small and vectorised:
   :meth:`MILP.set_constr_bounds`, :meth:`MILP.set_start` (warm start, where the backend has it);
 * :meth:`MILP.solve` returns a typed :class:`SolveResult` (status, objective, dual bound, gap,
   values, time). Every solve runs under a finite time limit; output is silent.
+  :meth:`MILP.solve_relaxation` solves the model with all (or some) integer variables made
+  continuous and leaves it unchanged; :meth:`MILP.add_model` appends a part built once.
 
 The model lives in numpy arrays on the Python side and is handed to the backend in one batch
 call (HiGHS ``passModel``, Gurobi ``addMVar``/``addMConstr``). After a solve, changes of bounds
@@ -45,6 +47,7 @@ __all__ = [
 ]
 
 INF = math.inf
+_VTYPE_CODES = ("C", "I", "B")
 
 
 class VarType(StrEnum):
@@ -207,6 +210,31 @@ def _new_highs(highspy: Any) -> Any:
         return h
 
 
+#: per thread, HiGHS instances of dropped models, reset and handed to the next model (building
+#: a ``Highs()`` costs ~0.1 ms, as much as solving a small MILP's LP; a reset one starts from the
+#: same state: ``clearModel`` drops model and solver data, ``resetOptions`` every option)
+_HIGHS_POOL = threading.local()
+_HIGHS_POOL_SIZE = 8
+
+
+def _acquire_highs(highspy: Any) -> Any:
+    free = getattr(_HIGHS_POOL, "free", None)
+    if free:
+        h = free.pop()
+        h.clearModel()
+        h.resetOptions()
+        return h
+    return _new_highs(highspy)
+
+
+def _release_highs(h: Any) -> None:
+    free = getattr(_HIGHS_POOL, "free", None)
+    if free is None:
+        free = _HIGHS_POOL.free = []
+    if len(free) < _HIGHS_POOL_SIZE:
+        free.append(h)
+
+
 class _HighsBackend:
     name = "highs"
 
@@ -214,7 +242,7 @@ class _HighsBackend:
         import highspy  # noqa: PLC0415
 
         self._hs = highspy
-        self.h = _new_highs(highspy)
+        self.h = _acquire_highs(highspy)
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("log_to_console", False)
         self.h.setOptionValue("threads", int(options.threads))
@@ -234,6 +262,15 @@ class _HighsBackend:
             if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:
                 raise SolverError(f"HiGHS rejected option {key}={val!r}")
         self.has_integers = False
+
+    def __del__(self) -> None:
+        h = getattr(self, "h", None)
+        if h is not None:
+            self.h = None
+            try:
+                _release_highs(h)
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
 
     def load(self, m: _ModelData) -> None:
         A = m.A
@@ -474,13 +511,19 @@ class _GurobiBackend:
 
 
 def _as_float_array(value: Any, n: int, name: str) -> np.ndarray:
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        if value != value:
+            raise ValidationError(f"{name} contains NaN")
+        return np.full(n, float(value))
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim == 0:
+        if np.isnan(arr):
+            raise ValidationError(f"{name} contains NaN")
         return np.full(n, float(arr))
     arr = arr.reshape(-1)
     if arr.shape[0] != n:
         raise ValidationError(f"{name} must be a scalar or have {n} entries, got {arr.shape[0]}")
-    if np.isnan(arr).any():
+    if np.isnan(arr.sum()) and np.isnan(arr).any():  # the sum is NaN for inf - inf too
         raise ValidationError(f"{name} contains NaN")
     return arr.copy()
 
@@ -553,31 +596,60 @@ class MILP:
         n = int(n)
         if n < 0:
             raise ValidationError(f"n must be >= 0, got {n}")
-        codes = np.asarray(vtype, dtype=object)
-        codes = np.full(n, codes.item(), dtype=object) if codes.ndim == 0 else codes.reshape(-1)
-        if codes.shape[0] != n:
-            raise ValidationError(f"vtype must be a code or have {n} entries, got {codes.shape[0]}")
-        try:
-            kinds = [VarType(c) for c in dict.fromkeys(codes.tolist())]
-        except ValueError:
-            raise ValidationError(f"vtype must be 'C', 'I' or 'B', got {sorted(set(map(str, codes)))}") \
-                from None
+        if isinstance(vtype, str) and vtype in _VTYPE_CODES:  # one code for all: no object array
+            is_bin = np.full(n, vtype == "B")
+            is_int = np.full(n, vtype != "C", dtype=np.uint8)
+        else:
+            codes = np.asarray(vtype, dtype=object)
+            codes = np.full(n, codes.item(), dtype=object) if codes.ndim == 0 else codes.reshape(-1)
+            if codes.shape[0] != n:
+                raise ValidationError(f"vtype must be a code or have {n} entries, got "
+                                      f"{codes.shape[0]}")
+            try:
+                kinds = [VarType(c) for c in dict.fromkeys(codes.tolist())]
+            except ValueError:
+                raise ValidationError(f"vtype must be 'C', 'I' or 'B', got "
+                                      f"{sorted(set(map(str, codes)))}") from None
+            is_bin = codes == VarType.BINARY.value if VarType.BINARY in kinds \
+                else np.zeros(n, dtype=bool)
+            is_int = (codes != VarType.CONTINUOUS.value).astype(np.uint8)
         lo = _as_float_array(lb, n, "lb")
         hi = _as_float_array(ub, n, "ub")
-        is_bin = codes == VarType.BINARY.value if VarType.BINARY in kinds else np.zeros(n, dtype=bool)
         if is_bin.any():
             lo[is_bin], hi[is_bin] = np.maximum(lo[is_bin], 0.0), np.minimum(hi[is_bin], 1.0)
         if np.any(lo > hi + 1e-12):
             bad = int(np.argmax(lo > hi + 1e-12))
             raise ValidationError(f"variable bounds have lb > ub (entry {bad}: {lo[bad]} > {hi[bad]})")
-        hi = np.maximum(lo, hi)
+        np.maximum(lo, hi, out=hi)
         self._invalidate()
         self._lb.append(lo)
         self._ub.append(hi)
-        self._vt.append((codes != VarType.CONTINUOUS.value).astype(np.uint8))
+        self._vt.append(is_int)
         idx = np.arange(self._n_vars, self._n_vars + n)
         self._n_vars += n
         return idx
+
+    def add_model(self, other: MILP) -> None:
+        """Append the variables and rows of ``other`` (its indices shifted by this model's
+        sizes; its objective is not copied) — e.g. a part encoded once and reused in many
+        models."""
+        if not isinstance(other, MILP):
+            raise ValidationError(f"add_model needs a MILP, got {type(other).__name__}")
+        d = other._materialise()
+        self._invalidate()
+        n0, r0 = self._n_vars, self._n_rows
+        self._lb.append(d.lb.copy())
+        self._ub.append(d.ub.copy())
+        self._vt.append(d.vtype.copy())
+        A = d.A
+        rows = np.repeat(np.arange(A.shape[0], dtype=np.int64), np.diff(A.indptr))
+        self._rows.append(rows + r0)
+        self._cols.append(A.indices.astype(np.int64) + n0)
+        self._vals.append(A.data.copy())
+        self._rlb.append(d.row_lb.copy())
+        self._rub.append(d.row_ub.copy())
+        self._n_vars += len(d.lb)
+        self._n_rows += A.shape[0]
 
     def add_constrs(self, A: Any, lb: Any = -INF, ub: Any = INF, *, cols: Any = None) -> np.ndarray:
         """Add rows ``lb <= A @ x[cols] <= ub``; ``A`` dense (m, k) or scipy sparse. Without
@@ -623,11 +695,13 @@ class MILP:
         hi = _as_float_array(ub, n_rows, "ub")
         if np.any(lo > hi + 1e-12):
             raise ValidationError("constraint bounds have lb > ub")
-        keep = v != 0
         self._invalidate()
-        self._rows.append(r[keep] + self._n_rows)
-        self._cols.append(c[keep])
-        self._vals.append(v[keep])
+        if not v.all():
+            keep = v != 0
+            r, c, v = r[keep], c[keep], v[keep]
+        self._rows.append(r + self._n_rows)
+        self._cols.append(c)
+        self._vals.append(v)
         self._rlb.append(lo)
         self._rub.append(hi)
         idx = np.arange(self._n_rows, self._n_rows + n_rows)
@@ -660,7 +734,14 @@ class MILP:
         if np.any(lo > hi + 1e-12):
             raise ValidationError("variable bounds have lb > ub")
         hi = np.maximum(lo, hi)
-        data = self._materialise()
+        if self._data is None:  # still being built: change the pending bounds, no matrix yet
+            if c.size == 0:
+                return
+            if len(self._lb) != 1:
+                self._lb, self._ub = [np.concatenate(self._lb)], [np.concatenate(self._ub)]
+            self._lb[0][c], self._ub[0][c] = lo, hi
+            return
+        data = self._data
         data.lb[c], data.ub[c] = lo, hi
         if self._loaded:
             self._backend.set_bounds(c, lo, hi)
@@ -696,6 +777,26 @@ class MILP:
             self._loaded = False
 
     # -- solving ----------------------------------------------------------------------------------
+    def solve_relaxation(self, time_limit: float | None = None, *, cols: Any = None,
+                         cutoff: float | None = None) -> SolveResult:
+        """Solve a relaxation and leave the model as it was (the next :meth:`solve` is the
+        full MILP again): the integer variables ``cols`` (default: all) made continuous,
+        bounds kept. Its ``bound`` (the LP optimum, or the dual bound of what stays a MILP)
+        bounds the full model's optimum (below when minimising); ``cutoff`` as in
+        :meth:`solve`."""
+        data = self._materialise()
+        vtype = data.vtype
+        relaxed = np.zeros_like(vtype) if cols is None else vtype.copy()
+        if cols is not None:
+            relaxed[_check_index(cols, self._n_vars, "variable")] = 0
+        data.vtype = relaxed
+        self._loaded = False
+        try:
+            return self.solve(time_limit, cutoff=cutoff)
+        finally:
+            data.vtype = vtype
+            self._loaded = False
+
     def solve(self, time_limit: float | None = None, *, cutoff: float | None = None,
               target: float | None = None) -> SolveResult:
         """Solve under ``time_limit`` seconds (default: the model's). Never raises for solver
@@ -771,9 +872,7 @@ class MILP:
         r = np.concatenate(self._rows) if self._rows else np.zeros(0, dtype=np.int64)
         c = np.concatenate(self._cols) if self._cols else np.zeros(0, dtype=np.int64)
         v = np.concatenate(self._vals) if self._vals else np.zeros(0)
-        A = sp.csr_matrix((v, (r, c)), shape=(k, n))
-        A.sum_duplicates()
-        A.sort_indices()
+        A = _csr(r, c, v, k, n)
         rlb = np.concatenate(self._rlb) if self._rlb else np.zeros(0)
         rub = np.concatenate(self._rub) if self._rub else np.zeros(0)
         cost = np.zeros(n)
@@ -781,6 +880,27 @@ class MILP:
         self._cost = cost
         self._data = _ModelData(lb, ub, cost, vt, A, rlb, rub, self._sense, self._offset)
         return self._data
+
+
+def _csr(r: np.ndarray, c: np.ndarray, v: np.ndarray, k: int, n: int) -> sp.csr_matrix:
+    """The (k, n) CSR matrix of triplets ``(r, c, v)``: duplicates summed, indices sorted
+    (built directly: scipy's COO route costs more than the whole model on small MILPs)."""
+    order = np.lexsort((c, r))
+    r, c, v = r[order], c[order], v[order]
+    if r.size > 1:
+        first = np.empty(r.size, dtype=bool)
+        first[0] = True
+        np.not_equal(r[1:], r[:-1], out=first[1:])
+        first[1:] |= c[1:] != c[:-1]
+        if not first.all():
+            at = np.flatnonzero(first)
+            r, c, v = r[at], c[at], np.add.reduceat(v, at)
+    indptr = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=k), out=indptr[1:])
+    A = sp.csr_matrix((v, c, indptr), shape=(k, n))
+    A.has_sorted_indices = True
+    A.has_canonical_format = True
+    return A
 
 
 def _check_index(idx: Any, size: int, what: str) -> np.ndarray:

@@ -177,8 +177,10 @@ def l1_ball_layer_bounds(network: Any, query: np.ndarray, lower: np.ndarray, upp
     W, b = inn.layers[0][0], inn.layers[0][2]
     q = np.asarray(query, dtype=np.float64).reshape(-1)
     # a·(x − q) + a·q + b, with max and −max(−a) as the two ends
-    top = l1_ball_max(W, q, lower, upper, weights, radius) + W @ q + b
-    bot = -l1_ball_max(-W, q, lower, upper, weights, radius) + W @ q + b
+    both = l1_ball_max(np.vstack([W, -W]), q, lower, upper, weights, radius)  # rows independent
+    m = W.shape[0]
+    top = both[:m] + W @ q + b
+    bot = -both[m:] + W @ q + b
     if not (np.isfinite(top).all() and np.isfinite(bot).all()):
         # empty ball ∩ box: nothing to bound; keep the box's (the MILP is infeasible anyway)
         return box if first is None else [first] + box[1:]
