@@ -210,31 +210,6 @@ def _new_highs(highspy: Any) -> Any:
         return h
 
 
-#: per thread, HiGHS instances of dropped models, reset and handed to the next model (building
-#: a ``Highs()`` costs ~0.1 ms, as much as solving a small MILP's LP; a reset one starts from the
-#: same state: ``clearModel`` drops model and solver data, ``resetOptions`` every option)
-_HIGHS_POOL = threading.local()
-_HIGHS_POOL_SIZE = 8
-
-
-def _acquire_highs(highspy: Any) -> Any:
-    free = getattr(_HIGHS_POOL, "free", None)
-    if free:
-        h = free.pop()
-        h.clearModel()
-        h.resetOptions()
-        return h
-    return _new_highs(highspy)
-
-
-def _release_highs(h: Any) -> None:
-    free = getattr(_HIGHS_POOL, "free", None)
-    if free is None:
-        free = _HIGHS_POOL.free = []
-    if len(free) < _HIGHS_POOL_SIZE:
-        free.append(h)
-
-
 class _HighsBackend:
     name = "highs"
 
@@ -242,7 +217,9 @@ class _HighsBackend:
         import highspy  # noqa: PLC0415
 
         self._hs = highspy
-        self.h = _acquire_highs(highspy)
+        # a fresh instance per model: HiGHS's run clock, which ``time_limit`` is checked
+        # against, adds up over every run of an instance and no reset call clears it
+        self.h = _new_highs(highspy)
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("log_to_console", False)
         self.h.setOptionValue("threads", int(options.threads))
@@ -262,15 +239,6 @@ class _HighsBackend:
             if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:
                 raise SolverError(f"HiGHS rejected option {key}={val!r}")
         self.has_integers = False
-
-    def __del__(self) -> None:
-        h = getattr(self, "h", None)
-        if h is not None:
-            self.h = None
-            try:
-                _release_highs(h)
-            except Exception:  # pragma: no cover - interpreter shutdown
-                pass
 
     def load(self, m: _ModelData) -> None:
         A = m.A
