@@ -559,19 +559,20 @@ class _TreeMILP:
                                  float(sum(w * p.constant for w, p in parts)))
 
     def _radii(self, seed_distance: float | None) -> list[float | None]:
-        """The stages' radii δ (None: the whole box), the last one the seed's distance."""
-        if seed_distance is None:
-            return [None]
+        """The stages' radii δ: from the seed's distance d₀ times 1/32 doubling up to d₀ (ℓ0
+        alone: 1, 2, … changed features); without a seed up to d = 1 (every distance is at
+        most 1), then the whole box (None)."""
         J = len(self.mace.encoder.blocks_)
+        top = 1.0 if seed_distance is None else seed_distance
         if set(self.mace._norm) == {"l0"}:
-            k = round(seed_distance * J)
-            return [c / J for c in range(1, k)] + [seed_distance]
-        out = []
-        r = seed_distance * _TREE_FIRST_RADIUS
-        while r < seed_distance:
-            out.append(r)
-            r *= 2.0
-        return [*out, seed_distance]
+            out: list[float | None] = [c / J for c in range(1, round(top * J))]
+        else:
+            out = []
+            r = top * _TREE_FIRST_RADIUS
+            while r < top:
+                out.append(r)
+                r *= 2.0
+        return [*out, None if seed_distance is None else seed_distance]
 
     def _stage(self, x: np.ndarray, target: int, tau: float, delta: float | None,
                box: tuple[np.ndarray, np.ndarray], time_limit: float,
@@ -582,8 +583,11 @@ class _TreeMILP:
         enc = mc.encoder
         J = len(enc.blocks_)
         t0 = time.perf_counter()
+        # no presolve: HiGHS 1.16's presolve reported a feasible stage MILP "infeasible"
+        # (a 30-tree forest, α = β = 1/2; tests/methods/test_mace.py::
+        # test_milp_backend_survives_the_highs_presolve_bug), as it did for MILPNearest
         m = MILP(time_limit=max(time_limit, 1e-3), mip_gap=0.0, abs_gap=0.5 * mc._eps * J,
-                 feasibility_tol=1e-9)
+                 feasibility_tol=1e-9, presolve=False)
         # grid columns stay continuous: splits compare them with grid points only, and the
         # decoded point is the query clipped to the range its splits leave (a grid point)
         dom = encode_input_domain(m, enc, x, lower=box[0], upper=box[1], actionability=False,
@@ -633,8 +637,8 @@ class _TreeMILP:
             r = st.result
             spent += 0.0 if r is None else r.time
             if st.cut:
-                if delta is None:
-                    return _Nearest("infeasible", None, time=spent, message=(
+                if delta is None:  # the whole box
+                    return _Nearest("infeasible", None, time=spent, bound=math.inf, message=(
                         "proven infeasible: no plausible point is in the target class"))
                 low = cutoff if final else J * delta
                 continue
