@@ -576,9 +576,10 @@ class _TreeMILP:
 
     def _stage(self, x: np.ndarray, target: int, tau: float, delta: float | None,
                box: tuple[np.ndarray, np.ndarray], time_limit: float,
-               cutoff: float | None = None) -> _Stage:
+               cutoff: float | None = None, floor: float = 0.0) -> _Stage:
         """The MILP for the nearest CE within ``delta`` (None: anywhere in ``box``), cut off
-        at objective ``cutoff`` (default just above J·δ: a cut-off proves no CE within δ)."""
+        at objective ``cutoff`` (default just above J·δ: a cut-off proves no CE within δ),
+        with the row ``objective >= floor`` (a bound proven by earlier stages)."""
         mc = self.mace
         enc = mc.encoder
         J = len(enc.blocks_)
@@ -605,7 +606,13 @@ class _TreeMILP:
                                      margin_weak=weak, prune=prune)
         if trees.infeasible:
             return _Stage(True)
-        self._objective(m, dom, x, trees).set_as_objective(m)
+        obj = self._objective(m, dom, x, trees)
+        obj.set_as_objective(m)
+        if floor > 0:
+            # valid (the stages before proved that nothing is nearer), and it lifts the LP
+            # bound at once (adult forest, ℓ1: 8 vs 22 s on the slowest stage of a query)
+            m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
+                              floor - obj.constant, np.inf)
         left = time_limit - (time.perf_counter() - t0)
         res = m.solve(time_limit=max(left, 1e-3), cutoff=cutoff)
         if res.status is SolveStatus.CUTOFF or (res.status is SolveStatus.INFEASIBLE
@@ -633,7 +640,7 @@ class _TreeMILP:
                 break
             final = d_seed is not None and k == len(radii) - 1
             cutoff = J * d_seed - slack if final else None
-            st = self._stage(x, target, tau, delta, box, left, cutoff)
+            st = self._stage(x, target, tau, delta, box, left, cutoff, low)
             r = st.result
             spent += 0.0 if r is None else r.time
             if st.cut:
