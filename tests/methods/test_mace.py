@@ -629,10 +629,12 @@ def test_milp_backend_on_trees_honours_actionability_overrides(mixed_more):
     a = MACE(model, data, norm="l1", actionability=acts).explain(queries)
     b = MACE(model, data, norm="l1", actionability=acts, backend="milp").explain(queries)
     assert (a.status == b.status).all()
-    merged = b.counterfactuals.merge(queries, left_on="query_id", right_index=True,
-                                     suffixes=("", "_q"))
-    assert len(merged) >= 3 and (merged["c1"] == merged["c1_q"]).all()
+    Q = model.encoder.transform(queries)
     found = a.status == "found"
+    assert found.sum() >= 3
+    for i, label in enumerate(queries.index):
+        if found[label]:  # model space (the raw round trip of 0.41 is 0.41000000000000003)
+            assert _cf_of(b, label)[0] == Q[i, 0]
     assert (np.abs(a.certificates.loc[found, "delta_max"]
                    - b.certificates.loc[found, "delta_max"]) <= EPS + 1e-9).all()
 
@@ -720,10 +722,10 @@ def test_grid_kmax_is_the_last_grid_step_sent_left():
     from robustce.solvers.tree_encoding import grid_kmax
 
     rng = np.random.default_rng(0)
-    for steps in (0, 1, 3, 7, 73, 99999):
+    for steps in (0, 1, 3, 7, 73, 99999, 1478115):
         grid = np.arange(steps + 1) / max(steps, 1) if steps else np.zeros(1)
-        t = np.concatenate([grid, np.nextafter(grid, -np.inf), np.nextafter(grid, np.inf),
+        on = grid[rng.choice(len(grid), size=min(len(grid), 300), replace=False)]
+        t = np.concatenate([on, np.nextafter(on, -np.inf), np.nextafter(on, np.inf),
                             rng.uniform(-0.2, 1.2, 50), [-1.0, 2.0, np.inf, -np.inf]])
-        expect = np.array([int(np.flatnonzero(grid <= v).max()) if np.any(grid <= v) else -1
-                           for v in t])
+        expect = np.searchsorted(grid, t, side="right") - 1  # last grid value <= t
         np.testing.assert_array_equal(grid_kmax(np.full(len(t), steps), t), expect)
