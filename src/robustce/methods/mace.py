@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,7 +34,7 @@ from robustce.distance import L0_TOL, Distance
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
-from robustce.methods.milp_nearest import MILPNearest
+from robustce.methods.milp_nearest import MILPNearest, _Nearest, incumbent_box
 from robustce.methods.minimum_observable import (
     MinimumObservable,
     check_actionability,
@@ -42,6 +43,14 @@ from robustce.methods.minimum_observable import (
 )
 from robustce.models.base import Model
 from robustce.solvers import smt
+from robustce.solvers.encodings import (
+    DistanceObjective,
+    encode_distance,
+    encode_input_domain,
+    restrict_domain,
+)
+from robustce.solvers.milp import MILP, SolveStatus
+from robustce.solvers.tree_encoding import TreeEnsemble, encode_tree_ensemble
 from robustce.validation import check_choice, check_integer, check_number
 
 __all__ = ["MACE", "mace_distance", "normalise_norm"]
@@ -66,10 +75,14 @@ class MACE(Explainer):
     norm : "l1" (default), "l0", "linf", or a mapping ``{"l0": α, "l1": β, "linf": γ}`` with
         α + β + γ = 1 — the distance of eq. 3, normalised to [0, 1] (:func:`mace_distance`).
     epsilon : accuracy ε > 0 of the binary search: ``delta_max − delta_min <= epsilon``.
-    backend : "smt" (z3; the paper's method) or "milp" (logistic regression and ReLU MLPs:
-        one MILP through :class:`~robustce.methods.MILPNearest` with the same distance,
-        constraints and margin — δ_max is the incumbent's distance, δ_min the solver's
-        proven bound / J; single norm, schema actionability, one CE per query).
+    backend : "smt" (z3; the paper's method) or "milp": one MILP on HiGHS with the same
+        distance and constraints — δ_max is the incumbent's distance, δ_min the solver's
+        proven bound / J; one CE per query. Trees and forests: :class:`_TreeMILP`
+        (:mod:`robustce.solvers.tree_encoding`; any norm, actionability overrides; a forest's
+        target must win the summed vote by 1e-6 against rivals that win ties, so δ_min is
+        proven for CEs with that margin). Logistic regression and ReLU MLPs:
+        :class:`~robustce.methods.MILPNearest` with MACE's margin (single norm, schema
+        actionability).
     n_counterfactuals : number of CEs per query; each further one must differ from all earlier
         ones in at least one feature (diversity clause) and gets its own bounds.
     actionability : optional ``{feature: "immutable" | "increase" | "decrease" | "free"}``
@@ -77,12 +90,12 @@ class MACE(Explainer):
     tau : margin by which the target class must win (None = 1e-6 for logit models, whose
         float64 forward pass must agree with exact arithmetic; 0 for trees and forests, which
         are encoded exactly, ties resolved as scikit-learn does).
-    hint : None (default) or "milp" (SMT backend, logistic regression and ReLU MLPs, one norm,
-        schema actionability): the MILP backend's incumbent for the first CE, checked by a
-        plain forward pass, becomes δ_max, and Algorithm 1's first SAT call asks for a CE
-        within δ_max − ε — an unsatisfiable answer is z3's proof that the hint is within ε of
-        the optimum. The certificate (δ_min) is still z3's; the hint only saves the calls
-        near the optimum, the slowest ones on MLPs.
+    hint : None (default) or "milp" (SMT backend; trees and forests, or logistic regression
+        and ReLU MLPs with one norm and the schema's actionability): the MILP backend's
+        incumbent for the first CE, checked by a plain ``predict``, becomes δ_max, and
+        Algorithm 1's first SAT call asks for a CE within δ_max − ε — an unsatisfiable answer
+        is z3's proof that the hint is within ε of the optimum. The certificate (δ_min) is
+        still z3's; the hint only saves the calls near the optimum, the slowest ones.
     sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
         per-query ``time_limit``).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
@@ -142,12 +155,12 @@ class MACE(Explainer):
                      else (1e-6 if self._kind in ("network", "boosted") else 0.0))
         self._input: smt.SMTInput | None = None
         self._omega = Distance("l1", space="raw").column_weights(self.encoder)
-        self._milp: MILPNearest | None = None
+        self._milp: MILPNearest | _TreeMILP | None = None
         if self.backend == "milp":
             self._milp = self._milp_backend()
         if self.hint is not None:
             check_choice(self.hint, "hint", ("milp",))
-        self._hint: MILPNearest | None = None
+        self._hint: MILPNearest | _TreeMILP | None = None
         if self.hint == "milp" and self.backend == "smt":
             self._hint = self._milp_backend(one_ce=False)
         self._mo = (None if self.data is None else
@@ -155,22 +168,26 @@ class MACE(Explainer):
                                       actionability=acts or None,
                                       target_class=self.target_class))
 
-    def _milp_backend(self, one_ce: bool = True) -> MILPNearest:
-        """The MILP formulation of the same problem (LR and MLPs): MILPNearest with MACE's
-        raw-space distance, no tie-break term and the same margin ``tau``."""
+    def _milp_backend(self, one_ce: bool = True) -> MILPNearest | _TreeMILP:
+        """The MILP formulation of the same problem: for trees and forests
+        :class:`_TreeMILP` (:mod:`robustce.solvers.tree_encoding`); for LR and MLPs
+        MILPNearest with MACE's raw-space distance, no tie-break term and the same margin
+        ``tau``."""
+        if one_ce and self._n_cf != 1:
+            raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
+                                  "for diverse CEs")
+        if self._kind in ("tree", "forest"):
+            return _TreeMILP(self)
         if self._kind != "network":
             raise UnsupportedModelError(
-                "backend='milp' covers logistic regression and ReLU MLPs; use backend='smt' "
-                f"for {self._kind}s")
+                "backend='milp' covers decision trees, random forests, logistic regression and "
+                f"ReLU MLPs; use backend='smt' for {self._kind} models")
         if len(self._norm) != 1:
             raise ValidationError("backend='milp' takes one norm ('l0', 'l1' or 'linf'), not a "
                                   "weighted combination; use backend='smt'")
         if self._acts:
             raise ValidationError("backend='milp' uses the schema's actionability; set "
                                   "`actionability` overrides in the schema or use backend='smt'")
-        if one_ce and self._n_cf != 1:
-            raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
-                                  "for diverse CEs")
         return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
                            tie_break=0.0, mip_gap=1e-9, time_limit=self.time_limit,
                            relax_first=False)  # its 1e-9 gap: the relaxation never decides
@@ -251,20 +268,24 @@ class MACE(Explainer):
     def _pruner(self, x: np.ndarray, delta: float) -> Any:
         """``prune(lo, hi)``: True when every point whose columns lie in ``[lo, hi]`` is
         farther than ``delta`` from ``x`` — a lower bound of d from the column ranges alone
-        (each column's ω-weighted gap to the query bounds its feature's δ_f from below)."""
+        (each column's ω-weighted gap to the query bounds its feature's δ_f from below).
+        ``lo``, ``hi``: one box (1-D, returns a bool) or a stack of boxes (2-D, one bool
+        per row)."""
         enc = self.encoder
-        w = Distance("l1", space="raw").column_weights(enc)
-        owner = enc.feature_of_column_
+        w = self._omega
         J = len(enc.blocks_)
+        owner = np.zeros((len(w), J))
+        owner[np.arange(len(w)), enc.feature_of_column_] = 1.0
         norm = self._norm
         limit = delta * (1 + 1e-12) + 1e-15
 
-        def prune(lo: np.ndarray, hi: np.ndarray) -> bool:
+        def prune(lo: np.ndarray, hi: np.ndarray) -> Any:
             gap = w * np.maximum(0.0, np.maximum(lo - x, x - hi))
-            per = np.bincount(owner, gap, minlength=J)
-            lb = (norm.get("l1", 0.0) * per.sum() + norm.get("linf", 0.0) * per.max()
-                  + norm.get("l0", 0.0) * np.count_nonzero(per)) / J
-            return bool(lb > limit)
+            per = np.atleast_2d(gap) @ owner  # per raw feature
+            lb = (norm.get("l1", 0.0) * per.sum(axis=1) + norm.get("linf", 0.0) * per.max(axis=1)
+                  + norm.get("l0", 0.0) * np.count_nonzero(per, axis=1)) / J
+            out = lb > limit
+            return bool(out[0]) if np.ndim(lo) == 1 else out
 
         return prune
 
@@ -409,7 +430,7 @@ class MACE(Explainer):
         hinted = False
         if self._hint is not None and not previous:
             cf = self._milp_hint(x, target, deadline)
-            if cf is not None and self._distance(x, cf) < high:
+            if cf is not None and self._distance(x, cf) <= high:  # (= : the seed is optimal)
                 best, high, hinted = cf, self._distance(x, cf), True
         for _ in range(_MAX_STEPS):
             if high - low <= self._eps and best is None:
@@ -466,3 +487,191 @@ def _model_parts(model: Model) -> tuple[str, Any]:
             f"(rc.models.wrap), logistic regression and ReLU MLPs ({exc})") from None
     return "network", [(np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64))
                        for W, b in net.weights]
+
+
+#: vote margin (on the sum over trees) by which a forest's target class must beat the rivals
+#: that win ties, in the MILP backend: HiGHS's tolerances cannot express a strict inequality
+#: (the solve runs with feasibility tolerance 1e-9, far below it)
+_TREE_VOTE_MARGIN = 1e-6
+#: the first MILP of a query asks for a CE within this share of the seed's distance, then the
+#: radius doubles (for ℓ0 alone: one more changed feature per stage)
+_TREE_FIRST_RADIUS = 1.0 / 32
+
+
+@dataclass
+class _Stage:
+    """One MILP of :class:`_TreeMILP` over the CEs within ``delta``: ``cut`` — proven that
+    there is none (within ``delta``); else a solver result and the decoded point."""
+
+    cut: bool
+    result: Any = None
+    cf: np.ndarray | None = None
+
+
+class _TreeMILP:
+    """MACE's MILP backend for a decision tree or a soft-voting forest: the nearest plausible
+    CE under MACE's distance by MILP (:func:`robustce.solvers.tree_encoding.
+    encode_tree_ensemble` over :func:`robustce.solvers.encodings.encode_input_domain`, the
+    distance from :func:`robustce.solvers.encodings.encode_distance`, α/β/γ-weighted and
+    tightened by the split literals).
+
+    Like the SMT backend's galloping, the MILPs are asked for CEs within a radius δ that grows:
+    each is built only over the distance ball of radius δ around the query (every column
+    bounded, tree nodes whose box lies beyond δ dropped — :meth:`MACE._pruner` — so most
+    trees shrink to a few leaves) and cut off at δ. A cut-off MILP proves that no CE lies
+    within δ (δ_min = δ); the first one with a solution holds the optimum, since every
+    nearer CE lies in its ball. With training data, the MO point (MACE's seed) bounds the
+    search: the radii are its distance d₀ times 1/32, 1/16, …, 1 (ℓ0 alone: 1, 2, … changed
+    features), and when nothing beats it within d₀ it is the optimum. Without data, one MILP
+    over the whole actionable box. The absolute MIP gap is ε·J/2 (the objective is J·d), so
+    the answer is within ε/2 of the optimum.
+
+    A forest's target must beat the rivals that win ties (those listed before it) by
+    ``tau`` (default 1e-6) on the summed vote and the others by MACE's ``tau`` (0): the bound
+    is proven for CEs with that margin (near-ties with a smaller positive margin are not
+    considered; the SMT backend's δ_min is exact). Same interface as
+    ``MILPNearest._nearest``."""
+
+    def __init__(self, mace: MACE):
+        self.mace = mace
+        forest = mace._kind == "forest"
+        self.tau = max(mace._tau, _TREE_VOTE_MARGIN) if forest else mace._tau
+        self._weak = mace._tau
+        self._ensemble: TreeEnsemble | None = None
+
+    def ensemble(self) -> TreeEnsemble:
+        """The trees with their splits resolved against the encoder's column kinds (once)."""
+        if self._ensemble is None:
+            dom = encode_input_domain(MILP(), self.mace.encoder)
+            self._ensemble = TreeEnsemble(self.mace._parts, dom.column_kind, dom.grid_steps,
+                                          forest=self.mace._kind == "forest")
+        return self._ensemble
+
+    def _objective(self, m: MILP, dom: Any, x: np.ndarray, trees: Any) -> DistanceObjective:
+        """J·d(x', x) (eq. 3 times J) over the domain's variables, each norm's distance
+        variables tightened by the split literals (:meth:`TreeEncoding.tighten`)."""
+        enc = self.mace.encoder
+        parts = [(w, encode_distance(m, dom, x, Distance(key, space="raw"), enc))
+                 for key, w in self.mace._norm.items()]
+        for _, p in parts:
+            trees.tighten(m, p, x)
+        return DistanceObjective(np.concatenate([p.cols for _, p in parts]),
+                                 np.concatenate([w * p.coefs for w, p in parts]),
+                                 float(sum(w * p.constant for w, p in parts)))
+
+    def _radii(self, seed_distance: float | None) -> list[float | None]:
+        """The stages' radii δ: from the seed's distance d₀ times 1/32 doubling up to d₀ (ℓ0
+        alone: 1, 2, … changed features); without a seed up to d = 1 (every distance is at
+        most 1), then the whole box (None)."""
+        J = len(self.mace.encoder.blocks_)
+        top = 1.0 if seed_distance is None else seed_distance
+        if set(self.mace._norm) == {"l0"}:
+            out: list[float | None] = [c / J for c in range(1, round(top * J))]
+        else:
+            out = []
+            r = top * _TREE_FIRST_RADIUS
+            while r < top:
+                out.append(r)
+                r *= 2.0
+        return [*out, None if seed_distance is None else seed_distance]
+
+    def _stage(self, x: np.ndarray, target: int, tau: float, delta: float | None,
+               box: tuple[np.ndarray, np.ndarray], time_limit: float,
+               cutoff: float | None = None, floor: float = 0.0) -> _Stage:
+        """The MILP for the nearest CE within ``delta`` (None: anywhere in ``box``), cut off
+        at objective ``cutoff`` (default just above J·δ: a cut-off proves no CE within δ),
+        with the row ``objective >= floor`` (a bound proven by earlier stages)."""
+        mc = self.mace
+        enc = mc.encoder
+        J = len(enc.blocks_)
+        t0 = time.perf_counter()
+        # no presolve: HiGHS 1.16's presolve reported a feasible stage MILP "infeasible"
+        # (a 30-tree forest, α = β = 1/2; tests/methods/test_mace.py::
+        # test_milp_backend_survives_the_highs_presolve_bug), as it did for MILPNearest
+        m = MILP(time_limit=max(time_limit, 1e-3), mip_gap=0.0, abs_gap=0.5 * mc._eps * J,
+                 feasibility_tol=1e-9, presolve=False)
+        # grid columns stay continuous: splits compare them with grid points only, and the
+        # decoded point is the query clipped to the range its splits leave (a grid point)
+        dom = encode_input_domain(m, enc, x, lower=box[0], upper=box[1], actionability=False,
+                                  integer_grid=False)
+        prune = cutoff = None
+        if delta is not None:
+            blo, bhi = incumbent_box(x, dom.lower, dom.upper, mc._omega, mc._radius(delta),
+                                     dom.column_kind, dom.grid_steps)
+            dom = restrict_domain(m, dom, blo, bhi)
+            prune = mc._pruner(x, delta)
+            if cutoff is None:  # strictly above J·δ (solver tolerances)
+                cutoff = J * delta + 1e-7 * (1.0 + J * delta)
+        weak = self._weak if tau <= self.tau else tau
+        trees = encode_tree_ensemble(m, self.ensemble(), dom, target, margin_strict=tau,
+                                     margin_weak=weak, prune=prune)
+        if trees.infeasible:
+            return _Stage(True)
+        obj = self._objective(m, dom, x, trees)
+        obj.set_as_objective(m)
+        if floor > 0:
+            # valid (the stages before proved that nothing is nearer), and it lifts the LP
+            # bound at once (adult forest, ℓ1: 8 vs 22 s on the slowest stage of a query)
+            m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
+                              floor - obj.constant, np.inf)
+        left = time_limit - (time.perf_counter() - t0)
+        res = m.solve(time_limit=max(left, 1e-3), cutoff=cutoff)
+        if res.status is SolveStatus.CUTOFF or (res.status is SolveStatus.INFEASIBLE
+                                                 and delta is not None):
+            return _Stage(True, res)
+        cf = None
+        if res.has_solution:
+            cf = enc.project(trees.decode(res.values, dom, x)[None])[0]
+        return _Stage(False, res, cf)
+
+    def _nearest(self, x: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
+        mc = self.mace
+        J = len(mc.encoder.blocks_)
+        t0 = time.perf_counter()
+        seed = mc._seed(x, target, [])
+        d_seed = None if seed is None else mc._distance(x, seed)
+        box = mc._smt_input().box(x, mc._acts)
+        low = 0.0  # proven: no CE with J·d <= low
+        spent = 0.0
+        slack = 0.5 * mc._eps * J  # the seed is returned once nothing beats it by this
+        radii = self._radii(d_seed)
+        for k, delta in enumerate(radii):
+            left = time_limit - (time.perf_counter() - t0)
+            if left <= 0:
+                break
+            final = d_seed is not None and k == len(radii) - 1
+            cutoff = J * d_seed - slack if final else None
+            st = self._stage(x, target, tau, delta, box, left, cutoff, low)
+            r = st.result
+            spent += 0.0 if r is None else r.time
+            if st.cut:
+                if delta is None:  # the whole box
+                    return _Nearest("infeasible", None, time=spent, bound=math.inf, message=(
+                        "proven infeasible: no plausible point is in the target class"))
+                low = cutoff if final else J * delta
+                continue
+            status = r.status
+            base = {"objective": r.objective, "gap": r.gap, "solver_status": status.value,
+                    "time": spent, "message": r.message}
+            bound = max(low, r.bound) if math.isfinite(r.bound) else low
+            if status is SolveStatus.INFEASIBLE:
+                return _Nearest("infeasible", None, bound=bound, **{**base, "message": (
+                    "proven infeasible: no plausible point is in the target class")})
+            if st.cf is not None and status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT,
+                                                SolveStatus.LIMIT):
+                return _Nearest("found", st.cf, bound=bound,
+                                optimal=status is SolveStatus.OPTIMAL, **base)
+            if status in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
+                low = bound
+                break
+            return _Nearest("error", None, bound=bound,
+                            **{**base, "message": f"solver: {status.value} {r.message}"})
+        if seed is None:
+            return _Nearest("timeout", None, bound=low, time=spent,
+                            message="time limit before a CE was found")
+        proven = low >= J * d_seed - slack
+        return _Nearest("found", seed.copy(), objective=J * d_seed, bound=low,
+                        gap=0.0 if proven else math.nan, optimal=proven,
+                        solver_status="cutoff" if proven else "time_limit",
+                        time=spent, message="the nearest training point is optimal" if proven
+                        else "time limit: the nearest training point")

@@ -52,10 +52,10 @@ from robustce.methods.base import ACTION_TOL, Explainer
 from robustce.models.network import IntervalNetwork, class_margin
 from robustce.solvers.encodings import (
     InputDomain,
-    InputVars,
     encode_distance,
     encode_input_domain,
     encode_network,
+    restrict_domain,
 )
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
 from robustce.solvers.tightening import TightenedBounds, l1_ball_layer_bounds, lp_tighten_bounds
@@ -525,17 +525,10 @@ class MILPNearest(Explainer):
         bound tightening: every point that can beat the cutoff satisfies it). Raises
         ValidationError when the actionable box is empty."""
         dom, obj = self._domain_template(m, q)
-        x = dom.index
         if cutoff is not None and self.box_from_incumbent and self.norm in ("l1", "linf"):
             lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
                                    dom.column_kind, dom.grid_steps)
-            m.set_var_bounds(x, lo, hi)
-            g = np.flatnonzero(dom.grid_vars >= 0)
-            if g.size:
-                st = dom.grid_steps[g]
-                m.set_var_bounds(dom.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
-            dom = InputDomain(InputVars(x, lo, hi), dom.column_kind, dom.grid_steps,
-                              dom.grid_vars)
+            dom = restrict_domain(m, dom, lo, hi)
             if bounds is None and self.norm == "l1" and self._ball_bounds:
                 # every point that can beat the cutoff lies in the weighted L1 ball of radius
                 # cutoff: exact first-layer bounds over ball ∩ box; the distance row below

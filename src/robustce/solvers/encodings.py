@@ -52,6 +52,7 @@ __all__ = [
     "encode_network",
     "encode_shifted_network",
     "plain_interval",
+    "restrict_domain",
 ]
 
 @dataclass(frozen=True)
@@ -458,14 +459,16 @@ def _domain_structure(encoder: Any, d: int) -> _DomainStructure:
 
 def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None, *,
                         lower: np.ndarray | None = None, upper: np.ndarray | None = None,
-                        actionability: bool = True) -> InputDomain:
+                        actionability: bool = True, integer_grid: bool = True) -> InputDomain:
     """Input variables for model space.
 
     ``space``: a fitted :class:`~robustce.data.Encoder` (structured domain), a model with an
     ``encoder``, or an int ``d`` (plain box, default ``[0, 1]^d``). With a ``query`` (1-D,
     model space) and ``actionability``, immutable features are fixed to the query and
     increase-/decrease-only features bounded by it. ``lower`` / ``upper`` (per column)
-    intersect the box.
+    intersect the box. ``integer_grid=False`` leaves grid columns continuous (kind still
+    ``"grid"``, no step variable): for models that only compare a grid column with grid-
+    aligned bounds (tree splits), the caller rounds afterwards.
     """
     encoder = getattr(space, "encoder", space)
     if isinstance(space, int | np.integer):
@@ -513,7 +516,7 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
     vt = np.where(kind == "binary", "B", "C")
     x = milp.add_vars(d, lo, hi, vt)
     grid_vars = np.full(d, -1, dtype=np.int64)
-    g = np.flatnonzero(kind == "grid")
+    g = np.flatnonzero(kind == "grid") if integer_grid else np.zeros(0, dtype=np.int64)
     if g.size:
         zlo, zhi = _grid_bounds(lo[g], hi[g], steps[g])
         z = milp.add_vars(g.size, zlo, np.maximum(zhi, zlo), "I")  # empty grid -> infeasible row
@@ -540,17 +543,39 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
     return InputDomain(InputVars(x, lo, hi), kind, steps, grid_vars)
 
 
+def restrict_domain(milp: MILP, domain: InputDomain, lower: np.ndarray, upper: np.ndarray
+                    ) -> InputDomain:
+    """The same variables of ``domain`` with their bounds changed to ``[lower, upper]`` (e.g.
+    an incumbent box from :func:`robustce.methods.milp_nearest.incumbent_box`; grid columns
+    on their lattice), integer grid variables bounded to match."""
+    lo = np.asarray(lower, dtype=np.float64).reshape(-1)
+    hi = np.asarray(upper, dtype=np.float64).reshape(-1)
+    x = domain.index
+    milp.set_var_bounds(x, lo, hi)
+    g = np.flatnonzero(domain.grid_vars >= 0)
+    if g.size:
+        st = domain.grid_steps[g]
+        milp.set_var_bounds(domain.grid_vars[g], np.round(lo[g] * st), np.round(hi[g] * st))
+    return InputDomain(InputVars(x, lo, hi), domain.column_kind, domain.grid_steps,
+                       domain.grid_vars)
+
+
 # --- distances -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class DistanceObjective:
     """A linear expression Σ coefs·vars + constant over a MILP's variables: the encoded
-    distance (plus any tie-break), ready for ``milp.set_objective(cols, coefs, constant=...)``."""
+    distance (plus any tie-break), ready for ``milp.set_objective(cols, coefs, constant=...)``.
+    ``abs_vars`` (per column, −1 where none): the variable e_j ≥ |x_j − q_j| of a column that
+    is not a 0/1 column at a 0/1 query value; ``changed_vars`` (``l0``, per column, −1 where
+    none): the binary that must be 1 for the column to move. Encodings may tighten them."""
 
     cols: np.ndarray
     coefs: np.ndarray
     constant: float
+    abs_vars: np.ndarray | None = None
+    changed_vars: np.ndarray | None = None
 
     def set_as_objective(self, milp: MILP) -> None:
         """Minimise this expression."""
@@ -609,8 +634,9 @@ def encode_distance(milp: MILP, domain: InputDomain, query: np.ndarray, distance
     cols = np.flatnonzero(movable)
     l1_cols, l1_coef = dvar[cols], w[cols] * acoef[cols]
     l1_const = float((w[cols] * const[cols]).sum())
+    abs_vars = np.where(gen, dvar, -1)
     if distance.norm == "l1":
-        return DistanceObjective(l1_cols, l1_coef, l1_const)
+        return DistanceObjective(l1_cols, l1_coef, l1_const, abs_vars)
     units = np.unique(owner[cols])
     if distance.norm == "linf":
         tvar = milp.add_vars(1, 0.0, np.inf)
@@ -624,7 +650,8 @@ def encode_distance(milp: MILP, domain: InputDomain, query: np.ndarray, distance
                              np.concatenate([np.ones(len(units)), -w[cols] * acoef[cols]]),
                              len(units), rhs, np.inf)
         return DistanceObjective(np.concatenate([tvar, l1_cols]),
-                                 np.concatenate([[1.0], tie_break * l1_coef]), tie_break * l1_const)
+                                 np.concatenate([[1.0], tie_break * l1_coef]), tie_break * l1_const,
+                                 abs_vars)
     # l0: a column of zero weight never counts, so it moves freely
     cols = cols[w[cols] > 0]
     units = np.unique(owner[cols])
@@ -638,9 +665,11 @@ def encode_distance(milp: MILP, domain: InputDomain, query: np.ndarray, distance
                          np.concatenate([np.ones(n), -(hi[cols] - q[cols])]), n, -np.inf, q[cols])
     milp.add_constrs_coo(np.concatenate([rr, rr]), np.concatenate([x[cols], cu]),
                          np.concatenate([-np.ones(n), -(q[cols] - lo[cols])]), n, -np.inf, -q[cols])
+    changed = np.full(d, -1, dtype=np.int64)
+    changed[cols] = cu
     return DistanceObjective(np.concatenate([cvar, l1_cols]),
                              np.concatenate([np.ones(len(cvar)), tie_break * l1_coef]),
-                             tie_break * l1_const)
+                             tie_break * l1_const, abs_vars, changed)
 
 
 # --- convex-hull regions -------------------------------------------------------------------------
