@@ -444,7 +444,8 @@ class MACE(Explainer):
                 return "found", best, high, low, ""
             mid = 0.5 * (low + high)
             if hinted:  # first ask whether the hint is within ε of the optimum
-                mid, hinted, gallop = max(high - self._eps, mid), False, False
+                # (just above high − ε, so that an unsat answer closes the gap in float)
+                mid, hinted, gallop = max(high - self._eps * (1 - 1e-9), mid), False, False
             if gallop:
                 probe = max(low * 2.0, low + self._eps)
                 gallop = probe < mid
@@ -521,10 +522,11 @@ class _TreeMILP:
     trees shrink to a few leaves) and cut off at δ. A cut-off MILP proves that no CE lies
     within δ (δ_min = δ); the first one with a solution holds the optimum, since every
     nearer CE lies in its ball. With training data, the MO point (MACE's seed) bounds the
-    search: the radii are its distance d₀ times 1/32, 1/16, …, 1 (ℓ0 alone: 1, 2, … changed
-    features), and when nothing beats it within d₀ it is the optimum. Without data, one MILP
-    over the whole actionable box. The absolute MIP gap is ε·J/2 (the objective is J·d), so
-    the answer is within ε/2 of the optimum.
+    search: the radii are its distance d₀ times 1/32, 1/16, … and last d₀ − ε/2 (ℓ0 alone:
+    1, 2, … changed features) — when nothing beats it by ε/2, the seed is returned. Without
+    data the radii run up to 1, then the whole actionable box (:meth:`_radii`). Each stage
+    gets the bound proven by the ones before as a row; the absolute MIP gap is ε·J/2 (the
+    objective is J·d), so the answer is within ε/2 of the optimum.
 
     A forest's target must beat the rivals that win ties (those listed before it) by
     ``tau`` (default 1e-6) on the summed vote and the others by MACE's ``tau`` (0): the bound
@@ -560,27 +562,37 @@ class _TreeMILP:
                                  float(sum(w * p.constant for w, p in parts)))
 
     def _radii(self, seed_distance: float | None) -> list[float | None]:
-        """The stages' radii δ: from the seed's distance d₀ times 1/32 doubling up to d₀ (ℓ0
-        alone: 1, 2, … changed features); without a seed up to d = 1 (every distance is at
-        most 1), then the whole box (None)."""
-        J = len(self.mace.encoder.blocks_)
-        top = 1.0 if seed_distance is None else seed_distance
-        if set(self.mace._norm) == {"l0"}:
-            out: list[float | None] = [c / J for c in range(1, round(top * J))]
+        """The stages' radii δ. With a seed at distance d₀: d₀/32, d₀/16, … below d₀, then
+        d₀ − ε/2 (is anything better than the seed by ε/2?); ℓ0 alone: 1, 2, …, k − 1
+        changed features (distances are multiples of 1/J, so nothing within (k − 1)/J means
+        the seed, k features, is optimal). Without a seed the same up to d = 1 (no distance
+        exceeds it), then the whole box (None)."""
+        mc = self.mace
+        J = len(mc.encoder.blocks_)
+        if seed_distance is None:
+            top, last = 1.0, None
         else:
-            out = []
-            r = top * _TREE_FIRST_RADIUS
-            while r < top:
-                out.append(r)
-                r *= 2.0
-        return [*out, None if seed_distance is None else seed_distance]
+            top, last = seed_distance, seed_distance - 0.5 * mc._eps
+        if set(mc._norm) == {"l0"}:
+            out: list[float | None] = [c / J for c in range(1, round(top * J))]
+            return out if seed_distance is not None else [*out, None]
+        out = []
+        r = top * _TREE_FIRST_RADIUS
+        while last is None or r < last:
+            if r >= top:
+                break
+            out.append(r)
+            r *= 2.0
+        if last is None or last > 0:
+            out.append(last)
+        return out
 
     def _stage(self, x: np.ndarray, target: int, tau: float, delta: float | None,
                box: tuple[np.ndarray, np.ndarray], time_limit: float,
-               cutoff: float | None = None, floor: float = 0.0) -> _Stage:
+               floor: float = 0.0) -> _Stage:
         """The MILP for the nearest CE within ``delta`` (None: anywhere in ``box``), cut off
-        at objective ``cutoff`` (default just above J·δ: a cut-off proves no CE within δ),
-        with the row ``objective >= floor`` (a bound proven by earlier stages)."""
+        just above J·δ (a cut-off proves that no CE lies within δ), with the row
+        ``objective >= floor`` (a bound proven by earlier stages)."""
         mc = self.mace
         enc = mc.encoder
         J = len(enc.blocks_)
@@ -600,8 +612,7 @@ class _TreeMILP:
                                      dom.column_kind, dom.grid_steps)
             dom = restrict_domain(m, dom, blo, bhi)
             prune = mc._pruner(x, delta)
-            if cutoff is None:  # strictly above J·δ (solver tolerances)
-                cutoff = J * delta + 1e-7 * (1.0 + J * delta)
+            cutoff = J * delta + 1e-7 * (1.0 + J * delta)  # strictly above (tolerances)
         weak = self._weak if tau <= self.tau else tau
         trees = encode_tree_ensemble(m, self.ensemble(), dom, target, margin_strict=tau,
                                      margin_weak=weak, prune=prune)
@@ -634,21 +645,18 @@ class _TreeMILP:
         low = 0.0  # proven: no CE with J·d <= low
         spent = 0.0
         slack = 0.5 * mc._eps * J  # the seed is returned once nothing beats it by this
-        radii = self._radii(d_seed)
-        for k, delta in enumerate(radii):
+        for delta in self._radii(d_seed):
             left = time_limit - (time.perf_counter() - t0)
             if left <= 0:
                 break
-            final = d_seed is not None and k == len(radii) - 1
-            cutoff = J * d_seed - slack if final else None
-            st = self._stage(x, target, tau, delta, box, left, cutoff, low)
+            st = self._stage(x, target, tau, delta, box, left, floor=low)
             r = st.result
             spent += 0.0 if r is None else r.time
             if st.cut:
                 if delta is None:  # the whole box
                     return _Nearest("infeasible", None, time=spent, bound=math.inf, message=(
                         "proven infeasible: no plausible point is in the target class"))
-                low = cutoff if final else J * delta
+                low = J * delta
                 continue
             status = r.status
             base = {"objective": r.objective, "gap": r.gap, "solver_status": status.value,
@@ -666,6 +674,9 @@ class _TreeMILP:
                 break
             return _Nearest("error", None, bound=bound,
                             **{**base, "message": f"solver: {status.value} {r.message}"})
+        else:  # every stage cut off: nothing beats the seed by ε/2 (module note in _radii)
+            if seed is not None:
+                low = max(low, J * d_seed - slack)
         if seed is None:
             return _Nearest("timeout", None, bound=low, time=spent,
                             message="time limit before a CE was found")
