@@ -57,6 +57,9 @@ from robustce.data.schema import Actionability, FeatureKind
 from robustce.errors import SolverError, ValidationError
 from robustce.solvers.tightening import l1_ball_max
 
+#: smallest model-space change of a real feature that the diversity clause counts as a change
+DIFFER_RESOLUTION = 1e-6
+
 __all__ = [
     "SMTInput",
     "SMTResult",
@@ -418,9 +421,18 @@ class SMTInput:
 
     def differs(self, x: np.ndarray) -> z3.BoolRef:
         """Diversity clause: the assignment differs from the row ``x`` in at least one feature
-        (‖·‖₀ ≥ 1, paper §4.2)."""
-        vals = self.values(x)
-        return z3.Or([z3.Not(self.equal(i, val)) for i, val in enumerate(vals)])
+        (‖·‖₀ ≥ 1, paper §4.2); a real feature by at least :data:`DIFFER_RESOLUTION` of its
+        range — z3 may otherwise move it by a rational too small to survive decoding to a
+        float, returning the same CE twice."""
+        out = []
+        for i, val in enumerate(self.values(x)):
+            v = self.vars[i]
+            if v.sort == "real":
+                c = self._const(v, val)
+                out.append(z3.Or(v.var <= c - DIFFER_RESOLUTION, v.var >= c + DIFFER_RESOLUTION))
+            else:
+                out.append(z3.Not(self.equal(i, val)))
+        return z3.Or(out)
 
     # --- reading a solution --------------------------------------------------------------
     def decode(self, model: z3.ModelRef) -> np.ndarray:
