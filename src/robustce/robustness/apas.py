@@ -205,16 +205,18 @@ def _unit_f32(bitgen: np.random.BitGenerator, size: int) -> np.ndarray:
 
 
 class _FreshNoise:
-    """Source of the unit draws of Algorithm 1's tests (:func:`_unit_f32`), fresh from the
-    generator on every call. ``layers(draws, shapes, bias)`` returns, for the given draws of
-    the current test and each (out_idx, in_idx) in ``shapes`` — the kept coordinates of a layer —
-    v for the weights ``W[out_idx][:, in_idx]``, shape (len(draws), len(out_idx), len(in_idx)),
-    and for the biases ``b[out_idx]`` (None without ``bias``); ``start_test()`` marks a new tested
-    δ. Tests substitute a source that reads a fixed table, to compare the fast test draw by draw
+    """Source of the unit draws of Algorithm 1's tests (:func:`_unit_f32`), fresh on every
+    call from an SFC64 bit generator seeded by the caller's generator (its raw output is
+    ≈ 30 % faster than PCG64's, and raw bits are the floor of this test).
+    ``layers(draws, shapes, bias)`` returns, for the given draws of the current test and each
+    (out_idx, in_idx) in ``shapes`` — the kept coordinates of a layer — v for the weights
+    ``W[out_idx][:, in_idx]``, shape (len(draws), len(out_idx), len(in_idx)), and for the
+    biases ``b[out_idx]`` (None without ``bias``); ``start_test()`` marks a new tested δ.
+    Tests substitute a source that reads a fixed table, to compare the fast test draw by draw
     with a plain float64 forward of the same realisations."""
 
     def __init__(self, rng: np.random.Generator):
-        self.bitgen = rng.bit_generator
+        self.bitgen = np.random.SFC64(rng.integers(2**63))
 
     def start_test(self) -> None:
         pass
@@ -236,6 +238,12 @@ class _FreshNoise:
         return out
 
 
+def _column_sums(h: np.ndarray) -> np.ndarray:
+    """Σ over axis 1 of float32 h (m, in, N), as (m, 1, N): a matmul with ones, ≈ 5× faster
+    than ``h.sum(axis=1)`` on these short axes."""
+    return np.matmul(np.ones((1, h.shape[1]), dtype=h.dtype), h)
+
+
 def _noisy(h: np.ndarray, c: np.ndarray, vW: np.ndarray, vb: np.ndarray | None, d: np.ndarray,
            nb: int) -> np.ndarray:
     """Pre-activations (m, out, N) of the realisations W + δ(2v_W − 3), b + δ(2v_b − 3) at inputs
@@ -250,7 +258,7 @@ def _noisy(h: np.ndarray, c: np.ndarray, vW: np.ndarray, vb: np.ndarray | None, 
     if vb is not None:
         z += vb[:, :, None]
     z *= np.float32(2.0)
-    z -= np.float32(3.0) * (h.sum(axis=1, keepdims=True) + np.float32(nb))
+    z -= np.float32(3.0) * (_column_sums(h) + np.float32(nb))
     z *= d
     z += c
     return z
@@ -381,7 +389,7 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
             if last == 0:
                 go, pend = np.arange(s), np.ones((s, len(rr)), dtype=bool)
             else:  # output layer: only draws whose margin range over its noise straddles 0
-                rad = d * (h.sum(axis=1) + f32(nb)) + tol                          # (s, Nr)
+                rad = d * (_column_sums(h)[:, 0] + f32(nb)) + tol                        # (s, Nr)
                 if binary:
                     a_ = sign_all[rr] * c[:, 0]
                     flipped |= (~(a_ >= -rad)).any(axis=0)
