@@ -502,16 +502,22 @@ _TREE_FIRST_RADIUS = 1.0 / 32
 #: optimum — adult forest, ℓ∞, a stage at 0.82× the optimum: z3 8 s, HiGHS > 55 s)
 _HINT_SHARE = 0.5
 _HINT_STAGE_SHARE = 0.1
+#: a hint's stage with more node variables than this is not solved (z3 takes over): HiGHS
+#: 1.16 overran a 20 s limit by 90 s in its root cut separation on a 33 000-node ℓ0 stage
+#: (adult forest); the largest stages that paid off had about 6 000
+_HINT_MAX_NODES = 15000
 
 
 @dataclass
 class _Stage:
     """One MILP of :class:`_TreeMILP` over the CEs within ``delta``: ``cut`` — proven that
-    there is none (within ``delta``); else a solver result and the decoded point."""
+    there is none (within ``delta``); else a solver result and the decoded point;
+    ``too_big``: not solved (a hint's MILP above ``_HINT_MAX_NODES``)."""
 
     cut: bool
     result: Any = None
     cf: np.ndarray | None = None
+    too_big: bool = False
 
 
 class _TreeMILP:
@@ -624,6 +630,8 @@ class _TreeMILP:
                                      margin_weak=weak, prune=prune)
         if trees.infeasible:
             return _Stage(True)
+        if self.hint and trees.n_nodes > _HINT_MAX_NODES:
+            return _Stage(False, too_big=True)
         obj = self._objective(m, dom, x, trees)
         obj.set_as_objective(m)
         if floor > 0:
@@ -652,6 +660,7 @@ class _TreeMILP:
         spent = 0.0
         slack = 0.5 * mc._eps * J  # the seed is returned once nothing beats it by this
         radii = self._radii(d_seed)
+        l0 = set(mc._norm) == {"l0"}  # stages one changed feature apart: none is skipped
         if self.hint:  # leave z3 the rest of the budget for its proof
             time_limit *= _HINT_SHARE
         for k, delta in enumerate(radii):
@@ -659,8 +668,11 @@ class _TreeMILP:
             if left <= 0:
                 break
             last = k == len(radii) - 1
-            cap = left if (last or not self.hint) else min(left, _HINT_STAGE_SHARE * time_limit)
+            cap = left if (last or not self.hint or l0) else min(left, _HINT_STAGE_SHARE
+                                                                  * time_limit)
             st = self._stage(x, target, tau, delta, box, cap, floor=low)
+            if st.too_big:
+                break  # z3 takes over from the bounds so far
             r = st.result
             spent += 0.0 if r is None else r.time
             if (self.hint and not last and not st.cut and st.cf is None
