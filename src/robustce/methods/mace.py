@@ -95,7 +95,10 @@ class MACE(Explainer):
         incumbent for the first CE, checked by a plain ``predict``, becomes δ_max, and
         Algorithm 1's first SAT call asks for a CE within δ_max − ε — an unsatisfiable answer
         is z3's proof that the hint is within ε of the optimum. The certificate (δ_min) is
-        still z3's; the hint only saves the calls near the optimum, the slowest ones.
+        still z3's; the hint only saves the calls near the optimum, the slowest ones. On
+        trees and forests the MILP gets half of the query's remaining time (its stages
+        below the last a tenth each; one too large to pay off is left to z3), so z3 always
+        has the other half.
     sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
         per-query ``time_limit``).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
