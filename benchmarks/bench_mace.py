@@ -15,6 +15,10 @@ The baseline column is the paper's Table 6 mean time for adult, ℓ1, ε = 1e-3 
 PySMT + Z3); it was not measured in this run, so the ratio compares machines as well as code.
 
     python benchmarks/bench_mace.py [--quick]
+    python benchmarks/bench_mace.py --kinds forest,forest:smt-hint,forest:milp --n 20
+
+(``kind:backend``: ``smt`` by default, ``smt-hint`` — SMT with ``hint="milp"`` —, ``milp``;
+the MILP backend and the hint cover trees and forests as well as LR and the MLP.)
 """
 
 from __future__ import annotations

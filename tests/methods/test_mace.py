@@ -706,3 +706,36 @@ def test_grid_kmax_is_the_last_grid_step_sent_left():
                             rng.uniform(-0.2, 1.2, 50), [-1.0, 2.0, np.inf, -np.inf]])
         expect = np.searchsorted(grid, t, side="right") - 1  # last grid value <= t
         np.testing.assert_array_equal(grid_kmax(np.full(len(t), steps), t), expect)
+
+
+def test_tree_milp_stage_timeouts_are_honest(mixed_more, monkeypatch):
+    """A stage that hits its time limit without a CE proves nothing: the MILP backend then
+    reports a timeout with the bound proven so far (the MO point as the best CE), while the
+    hint skips the stage and goes on to a larger ball (z3 still proves the bound)."""
+    from robustce.methods.mace import _Stage, _TreeMILP
+    from robustce.solvers.milp import SolveResult, SolveStatus
+
+    data, models = mixed_more
+    model = models["forest10"]
+    queries = data.frame.iloc[:12]
+    real = _TreeMILP._stage
+    calls: list[float | None] = []
+
+    def stalls_first(self, x, target, tau, delta, box, time_limit, floor=0.0):
+        calls.append(delta)
+        if len(calls) == 1:
+            return _Stage(False, SolveResult(SolveStatus.TIME_LIMIT, time=0.0), None)
+        return real(self, x, target, tau, delta, box, time_limit, floor)
+
+    plain = MACE(model, data, norm="l1", backend="milp").explain(queries)
+    label = next(lab for lab in queries.index
+                 if plain.status[lab] == "found" and plain.certificates.loc[lab, "delta_min"] > 0)
+    monkeypatch.setattr(_TreeMILP, "_stage", stalls_first)
+    milp = MACE(model, data, norm="l1", backend="milp").explain(queries.loc[[label]])
+    assert milp.status[label] == "timeout" and len(calls) == 1
+    assert milp.certificates.loc[label, "delta_min"] == 0.0
+    calls.clear()
+    hinted = MACE(model, data, norm="l1", hint="milp").explain(queries.loc[[label]])
+    assert hinted.status[label] == "found" and len(calls) > 1
+    assert abs(hinted.certificates.loc[label, "delta_max"]
+               - plain.certificates.loc[label, "delta_max"]) <= EPS + 1e-9

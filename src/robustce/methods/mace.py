@@ -95,7 +95,10 @@ class MACE(Explainer):
         incumbent for the first CE, checked by a plain ``predict``, becomes δ_max, and
         Algorithm 1's first SAT call asks for a CE within δ_max − ε — an unsatisfiable answer
         is z3's proof that the hint is within ε of the optimum. The certificate (δ_min) is
-        still z3's; the hint only saves the calls near the optimum, the slowest ones.
+        still z3's; the hint only saves the calls near the optimum, the slowest ones. On
+        trees and forests the MILP gets half of the query's remaining time (its stages
+        below the last a tenth each; one too large to pay off is left to z3), so z3 always
+        has the other half.
     sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
         per-query ``time_limit``).
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
@@ -177,7 +180,7 @@ class MACE(Explainer):
             raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
                                   "for diverse CEs")
         if self._kind in ("tree", "forest"):
-            return _TreeMILP(self)
+            return _TreeMILP(self, hint=not one_ce)
         if self._kind != "network":
             raise UnsupportedModelError(
                 "backend='milp' covers decision trees, random forests, logistic regression and "
@@ -497,16 +500,28 @@ _TREE_VOTE_MARGIN = 1e-6
 #: the first MILP of a query asks for a CE within this share of the seed's distance, then the
 #: radius doubles (for ℓ0 alone: one more changed feature per stage)
 _TREE_FIRST_RADIUS = 1.0 / 32
+#: with ``hint="milp"``, the MILP's share of the query's remaining time (z3 proves with the
+#: rest), and the most a stage below the last may take: one that cannot decide within it is
+#: skipped (no CE found, nothing proven; z3 is often faster at the proofs just below the
+#: optimum — adult forest, ℓ∞, a stage at 0.82× the optimum: z3 8 s, HiGHS > 55 s)
+_HINT_SHARE = 0.5
+_HINT_STAGE_SHARE = 0.1
+#: a hint's stage with more node variables than this is not solved (z3 takes over): HiGHS
+#: 1.16 overran a 20 s limit by 90 s in its root cut separation on a 33 000-node ℓ0 stage
+#: (adult forest); the largest stages that paid off had about 6 000
+_HINT_MAX_NODES = 15000
 
 
 @dataclass
 class _Stage:
     """One MILP of :class:`_TreeMILP` over the CEs within ``delta``: ``cut`` — proven that
-    there is none (within ``delta``); else a solver result and the decoded point."""
+    there is none (within ``delta``); else a solver result and the decoded point;
+    ``too_big``: not solved (a hint's MILP above ``_HINT_MAX_NODES``)."""
 
     cut: bool
     result: Any = None
     cf: np.ndarray | None = None
+    too_big: bool = False
 
 
 class _TreeMILP:
@@ -534,8 +549,9 @@ class _TreeMILP:
     considered; the SMT backend's δ_min is exact). Same interface as
     ``MILPNearest._nearest``."""
 
-    def __init__(self, mace: MACE):
+    def __init__(self, mace: MACE, hint: bool = False):
         self.mace = mace
+        self.hint = hint
         forest = mace._kind == "forest"
         self.tau = max(mace._tau, _TREE_VOTE_MARGIN) if forest else mace._tau
         self._weak = mace._tau
@@ -618,6 +634,8 @@ class _TreeMILP:
                                      margin_weak=weak, prune=prune)
         if trees.infeasible:
             return _Stage(True)
+        if self.hint and trees.n_nodes > _HINT_MAX_NODES:
+            return _Stage(False, too_big=True)
         obj = self._objective(m, dom, x, trees)
         obj.set_as_objective(m)
         if floor > 0:
@@ -645,13 +663,25 @@ class _TreeMILP:
         low = 0.0  # proven: no CE with J·d <= low
         spent = 0.0
         slack = 0.5 * mc._eps * J  # the seed is returned once nothing beats it by this
-        for delta in self._radii(d_seed):
+        radii = self._radii(d_seed)
+        l0 = set(mc._norm) == {"l0"}  # stages one changed feature apart: none is skipped
+        if self.hint:  # leave z3 the rest of the budget for its proof
+            time_limit *= _HINT_SHARE
+        for k, delta in enumerate(radii):
             left = time_limit - (time.perf_counter() - t0)
             if left <= 0:
                 break
-            st = self._stage(x, target, tau, delta, box, left, floor=low)
+            last = k == len(radii) - 1
+            cap = left if (last or not self.hint or l0) else min(left, _HINT_STAGE_SHARE
+                                                                  * time_limit)
+            st = self._stage(x, target, tau, delta, box, cap, floor=low)
+            if st.too_big:
+                break  # z3 takes over from the bounds so far
             r = st.result
             spent += 0.0 if r is None else r.time
+            if (self.hint and not last and not st.cut and st.cf is None
+                    and r.status in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT)):
+                continue  # undecided within the cap: a larger ball may find a CE fast
             if st.cut:
                 if delta is None:  # the whole box
                     return _Nearest("infeasible", None, time=spent, bound=math.inf, message=(
@@ -674,8 +704,8 @@ class _TreeMILP:
                 break
             return _Nearest("error", None, bound=bound,
                             **{**base, "message": f"solver: {status.value} {r.message}"})
-        else:  # every stage cut off: nothing beats the seed by ε/2 (module note in _radii)
-            if seed is not None:
+        else:  # the last stage (never skipped) cut off: nothing beats the seed by ε/2
+            if seed is not None:  # (for ℓ0 alone by integrality, see _radii)
                 low = max(low, J * d_seed - slack)
         if seed is None:
             return _Nearest("timeout", None, bound=low, time=spent,
