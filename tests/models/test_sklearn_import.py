@@ -271,3 +271,30 @@ def test_mace_on_a_boosted_pipeline_is_valid_and_no_farther_than_the_nearest_nei
         cert = res.certificates.loc[q]
         assert cert["delta_min"] <= d_nn + 1e-9
         assert cert["delta_max"] - cert["delta_min"] <= cert["epsilon"] + 1e-12
+
+
+@pytest.mark.parametrize("clf", ["hgb", "gb"])
+def test_additive_formula_holds_exactly_where_the_model_predicts_its_class(german, clf):
+    """φ_f(x, t) of a boosted pipeline (SMT-LIB text parsed by z3) at fixed rows: true for
+    the predicted class, false for the other — checked row by row against ``predict``."""
+    import z3
+
+    from robustce.solvers import smt
+
+    ds = german[0]
+    est = (HistGradientBoostingClassifier(max_iter=8, max_depth=3, random_state=0) if clf == "hgb"
+           else GradientBoostingClassifier(n_estimators=30, max_depth=2, random_state=0))
+    model = from_sklearn(_pipe(german, est), ds.frame)
+    inp = smt.SMTInput(model.encoder)
+    X = model.encoder.transform(ds.frame.iloc[:200])
+    pred = model.predict(X)
+    X = np.vstack([X[pred == 0][:15], X[pred == 1][:15]])  # both classes
+    pred = model.predict(X)
+    assert 0 < pred.mean() < 1
+    formulas = {t: smt.additive_formula(model.additive_trees(), inp, t, tau=0.0) for t in (0, 1)}
+    for x, p in zip(X, pred, strict=True):
+        fix = [inp.equal(i, v) for i, v in enumerate(inp.values(x))]
+        for t, phi in formulas.items():
+            s = z3.Solver()
+            s.add(*inp.domain, *fix, *phi)
+            assert (s.check() == z3.sat) == (t == int(p))
