@@ -268,12 +268,29 @@ class MACE(Explainer):
             r = 0.0
         return r
 
-    def _pruner(self, x: np.ndarray, delta: float) -> smt.BallPrune:
+    def _pruner(self, x: np.ndarray, delta: float) -> Any:
         """``prune(lo, hi)``: True when every point whose columns lie in ``[lo, hi]`` is
-        farther than ``delta`` from ``x`` (:class:`~robustce.solvers.smt.BallPrune`)."""
+        farther than ``delta`` from ``x`` — a lower bound of d from the column ranges alone
+        (each column's ω-weighted gap to the query bounds its feature's δ_f from below).
+        ``lo``, ``hi``: one box (1-D, returns a bool) or a stack of boxes (2-D, one bool
+        per row)."""
         enc = self.encoder
-        return smt.BallPrune(x, self._omega, enc.feature_of_column_, len(enc.blocks_),
-                             self._norm, delta * (1 + 1e-12) + 1e-15)
+        w = self._omega
+        J = len(enc.blocks_)
+        owner = np.zeros((len(w), J))
+        owner[np.arange(len(w)), enc.feature_of_column_] = 1.0
+        norm = self._norm
+        limit = delta * (1 + 1e-12) + 1e-15
+
+        def prune(lo: np.ndarray, hi: np.ndarray) -> Any:
+            gap = w * np.maximum(0.0, np.maximum(lo - x, x - hi))
+            per = np.atleast_2d(gap) @ owner  # per raw feature
+            lb = (norm.get("l1", 0.0) * per.sum(axis=1) + norm.get("linf", 0.0) * per.max(axis=1)
+                  + norm.get("l0", 0.0) * np.count_nonzero(per, axis=1)) / J
+            out = lb > limit
+            return bool(out[0]) if np.ndim(lo) == 1 else out
+
+        return prune
 
     def _solver(self, x: np.ndarray, target: int, delta: float | None,
                 extra: list[z3.BoolRef]) -> tuple[z3.Solver, smt.SMTInput, z3.ArithRef]:

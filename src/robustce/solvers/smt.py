@@ -64,7 +64,6 @@ __all__ = [
     "SMTInput",
     "SMTResult",
     "check",
-    "BallPrune",
     "forest_formula",
     "interval_bounds",
     "network_formula",
@@ -85,9 +84,9 @@ def rational(value: float) -> z3.RatNumRef:
 
 
 @lru_cache(maxsize=1 << 16)
-def _vote_text(a: float, b: float) -> str:
-    """``a − b`` exactly, as SMT-LIB text."""
-    return _real_text(Fraction(a) - Fraction(b))
+def _vote(a: float, b: float) -> z3.RatNumRef:
+    f = Fraction(a) - Fraction(b)
+    return z3.RealVal(f"{f.numerator}/{f.denominator}")
 
 
 def _to_float(value: z3.ExprRef) -> float:
@@ -137,7 +136,6 @@ class SMTInput:
         self._col_block = np.empty(encoder.n_features_out_, dtype=np.int64)
         self._le: dict[tuple[int, float], Any] = {}
         self._gt: dict[tuple[int, float], Any] = {}
-        self._text: dict[int, str] = {}  # id of a cached le/gt predicate -> its SMT-LIB text
         for i, b in enumerate(encoder.blocks_):
             f = b.feature
             name = f"{prefix}_{i}"
@@ -162,19 +160,6 @@ class SMTInput:
     @property
     def n_features(self) -> int:
         return len(self.vars)
-
-    @property
-    def decls(self) -> dict[str, z3.ExprRef]:
-        """The feature variables by name, for :func:`z3.parse_smt2_string`."""
-        return {v.var.decl().name(): v.var for v in self.vars}
-
-    def text(self, pred: z3.BoolRef) -> str:
-        """SMT-LIB text of a predicate from :meth:`le` / :meth:`gt` (cached: those are)."""
-        key = id(pred)
-        out = self._text.get(key)
-        if out is None:
-            out = self._text[key] = pred.sexpr()
-        return out
 
     # --- model-space columns -------------------------------------------------------------
     def _indicator(self, col: int) -> z3.BoolRef:
@@ -490,133 +475,44 @@ def _grid_kmax(steps: int, t: float) -> int:
 # ----------------------------------------------------------------------------------------
 
 
-class BallPrune:
-    """``prune(lo, hi)`` for the partial evaluation of tree formulae: True when every point
-    whose model-space columns lie in ``[lo, hi]`` is farther than ``limit`` from ``x`` under
-    MACE's distance ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞) / J`` — a lower bound from the column ranges
-    alone (each column's ω-weighted gap to the query bounds its feature's δ_j from below).
-    ``lo``, ``hi``: one box (1-D, returns a bool) or a stack of boxes (2-D, one bool per row).
-
-    :meth:`feature_gap` and :meth:`exceeds` give the same test one feature at a time, for a
-    traversal that changes one column per step (exact: a feature's gap is recomputed from its
-    own columns, never updated by differences)."""
-
-    def __init__(self, x: np.ndarray, omega: np.ndarray, feature_of_column: np.ndarray,
-                 n_features: int, norm: Mapping[str, float], limit: float):
-        self.x, self.w = np.asarray(x, dtype=np.float64), np.asarray(omega, dtype=np.float64)
-        self.J, self.limit = int(n_features), float(limit)
-        self.l0, self.l1, self.linf = (float(norm.get(k, 0.0)) for k in ("l0", "l1", "linf"))
-        self.owner = np.zeros((len(self.w), self.J))
-        self.owner[np.arange(len(self.w)), feature_of_column] = 1.0
-        self.feature_of = [int(j) for j in feature_of_column]
-        self.columns = [[int(c) for c in np.flatnonzero(feature_of_column == j)]
-                        for j in range(self.J)]
-        self._x, self._w = self.x.tolist(), self.w.tolist()
-
-    def __call__(self, lo: np.ndarray, hi: np.ndarray) -> Any:
-        gap = self.w * np.maximum(0.0, np.maximum(lo - self.x, self.x - hi))
-        per = np.atleast_2d(gap) @ self.owner  # per raw feature
-        lb = (self.l1 * per.sum(axis=1) + self.linf * per.max(axis=1)
-              + self.l0 * np.count_nonzero(per, axis=1)) / self.J
-        out = lb > self.limit
-        return bool(out[0]) if np.ndim(lo) == 1 else out
-
-    def feature_gap(self, j: int, lo: Sequence[float], hi: Sequence[float]) -> float:
-        """Feature ``j``'s lower bound of δ_j over the box (Python floats)."""
-        x, w = self._x, self._w
-        return sum(w[c] * max(0.0, lo[c] - x[c], x[c] - hi[c]) for c in self.columns[j])
-
-    def exceeds(self, per: Sequence[float]) -> bool:
-        """The test of :meth:`__call__` from the per-feature gaps."""
-        lb = 0.0
-        if self.l1:
-            lb += self.l1 * sum(per)
-        if self.linf:
-            lb += self.linf * max(per)
-        if self.l0:
-            lb += self.l0 * sum(1 for g in per if g != 0.0)
-        return lb / self.J > self.limit
-
-
 def _leaf_paths(tree: Any, inp: SMTInput, lo: np.ndarray, hi: np.ndarray,
-                     prune: Callable[[np.ndarray, np.ndarray], bool] | None,
-                     defines: list[str], tag: str) -> list[tuple[int, str | None]]:
+                prune: Callable[[np.ndarray, np.ndarray], bool] | None = None
+                ) -> list[tuple[int, z3.BoolRef | bool]]:
     """Leaves reachable inside the box ``[lo, hi]`` with their path conditions; tests the box
     decides are left out (partial evaluation of the characteristic formula). ``prune(plo,
     phi)`` may drop a subtree given the column ranges its path allows (e.g. when every point
-    there is provably farther than the distance bound; a :class:`BallPrune` is applied one
-    changed feature at a time).
-
-    The conditions are SMT-LIB text, parsed once per formula (:func:`_parse`): building the
-    same terms through z3's Python API costs microseconds per node, and a 100-tree forest has
-    tens of thousands. A leaf's condition is None (true) or a term; every conjunction
-    ``(and parent pred)`` becomes a macro ``(define-fun <tag>_<i> () Bool …)`` appended to
-    ``defines``, so the text grows with the number of nodes, not with the sum of the path
-    lengths."""
-    out: list[tuple[int, str | None]] = []
-    ball = prune if isinstance(prune, BallPrune) else None
-    lo_l, hi_l = [float(v) for v in lo], [float(v) for v in hi]
-    per0 = [ball.feature_gap(j, lo_l, hi_l) for j in range(ball.J)] if ball else None
-    stack: list[tuple[int, str | None, list[float], list[float], Any]] = [
-        (0, None, lo_l, hi_l, per0)]
-    feat, thr = tree.feature.tolist(), tree.threshold.tolist()
-    left, right = tree.left.tolist(), tree.right.tolist()
+    there is provably farther than the distance bound)."""
+    out: list[tuple[int, z3.BoolRef | bool]] = []
+    stack: list[tuple[int, Any, np.ndarray, np.ndarray]] = [(0, True, lo, hi)]
+    feat, thr, left, right = tree.feature, tree.threshold, tree.left, tree.right
     while stack:
-        node, cond, plo, phi, per = stack.pop()
+        node, cond, plo, phi = stack.pop()
         if left[node] < 0:
             out.append((node, cond))
             continue
-        f, t = feat[node], thr[node]
+        f, t = int(feat[node]), float(thr[node])
         if phi[f] <= t:  # the whole box goes left
-            stack.append((left[node], cond, plo, phi, per))
+            stack.append((int(left[node]), cond, plo, phi))
             continue
         if plo[f] > t:
-            stack.append((right[node], cond, plo, phi, per))
+            stack.append((int(right[node]), cond, plo, phi))
             continue
-        for child, pred, go_left in ((left[node], inp.le(f, t), True),
-                                     (right[node], inp.gt(f, t), False)):
+        for child, pred, go_left in ((int(left[node]), inp.le(f, t), True),
+                                     (int(right[node]), inp.gt(f, t), False)):
             if pred is False:
                 continue
-            clo, chi, cper = plo, phi, per
+            clo, chi = plo, phi
             if prune is not None:
+                clo, chi = plo.copy(), phi.copy()
                 if go_left:
-                    chi = phi.copy()
                     chi[f] = t
                 else:
-                    clo = plo.copy()
                     clo[f] = t
-                if ball is not None:
-                    j = ball.feature_of[f]
-                    cper = per.copy()
-                    cper[j] = ball.feature_gap(j, clo, chi)
-                    if ball.exceeds(cper):
-                        continue
-                elif prune(np.asarray(clo), np.asarray(chi)):
+                if prune(clo, chi):
                     continue
-            if pred is True:
-                term = cond
-            elif cond is None:
-                term = inp.text(pred)
-            else:
-                term = f"{tag}_{len(defines)}"
-                defines.append(f"(define-fun {term} () Bool (and {cond} {inp.text(pred)}))")
-            stack.append((child, term, clo, chi, cper))
+            stack.append((child, cond if pred is True else (pred if cond is True
+                                                            else z3.And(cond, pred)), clo, chi))
     return out
-
-
-def _parse(inp: SMTInput, defines: list[str], asserts: list[str]) -> list[z3.BoolRef]:
-    """The assertions of an SMT-LIB text over ``inp``'s variables."""
-    return list(z3.parse_smt2_string("\n".join(defines + asserts), decls=inp.decls))
-
-
-def _sum_text(terms: list[str]) -> str:
-    return terms[0] if len(terms) == 1 else f"(+ {' '.join(terms)})"
-
-
-def _real_text(value: Fraction) -> str:
-    """An exact rational as an SMT-LIB real term."""
-    body = f"(/ {abs(value.numerator)}.0 {value.denominator}.0)"
-    return f"(- {body})" if value < 0 else body
 
 
 def tree_formula(tree: Any, inp: SMTInput, target: int,
@@ -626,17 +522,18 @@ def tree_formula(tree: Any, inp: SMTInput, target: int,
     disjunction of the path conditions of the leaves whose argmax class is ``target``."""
     lo, hi = box if box is not None else (np.zeros(tree.n_features), np.ones(tree.n_features))
     leaf_class = np.argmax(tree.value, axis=1)
-    defines: list[str] = []
-    conds = [c for leaf, c in _leaf_paths(tree, inp, lo, hi, prune, defines, "t")
-             if leaf_class[leaf] == target]
-    if any(c is None for c in conds):
+    conds = [c for leaf, c in _leaf_paths(tree, inp, lo, hi, prune) if leaf_class[leaf] == target]
+    if any(c is True for c in conds):
         return z3.BoolVal(True)
-    if not conds:
-        return z3.BoolVal(False)
-    return _parse(inp, defines, [f"(assert (or {' '.join(conds)}))" if len(conds) > 1
-                                 else f"(assert {conds[0]})"])[0]
+    return z3.Or(conds) if conds else z3.BoolVal(False)
 
 
+# Building the tree formulae term by term through z3's Python API is most of a forest's solver
+# build time (adult, 100 trees: ≈ 60 % of MACE's time per query). Writing them as SMT-LIB text
+# (a define-fun per path node) and parsing once built them 2.3× faster, but z3 then solved them
+# 2.8× slower on 20 adult queries (the parser keeps a written negative number as a unary-minus
+# term and an equality in its written orientation, where the API builds numerals and orders
+# the arguments), so the API build stays.
 def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
                    box: tuple[np.ndarray, np.ndarray] | None = None, tau: float = 0.0,
                    prefix: str = "v",
@@ -652,41 +549,37 @@ def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
     lo, hi = box if box is not None else (np.zeros(n_features), np.ones(n_features))
     n_classes = trees[0].n_classes
     rivals = [c for c in range(n_classes) if c != target]
-    defines: list[str] = []
-    asserts: list[str] = []
-    sums: dict[int, list[str]] = {c: [] for c in rivals}
+    cons: list[z3.BoolRef] = []
+    sums: dict[int, list[z3.ArithRef]] = {c: [] for c in rivals}
     const: dict[int, Fraction] = dict.fromkeys(rivals, Fraction(0))
     for k, tree in enumerate(trees):
-        paths = _leaf_paths(tree, inp, lo, hi, prune, defines, f"{prefix}_p{k}")
+        paths = _leaf_paths(tree, inp, lo, hi, prune)
         value = tree.value
         if not paths:  # no leaf of this tree is within reach: nothing is
             return [z3.BoolVal(False)]
-        if len(paths) == 1 and paths[0][1] is None:  # decided by the box
+        if len(paths) == 1 and paths[0][1] is True:  # decided by the box
             leaf = paths[0][0]
             for c in rivals:
                 const[c] += Fraction(float(value[leaf, target])) - Fraction(float(value[leaf, c]))
             continue
         conds = [c for _, c in paths]
-        if any(c is None for c in conds):  # cannot happen with more than one path
+        if any(c is True for c in conds):  # cannot happen with more than one path
             raise SolverError("inconsistent tree paths")
-        # some leaf is reached (excludes points between floats)
-        asserts.append(f"(assert (or {' '.join(conds)}))" if len(conds) > 1
-                       else f"(assert {conds[0]})")
+        cons.append(z3.Or(conds))  # some leaf is reached (excludes points between floats)
         leaves = np.array([leaf for leaf, _ in paths])
         for c in rivals:
             a, b = value[leaves, target], value[leaves, c]
             if np.all(a - b == a[0] - b[0]) and np.all(a == a[0]):  # one vote everywhere
                 const[c] += Fraction(float(a[0])) - Fraction(float(b[0]))
                 continue
-            var = f"{prefix}_{id(inp)}_{k}_{c}"
-            defines.append(f"(declare-const {var} Real)")
-            asserts += [f"(assert (=> {cond} (= {var} {_vote_text(float(ai), float(bi))})))"
-                        for ai, bi, cond in zip(a, b, conds, strict=True)]
+            var = z3.Real(f"{prefix}_{id(inp)}_{k}_{c}")
+            cons += [z3.Implies(cond, var == _vote(float(ai), float(bi)))
+                     for ai, bi, cond in zip(a, b, conds, strict=True)]
             sums[c].append(var)
     for c in rivals:
-        total = _sum_text([*sums[c], _real_text(const[c] - Fraction(float(tau)))])
-        asserts.append(f"(assert ({'>' if c < target else '>='} {total} 0.0))")
-    return _parse(inp, defines, asserts)
+        total = z3.Sum([*sums[c], z3.RealVal(str(const[c] - Fraction(float(tau))))])
+        cons.append(total > 0 if c < target else total >= 0)
+    return cons
 
 
 def additive_formula(ensemble: Any, inp: SMTInput, target: int,
@@ -703,39 +596,34 @@ def additive_formula(ensemble: Any, inp: SMTInput, target: int,
     n_features = trees[0].n_features
     lo, hi = box if box is not None else (np.zeros(n_features), np.ones(n_features))
     n_logits = ensemble.n_logits
-    defines: list[str] = []
-    asserts: list[str] = []
-    terms: list[list[str]] = [[] for _ in range(n_logits)]
+    cons: list[z3.BoolRef] = []
+    terms: list[list[Any]] = [[] for _ in range(n_logits)]
     const = [Fraction(float(b)) for b in ensemble.baseline]
     for m, (tree, k) in enumerate(zip(trees, ensemble.output, strict=True)):
-        paths = _leaf_paths(tree, inp, lo, hi, prune, defines, f"{prefix}_p{m}")
+        paths = _leaf_paths(tree, inp, lo, hi, prune)
         if not paths:
             return [z3.BoolVal(False)]
-        conds = [c for _, c in paths]
-        reached = f"(assert (or {' '.join(conds)}))" if len(conds) > 1 else None
         vals = tree.value[[leaf for leaf, _ in paths], 0]
         if len(paths) == 1 or np.all(vals == vals[0]):
-            if reached:
-                asserts.append(reached)
+            if len(paths) > 1:
+                cons.append(z3.Or([c for _, c in paths]))
             const[int(k)] += Fraction(float(vals[0]))
             continue
-        var = f"{prefix}_{id(inp)}_{m}"
-        defines.append(f"(declare-const {var} Real)")
-        asserts.append(reached)
-        asserts += [f"(assert (=> {cond} (= {var} {_real_text(Fraction(float(v)))})))"
-                    for v, cond in zip(vals, conds, strict=True)]
+        var = z3.Real(f"{prefix}_{id(inp)}_{m}")
+        conds = [c for _, c in paths]
+        cons.append(z3.Or(conds))
+        cons += [z3.Implies(cond, var == _rational(float(v))) for v, cond in zip(vals, conds,
+                                                                                   strict=True)]
         terms[int(k)].append(var)
-    z = [_sum_text([*terms[k], _real_text(const[k])]) for k in range(n_logits)]
-    t = _real_text(Fraction(float(tau)))
+    z = [z3.Sum([*terms[k], z3.RealVal(str(const[k]))]) for k in range(n_logits)]
+    t = z3.RealVal(str(Fraction(float(tau))))
     if n_logits == 1:
-        asserts.append(f"(assert (> {z[0]} {t}))" if target == 1
-                       else f"(assert (<= {z[0]} (- {t})))")
-        return _parse(inp, defines, asserts)
+        cons.append(z[0] > t if target == 1 else z[0] <= -t)
+        return cons
     for c in range(n_logits):
         if c != target:
-            op = ">" if c < target else ">="
-            asserts.append(f"(assert ({op} (- {z[target]} {z[c]}) {t}))")
-    return _parse(inp, defines, asserts)
+            cons.append(z[target] - z[c] > t if c < target else z[target] - z[c] >= t)
+    return cons
 
 
 def interval_bounds(weights: Sequence[tuple[np.ndarray, np.ndarray]], lo: np.ndarray,
