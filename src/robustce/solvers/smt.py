@@ -475,6 +475,23 @@ def _grid_kmax(steps: int, t: float) -> int:
 # ----------------------------------------------------------------------------------------
 
 
+def _and2(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
+    """``z3.And(a, b)``: the same term, built by one C call without the Python API's argument
+    checks (which cost more than the call; tree paths make tens of thousands of these)."""
+    ctx = a.ctx
+    args = (z3.Ast * 2)(a.as_ast(), b.as_ast())
+    return z3.BoolRef(z3.z3core.Z3_mk_and(ctx.ref(), 2, args), ctx)
+
+
+def _implies_eq(cond: z3.BoolRef, var: z3.ArithRef, value: z3.ArithRef) -> z3.BoolRef:
+    """``z3.Implies(cond, var == value)`` for a real variable and a real numeral: the same
+    term by two C calls. (Python evaluates ``var == value`` as ``value.__eq__(var)``, the
+    numeral's class being a subclass of the variable's, so the equality reads ``value = var``.)"""
+    ctx = cond.ctx
+    eq = z3.z3core.Z3_mk_eq(ctx.ref(), value.as_ast(), var.as_ast())
+    return z3.BoolRef(z3.z3core.Z3_mk_implies(ctx.ref(), cond.as_ast(), eq), ctx)
+
+
 def _leaf_paths(tree: Any, inp: SMTInput, lo: np.ndarray, hi: np.ndarray,
                 prune: Callable[[np.ndarray, np.ndarray], bool] | None = None
                 ) -> list[tuple[int, z3.BoolRef | bool]]:
@@ -511,7 +528,7 @@ def _leaf_paths(tree: Any, inp: SMTInput, lo: np.ndarray, hi: np.ndarray,
                 if prune(clo, chi):
                     continue
             stack.append((child, cond if pred is True else (pred if cond is True
-                                                            else z3.And(cond, pred)), clo, chi))
+                                                            else _and2(cond, pred)), clo, chi))
     return out
 
 
@@ -573,7 +590,7 @@ def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
                 const[c] += Fraction(float(a[0])) - Fraction(float(b[0]))
                 continue
             var = z3.Real(f"{prefix}_{id(inp)}_{k}_{c}")
-            cons += [z3.Implies(cond, var == _vote(float(ai), float(bi)))
+            cons += [_implies_eq(cond, var, _vote(float(ai), float(bi)))
                      for ai, bi, cond in zip(a, b, conds, strict=True)]
             sums[c].append(var)
     for c in rivals:
