@@ -312,7 +312,8 @@ class MACE(Explainer):
         if self._kind == "tree":
             s.add(smt.tree_formula(self._parts[0], inp, target, box, prune=prune))
         elif self._kind == "forest":
-            s.add(*smt.forest_formula(self._parts, inp, target, box, tau=self._tau, prune=prune))
+            smt.assert_all(s, smt.forest_formula(self._parts, inp, target, box, tau=self._tau,
+                                                 prune=prune))
         elif self._kind == "boosted":
             s.add(*smt.additive_formula(self._parts, inp, target, box, tau=self._tau,
                                         prune=prune))

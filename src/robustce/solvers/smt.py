@@ -63,6 +63,7 @@ DIFFER_RESOLUTION = 1e-6
 __all__ = [
     "SMTInput",
     "SMTResult",
+    "assert_all",
     "check",
     "forest_formula",
     "interval_bounds",
@@ -483,6 +484,21 @@ def _and2(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
     return z3.BoolRef(z3.z3core.Z3_mk_and(ctx.ref(), 2, args), ctx)
 
 
+def _or(terms: Sequence[z3.BoolRef]) -> z3.BoolRef:
+    """``z3.Or(terms)`` (a non-empty list of Boolean terms): the same term by one C call."""
+    ctx = terms[0].ctx
+    args = (z3.Ast * len(terms))(*(t.as_ast() for t in terms))
+    return z3.BoolRef(z3.z3core.Z3_mk_or(ctx.ref(), len(terms), args), ctx)
+
+
+def assert_all(solver: z3.Solver, terms: Sequence[z3.BoolRef]) -> None:
+    """``solver.add(*terms)`` for Boolean terms, one C call each (what ``add`` does after its
+    per-term sort checks)."""
+    ref, handle = solver.ctx.ref(), solver.solver
+    for t in terms:
+        z3.z3core.Z3_solver_assert(ref, handle, t.as_ast())
+
+
 def _implies_eq(cond: z3.BoolRef, var: z3.ArithRef, value: z3.ArithRef) -> z3.BoolRef:
     """``z3.Implies(cond, var == value)`` for a real variable and a real numeral: the same
     term by two C calls. (Python evaluates ``var == value`` as ``value.__eq__(var)``, the
@@ -582,7 +598,7 @@ def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
         conds = [c for _, c in paths]
         if any(c is True for c in conds):  # cannot happen with more than one path
             raise SolverError("inconsistent tree paths")
-        cons.append(z3.Or(conds))  # some leaf is reached (excludes points between floats)
+        cons.append(_or(conds))  # some leaf is reached (excludes points between floats)
         leaves = np.array([leaf for leaf, _ in paths])
         for c in rivals:
             a, b = value[leaves, target], value[leaves, c]
