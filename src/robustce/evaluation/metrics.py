@@ -151,10 +151,12 @@ class MetricInputs:
 
     def lof(self) -> tuple[np.ndarray, np.ndarray]:
         """(LOF value, inlier flag) per CE against its target class's training points."""
-        scorer = self._lof
-        if scorer is None:
-            scorer = lof_scorer(self.data, self.encoder, self.lof_neighbors)
-        return self._once("lof", lambda: scorer.score(self.C, self.targets))
+        def score() -> tuple[np.ndarray, np.ndarray]:
+            scorer = self._lof if self._lof is not None else lof_scorer(
+                self.data, self.encoder, self.lof_neighbors)
+            return scorer.score(self.C, self.targets)
+
+        return self._once("lof", score)
 
     def all_cfs(self, which: str = "explanations") -> tuple[np.ndarray, np.ndarray]:
         """Every CE of every query (rows, owner position) of the explanations or ``perturbed``."""

@@ -315,8 +315,8 @@ class MACE(Explainer):
             smt.assert_all(s, smt.forest_formula(self._parts, inp, target, box, tau=self._tau,
                                                  prune=prune))
         elif self._kind == "boosted":
-            s.add(*smt.additive_formula(self._parts, inp, target, box, tau=self._tau,
-                                        prune=prune))
+            smt.assert_all(s, smt.additive_formula(self._parts, inp, target, box, tau=self._tau,
+                                                   prune=prune))
         else:
             first = None
             if delta is not None and "l1" in self._norm:

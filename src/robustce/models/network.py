@@ -107,10 +107,10 @@ def margin_terms(lower: np.ndarray, upper: np.ndarray, target_class: np.ndarray)
     one column (``lower`` for target 1, ``−upper`` for target 0). Their row minimum is
     :func:`margin_bounds`' lower bound."""
     lo, hi = np.atleast_2d(lower), np.atleast_2d(upper)
+    if lo.shape[1] == 1:  # binary: no per-row class indexing (a hot path of the sampled tests)
+        return np.where(np.asarray(target_class) == 1, lo[:, 0], -hi[:, 0])[:, None]
     n = lo.shape[0]
     t = np.broadcast_to(np.asarray(target_class, dtype=np.int64), (n,))
-    if lo.shape[1] == 1:
-        return np.where(t == 1, lo[:, 0], -hi[:, 0])[:, None]
     rows = np.arange(n)
     terms = lo[rows, t][:, None] - hi
     terms[rows, t] = np.inf

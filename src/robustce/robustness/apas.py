@@ -651,14 +651,6 @@ def _bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, biases: bool
     return out
 
 
-def _interval_sure(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Rows whose logit bounds [lo, hi] keep the target class over all of Δ_δ (the lower bound
-    of :func:`~robustce.models.network.margin_terms` > 0; binary nets without its overhead)."""
-    if lo.shape[1] == 1:
-        return np.where(t == 1, lo[:, 0], -hi[:, 0]) > 0
-    return margin_terms(lo, hi, t).min(axis=1) > 0
-
-
 def _skip_interval_prefix(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, active: np.ndarray,
                           lo: np.ndarray, cand: np.ndarray, n_tests: np.ndarray,
                           n_interval: np.ndarray, status: np.ndarray, d0: float, dmax: float,
@@ -677,7 +669,7 @@ def _skip_interval_prefix(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, active
     L = len(ladder)
     rows = np.repeat(idx, L)
     bounds = _bounds(net, X[rows], np.tile(ladder, idx.size), biases)
-    sure = _interval_sure(bounds[-1][0], bounds[-1][1], t[rows])
+    sure = margin_terms(bounds[-1][0], bounds[-1][1], t[rows]).min(axis=1) > 0
     proven = np.cumprod(sure.reshape(idx.size, L), axis=1).sum(axis=1)   # prefix length
     proven = np.minimum(proven, max_rounds)          # max_rounds caps the tests, these included
     for _ in range(int(proven.max())):
@@ -733,7 +725,7 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
         idx = np.flatnonzero(active)
         # interval bounds: where all of Δ_δ keeps the class, every draw would pass
         bounds = _bounds(net, X[idx], cand[idx], biases)
-        sure = _interval_sure(bounds[-1][0], bounds[-1][1], t[idx])
+        sure = margin_terms(bounds[-1][0], bounds[-1][1], t[idx]).min(axis=1) > 0
         ok = sure.copy()
         need = idx[~sure]
         if need.size:

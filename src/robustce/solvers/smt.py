@@ -558,7 +558,7 @@ def tree_formula(tree: Any, inp: SMTInput, target: int,
     conds = [c for leaf, c in _leaf_paths(tree, inp, lo, hi, prune) if leaf_class[leaf] == target]
     if any(c is True for c in conds):
         return z3.BoolVal(True)
-    return z3.Or(conds) if conds else z3.BoolVal(False)
+    return _or(conds) if conds else z3.BoolVal(False)
 
 
 # Building the tree formulae term by term through z3's Python API is most of a forest's solver
@@ -639,14 +639,14 @@ def additive_formula(ensemble: Any, inp: SMTInput, target: int,
         vals = tree.value[[leaf for leaf, _ in paths], 0]
         if len(paths) == 1 or np.all(vals == vals[0]):
             if len(paths) > 1:
-                cons.append(z3.Or([c for _, c in paths]))
+                cons.append(_or([c for _, c in paths]))
             const[int(k)] += Fraction(float(vals[0]))
             continue
         var = z3.Real(f"{prefix}_{id(inp)}_{m}")
         conds = [c for _, c in paths]
-        cons.append(z3.Or(conds))
-        cons += [z3.Implies(cond, var == _rational(float(v))) for v, cond in zip(vals, conds,
-                                                                                   strict=True)]
+        cons.append(_or(conds))
+        cons += [_implies_eq(cond, var, _rational(float(v)))
+                 for v, cond in zip(vals, conds, strict=True)]
         terms[int(k)].append(var)
     z = [z3.Sum([*terms[k], z3.RealVal(str(const[k]))]) for k in range(n_logits)]
     t = z3.RealVal(str(Fraction(float(tau))))
