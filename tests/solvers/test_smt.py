@@ -158,6 +158,71 @@ def test_tree_formulae_agree_with_sklearn(world, kind):
             assert _holds_all(inp, G[:20], phi) == list(pred[:20] == target)
 
 
+def _sequential_leaf_paths(tree, inp, lo, hi, prune):
+    """Reference for smt._leaf_paths_all: one tree, one node at a time, depth-first with the
+    right branch popped first; a child's box narrowed by its test only when pruning."""
+    out, todo = [], [(0, True, lo, hi)]
+    while todo:
+        node, cond, plo, phi = todo.pop()
+        if tree.left[node] < 0:
+            out.append((node, cond))
+            continue
+        f, t = int(tree.feature[node]), float(tree.threshold[node])
+        if phi[f] <= t or plo[f] > t:
+            todo.append((int(tree.left[node] if phi[f] <= t else tree.right[node]), cond, plo, phi))
+            continue
+        for child, pred, go_left in ((int(tree.left[node]), inp.le(f, t), True),
+                                     (int(tree.right[node]), inp.gt(f, t), False)):
+            if pred is False:
+                continue
+            clo, chi = plo, phi
+            if prune is not None:
+                clo, chi = plo.copy(), phi.copy()
+                (chi if go_left else clo)[f] = t
+                if prune(clo[None], chi[None])[0]:
+                    continue
+            todo.append((child, cond if pred is True else (pred if cond is True
+                                                           else z3.And(cond, pred)), clo, chi))
+    return out
+
+
+def test_all_trees_at_once_give_the_sequential_walks_paths_and_the_routed_leaf(world):
+    enc, X, y = world
+    est = RandomForestClassifier(n_estimators=12, random_state=1).fit(X, y)
+    model = rc.models.wrap(est, enc)
+    trees = model.trees()
+    inp = SMTInput(enc)
+    rng = np.random.default_rng(0)
+    G = _grid_points(enc, X, 30, 2)
+    for x in G[:6]:
+        for r in (None, 0.5, 0.2, 0.05):
+            lo, hi = np.zeros(len(x)), np.ones(len(x))
+            prune = None
+            if r is not None:  # keep the L∞ ball of radius r around x: prune boxes missing it
+                lo, hi = np.maximum(lo, x - 2 * r), np.minimum(hi, x + 2 * r)
+
+                def prune(plo, phi, x=x, r=r):
+                    return np.any((plo > x + r) | (phi < x - r), axis=1)
+            got = smt._leaf_paths_all(trees, inp, lo, hi, prune)
+            assert len(got) == len(trees)
+            for tree, paths in zip(trees, got, strict=True):
+                ref = _sequential_leaf_paths(tree, inp, lo, hi, prune)
+                assert [leaf for leaf, _ in paths] == [leaf for leaf, _ in ref]
+                for (_, a), (_, b) in zip(paths, ref, strict=True):
+                    assert (a is True and b is True) or a.eq(b)
+            # semantics: a point kept by the box and the ball reaches a listed leaf, the one
+            # scikit-learn routes it to, and only that leaf's condition holds there
+            pts = G[np.all((G >= lo) & (G <= hi), axis=1)]
+            if r is not None:
+                pts = pts[np.all(np.abs(pts - x) <= r, axis=1)]
+            for p in pts[rng.permutation(len(pts))[:3]]:
+                for k, (est_k, paths) in enumerate(zip(est.estimators_, got, strict=True)):
+                    routed = int(est_k.apply(p[None].astype(np.float32))[0])
+                    holds = [leaf for leaf, c in paths
+                             if c is True or _value_at(inp, p, c)]
+                    assert holds == [routed], (k, holds, routed)
+
+
 def test_forest_tie_goes_to_the_first_class():
     # two one-split stumps voting opposite ways on one feature: the vote ties inside (0.3, 0.6]
     frame = pd.DataFrame({"a": np.linspace(0, 1, 11)})

@@ -388,13 +388,15 @@ class MACE(Explainer):
                 ) -> tuple[str, np.ndarray | None, float, float, str]:
         """Algorithm 1 from ``δ_min = low``: (status, CE, δ_max, δ_min, message).
 
-        Tree models keep one solver while the bound shrinks (``D <= δ`` pushed and popped)
-        and rebuild it, partially evaluated on the smaller distance ball, once δ has shrunk
-        fourfold (most trees of a forest then reduce to a few leaves); networks get a fresh
-        formula every step (most neurons become stable), and their search first doubles δ up
-        from δ_min (unsatisfiable calls on small balls are cheap) until a call is
-        satisfiable or δ reaches the midpoint, then bisects. Every step keeps the invariant
-        of Algorithm 1 (δ_min refuted, a CE at δ_max), so the certificate is the same."""
+        The search first doubles δ up from δ_min (calls on small balls are cheap: few
+        unstable neurons, few reachable tree leaves) until a call is satisfiable or δ reaches
+        the midpoint, then bisects. (adult forest, 20 queries: bisecting from MO's distance
+        spent 28 s in satisfiable calls on wide balls; galloping up, 5 s.) Tree models keep
+        one solver while the bound shrinks (``D <= δ`` pushed and popped) and rebuild it,
+        partially evaluated on the smaller distance ball, once δ has shrunk fourfold or
+        grown; networks get a fresh formula every step (most neurons become stable). Every
+        step keeps the invariant of Algorithm 1 (δ_min refuted, a CE at δ_max), so the
+        certificate is the same."""
         rebuild = 1.0 if self._kind == "network" else 4.0
         base: tuple[z3.Solver, smt.SMTInput, z3.ArithRef] | None = None
         built = math.inf  # the bound the current solver was built for
@@ -418,19 +420,12 @@ class MACE(Explainer):
                                      "exact formula (raise tau)", r.time)
             return r
 
-        gallop = self._kind == "network"  # small balls first (few unstable neurons)
+        gallop = True  # small balls first
         seed = self._seed(x, target, previous)
         best: np.ndarray | None = None
         high = 1.0  # d <= 1 always (Algorithm 1 starts here)
         if seed is not None:
             best, high = seed, self._distance(x, seed)
-        elif not gallop:
-            r = ask(None)
-            if r.status == "unsat":
-                return "infeasible", None, math.nan, 1.0, "proved: no plausible CE exists"
-            if r.status != "sat":
-                return self._stop(r, None, math.nan, low)
-            best, high = r.x, self._distance(x, r.x)
         hinted = False
         if self._hint is not None and not previous:
             cf = self._milp_hint(x, target, deadline)

@@ -508,43 +508,134 @@ def _implies_eq(cond: z3.BoolRef, var: z3.ArithRef, value: z3.ArithRef) -> z3.Bo
     return z3.BoolRef(z3.z3core.Z3_mk_implies(ctx.ref(), cond.as_ast(), eq), ctx)
 
 
-def _leaf_paths(tree: Any, inp: SMTInput, lo: np.ndarray, hi: np.ndarray,
-                prune: Callable[[np.ndarray, np.ndarray], bool] | None = None
-                ) -> list[tuple[int, z3.BoolRef | bool]]:
-    """Leaves reachable inside the box ``[lo, hi]`` with their path conditions; tests the box
-    decides are left out (partial evaluation of the characteristic formula). ``prune(plo,
-    phi)`` may drop a subtree given the column ranges its path allows (e.g. when every point
-    there is provably farther than the distance bound)."""
-    out: list[tuple[int, z3.BoolRef | bool]] = []
-    stack: list[tuple[int, Any, np.ndarray, np.ndarray]] = [(0, True, lo, hi)]
-    feat, thr, left, right = tree.feature, tree.threshold, tree.left, tree.right
-    while stack:
-        node, cond, plo, phi = stack.pop()
-        if left[node] < 0:
-            out.append((node, cond))
-            continue
-        f, t = int(feat[node]), float(thr[node])
-        if phi[f] <= t:  # the whole box goes left
-            stack.append((int(left[node]), cond, plo, phi))
-            continue
-        if plo[f] > t:
-            stack.append((int(right[node]), cond, plo, phi))
-            continue
-        for child, pred, go_left in ((int(left[node]), inp.le(f, t), True),
-                                     (int(right[node]), inp.gt(f, t), False)):
-            if pred is False:
-                continue
-            clo, chi = plo, phi
+class _TreeStack:
+    """The node arrays of several trees stacked into one index space (tree ``k``'s node ``i``
+    is global node ``offset[k] + i``), so that one vectorised pass walks all trees at once."""
+
+    def __init__(self, trees: Sequence[Any]):
+        self.trees = tuple(trees)
+        sizes = np.array([len(t.feature) for t in self.trees], dtype=np.int64)
+        self.offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        shift = np.repeat(self.offset, sizes)
+        self.feature = np.concatenate([t.feature for t in self.trees]).astype(np.int64)
+        self.threshold = np.concatenate([t.threshold for t in self.trees]).astype(np.float64)
+        left = np.concatenate([t.left for t in self.trees]).astype(np.int64)
+        right = np.concatenate([t.right for t in self.trees]).astype(np.int64)
+        self.left = np.where(left >= 0, left + shift, -1)
+        self.right = np.where(right >= 0, right + shift, -1)
+
+
+_STACKS: dict[tuple[int, ...], _TreeStack] = {}
+
+
+def _tree_stack(trees: Sequence[Any]) -> _TreeStack:
+    """The (cached) :class:`_TreeStack` of ``trees``; the cache holds the trees themselves, so
+    an id is never reused while its entry lives."""
+    key = tuple(id(t) for t in trees)
+    out = _STACKS.get(key)
+    if out is None:
+        if len(_STACKS) >= 8:
+            _STACKS.pop(next(iter(_STACKS)))
+        out = _STACKS[key] = _TreeStack(trees)
+    return out
+
+
+def _reachable(stack: _TreeStack, lo: np.ndarray, hi: np.ndarray,
+               prune: Callable[[np.ndarray, np.ndarray], Any] | None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Breadth-first over all trees at once, one level per numpy pass: the nodes reachable in
+    the box ``[lo, hi]`` as entries (entry ``k < n_trees`` is tree ``k``'s root). Returns the
+    node of every entry and, per entry, the entry of its only child when the box decides the
+    test (``forced``) or of its left / right child when it does not (-1: none, or pruned).
+    Without ``prune`` a child keeps its parent's box; with it the child's box is narrowed by
+    the test and ``prune(lo, hi)`` (one bool per box row) may drop it."""
+    node = np.array([stack.offset[k] for k in range(len(stack.trees))], dtype=np.int64)
+    d = len(lo)
+    LO = np.broadcast_to(np.asarray(lo, np.float64), (len(node), d)).copy()
+    HI = np.broadcast_to(np.asarray(hi, np.float64), (len(node), d)).copy()
+    ids = np.arange(len(node))
+    nodes, forced, lchild, rchild = [node], [], [], []
+    parents: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (parent ids, child ids, which)
+    n_entries = len(node)
+    while len(node):
+        inner = stack.left[node] >= 0
+        node, LO, HI, ids = node[inner], LO[inner], HI[inner], ids[inner]
+        if not len(node):
+            break
+        rows = np.arange(len(node))
+        f, t = stack.feature[node], stack.threshold[node]
+        go_left = HI[rows, f] <= t
+        go_right = ~go_left & (LO[rows, f] > t)
+        split = ~(go_left | go_right)
+        new_node = [np.where(go_left, stack.left[node], stack.right[node])[~split]]
+        new_lo, new_hi = [LO[~split]], [HI[~split]]
+        new_parent, which = [ids[~split]], [np.zeros(int((~split).sum()), dtype=np.int8)]
+        s = np.flatnonzero(split)
+        for side, child in ((1, stack.left), (2, stack.right)):
+            clo, chi = LO[s], HI[s]
             if prune is not None:
-                clo, chi = plo.copy(), phi.copy()
-                if go_left:
-                    chi[f] = t
+                clo, chi = clo.copy(), chi.copy()
+                if side == 1:
+                    chi[np.arange(len(s)), f[s]] = t[s]
                 else:
-                    clo[f] = t
-                if prune(clo, chi):
+                    clo[np.arange(len(s)), f[s]] = t[s]
+                keep = ~np.asarray(prune(clo, chi), dtype=bool) if len(s) else np.zeros(0, bool)
+            else:
+                keep = np.ones(len(s), dtype=bool)
+            new_node.append(child[node[s[keep]]])
+            new_lo.append(clo[keep])
+            new_hi.append(chi[keep])
+            new_parent.append(ids[s[keep]])
+            which.append(np.full(int(keep.sum()), side, dtype=np.int8))
+        node = np.concatenate(new_node)
+        LO, HI = np.concatenate(new_lo), np.concatenate(new_hi)
+        ids = np.arange(n_entries, n_entries + len(node))
+        n_entries += len(node)
+        nodes.append(node)
+        parents.append((np.concatenate(new_parent), ids, np.concatenate(which)))
+    forced = np.full(n_entries, -1, dtype=np.int64)
+    lchild, rchild = forced.copy(), forced.copy()
+    for par, child, which in parents:
+        for arr, w in ((forced, 0), (lchild, 1), (rchild, 2)):
+            sel = which == w
+            arr[par[sel]] = child[sel]
+    return np.concatenate(nodes), forced, lchild, rchild
+
+
+def _leaf_paths_all(trees: Sequence[Any], inp: SMTInput, lo: np.ndarray, hi: np.ndarray,
+                    prune: Callable[[np.ndarray, np.ndarray], Any] | None = None
+                    ) -> list[list[tuple[int, z3.BoolRef | bool]]]:
+    """Per tree, the leaves reachable inside the box ``[lo, hi]`` with their path conditions;
+    tests the box decides are left out (partial evaluation of the characteristic formula).
+    ``prune(lo, hi)`` may drop a subtree given the column ranges its path allows (e.g. when
+    every point there is provably farther than the distance bound; it receives a stack of
+    boxes and returns one bool per row). The reachable nodes are found for all trees at once
+    (:func:`_reachable`); the conditions are then built depth-first, right branch first, and
+    an input-domain test that is never true drops its branch."""
+    stack = _tree_stack(trees)
+    node, forced, lchild, rchild = _reachable(stack, lo, hi, prune)
+    feat, thr, left = stack.feature, stack.threshold, stack.left
+    out: list[list[tuple[int, z3.BoolRef | bool]]] = []
+    for k in range(len(stack.trees)):
+        base = int(stack.offset[k])
+        paths: list[tuple[int, z3.BoolRef | bool]] = []
+        todo: list[tuple[int, Any]] = [(k, True)]
+        while todo:
+            e, cond = todo.pop()
+            n = int(node[e])
+            if left[n] < 0:
+                paths.append((n - base, cond))
+                continue
+            if forced[e] >= 0:
+                todo.append((int(forced[e]), cond))
+                continue
+            f, t = int(feat[n]), float(thr[n])
+            for child, pred in ((int(lchild[e]), inp.le(f, t)), (int(rchild[e]), inp.gt(f, t))):
+                if pred is False or child < 0:
                     continue
-            stack.append((child, cond if pred is True else (pred if cond is True
-                                                            else _and2(cond, pred)), clo, chi))
+                todo.append((child, cond if pred is True else (pred if cond is True
+                                                               else _and2(cond, pred))))
+        out.append(paths)
     return out
 
 
@@ -555,7 +646,8 @@ def tree_formula(tree: Any, inp: SMTInput, target: int,
     disjunction of the path conditions of the leaves whose argmax class is ``target``."""
     lo, hi = box if box is not None else (np.zeros(tree.n_features), np.ones(tree.n_features))
     leaf_class = np.argmax(tree.value, axis=1)
-    conds = [c for leaf, c in _leaf_paths(tree, inp, lo, hi, prune) if leaf_class[leaf] == target]
+    conds = [c for leaf, c in _leaf_paths_all([tree], inp, lo, hi, prune)[0]
+             if leaf_class[leaf] == target]
     if any(c is True for c in conds):
         return z3.BoolVal(True)
     return _or(conds) if conds else z3.BoolVal(False)
@@ -585,8 +677,8 @@ def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
     cons: list[z3.BoolRef] = []
     sums: dict[int, list[z3.ArithRef]] = {c: [] for c in rivals}
     const: dict[int, Fraction] = dict.fromkeys(rivals, Fraction(0))
-    for k, tree in enumerate(trees):
-        paths = _leaf_paths(tree, inp, lo, hi, prune)
+    all_paths = _leaf_paths_all(trees, inp, lo, hi, prune)
+    for k, (tree, paths) in enumerate(zip(trees, all_paths, strict=True)):
         value = tree.value
         if not paths:  # no leaf of this tree is within reach: nothing is
             return [z3.BoolVal(False)]
@@ -632,8 +724,8 @@ def additive_formula(ensemble: Any, inp: SMTInput, target: int,
     cons: list[z3.BoolRef] = []
     terms: list[list[Any]] = [[] for _ in range(n_logits)]
     const = [Fraction(float(b)) for b in ensemble.baseline]
-    for m, (tree, k) in enumerate(zip(trees, ensemble.output, strict=True)):
-        paths = _leaf_paths(tree, inp, lo, hi, prune)
+    all_paths = _leaf_paths_all(trees, inp, lo, hi, prune)
+    for m, (tree, k, paths) in enumerate(zip(trees, ensemble.output, all_paths, strict=True)):
         if not paths:
             return [z3.BoolVal(False)]
         vals = tree.value[[leaf for leaf, _ in paths], 0]
