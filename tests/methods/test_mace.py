@@ -133,7 +133,7 @@ def test_trees_bounds_bracket_the_brute_force_optimum(mixed, kind, norm):
     data, models = mixed
     model = models[kind]
     queries = data.frame.iloc[:10]
-    res = MACE(model, norm=norm, epsilon=EPS, time_limit=30).explain(queries)
+    res = MACE(model, norm=norm, epsilon=EPS, time_limit=30, backend="smt").explain(queries)
     assert _check_against_brute_force(model, queries, res, norm) >= 3
 
 
@@ -170,8 +170,8 @@ def test_never_farther_than_mo(mixed):
     queries = data.frame.iloc[200:215]
     enc = model.encoder
     Xtr = enc.transform(train.frame)
-    with_data = MACE(model, train, norm="l1").explain(queries)
-    without = MACE(model, norm="l1").explain(queries)
+    with_data = MACE(model, train, norm="l1", backend="smt").explain(queries)
+    without = MACE(model, norm="l1", backend="smt").explain(queries)
     Q = enc.transform(queries)
     checked = 0
     for i, label in enumerate(queries.index):
@@ -192,8 +192,8 @@ def test_user_constraint_keeps_a_feature_unchanged(mixed):
     data, models = mixed
     model = models["tree"]
     queries = data.frame.iloc[:10]
-    free = MACE(model, norm="l1").explain(queries)
-    fixed = MACE(model, norm="l1", actionability={"c1": "immutable"}).explain(queries)
+    free = MACE(model, norm="l1", backend="smt").explain(queries)
+    fixed = MACE(model, norm="l1", actionability={"c1": "immutable"}, backend="smt").explain(queries)
     assert (fixed.status.isin(["found", "infeasible", "already_target"])).all()
     merged = fixed.counterfactuals.merge(queries, left_on="query_id", right_index=True,
                                          suffixes=("", "_q"))
@@ -208,7 +208,7 @@ def test_infeasible_is_a_proof(mixed):
     data, models = mixed
     model = models["tree"]
     everything = dict.fromkeys(model.encoder.schema.names, "immutable")
-    res = MACE(model, actionability=everything).explain(data.frame.iloc[:6])
+    res = MACE(model, actionability=everything, backend="smt").explain(data.frame.iloc[:6])
     active = res.status != "already_target"
     assert active.any() and (res.status[active] == "infeasible").all()
     assert len(res.counterfactuals) == 0
@@ -218,7 +218,7 @@ def test_diverse_counterfactuals_differ(mixed):
     data, models = mixed
     model = models["tree"]
     queries = data.frame.iloc[:6]
-    res = MACE(model, norm="l1", n_counterfactuals=3).explain(queries)
+    res = MACE(model, norm="l1", n_counterfactuals=3, backend="smt").explain(queries)
     Q = model.encoder.transform(queries)
     seen = 0
     for i, label in enumerate(queries.index):
@@ -263,7 +263,7 @@ def continuous_lr():
 def test_logistic_regression_l1_matches_the_lp(continuous_lr):
     data, model = continuous_lr
     enc = model.encoder
-    ex = MACE(model, norm="l1", epsilon=EPS)
+    ex = MACE(model, norm="l1", epsilon=EPS, backend="smt")
     queries = data.frame.iloc[:12]
     res = ex.explain(queries)
     (W, b), = model.network().weights
@@ -299,7 +299,7 @@ def test_logistic_regression_l1_matches_the_lp(continuous_lr):
 def test_milp_backend_agrees_with_smt(continuous_lr, norm):
     data, model = continuous_lr
     queries = data.frame.iloc[:10]
-    a = MACE(model, norm=norm, epsilon=EPS).explain(queries)
+    a = MACE(model, norm=norm, epsilon=EPS, backend="smt").explain(queries)
     b = MACE(model, norm=norm, epsilon=EPS, backend="milp").explain(queries)
     # z3 may answer "unknown" on one machine and not another (a CI run did, on two l0
     # queries): a timeout is an honest status, but its bounds must still bracket the optimum
@@ -324,8 +324,8 @@ def test_milp_hint_keeps_the_smt_certificate(continuous_lr, norm):
     the plain SMT search within ε and the hinted search needs no more SAT calls."""
     data, model = continuous_lr
     queries = data.frame.iloc[:10]
-    plain = MACE(model, norm=norm, epsilon=EPS).explain(queries)
-    hinted = MACE(model, norm=norm, epsilon=EPS, hint="milp").explain(queries)
+    plain = MACE(model, norm=norm, epsilon=EPS, backend="smt").explain(queries)
+    hinted = MACE(model, norm=norm, epsilon=EPS, hint="milp", backend="smt").explain(queries)
     found = (plain.status == "found") & (hinted.status == "found")
     assert found.sum() >= 3 and (hinted.status[plain.status == "found"] == "found").all()
     a, b = plain.certificates[found], hinted.certificates[found]
@@ -339,7 +339,7 @@ def test_milp_hint_keeps_the_smt_certificate(continuous_lr, norm):
             cf = hinted.counterfactuals_encoded[(hinted.counterfactuals["query_id"] == label).to_numpy()][0]
             _check_plausible_and_valid(model, Q[i], cf, int(hinted.target_class[label]))
     with pytest.raises(ValidationError, match="hint"):
-        MACE(model, hint="lp")
+        MACE(model, hint="lp", backend="smt")
 
 
 def test_milp_backend_refuses_what_it_cannot_do(mixed, continuous_lr):
@@ -351,6 +351,29 @@ def test_milp_backend_refuses_what_it_cannot_do(mixed, continuous_lr):
     with pytest.raises(ValidationError, match="diverse"):
         MACE(lr, backend="milp", n_counterfactuals=2)
 
+
+
+def test_auto_backend_is_the_measured_faster_one_where_both_apply(mixed, continuous_lr):
+    data, models = mixed
+    lr = continuous_lr[1]
+    assert MACE(models["tree"]).backend_ == "milp"
+    assert MACE(models["forest"]).backend_ == "smt"
+    assert MACE(lr).backend_ == "milp"
+    # where the MILP does not apply (or a hint or diverse CEs are asked for): z3
+    assert MACE(lr, norm={"l1": 0.5, "l0": 0.5}).backend_ == "smt"
+    assert MACE(lr, actionability={"a": "immutable"}).backend_ == "smt"
+    assert MACE(models["tree"], n_counterfactuals=2).backend_ == "smt"
+    assert MACE(models["tree"], hint="milp").backend_ == "smt"
+    assert MACE(lr, backend="smt").backend_ == "smt"
+    # the default's answer carries the same certificate as z3's, within ε
+    queries = continuous_lr[0].frame.iloc[:6]
+    auto = MACE(lr, norm="l1", epsilon=EPS).explain(queries)
+    ref = MACE(lr, norm="l1", epsilon=EPS, backend="smt").explain(queries)
+    assert list(auto.status) == list(ref.status) and (auto.status == "found").sum() >= 4
+    found = auto.status == "found"
+    a, r = auto.certificates[found], ref.certificates[found]
+    assert (auto.certificates.sat_calls == 0).all()  # the MILP answered
+    assert np.all(a.delta_min <= r.delta_max + 1e-9) and np.all(r.delta_min <= a.delta_max + 1e-9)
 
 # --- world C: discrete features, a tiny MLP against enumeration ----------------------------
 
@@ -379,7 +402,7 @@ def test_mlp_bounds_bracket_enumeration():
     queries = data.frame.iloc[:8]
     Q = enc.transform(queries)
     for norm in ("l1", "l0"):
-        res = MACE(model, norm=norm, time_limit=30).explain(queries)
+        res = MACE(model, norm=norm, time_limit=30, backend="smt").explain(queries)
         for i, label in enumerate(queries.index):
             if res.status[label] == "already_target":
                 continue
@@ -397,7 +420,7 @@ def test_mlp_bounds_bracket_enumeration():
 
 def test_timeout_reports_bounds_not_a_claim(mixed):
     data, models = mixed
-    res = MACE(models["forest"], time_limit=1e-4).explain(data.frame.iloc[:5])
+    res = MACE(models["forest"], time_limit=1e-4, backend="smt").explain(data.frame.iloc[:5])
     active = res.status != "already_target"
     assert (res.status[active] == "timeout").all()
     assert (res.certificates.loc[active, "delta_min"] == 0.0).all()
@@ -412,7 +435,7 @@ def test_unsupported_models_are_named(mixed):
     X = enc.transform(data.frame)
     gb = GradientBoostingClassifier(n_estimators=3).fit(X, data.y)
     with pytest.raises(UnsupportedModelError, match="GradientBoostingClassifier"):
-        MACE(rc.models.wrap(gb, enc))
+        MACE(rc.models.wrap(gb, enc), backend="smt")
 
     class Opaque(rc.models.Model):
         def __init__(self, encoder):
@@ -422,27 +445,27 @@ def test_unsupported_models_are_named(mixed):
             return np.zeros((len(self.encode(X)), 1))
 
     with pytest.raises(UnsupportedModelError, match="Opaque"):
-        MACE(Opaque(enc))
+        MACE(Opaque(enc), backend="smt")
 
 
 @pytest.mark.parametrize("eps", [0, -1e-3, float("nan"), 2.0, "x"])
 def test_bad_epsilon(mixed, eps):
     with pytest.raises(ValidationError, match="epsilon"):
-        MACE(mixed[1]["tree"], epsilon=eps)
+        MACE(mixed[1]["tree"], epsilon=eps, backend="smt")
 
 
 @pytest.mark.parametrize("norm", ["l2", "cosine", {"l1": 0.7}, {"l3": 1.0}, {"l1": -1, "l0": 2}])
 def test_bad_norm(mixed, norm):
     with pytest.raises(ValidationError, match="norm"):
-        MACE(mixed[1]["tree"], norm=norm)
+        MACE(mixed[1]["tree"], norm=norm, backend="smt")
 
 
 def test_bad_actionability_and_backend(mixed):
     tree = mixed[1]["tree"]
     with pytest.raises(ValidationError, match="nope"):
-        MACE(tree, actionability={"nope": "immutable"})
+        MACE(tree, actionability={"nope": "immutable"}, backend="smt")
     with pytest.raises(ValidationError, match="categorical"):
-        MACE(tree, actionability={"cat": "increase"})
+        MACE(tree, actionability={"cat": "increase"}, backend="smt")
     with pytest.raises(ValidationError, match="backend"):
         MACE(tree, backend="cvc5")
 
@@ -450,7 +473,7 @@ def test_bad_actionability_and_backend(mixed):
 def test_params_round_trip(mixed):
     tree = mixed[1]["tree"]
     ex = MACE(tree, norm={"l1": 0.5, "l0": 0.5}, epsilon=1e-4, n_counterfactuals=2,
-              actionability={"c1": "increase"}, time_limit=5)
+              actionability={"c1": "increase"}, time_limit=5, backend="smt")
     again = MACE(tree, **ex.get_params())
     assert again.get_params() == ex.get_params()
 
@@ -538,7 +561,7 @@ def test_milp_backend_resolves_with_a_wider_margin_when_the_forward_pass_disagre
 
     monkeypatch.setattr(MILPNearest, "_nearest", flaky)
     queries = data.frame.iloc[:12]
-    need = MACE(model).explain(queries).status != "already_target"
+    need = MACE(model, backend="smt").explain(queries).status != "already_target"
     label = need[need].index[0]
     res = MACE(model, backend="milp").explain(queries.loc[[label]])
     assert res.status[label] == "found"
@@ -593,7 +616,7 @@ def test_milp_backend_agrees_with_smt_on_forests(mixed_more, norm):
     data, models = mixed_more
     model = models["forest10"]
     queries = data.frame.iloc[:12]
-    a = MACE(model, data, norm=norm, epsilon=EPS).explain(queries)
+    a = MACE(model, data, norm=norm, epsilon=EPS, backend="smt").explain(queries)
     b = MACE(model, data, norm=norm, epsilon=EPS, backend="milp").explain(queries)
     assert (a.status == b.status).all(), (a.status, b.status, b.messages)
     found = a.status == "found"
@@ -616,7 +639,7 @@ def test_milp_backend_on_trees_honours_actionability_overrides(mixed_more):
     model = models["forest"]
     queries = data.frame.iloc[:12]
     acts = {"c1": "immutable"}
-    a = MACE(model, data, norm="l1", actionability=acts).explain(queries)
+    a = MACE(model, data, norm="l1", actionability=acts, backend="smt").explain(queries)
     b = MACE(model, data, norm="l1", actionability=acts, backend="milp").explain(queries)
     assert (a.status == b.status).all()
     Q = model.encoder.transform(queries)
@@ -636,8 +659,8 @@ def test_milp_hint_on_forests_keeps_the_smt_certificate(mixed_more, norm):
     data, models = mixed_more
     model = models["forest10"]
     queries = data.frame.iloc[:12]
-    plain = MACE(model, data, norm=norm, epsilon=EPS).explain(queries)
-    hinted = MACE(model, data, norm=norm, epsilon=EPS, hint="milp").explain(queries)
+    plain = MACE(model, data, norm=norm, epsilon=EPS, backend="smt").explain(queries)
+    hinted = MACE(model, data, norm=norm, epsilon=EPS, hint="milp", backend="smt").explain(queries)
     assert (plain.status == hinted.status).all()
     found = plain.status == "found"
     assert found.sum() >= 3
@@ -664,7 +687,7 @@ def test_milp_backend_survives_the_highs_presolve_bug():
                            .fit(X, data.y), enc)
     query = data.frame.loc[[14]]
     norm = {"l1": 0.5, "linf": 0.5}
-    smt_res = MACE(model, data, norm=norm).explain(query)
+    smt_res = MACE(model, data, norm=norm, backend="smt").explain(query)
     milp_res = MACE(model, data, norm=norm, backend="milp").explain(query)
     assert smt_res.status[14] == milp_res.status[14] == "found"
     s_lo, s_hi = smt_res.certificates.loc[14, ["delta_min", "delta_max"]]
@@ -735,7 +758,7 @@ def test_tree_milp_stage_timeouts_are_honest(mixed_more, monkeypatch):
     assert milp.status[label] == "timeout" and len(calls) == 1
     assert milp.certificates.loc[label, "delta_min"] == 0.0
     calls.clear()
-    hinted = MACE(model, data, norm="l1", hint="milp").explain(queries.loc[[label]])
+    hinted = MACE(model, data, norm="l1", hint="milp", backend="smt").explain(queries.loc[[label]])
     assert hinted.status[label] == "found" and len(calls) > 1
     assert abs(hinted.certificates.loc[label, "delta_max"]
                - plain.certificates.loc[label, "delta_max"]) <= EPS + 1e-9

@@ -245,7 +245,7 @@ def test_nearest_neighbour_on_tree_ensembles(german, clf):
 def test_mace_on_a_forest_pipeline(german):
     ds = german[0]
     model = from_sklearn(_pipe(german, RandomForestClassifier(5, max_depth=4, random_state=0)), ds)
-    res = MACE(model, ds, sat_timeout=30).explain(ds.frame.iloc[:3])
+    res = MACE(model, ds, sat_timeout=30, backend="smt").explain(ds.frame.iloc[:3])
     found = _original_accepts(model, res)
     assert found.sum() >= 2
 
@@ -258,7 +258,7 @@ def test_mace_on_a_boosted_pipeline_is_valid_and_no_farther_than_the_nearest_nei
     model = from_sklearn(_pipe(german, est), ds.frame)
     assert set(model.predict(ds.frame)) == {0, 1}
     queries = ds.frame.iloc[:3]
-    res = MACE(model, ds, sat_timeout=30).explain(queries)
+    res = MACE(model, ds, sat_timeout=30, backend="smt").explain(queries)
     found = _original_accepts(model, res)
     assert found.all()
     # MACE's lower bound (no plausible CE within delta_min) holds against the nearest
