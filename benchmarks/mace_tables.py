@@ -2,7 +2,7 @@
 paper's numbers.
 
     robustce benchmark mace-table3 [--quick]                 # writes results/mace-table3[-quick]
-    python benchmarks/mace_tables.py results/mace-table3-quick
+    python benchmarks/mace_tables.py results/mace-table3-quick [more run dirs ...]
 
 Reads the run's cells (per-query distances ``raw_l0 / raw_l1 / raw_linf``: MACE's per-feature
 distances, the normalised distance of eq. 3 times J) and the saved explanations (statuses,
@@ -10,8 +10,8 @@ raw CE values), and prints, as markdown:
 
 * Table 2 — coverage of MACE and MO: share of queries with a CE or a proof that none exists
   (``found`` / ``infeasible``); timeouts and errors are counted and shown, never as covered;
-* Table 3 — 100·E[1 − δ_MACE/δ_MO] over the queries both answer with a CE, and how many
-  queries MACE's CE is farther than MO's (must be 0);
+* Table 3 — 100·E[1 − δ_MACE/δ_other] for other = MO, PFT (trees, forests), AR (LR) over
+  the queries both answer with a CE, and on how many queries MACE's CE is farther (must be 0);
 * Table 4 — adult forest: the share of queries whose unrestricted CE changes age and, over
   those, 100·E[δ_no-age/δ_unrestricted − 1] (MACE and MO);
 * Table 6 — median and mean seconds per query.
@@ -46,6 +46,27 @@ PAPER_TABLE3_MO = {
     ("mlp", "1e-3"): [60, 92, 91, 77, 85, 91, 1, 3, 3],
     ("mlp", "1e-5"): [60, 93, 93, 77, 96, 96, 1, 3, 3],
 }
+#: Table 3 of the paper, MACE vs PFT (trees, forests) and vs AR (LR); None where the paper's
+#: cell is shaded (PFT covers no adult query; AR has no ℓ0)
+_NO = None
+PAPER_TABLE3_PFT = {
+    ("tree", "1e-3"): [_NO, _NO, _NO, 53, 87, 85, 14, 56, 54],
+    ("tree", "1e-5"): [_NO, _NO, _NO, 53, 97, 96, 15, 55, 54],
+    ("forest", "1e-3"): [_NO, _NO, _NO, 53, 84, 81, 4, 28, 27],
+    ("forest", "1e-5"): [_NO, _NO, _NO, 53, 96, 96, 4, 28, 27],
+}
+PAPER_TABLE3_AR = {
+    ("lr", "1e-3"): [_NO, 3, 89, _NO, 39, 67, _NO, 10, 38],
+    ("lr", "1e-5"): [_NO, 5, 91, _NO, 42, 71, _NO, 10, 38],
+}
+#: Table 2 of the paper, coverage % of PFT and AR: {(model, method): [adult l0, ..., compas linf]}
+PAPER_TABLE2 = {
+    ("tree", "pft"): [0, 0, 0, 68, 68, 68, 74, 74, 74],
+    ("forest", "pft"): [0, 0, 0, 99, 99, 99, 100, 100, 100],
+    ("lr", "ar"): [_NO, 18, 0.4, _NO, 100, 100, _NO, 100, 100],
+}
+#: the baselines MACE is compared with, in table order
+BASELINES = ("mo", "pft", "ar")
 #: Table 4 of the paper (adult forest, MACE ε = 1e-5 and MO): {method: {norm: (% age change,
 #: % relative distance increase)}}
 PAPER_TABLE4 = {"MACE": {"l0": (13.2, 9.0), "l1": (20.4, 100.3), "linf": (84.4, 32.8)},
@@ -67,13 +88,16 @@ def _label(method: str) -> tuple[str, str, str, bool]:
     return kind, norm, eps, "noage" in parts[2:]
 
 
-def per_query(run_dir: str | Path) -> pd.DataFrame:
+def per_query(*run_dirs: str | Path) -> pd.DataFrame:
     """One row per (dataset, model, method, query): status, the distance in the method's own
-    norm (``raw_<norm>``; NaN without a CE), time, and whether the CE changes ``age``."""
-    run_dir = Path(run_dir)
-    res = load_results(run_dir)
+    norm (``raw_<norm>``; NaN without a CE), time, and whether the CE changes ``age``. With
+    several run directories, a cell of a later one replaces the same cell of an earlier one."""
+    cells: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for run_dir in map(Path, run_dirs):
+        for cell in load_results(run_dir).cells:
+            cells[cell["cell"]] = (run_dir, cell)
     rows: list[dict[str, Any]] = []
-    for cell in res.cells:
+    for run_dir, cell in cells.values():
         if not cell.get("ok"):
             continue
         kind, norm, eps, noage = _label(cell["method"])
@@ -116,19 +140,24 @@ def coverage_table(pq: pd.DataFrame) -> pd.DataFrame:
 
 
 def improvement_table(pq: pd.DataFrame) -> pd.DataFrame:
-    """Table 3: 100·E[1 − δ_MACE/δ_MO] over the queries where both return a CE (MACE
-    ``found``), with N and the number of queries where MACE's CE is farther than MO's."""
-    mo = _pivot(pq, "mo", None)
+    """Table 3: per baseline (MO, PFT, AR) 100·E[1 − δ_MACE/δ_other] over the queries where
+    both return a CE (MACE ``found``), with N and the number of queries where MACE's CE is
+    farther than the baseline's (0 expected: MACE is optimal within ε)."""
     out = []
-    for eps in sorted(pq.loc[pq.method == "mace", "eps"].unique()):
-        mace = _pivot(pq, "mace", eps)
-        both = mace.join(mo[["status", "distance"]].add_suffix("_mo"), how="inner")
-        both = both[(both.status == "found") & (both.status_mo == "found")]
-        for (dataset, model, norm), g in both.groupby(level=["dataset", "model", "norm"]):
-            ratio = g.distance / g.distance_mo
-            out.append({"model": model, "eps": eps, "dataset": dataset, "norm": norm, "n": len(g),
-                        "improvement": 100.0 * float(np.mean(1.0 - ratio)),
-                        "farther_than_mo": int((g.distance > g.distance_mo * (1 + 1e-9)).sum())})
+    for other in BASELINES:
+        base = _pivot(pq, other, None)
+        if not len(base):
+            continue
+        for eps in sorted(pq.loc[pq.method == "mace", "eps"].unique()):
+            mace = _pivot(pq, "mace", eps)
+            both = mace.join(base[["status", "distance"]].add_suffix("_o"), how="inner")
+            both = both[(both.status == "found") & (both.status_o == "found")]
+            for (dataset, model, norm), g in both.groupby(level=["dataset", "model", "norm"]):
+                ratio = g.distance / g.distance_o
+                out.append({"model": model, "eps": eps, "other": other, "dataset": dataset,
+                            "norm": norm, "n": len(g),
+                            "improvement": 100.0 * float(np.mean(1.0 - ratio)),
+                            "farther": int((g.distance > g.distance_o * (1 + 1e-9)).sum())})
     return pd.DataFrame(out)
 
 
@@ -182,7 +211,8 @@ def _grid(frame: pd.DataFrame, value: Any, rows: list[tuple[str, ...]], row_keys
             ours = value(idx.loc[key]) if len(idx) and key in idx.index else "–"
             if paper is not None:
                 p = paper.get(r if len(r) > 1 else r[0])
-                ours = f"{ours} ({fmt.format(p[j])})" if p is not None else ours
+                if p is not None and p[j] is not None:
+                    ours = f"{ours} ({fmt.format(p[j])})"
             cells.append(ours)
         lines.append("| " + " | ".join(r) + " | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -195,14 +225,22 @@ def markdown(pq: pd.DataFrame) -> str:
     eps = sorted(pq.loc[pq.method == "mace", "eps"].unique())
     out = ["### Table 2: coverage % (MACE: found or proved infeasible; paper: 100 % by "
            "definition)", ""]
-    rows = [(m, k, e) for m in models for k, e in [("mace", e) for e in eps] + [("mo", "")]]
+    present = set(zip(pq.model, pq.method, strict=True))
+    rows = [(m, k, e) for m in models
+            for k, e in [("mace", e) for e in eps] + [(b, "") for b in BASELINES]
+            if (m, k) in present]
+    paper2 = {(m, k, ""): v for (m, k), v in PAPER_TABLE2.items()}
     out.append(_grid(cov, lambda r: f"{r['coverage']:.0f}" + (
-        "" if r["coverage"] == 100 else f" [{r['statuses']}]"), rows, ("model", "method", "eps")))
-    out += ["", "### Table 3: % distance improvement of MACE over MO, 100·E[1 − δ_MACE/δ_MO] "
-            "(paper in parentheses); [N, farther than MO]", ""]
-    rows = [(m, e) for m in models for e in eps]
-    out.append(_grid(imp, lambda r: f"{r['improvement']:.0f} [{int(r['n'])}, {int(r['farther_than_mo'])}]",
-                     rows, ("model", "eps"), PAPER_TABLE3_MO))
+        "" if r["coverage"] == 100 else f" [{r['statuses']}]"), rows, ("model", "method", "eps"),
+        paper2, fmt="{:g}"))
+    out += ["", "### Table 3: % distance improvement of MACE over MO, PFT and AR, "
+            "100·E[1 − δ_MACE/δ_other] (paper in parentheses); [N, MACE farther]", ""]
+    rows = [(m, e, o) for m in models for o in BASELINES for e in eps if (m, o) in present]
+    paper3 = {(m, e, o): v for o, table in (("mo", PAPER_TABLE3_MO), ("pft", PAPER_TABLE3_PFT),
+                                             ("ar", PAPER_TABLE3_AR))
+              for (m, e), v in table.items()}
+    out.append(_grid(imp, lambda r: f"{r['improvement']:.0f} [{int(r['n'])}, {int(r['farther'])}]",
+                     rows, ("model", "eps", "other"), paper3))
     if len(age):
         out += ["", "### Table 4: adult, forest — % of queries whose CE changes age; relative "
                 "distance increase with age immutable (paper: MACE ε = 1e-5, in parentheses)", "",
@@ -225,10 +263,11 @@ def markdown(pq: pd.DataFrame) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run_dir", help="output directory of `robustce benchmark mace-table3`")
+    ap.add_argument("run_dir", nargs="+", help="output directory of `robustce benchmark "
+                    "mace-table3` (several: later cells replace earlier ones)")
     ap.add_argument("--csv", help="also write the per-query rows to this CSV")
     args = ap.parse_args()
-    pq = per_query(args.run_dir)
+    pq = per_query(*args.run_dir)
     if args.csv:
         pq.to_csv(args.csv, index=False)
     print(markdown(pq))
