@@ -248,3 +248,27 @@ def test_bad_input(continuous_lr):
             ActionableRecourse(model, data, **bad)
     with pytest.raises(ValidationError, match="training data"):
         ActionableRecourse(model)
+
+
+def test_thermometer_ordinal_with_and_without_type_plausibility():
+    rng = np.random.default_rng(5)
+    n = 300
+    frame = pd.DataFrame({"a": rng.uniform(0, 10, n),
+                          "level": rng.choice(["low", "mid", "high", "top"], n)})
+    lv = frame.level.map({"low": 0, "mid": 1, "high": 2, "top": 3})
+    frame["y"] = ((frame.a / 10 + lv * 0.3 + rng.normal(0, 0.1, n)) > 1.0).astype(int)
+    schema = Schema([Feature("a", "continuous", lower=0.0, upper=10.0),
+                     Feature("level", "ordinal", categories=("low", "mid", "high", "top"))])
+    data = from_frame(frame, "y", schema=schema)
+    enc = rc.data.Encoder(schema).fit(data.frame)
+    model = rc.models.wrap(LogisticRegression(C=10.0).fit(enc.transform(data.frame), data.y), enc)
+    queries = data.frame.iloc[:40]
+    raw = ActionableRecourse(model, data, grid_size=11).explain(queries)
+    typed = ActionableRecourse(model, data, grid_size=11, plausible_types=True).explain(queries)
+    for res in (raw, typed):
+        _, C = res.first_counterfactuals()
+        np.testing.assert_array_equal(enc.project(C), C)  # every returned CE is a valid code
+    assert typed.status_counts()["not_found"] == 0 and raw.status_counts()["not_found"] >= 1
+    for label in queries.index[raw.status == "not_found"]:
+        assert "level" in raw.messages[label]
+        assert raw.certificates.loc[label, "distance"] <= typed.certificates.loc[label, "distance"]
