@@ -3,6 +3,7 @@
 ``DiCE`` wraps the optional ``dice-ml`` (extra ``robustce[dice]``); it imports dice-ml only
 when built, so importing robustce never needs the extra."""
 
+from robustce.methods.actionable_recourse import ActionableRecourse
 from robustce.methods.apas import APAS
 from robustce.methods.base import Explainer, QueryResult
 from robustce.methods.counternet import CounterNet
@@ -24,7 +25,8 @@ from robustce.methods.rocoursenet import RoCourseNet
 from robustce.methods.wachter import Wachter
 from robustce.methods.wachter_robust import WachterRobust
 
-__all__ = ["APAS", "MACE", "PROPLACE", "RBR", "ROAR", "CounterNet", "DiCE", "DiverseRobust",
+__all__ = ["APAS", "MACE", "PROPLACE", "RBR", "ROAR", "ActionableRecourse", "CounterNet", "DiCE",
+           "DiverseRobust",
            "Explainer", "MILPNearest", "MILPRobust", "MinimumObservable",
            "NearestNeighbour", "ProtoRobust",
            "QueryResult", "RoCourseNet", "RobX", "RobustNearestNeighbour", "Wachter",
