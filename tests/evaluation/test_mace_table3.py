@@ -115,7 +115,7 @@ def test_age_restricted_rows_keep_age_and_tables_report(toy_run):
     tables = _tables_module()
     pq = tables.per_query(out)
     imp = tables.improvement_table(pq)
-    assert len(imp) == 4 * 3 and (imp.farther_than_mo == 0).all() and (imp.improvement >= 0).all()
+    assert len(imp) == 4 * 3 and (imp.other == "mo").all() and (imp.farther == 0).all() and (imp.improvement >= 0).all()
     cov = tables.coverage_table(pq)
     assert (cov.loc[cov.method == "mace", "coverage"] == 100).all()
     age = tables.age_table(pq)
