@@ -63,6 +63,7 @@ METHOD_CLASSES: dict[str, str] = {
     "dice": "DiCE",
     "mace": "MACE",
     "minimum_observable": "MinimumObservable",
+    "pft": "PlausibleFeatureTweaking",
     "counternet": "CounterNet",
     "rocoursenet": "RoCourseNet",
 }
@@ -73,6 +74,8 @@ _CUSTOM: dict[str, type] = {}
 _ALIASES = {
     "nn": "nearest_neighbour",
     "mo": "minimum_observable",
+    "feature_tweaking": "pft",
+    "plausible_feature_tweaking": "pft",
     "nearest_neighbor": "nearest_neighbour",
     "robust_nearest_neighbor": "robust_nearest_neighbour",
     "rnn": "robust_nearest_neighbour",
