@@ -175,15 +175,15 @@ class PlausibleFeatureTweaking(Explainer):
 
     def _check_params(self) -> None:
         super()._check_params()
+        self._norm = normalise_norm(self.norm)
+        self._acts = check_actionability(self.encoder, self.actionability)
+        self._eps = float(check_number(self.epsilon, "epsilon", low=0, low_open=True, high=0.5))
         kind = getattr(self.model, "kind", None)
         if kind not in ("tree", "forest") or not hasattr(self.model, "trees"):
             inner = getattr(self.model, "final_", None)
             what = type(inner).__name__ if inner is not None else type(self.model).__name__
             raise UnsupportedModelError(
                 f"PlausibleFeatureTweaking needs a decision tree or random forest, got {what}")
-        self._norm = normalise_norm(self.norm)
-        self._acts = check_actionability(self.encoder, self.actionability)
-        self._eps = float(check_number(self.epsilon, "epsilon", low=0, low_open=True, high=0.5))
         self._trees = self.model.trees()
         self._boxes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
