@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 
 from robustce.data.schema import Actionability
 from robustce.errors import UnsupportedModelError
@@ -139,6 +140,13 @@ def tweak_candidates(encoder: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray
     return C
 
 
+def _distinct(C: np.ndarray) -> np.ndarray:
+    """The distinct rows of ``C`` in first-seen order (hashing, not ``np.unique``'s sort)."""
+    if len(C) < 2:
+        return C
+    return C[~pd.DataFrame(C).duplicated().to_numpy()]
+
+
 class PlausibleFeatureTweaking(Explainer):
     """Plausible Feature Tweaking (PFT): FT candidates from every target-class leaf of every
     tree, projected onto plausible values, the nearest valid one under MACE's distance.
@@ -198,12 +206,12 @@ class PlausibleFeatureTweaking(Explainer):
     def candidates(self, x: np.ndarray, target: int) -> np.ndarray:
         """Distinct projected FT candidates of query ``x`` (valid or not)."""
         lo, hi = self.boxes(target)
-        chunks = [np.unique(tweak_candidates(self.encoder, x, lo[i:i + _CHUNK], hi[i:i + _CHUNK],
-                                             self._eps, self._acts), axis=0)
+        chunks = [_distinct(tweak_candidates(self.encoder, x, lo[i:i + _CHUNK],
+                                             hi[i:i + _CHUNK], self._eps, self._acts))
                   for i in range(0, len(lo), _CHUNK)]
         if not chunks:
             return np.empty((0, len(x)))
-        return np.unique(np.vstack(chunks), axis=0)
+        return chunks[0] if len(chunks) == 1 else _distinct(np.vstack(chunks))
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         n_paths = len(self.boxes(target)[0])
