@@ -61,6 +61,28 @@ def world():
     return data, model, X
 
 
+#: explainers of one model class only: fuzzed on that model over the same world
+TREE_ONLY = {"PlausibleFeatureTweaking"}
+LINEAR_ONLY = {"ActionableRecourse"}
+
+
+@pytest.fixture(scope="module")
+def forest(world):
+    from sklearn.ensemble import RandomForestClassifier
+
+    data, model, X = world
+    rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, data.y)
+    return rc.models.wrap(rf, model.encoder)
+
+
+@pytest.fixture(scope="module")
+def linear(world):
+    from sklearn.linear_model import LogisticRegression
+
+    data, model, X = world
+    return rc.models.wrap(LogisticRegression().fit(X, data.y), model.encoder)
+
+
 def explainers() -> list[type[Explainer]]:
     """Every public explainer class of ``rc.methods`` (DiCE only where dice-ml is installed:
     without it DiCE refuses to build at all, whatever its parameters)."""
@@ -100,8 +122,12 @@ def test_every_public_explainer_is_fuzzed():
     assert all(cls.param_names() for cls in explainers())
 
 
-def _check_explainer_value(world, cls, param, value):
+def _check_explainer_value(world, cls, param, value, forest=None, linear=None):
     data, model, X = world
+    if cls.__name__ in TREE_ONLY:
+        model = forest
+    elif cls.__name__ in LINEAR_ONLY:
+        model = linear
     kwargs = {"time_limit": 1.0, param: value}
     try:
         if _trains_own_model(cls):
@@ -122,9 +148,9 @@ def _check_explainer_value(world, cls, param, value):
 
 @settings(FUZZ, max_examples=FUZZ_EXAMPLES["params"])
 @given(case=st.sampled_from(explainer_params()), value=st.sampled_from(BAD))
-def test_explainer_parameters_fuzz(world, case, value):
+def test_explainer_parameters_fuzz(world, forest, linear, case, value):
     cls, param = case
-    _check_explainer_value(world, cls, param, value)
+    _check_explainer_value(world, cls, param, value, forest, linear)
 
 
 # --- rc.robustness ------------------------------------------------------------------------------
@@ -268,8 +294,8 @@ def test_corrupt_saved_files_fuzz(saved_originals, tmp_path_factory, kind, how, 
 @pytest.mark.slow
 @settings(FUZZ, max_examples=10 * FUZZ_EXAMPLES["params"])
 @given(case=st.sampled_from(explainer_params()), value=st.sampled_from(BAD))
-def test_explainer_parameters_fuzz_slow(world, case, value):
-    _check_explainer_value(world, case[0], case[1], value)
+def test_explainer_parameters_fuzz_slow(world, forest, linear, case, value):
+    _check_explainer_value(world, case[0], case[1], value, forest, linear)
 
 
 @pytest.mark.slow

@@ -48,6 +48,36 @@ NON_DEFAULT = {
 }
 
 
+#: methods for one model class only: the lifecycle tests give them that model (fixture name)
+ONE_MODEL_CLASS = {"PlausibleFeatureTweaking": "diabetes_forest",
+                   "ActionableRecourse": "diabetes_lr"}
+
+
+@pytest.fixture(scope="module")
+def diabetes_forest(diabetes_setup):
+    from sklearn.ensemble import RandomForestClassifier
+
+    train, _, model = diabetes_setup
+    X = model.encoder.transform(train.frame)
+    rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, train.y)
+    return rc.models.wrap(rf, model.encoder)
+
+
+@pytest.fixture(scope="module")
+def diabetes_lr(diabetes_setup):
+    from sklearn.linear_model import LogisticRegression
+
+    train, _, model = diabetes_setup
+    X = model.encoder.transform(train.frame)
+    return rc.models.wrap(LogisticRegression().fit(X, train.y), model.encoder)
+
+
+def _model_for(cls, model, request):
+    """The MLP, or the model class a one-class method explains."""
+    name = ONE_MODEL_CLASS.get(cls.__name__)
+    return model if name is None else request.getfixturevalue(name)
+
+
 def _params(cls, model):
     params = dict(NON_DEFAULT.get(cls.__name__, {}))
     for key in ("weights", "distance_weights"):
@@ -74,8 +104,9 @@ def test_every_method_is_covered():
 
 
 @pytest.mark.parametrize("cls", METHODS, ids=lambda c: c.__name__)
-def test_get_params_round_trips(cls, diabetes_setup):
+def test_get_params_round_trips(cls, diabetes_setup, request):
     train, _, model = diabetes_setup
+    model = _model_for(cls, model, request)
     given = _params(cls, model)
     m = _make(cls, model, train, **given)
     params = m.get_params()
@@ -120,8 +151,9 @@ def _bad_values(default):
 
 
 @pytest.mark.parametrize("cls", METHODS, ids=lambda c: c.__name__)
-def test_bad_parameter_values_raise_an_error_naming_the_parameter(cls, diabetes_setup):
+def test_bad_parameter_values_raise_an_error_naming_the_parameter(cls, diabetes_setup, request):
     train, _, model = diabetes_setup
+    model = _model_for(cls, model, request)
     defaults = {}
     for klass in cls.__mro__:
         if "__init__" in vars(klass):

@@ -64,6 +64,7 @@ METHOD_CLASSES: dict[str, str] = {
     "mace": "MACE",
     "minimum_observable": "MinimumObservable",
     "ar": "ActionableRecourse",
+    "pft": "PlausibleFeatureTweaking",
     "counternet": "CounterNet",
     "rocoursenet": "RoCourseNet",
 }
@@ -75,6 +76,8 @@ _ALIASES = {
     "nn": "nearest_neighbour",
     "mo": "minimum_observable",
     "actionable_recourse": "ar",
+    "feature_tweaking": "pft",
+    "plausible_feature_tweaking": "pft",
     "nearest_neighbor": "nearest_neighbour",
     "robust_nearest_neighbor": "robust_nearest_neighbour",
     "rnn": "robust_nearest_neighbour",
