@@ -116,7 +116,7 @@ def test_age_restricted_rows_keep_age_and_tables_report(toy_run):
     pq = tables.per_query(out)
     imp = tables.improvement_table(pq)
     assert len(imp) == 4 * 3 and (imp.other == "mo").all()
-    assert (imp.farther == 0).all() and (imp.improvement >= 0).all()
+    assert (imp.farther == 0).all() and (imp.beyond_eps == 0).all() and (imp.improvement >= 0).all()
     cov = tables.coverage_table(pq)
     assert (cov.loc[cov.method == "mace", "coverage"] == 100).all()
     age = tables.age_table(pq)

@@ -37,7 +37,8 @@ from robustce.robustness.shift import ParameterShift
 __all__ = ["DEMO_METHODS", "DemoResult", "demo_config", "run_demo"]
 
 #: the methods the demo runs, in table order (those not importable are skipped)
-DEMO_METHODS = ("nearest_neighbour", "diverse_robust", "wachter", "milp_nearest", "milp_robust")
+DEMO_METHODS = ("nearest_neighbour", "diverse_robust", "wachter", "milp_nearest", "milp_robust",
+                "proplace", "apas")
 DEFAULT_DELTA = 0.03
 
 

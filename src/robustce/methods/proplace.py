@@ -148,7 +148,7 @@ class PROPLACE(Explainer):
         "distance", "delta", "worst_case_margin", "iterations", "n_networks", "k_used", "optimal",
         "solver_status")
 
-    def __init__(self, model: Any, data: Any = None, *, shift: Any = 0.05, k: int = 20,
+    def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05, k: int = 20,
                  norm: str = "l1", max_iterations: int = 50, sigma: float = 1e-4, t: float = 5e-5,
                  certify_time_limit: float = 10.0, solver: str = "highs", mip_gap: float = 1e-4,
                  threads: int = 1, warm_start: bool = True, certifier: Certifier | None = None,
