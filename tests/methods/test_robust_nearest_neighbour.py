@@ -12,6 +12,7 @@ from robustce.data.builtin import moons
 from robustce.errors import RobustCEError, ValidationError
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
 from robustce.robustness import ExactDeltaCertifier, ParameterShift, exact_worst_case
+from robustce.robustness.certifier import CertStatus
 
 DELTA = 0.05
 
@@ -106,6 +107,35 @@ def test_empty_pool_is_no_robust_point(moons_setup):
     assert (res.status[active] == "no_robust_point").all()
     assert len(res.counterfactuals) == 0
 
+
+
+@pytest.mark.parametrize("outcome, status", [("inconclusive", "no_robust_point"),
+                                             ("timeout", "timeout")])
+def test_a_borderline_pool_is_no_robust_point_and_a_timed_out_one_a_timeout(
+        moons_setup, outcome, status):
+    """A candidate whose worst case is within tolerance of 0 (inconclusive) is decided — left
+    out, as no time limit would change it — while one whose test ran out of time is undecided:
+    only the latter makes an empty pool a timeout."""
+    data, model = moons_setup
+
+    class Fixed(ExactDeltaCertifier):
+        def certify(self, network, X, targets, **kw):
+            res = super().certify(network, X, targets, **kw)
+            res.status[:] = CertStatus(outcome)
+            return res
+
+    ex = RobustNearestNeighbour(model, data, shift=DELTA, target_class=1,
+                                certifier=Fixed(DELTA, tol=1e-6))
+    res = ex.explain(data.frame.iloc[:10])
+    active = res.status != "already_target"
+    assert active.any() and (res.status[active] == status).all()
+    info = ex.pool_info[1]
+    assert info.n_certified == 0
+    if outcome == "inconclusive":
+        assert info.n_borderline == info.n_candidates and info.n_undecided == 0
+        assert "within tolerance" in res.messages[active].iloc[0]
+    else:
+        assert info.n_undecided == info.n_candidates and info.n_borderline == 0
 
 def test_immutables_kept():
     rng = np.random.default_rng(0)

@@ -35,7 +35,7 @@ import numpy as np
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.nearest_neighbour import NearestNeighbour
-from robustce.robustness.certifier import Certifier
+from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
 from robustce.solvers.milp import check_solver
@@ -52,9 +52,11 @@ class PoolInfo:
     n_candidates: int      # distinct training points the model puts in the class
     n_certified: int       # of them proven Δ-robust (margin ≥ tol): the pool
     n_not_robust: int      # proven not Δ-robust
-    n_undecided: int       # timeout / inconclusive / error: neither in the pool nor excluded by proof
+    n_undecided: int       # timeout / error: neither in the pool nor excluded by proof
     time: float            # seconds for the batched certification
     decided_by: dict[str, int]
+    n_borderline: int = 0  # worst case within tolerance of 0 (inconclusive, or robust with a
+    #                        margin below tol): left out, and no time limit would decide them
 
 
 class RobustNearestNeighbour(NearestNeighbour):
@@ -142,9 +144,14 @@ class RobustNearestNeighbour(NearestNeighbour):
         not_rob = res.not_robust
         how = res.columns.get("decided_by", np.full(len(cand), "", dtype=object))
         decided = {k: int((how[keep] == k).sum()) for k in ("interval", "milp")}
+        # a worst case within tolerance of 0 (inconclusive, or robust with a margin below tol)
+        # is left out like a non-robust point; only a test that ran out of time or failed is
+        # undecided (and turns "no robust point" into a timeout)
+        borderline = (res.status == CertStatus.INCONCLUSIVE) | (res.robust & ~keep)
         self.pool_info[target_class] = PoolInfo(
             target_class, len(cand), int(keep.sum()), int(not_rob.sum()),
-            int((~keep & ~not_rob).sum()), time.perf_counter() - t0, decided)
+            int((~keep & ~not_rob & ~borderline).sum()), time.perf_counter() - t0, decided,
+            int(borderline.sum()))
         return cand[keep], source[keep]
 
     def certify_pool(self, target_class: int) -> PoolInfo:
@@ -237,6 +244,8 @@ class RobustNearestNeighbour(NearestNeighbour):
             return QueryResult("timeout", None, cert, message=(
                 f"no reachable training point is proven Δ-robust, but {info.n_undecided} "
                 "candidate test(s) were undecided (raise certify_time_limit)"))
+        below = (f"; {info.n_borderline} more have a worst case within tolerance of 0 and "
+                 "are left out" if info.n_borderline else "")
         return QueryResult("no_robust_point", None, cert, message=(
             f"no reachable training point of the target class is Δ-robust "
-            f"({info.n_certified} of {info.n_candidates} candidates are, none reachable)"))
+            f"({info.n_certified} of {info.n_candidates} candidates are, none reachable{below})"))
