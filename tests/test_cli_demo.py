@@ -37,6 +37,17 @@ def _check_demo_output(out_dir: Path, stdout: str) -> None:
     for m in methods:
         expl = rc.Explanations.load(out_dir / "explanations" / f"synthetic_loan__seed0__{m}")
         assert expl.method and len(expl) > 0
+    # the tree part: MACE's CEs on the tree and the forest, each valid and certified within ε
+    assert "MACE and MO on a decision tree and a random forest" in html
+    tables = stdout.split("MACE (certified nearest CE) and MO")[1]
+    assert {"synthetic_loan-tree", "synthetic_loan-forest"} <= set(tables.split())
+    for kind in ("tree", "forest"):
+        expl = rc.Explanations.load(out_dir / "trees" / "explanations"
+                                    / f"synthetic_loan-{kind}__seed0__mace")
+        found = expl.status == "found"
+        assert found.any()
+        cert = expl.certificates[found]
+        assert (cert.delta_max - cert.delta_min <= cert.epsilon + 1e-12).all()
 
 
 def test_demo_quick(tmp_path, capsys):
