@@ -99,3 +99,26 @@ def _assert_feasible(res, model, queries):
 def check_feasible():
     """``check(explanations, model, queries) -> (positions, CEs, X)``: see _assert_feasible."""
     return _assert_feasible
+
+
+@pytest.fixture(scope="module")
+def continuous_lr_fit():
+    """(data, model, estimator): a scikit-learn logistic regression on three continuous
+    features — ``b`` increase-only, ``c`` immutable — wrapped as a robustce model (MACE's and
+    AR's LP-checkable world)."""
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    from robustce.data import Feature, Schema, from_frame
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.uniform(0, 10, 300), "b": rng.uniform(-5, 5, 300),
+                          "c": rng.uniform(0, 1, 300)})
+    frame["y"] = ((frame.a / 10 + frame.b / 10 + frame.c + rng.normal(0, 0.2, 300)) > 1.0).astype(int)
+    schema = Schema([Feature("a", "continuous", lower=0.0, upper=10.0),
+                     Feature("b", "continuous", lower=-5.0, upper=5.0, actionability="increase"),
+                     Feature("c", "continuous", lower=0.0, upper=1.0, actionability="immutable")])
+    data = from_frame(frame, "y", schema=schema)
+    enc = rc.data.Encoder(schema).fit(data.frame)
+    est = LogisticRegression().fit(enc.transform(data.frame), data.y)
+    return data, rc.models.wrap(est, enc), est

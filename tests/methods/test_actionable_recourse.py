@@ -24,19 +24,8 @@ TAU = 1e-4
 
 
 @pytest.fixture(scope="module")
-def continuous_lr():
-    rng = np.random.default_rng(1)
-    frame = pd.DataFrame({"a": rng.uniform(0, 10, 300), "b": rng.uniform(-5, 5, 300),
-                          "c": rng.uniform(0, 1, 300)})
-    frame["y"] = ((frame.a / 10 + frame.b / 10 + frame.c + rng.normal(0, 0.2, 300)) > 1.0).astype(int)
-    schema = Schema([Feature("a", "continuous", lower=0.0, upper=10.0),
-                     Feature("b", "continuous", lower=-5.0, upper=5.0, actionability="increase"),
-                     Feature("c", "continuous", lower=0.0, upper=1.0, actionability="immutable")])
-    data = from_frame(frame, "y", schema=schema)
-    enc = rc.data.Encoder(schema).fit(data.frame)
-    X = enc.transform(data.frame)
-    est = LogisticRegression().fit(X, data.y)
-    return data, rc.models.wrap(est, enc), est
+def continuous_lr(continuous_lr_fit):
+    return continuous_lr_fit
 
 
 @pytest.fixture(scope="module")

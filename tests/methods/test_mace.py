@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 from scipy.optimize import linprog
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
-from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
@@ -245,19 +244,8 @@ def test_diverse_counterfactuals_differ(mixed):
 
 
 @pytest.fixture(scope="module")
-def continuous_lr():
-    rng = np.random.default_rng(1)
-    frame = pd.DataFrame({"a": rng.uniform(0, 10, 300), "b": rng.uniform(-5, 5, 300),
-                          "c": rng.uniform(0, 1, 300)})
-    frame["y"] = ((frame.a / 10 + frame.b / 10 + frame.c + rng.normal(0, 0.2, 300)) > 1.0).astype(int)
-    schema = Schema([Feature("a", "continuous", lower=0.0, upper=10.0),
-                     Feature("b", "continuous", lower=-5.0, upper=5.0, actionability="increase"),
-                     Feature("c", "continuous", lower=0.0, upper=1.0, actionability="immutable")])
-    data = from_frame(frame, "y", schema=schema)
-    enc = rc.data.Encoder(schema).fit(data.frame)
-    X = enc.transform(data.frame)
-    model = rc.models.wrap(LogisticRegression().fit(X, data.y), enc)
-    return data, model
+def continuous_lr(continuous_lr_fit):
+    return continuous_lr_fit[:2]
 
 
 def test_logistic_regression_l1_matches_the_lp(continuous_lr):
