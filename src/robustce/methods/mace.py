@@ -84,7 +84,7 @@ class MACE(Explainer):
         :class:`~robustce.methods.MILPNearest` with MACE's margin (single norm, schema
         actionability). "auto" takes the faster where both apply (adult, ℓ1, ε = 1e-3, 20–40
         queries, median s per CE MILP vs z3, ``benchmarks/bench_mace.py``): "milp" for trees
-        (0.014 vs 0.022), logistic regression (0.006 vs 0.15) and ReLU MLPs (0.012 vs 9.6;
+        (0.014 vs 0.022), logistic regression (0.006 vs 0.15) and ReLU MLPs (0.011 vs 2.3;
         networks only with one norm and the schema's actionability) when one CE per query is
         asked and no hint; "smt" for forests (0.57 vs 1.36), boosted trees and everything
         else. The resolved choice is ``backend_``.
