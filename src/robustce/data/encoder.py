@@ -66,6 +66,17 @@ class FeatureBlock:
     def actionability(self) -> Actionability:
         return self.feature.actionability
 
+    def level_codes(self) -> np.ndarray:
+        """The valid encodings of a one-hot or thermometer block, one row per level in level
+        order (one-hot: the identity; thermometer: column ``j`` is 1 from level ``j + 1`` on)."""
+        k = self.feature.n_levels
+        if self.encoding == "onehot":
+            return np.eye(k)
+        if self.encoding == "thermometer":
+            return (np.arange(k)[:, None] >= np.arange(1, k)[None, :]).astype(np.float64)
+        raise ValidationError(f"{self.name}: level codes exist for one-hot and thermometer "
+                              f"blocks, not {self.encoding!r}")
+
     @property
     def n_steps(self) -> int | None:
         """For single-column grid encodings, the number of grid steps over [0, 1]

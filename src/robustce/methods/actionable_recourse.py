@@ -70,6 +70,7 @@ from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.minimum_observable import check_actionability, mace_distance, normalise_norm
+from robustce.models.base import model_name
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
 from robustce.validation import check_bool, check_integer, check_number
 
@@ -117,8 +118,7 @@ class _Unit:
 @dataclass
 class _Program:
     milp: MILP
-    z: np.ndarray  # candidate binaries, units concatenated
-    z_unit: np.ndarray  # unit of each candidate
+    z: np.ndarray  # candidate binaries, units concatenated in unit order
     stay: np.ndarray  # one per unit
     q: np.ndarray  # per column, fixed to the query's value by bounds
     abs_rows: tuple[np.ndarray, np.ndarray]  # dist − val >= −x, dist + val >= x
@@ -196,17 +196,13 @@ class ActionableRecourse(Explainer):
         try:
             net = self.model.network()
         except UnsupportedModelError as exc:
-            inner = getattr(self.model, "final_", None)
-            what = type(inner).__name__ if inner is not None else type(self.model).__name__
             raise UnsupportedModelError(
-                f"ActionableRecourse needs a linear model (logistic regression); {what} is not "
-                f"one ({exc})") from None
+                f"ActionableRecourse needs a linear model (logistic regression); "
+                f"{model_name(self.model)} is not one ({exc})") from None
         if len(net.weights) != 1:
-            inner = getattr(self.model, "final_", None)
-            what = type(inner).__name__ if inner is not None else type(self.model).__name__
             raise UnsupportedModelError(
-                f"ActionableRecourse needs a linear model (logistic regression); {what} has "
-                f"{len(net.weights)} layers")
+                f"ActionableRecourse needs a linear model (logistic regression); "
+                f"{model_name(self.model)} has {len(net.weights)} layers")
         W, b = net.weights[0]
         self.coef_ = np.asarray(W, dtype=np.float64)
         self.intercept_ = np.asarray(b, dtype=np.float64)
@@ -230,12 +226,8 @@ class ActionableRecourse(Explainer):
         units = []
         for f, blk in enumerate(self.encoder.blocks_):
             cols = np.arange(blk.start, blk.stop)
-            if self.plausible_types and blk.encoding == "onehot":
-                units.append(_Unit(f, cols, np.eye(blk.width)))
-            elif self.plausible_types and blk.encoding == "thermometer":
-                k = blk.width + 1  # levels
-                codes = (np.arange(k)[:, None] >= np.arange(1, k)[None, :]).astype(np.float64)
-                units.append(_Unit(f, cols, codes))
+            if self.plausible_types and blk.encoding in ("onehot", "thermometer"):
+                units.append(_Unit(f, cols, blk.level_codes()))
             else:
                 for j in cols:
                     units.append(_Unit(f, np.array([j]), self.column_grids_[j][:, None]))
@@ -266,7 +258,6 @@ class ActionableRecourse(Explainer):
         m = MILP(self.solver_, time_limit=self.time_limit)
         sizes = np.array([len(u.values) for u in units])
         z = m.add_vars(int(sizes.sum()), 0, 1, "B")
-        z_unit = np.repeat(np.arange(len(units)), sizes)
         stay = m.add_vars(len(units), 0, 1, "B")
         q = m.add_vars(d, 0, 1, "C")
         p = m.add_vars(d, 0, 1, "C")
@@ -327,7 +318,7 @@ class ActionableRecourse(Explainer):
             obj_cols.append(y)
             obj_vals.append(np.full(J, self._norm["l0"] / J))
         m.set_objective(np.concatenate(obj_cols), np.concatenate(obj_vals))
-        prog = _Program(m, z, z_unit, stay, q, (abs1, abs2))
+        prog = _Program(m, z, stay, q, (abs1, abs2))
         self._programs[target] = prog
         return prog
 
@@ -366,10 +357,12 @@ class ActionableRecourse(Explainer):
         vals = res.values
         cf = np.array(x, dtype=np.float64)
         zv = vals[prog.z]
+        start = 0
         for i, u in enumerate(self.units_):
-            sel = np.flatnonzero(prog.z_unit == i)
-            k = int(np.argmax(zv[sel])) if len(sel) else -1
-            if k >= 0 and zv[sel][k] > vals[prog.stay[i]]:
+            zu = zv[start:start + len(u.values)]  # the unit's candidates (units concatenated)
+            start += len(u.values)
+            k = int(np.argmax(zu)) if len(zu) else -1
+            if k >= 0 and zu[k] > vals[prog.stay[i]]:
                 cf[u.cols] = u.values[k]
         return cf, res
 
@@ -389,11 +382,11 @@ class ActionableRecourse(Explainer):
                                                             f"{res.message}".strip())
         enc = self.encoder
         cert["distance"] = float(mace_distance(enc, x, cf[None], self._norm)[0])
-        valid = bool(np.all(np.abs(enc.project(cf[None])[0] - cf) <= _VALID_TOL))
+        off = np.abs(enc.project(cf[None])[0] - cf) > _VALID_TOL
+        valid = not off.any()
         cert["plausible"] = valid
         if not valid:
-            bad = [b.name for b in enc.blocks_
-                   if np.any(np.abs(enc.project(cf[None])[0][b.slice] - cf[b.slice]) > _VALID_TOL)]
+            bad = [b.name for b in enc.blocks_ if off[b.slice].any()]
             return QueryResult("not_found", None, cert,
                                message="AR's answer is not a valid encoding of "
                                        f"{', '.join(bad)} (not data-type plausible): not covered")

@@ -51,6 +51,7 @@ from robustce.errors import UnsupportedModelError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.minimum_observable import check_actionability, mace_distance, normalise_norm
+from robustce.models.base import model_name
 from robustce.models.trees import TreeView
 from robustce.validation import check_number
 
@@ -93,14 +94,6 @@ def leaf_boxes(tree: TreeView, target: int) -> tuple[np.ndarray, np.ndarray]:
     return np.vstack(out_lo), np.vstack(out_hi)
 
 
-def _level_codes(block: Any) -> np.ndarray:
-    """The valid encodings of a one-hot or thermometer block, one row per level."""
-    k = block.feature.n_levels
-    if block.encoding == "onehot":
-        return np.eye(k)
-    return (np.arange(k)[:, None] >= np.arange(1, k)[None, :]).astype(float)  # thermometer
-
-
 def tweak_candidates(encoder: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                      epsilon: float, acts: Mapping[str, str] | None = None) -> np.ndarray:
     """The projected FT candidate of every box ``lo < x <= hi`` (steps 2 and 3 of the module
@@ -114,7 +107,7 @@ def tweak_candidates(encoder: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray
     for b in encoder.blocks_:
         s = b.slice
         if b.encoding in ("onehot", "thermometer"):
-            E = _level_codes(b)  # (k, w)
+            E = b.level_codes()  # (k, w)
             allowed = np.all((E[None] > lo[:, None, s]) & (E[None] <= hi[:, None, s]), axis=2)
             own = int(np.argmax(np.all(E == x[None, s], axis=1)))
             levels = np.arange(len(E))
@@ -188,10 +181,8 @@ class PlausibleFeatureTweaking(Explainer):
         self._eps = float(check_number(self.epsilon, "epsilon", low=0, low_open=True, high=0.5))
         kind = getattr(self.model, "kind", None)
         if kind not in ("tree", "forest") or not hasattr(self.model, "trees"):
-            inner = getattr(self.model, "final_", None)
-            what = type(inner).__name__ if inner is not None else type(self.model).__name__
-            raise UnsupportedModelError(
-                f"PlausibleFeatureTweaking needs a decision tree or random forest, got {what}")
+            raise UnsupportedModelError("PlausibleFeatureTweaking needs a decision tree or random "
+                                        f"forest, got {model_name(self.model)}")
         self._trees = self.model.trees()
         self._boxes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 

@@ -41,7 +41,7 @@ from robustce.methods.minimum_observable import (
     mace_distance,
     normalise_norm,
 )
-from robustce.models.base import Model
+from robustce.models.base import Model, model_name
 from robustce.solvers import smt
 from robustce.solvers.encodings import (
     DistanceObjective,
@@ -55,7 +55,7 @@ from robustce.validation import check_choice, check_integer, check_number
 
 __all__ = ["MACE", "mace_distance", "normalise_norm"]
 
-BACKENDS = ("smt", "milp")
+BACKENDS = ("auto", "smt", "milp")
 _MAX_STEPS = 200  # bisection cap (ε >= 1e-12 needs at most ~40)
 
 
@@ -147,7 +147,7 @@ class MACE(Explainer):
         super()._check_params()
         self._norm = normalise_norm(self.norm)
         eps = float(check_number(self.epsilon, "epsilon", low=0, low_open=True, high=1))
-        check_choice(self.backend, "backend", (*BACKENDS, "auto"))
+        check_choice(self.backend, "backend", BACKENDS)
         check_integer(self.n_counterfactuals, "n_counterfactuals", low=1)
         if self.tau is not None:
             check_number(self.tau, "tau", low=0)
@@ -498,10 +498,8 @@ def _model_parts(model: Model) -> tuple[str, Any]:
     try:
         net = model.network()
     except UnsupportedModelError as exc:
-        inner = getattr(model, "final_", None)
-        what = type(inner).__name__ if inner is not None else type(model).__name__
         raise UnsupportedModelError(
-            f"MACE cannot encode {what}: supported are decision trees, random forests "
+            f"MACE cannot encode {model_name(model)}: supported are decision trees, random forests "
             f"(rc.models.wrap), logistic regression and ReLU MLPs ({exc})") from None
     return "network", [(np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64))
                        for W, b in net.weights]

@@ -18,7 +18,7 @@ from robustce.data.encoder import Encoder
 from robustce.errors import NotFittedError, UnsupportedModelError
 from robustce.models.network import ReLUNetwork, class_margin
 
-__all__ = ["Model"]
+__all__ = ["Model", "model_name"]
 
 
 class Model(ABC):
@@ -100,3 +100,10 @@ class Model(ABC):
             if i < len(layers) - 1:
                 h = torch.relu(h)
         return h
+
+
+def model_name(model: Any) -> str:
+    """What to call ``model`` in a message: the fitted estimator's class for a wrapped
+    scikit-learn model (its ``final_``), else the model's own class."""
+    inner = getattr(model, "final_", None)
+    return type(inner).__name__ if inner is not None else type(model).__name__

@@ -21,7 +21,7 @@ import numpy as np
 
 from robustce.errors import ValidationError
 
-__all__ = ["TreeView", "float32_threshold", "forest_predict_proba"]
+__all__ = ["TreeStack", "TreeView", "float32_threshold", "forest_predict_proba"]
 
 
 def float32_threshold(threshold: np.ndarray) -> np.ndarray:
@@ -153,6 +153,36 @@ class TreeView:
         value = np.divide(value, sums, out=np.zeros_like(value), where=sums > 0)
         return cls(feature, thr, np.where(leaf, -1, left), np.where(leaf, -1, right), value,
                    int(t.n_features))
+
+
+@dataclass(frozen=True)
+class TreeStack:
+    """The node arrays of several trees in one index space, so that a pass over a level of
+    nodes covers all trees at once: tree ``k``'s node ``i`` is global node ``roots[k] + i``;
+    ``left`` / ``right`` hold global child ids (-1 at leaves)."""
+
+    roots: np.ndarray  # (n_trees,) int64
+    feature: np.ndarray  # (n_nodes,) int64
+    threshold: np.ndarray  # (n_nodes,) float64
+    left: np.ndarray  # (n_nodes,) int64
+    right: np.ndarray  # (n_nodes,) int64
+
+    @classmethod
+    def of(cls, trees: Sequence[TreeView]) -> TreeStack:
+        sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
+        roots = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+
+        def children(kids: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate([np.where(k >= 0, k + o, -1)
+                                   for k, o in zip(kids, roots, strict=True)]).astype(np.int64)
+
+        return cls(roots, np.concatenate([t.feature for t in trees]).astype(np.int64),
+                   np.concatenate([t.threshold for t in trees]).astype(np.float64),
+                   children([t.left for t in trees]), children([t.right for t in trees]))
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.left < 0
 
 
 def forest_predict_proba(trees: Sequence[TreeView], X: np.ndarray) -> np.ndarray:

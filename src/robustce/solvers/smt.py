@@ -55,6 +55,7 @@ import z3
 from robustce.data.encoder import Encoder, FeatureBlock
 from robustce.data.schema import Actionability, FeatureKind
 from robustce.errors import SolverError, ValidationError
+from robustce.models.trees import TreeStack
 from robustce.solvers.tightening import l1_ball_max
 
 #: smallest model-space change of a real feature that the diversity clause counts as a change
@@ -508,39 +509,24 @@ def _implies_eq(cond: z3.BoolRef, var: z3.ArithRef, value: z3.ArithRef) -> z3.Bo
     return z3.BoolRef(z3.z3core.Z3_mk_implies(ctx.ref(), cond.as_ast(), eq), ctx)
 
 
-class _TreeStack:
-    """The node arrays of several trees stacked into one index space (tree ``k``'s node ``i``
-    is global node ``offset[k] + i``), so that one vectorised pass walks all trees at once."""
-
-    def __init__(self, trees: Sequence[Any]):
-        self.trees = tuple(trees)
-        sizes = np.array([len(t.feature) for t in self.trees], dtype=np.int64)
-        self.offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        shift = np.repeat(self.offset, sizes)
-        self.feature = np.concatenate([t.feature for t in self.trees]).astype(np.int64)
-        self.threshold = np.concatenate([t.threshold for t in self.trees]).astype(np.float64)
-        left = np.concatenate([t.left for t in self.trees]).astype(np.int64)
-        right = np.concatenate([t.right for t in self.trees]).astype(np.int64)
-        self.left = np.where(left >= 0, left + shift, -1)
-        self.right = np.where(right >= 0, right + shift, -1)
+#: the stacks of recently seen tree lists, keyed by the trees' ids; each entry keeps its trees
+#: alive (so an id is not reused while its entry lives)
+_STACKS: dict[tuple[int, ...], tuple[Sequence[Any], TreeStack]] = {}
 
 
-_STACKS: dict[tuple[int, ...], _TreeStack] = {}
-
-
-def _tree_stack(trees: Sequence[Any]) -> _TreeStack:
-    """The (cached) :class:`_TreeStack` of ``trees``; the cache holds the trees themselves, so
-    an id is never reused while its entry lives."""
+def _tree_stack(trees: Sequence[Any]) -> TreeStack:
+    """The (cached) :class:`~robustce.models.trees.TreeStack` of ``trees``: a solver build
+    reuses the arrays of the build before instead of concatenating a forest's nodes again."""
     key = tuple(id(t) for t in trees)
-    out = _STACKS.get(key)
-    if out is None:
+    hit = _STACKS.get(key)
+    if hit is None:
         if len(_STACKS) >= 8:
             _STACKS.pop(next(iter(_STACKS)))
-        out = _STACKS[key] = _TreeStack(trees)
-    return out
+        hit = _STACKS[key] = (tuple(trees), TreeStack.of(trees))
+    return hit[1]
 
 
-def _reachable(stack: _TreeStack, lo: np.ndarray, hi: np.ndarray,
+def _reachable(stack: TreeStack, lo: np.ndarray, hi: np.ndarray,
                prune: Callable[[np.ndarray, np.ndarray], Any] | None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Breadth-first over all trees at once, one level per numpy pass: the nodes reachable in
@@ -549,12 +535,12 @@ def _reachable(stack: _TreeStack, lo: np.ndarray, hi: np.ndarray,
     test (``forced``) or of its left / right child when it does not (-1: none, or pruned).
     Without ``prune`` a child keeps its parent's box; with it the child's box is narrowed by
     the test and ``prune(lo, hi)`` (one bool per box row) may drop it."""
-    node = np.array([stack.offset[k] for k in range(len(stack.trees))], dtype=np.int64)
+    node = stack.roots.copy()
     d = len(lo)
     LO = np.broadcast_to(np.asarray(lo, np.float64), (len(node), d)).copy()
     HI = np.broadcast_to(np.asarray(hi, np.float64), (len(node), d)).copy()
     ids = np.arange(len(node))
-    nodes, forced, lchild, rchild = [node], [], [], []
+    nodes = [node]
     parents: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (parent ids, child ids, which)
     n_entries = len(node)
     while len(node):
@@ -616,8 +602,8 @@ def _leaf_paths_all(trees: Sequence[Any], inp: SMTInput, lo: np.ndarray, hi: np.
     node, forced, lchild, rchild = _reachable(stack, lo, hi, prune)
     feat, thr, left = stack.feature, stack.threshold, stack.left
     out: list[list[tuple[int, z3.BoolRef | bool]]] = []
-    for k in range(len(stack.trees)):
-        base = int(stack.offset[k])
+    for k in range(len(stack.roots)):
+        base = int(stack.roots[k])
         paths: list[tuple[int, z3.BoolRef | bool]] = []
         todo: list[tuple[int, Any]] = [(k, True)]
         while todo:

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robustce.errors import ValidationError
+from robustce.models.trees import TreeStack
 from robustce.solvers.encodings import DistanceObjective, InputDomain
 from robustce.solvers.milp import MILP
 
@@ -94,19 +95,13 @@ class TreeEnsemble:
         self.n_classes = int(trees[0].n_classes)
         kind = np.asarray(column_kind)
         steps = np.asarray(grid_steps, dtype=np.int64)
-        sizes = np.array([t.n_nodes for t in trees])
-        offset = np.r_[0, np.cumsum(sizes)[:-1]]
-        self.roots = offset.astype(np.int64)
-        self.is_leaf = np.concatenate([t.is_leaf for t in trees])
-        self.feature = np.concatenate([t.feature for t in trees]).astype(np.int64)
-        self.left = np.concatenate([np.where(t.left >= 0, t.left + o, -1)
-                                    for t, o in zip(trees, offset, strict=True)]).astype(np.int64)
-        self.right = np.concatenate([np.where(t.right >= 0, t.right + o, -1)
-                                     for t, o in zip(trees, offset, strict=True)]).astype(np.int64)
+        stack = TreeStack.of(trees)
+        self.roots, self.feature = stack.roots, stack.feature
+        self.left, self.right, self.is_leaf = stack.left, stack.right, stack.is_leaf
         self.value = np.concatenate([np.asarray(t.value, dtype=np.float64) for t in trees])
         internal = ~self.is_leaf
         f = self.feature[internal]
-        thr = np.concatenate([t.threshold for t in trees])[internal]
+        thr = stack.threshold[internal]
         left_max = thr.copy()
         right_min = np.nextafter(thr, np.inf)
         grid = kind[f] == "grid"
