@@ -259,6 +259,15 @@ def _bad(**changes):
         (_bad(evaluation={"retrain": {"protocol": "continued", "fraction": 1.5}}),
          "evaluation.retrain.fraction: must be in (0, 1]"),
         (_bad(backend="nope"), "backend: unknown joblib backend 'nope'"),
+        (_bad(queries__source="holdout"), "queries.source: expected one of ('test', 'train')"),
+        (_bad(queries__order="last"), "queries.order: expected one of ('first', 'random')"),
+        (_bad(queries__family_agrees="yes"), "queries.family_agrees: expected"),
+        (_bad(queries__family_agrees=True, evaluation={}, metrics=["validity"]),
+         "queries.family_agrees: dataset 'synthetic_loan' has no [evaluation.retrain] table"),
+        (_bad(evaluation={"retrain": {"method_data": "d2"}}),
+         "evaluation.retrain.method_data: expected one of ('all', 'd1')"),
+        (_bad(evaluation={"retrain": {"protocol": "seeds", "method_data": "d1"}}),
+         "evaluation.retrain.method_data: not a parameter of protocol 'seeds'"),
         (_bad(colour="red"), "colour: unknown key"),
     ],
 )
@@ -381,3 +390,49 @@ def test_retraining_protocols_come_from_models_families():
     assert (base_c.predict_proba(data.frame) == base.predict_proba(data.frame)).all()  # same D1 base
     with pytest.raises(ValidationError, match="unknown retraining protocol"):
         retrain_protocol(data, params, 0, {"protocol": "bagging"})
+
+
+def test_select_queries_filters_by_family_and_draws_without_replacement():
+    from robustce.evaluation.runner import select_queries
+
+    data = rc.datasets.load("synthetic_loan", n_samples=600)
+    base, fam = retrain_protocol(data, {"hidden_layers": [8], "epochs": 15, "lr": 0.01}, 3,
+                                 {"protocol": "proplace", "n_retrain": 2, "n_drop": 1})
+    first = select_queries(base, data, 20, 0)
+    assert (base.predict(first) == 0).all()
+    assert list(first.index) == list(data.frame.index[base.predict(data.frame) == 0][:20])
+    agreed = select_queries(base, data, 10_000, 0, family=fam)
+    everyone = (base.predict(data.frame) == 0) & (fam.predict(data.frame) == 0).all(axis=0)
+    assert list(agreed.index) == list(data.frame.index[everyone])
+    assert 0 < len(agreed) < (base.predict(data.frame) == 0).sum()  # the filter bites here
+    drawn = select_queries(base, data, 15, 0, family=fam, order="random", random_state=7)
+    assert len(drawn) == 15 and drawn.index.is_unique and set(drawn.index) <= set(agreed.index)
+    assert drawn.index.is_monotonic_increasing == agreed.index.is_monotonic_increasing
+    again = select_queries(base, data, 15, 0, family=fam, order="random", random_state=7)
+    other = select_queries(base, data, 15, 0, family=fam, order="random", random_state=8)
+    assert list(drawn.index) == list(again.index) and list(drawn.index) != list(other.index)
+    with pytest.raises(ValidationError, match="order must be"):
+        select_queries(base, data, 5, 0, order="last")
+
+
+def test_d1_method_data_gives_methods_and_training_queries_d1_only():
+    cfg = copy.deepcopy(CONFIG)
+    cfg["seeds"] = [0]
+    cfg["queries"] = {"n": 6, "source": "train", "order": "random", "family_agrees": True}
+    cfg["evaluation"] = {"retrain": {"protocol": "proplace", "n_retrain": 1, "n_drop": 1,
+                                     "method_data": "d1"}}
+    config = parse_config(cfg)
+    ctx = runner_mod.prepare_group(config, config.datasets[0], 0)
+    d1 = ctx.family.meta["d1_index"]
+    assert sorted(ctx.train.frame.index) == sorted(d1)
+    assert set(ctx.queries.index) <= set(d1) and len(ctx.queries) == 6
+    assert (ctx.model.predict(ctx.queries) == 0).all()
+    assert (ctx.family.predict(ctx.queries) == 0).all()
+    plain = parse_config({**cfg, "queries": {"n": 6},
+                          "evaluation": {"retrain": {"protocol": "proplace", "n_retrain": 1,
+                                                     "n_drop": 1}}})
+    ctx_all = runner_mod.prepare_group(plain, plain.datasets[0], 0)
+    assert len(ctx_all.train) == len(d1) + len(ctx.family.meta["d2_index"])
+    assert not set(ctx_all.queries.index) & set(ctx_all.train.frame.index)  # held-out test rows
+    assert (ctx_all.model.predict_proba(ctx_all.test.frame)
+            == ctx.model.predict_proba(ctx.test.frame)).all()  # same model either way

@@ -25,12 +25,18 @@ schema (documented in ``docs/benchmark.md``)::
     n = 20                        # first n test rows predicted as `from_class`
     from_class = 0
     target_class = 1              # optional; binary default: the other class
+    source = "test"               # or "train": rows of the data the methods see
+    order = "first"               # or "random": n drawn with the seed (no replacement)
+    family_agrees = false         # true: only rows every retrained model also predicts as
+                                  # `from_class` (needs [evaluation.retrain])
 
     [evaluation]
     delta = 0.05                  # ParameterShift for Δ-validity (omit to skip)
     lof_neighbors = 10
     [evaluation.retrain]          # model family for validity after retraining (omit to skip)
     n_models = 5
+    method_data = "all"           # protocols with a D1 (proplace, continued): "d1" gives the
+                                  # methods and the data metrics D1 only, the model's own data
     [evaluation.perturb]          # input-perturbation protocol (omit to skip): enables the
     scale = 0.0008                # set_distance_* metrics; variance = scale * training range
     n_repeats = 3                 # perturbed copies per query (per-query values: their mean)
@@ -109,16 +115,23 @@ SKLEARN_MODELS = {
 }
 MODEL_KINDS = ("mlp", *SKLEARN_MODELS)
 SPLIT_KEYS = {"test_size": float, "stratify": bool}
-QUERY_KEYS = {"n": int, "from_class": int, "target_class": int}
+QUERY_KEYS = {"n": int, "from_class": int, "target_class": int, "source": str,
+              "family_agrees": bool, "order": str}
+QUERY_SOURCES = ("test", "train")
+QUERY_ORDERS = ("first", "random")
 EVAL_KEYS = {"delta", "lof_neighbors", "retrain", "perturb"}
 PERTURB_KEYS = {"scale": float, "n_repeats": int, "max_tries": int}
 RETRAIN_KEYS = {"protocol": str, "n_models": int, "n_retrain": int, "n_drop": int,
-                "drop_fraction": float, "fraction": float, "epochs": int, "lr": float}
+                "drop_fraction": float, "fraction": float, "epochs": int, "lr": float,
+                "method_data": str}
+#: what the methods (and the data-based metrics) see under a protocol whose model is trained on
+#: a half D1: the whole training split, or D1 only (D2 arrives with the retraining)
+METHOD_DATA = ("all", "d1")
 RETRAIN_PROTOCOLS = ("proplace", "seeds", "continued")
 #: the parameters each retraining protocol takes (besides ``protocol``)
-RETRAIN_PARAMS = {"proplace": {"n_retrain", "n_drop", "drop_fraction"},
+RETRAIN_PARAMS = {"proplace": {"n_retrain", "n_drop", "drop_fraction", "method_data"},
                   "seeds": {"n_models", "drop_fraction"},
-                  "continued": {"n_models", "fraction", "epochs", "lr"}}
+                  "continued": {"n_models", "fraction", "epochs", "lr", "method_data"}}
 # parameters set by the runner, never from a config
 RUNNER_SET = {"random_state"}
 
@@ -321,6 +334,9 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     queries.setdefault("from_class", 0)
     if queries["n"] < 1:
         raise ConfigError(f"queries.n: must be a positive integer, got {queries['n']}")
+    for key, allowed in (("source", QUERY_SOURCES), ("order", QUERY_ORDERS)):
+        if key in queries and queries[key] not in allowed:
+            raise ConfigError(f"queries.{key}: expected one of {allowed}, got {queries[key]!r}")
     evaluation_raw = _table(raw.get("evaluation", {}), "evaluation")
     evaluation = _evaluation(evaluation_raw)
     methods = _methods(raw.get("methods"))
@@ -332,6 +348,11 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
                 raise ConfigError(f"methods[{m.index}].datasets: no dataset labelled {k!r}; "
                                   f"labels: {', '.join(labels)}")
     metrics = _metrics(raw.get("metrics"), [d.evaluation for d in datasets])
+    if queries.get("family_agrees"):
+        for d in datasets:
+            if "retrain" not in d.evaluation:
+                raise ConfigError(f"queries.family_agrees: dataset {d.label!r} has no "
+                                  "[evaluation.retrain] table, so there is no family to agree")
 
     normalised = {
         "name": name, "description": description, "seeds": seeds, "metrics": metrics,
@@ -532,6 +553,9 @@ def _retrain(value: Any, path: str = "evaluation.retrain") -> dict[str, Any]:
         if key not in allowed:
             raise ConfigError(f"{path}.{key}: not a parameter of protocol {protocol!r}; "
                               f"allowed: {', '.join(sorted(allowed))}")
+    if "method_data" in retrain and retrain["method_data"] not in METHOD_DATA:
+        raise ConfigError(f"{path}.method_data: expected one of {METHOD_DATA}, "
+                          f"got {retrain['method_data']!r}")
     if protocol == "proplace":
         retrain.setdefault("n_retrain", 5)
         retrain.setdefault("n_drop", 5)

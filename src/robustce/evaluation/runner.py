@@ -2,9 +2,9 @@
 
 A *cell* is one (dataset, seed, method). For every (dataset, seed) the runner loads the data,
 splits it with the seed, trains the MLP once (shared by all methods of that group within a
-run), picks the queries (the first ``queries.n`` test rows the model predicts as
-``queries.from_class``), and — if the config asks — builds the retrained model family and the
-parameter shift used by the robustness metrics. Each cell then explains the queries and
+run), builds — if the config asks — the retrained model family and the parameter shift used by
+the robustness metrics, and picks the queries (by default the first ``queries.n`` test rows the
+model predicts as ``queries.from_class``; see :func:`select_queries`). Each cell then explains the queries and
 evaluates the metrics; its result is written atomically to ``out_dir/cells/<cell>.json`` as
 soon as it arrives (the Explanations go to ``out_dir/explanations/<cell>/``). A rerun skips
 cells whose file exists with the same fingerprint, so an interruption loses at most the cells
@@ -93,6 +93,7 @@ def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, ret
     params = {k: v for k, v in dict(model_params).items() if k != "random_state"}
     opts = dict(retrain)
     protocol = opts.pop("protocol", "proplace")
+    opts.pop("method_data", None)  # which data the methods see: the runner's business
     if protocol == "proplace":
         return proplace_family(train, params, random_state=seed, **opts)
     if protocol == "seeds":
@@ -120,13 +121,29 @@ def train_sklearn_model(spec: Mapping[str, Any], train: Any, seed: int) -> Any:
     return wrap(est, enc)
 
 
-def select_queries(model: Any, test: Any, n: int, from_class: int = 0) -> pd.DataFrame:
-    """The first ``n`` rows of ``test`` that ``model`` predicts as ``from_class``."""
-    pred = model.predict(test.frame)
-    rows = test.frame[pred == int(from_class)]
+def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family: Any = None,
+                   order: str = "first", random_state: int | None = None) -> pd.DataFrame:
+    """``n`` rows of ``test`` that ``model`` predicts as ``from_class``: the first ``n``
+    (``order="first"``) or ``n`` drawn at random without replacement and kept in data order
+    (``order="random"``, seeded by ``random_state``). With a ``family``, only rows that every
+    member of it also predicts as ``from_class`` qualify (PROPLACE's authors explain points
+    rejected by the model and by all of its retrained versions)."""
+    keep = model.predict(test.frame) == int(from_class)
+    where = "test row"
+    if family is not None:
+        keep &= (family.predict(test.frame) == int(from_class)).all(axis=0)
+        where = "row (of the model and every retrained model)"
+    rows = test.frame[keep]
     if len(rows) == 0:
-        raise ValidationError(f"no test row is predicted as class {from_class}; nothing to explain")
-    return rows.iloc[: int(n)]
+        raise ValidationError(f"no {where} is predicted as class {from_class}; nothing to explain")
+    if order == "first":
+        return rows.iloc[: int(n)]
+    if order != "random":
+        raise ValidationError(f"queries order must be 'first' or 'random', got {order!r}")
+    if len(rows) <= int(n):
+        return rows
+    pick = np.random.default_rng(random_state).choice(len(rows), size=int(n), replace=False)
+    return rows.iloc[np.sort(pick)]
 
 
 def load_entry(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> Any:
@@ -172,7 +189,14 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
         else:
             model = MLP(**dataset.model, random_state=seed).fit(train)
     ctx.train, ctx.test, ctx.model = train, test, model
-    ctx.queries = select_queries(model, test, config.queries["n"], config.queries["from_class"])
+    if retrain and retrain.get("method_data", "all") == "d1":  # D2 arrives with the retraining
+        d1 = train.frame.index.get_indexer(ctx.family.meta["d1_index"])
+        ctx.train = train.subset(np.sort(d1))
+    q = config.queries
+    source = ctx.train if q.get("source", "test") == "train" else test
+    family = ctx.family if q.get("family_agrees", False) else None
+    ctx.queries = select_queries(model, source, q["n"], q["from_class"], family=family,
+                                 order=q.get("order", "first"), random_state=seed)
     if "delta" in dataset.evaluation:
         ctx.shift = ParameterShift(delta=dataset.evaluation["delta"])
     ctx.lof = _group_lof(config, dataset, ctx)
