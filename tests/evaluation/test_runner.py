@@ -6,6 +6,7 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -436,3 +437,28 @@ def test_d1_method_data_gives_methods_and_training_queries_d1_only():
     assert not set(ctx_all.queries.index) & set(ctx_all.train.frame.index)  # held-out test rows
     assert (ctx_all.model.predict_proba(ctx_all.test.frame)
             == ctx.model.predict_proba(ctx.test.frame)).all()  # same model either way
+
+
+def test_all_continuous_keeps_the_encoded_columns_and_relaxes_the_domain():
+    from robustce.data import Encoder, Feature, Schema, from_frame
+    from robustce.evaluation.runner import as_continuous
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"age": rng.integers(18, 80, 60), "sex": rng.choice(["f", "m"], 60),
+                       "income": rng.uniform(0, 5, 60), "y": rng.integers(0, 2, 60)})
+    schema = Schema([Feature("age", "integer", 18, 80, actionability="immutable"),
+                     Feature("sex", "binary", categories=("f", "m"), actionability="immutable"),
+                     Feature("income", "continuous", 0, 5)])
+    data = from_frame(df, "y", schema)
+    relaxed = as_continuous(data)
+    assert [f.kind for f in relaxed.schema.features] == ["continuous"] * 3
+    assert [str(f.actionability) for f in relaxed.schema.features] == [
+        str(f.actionability) for f in schema.features]
+    assert (relaxed.frame["sex"] == (df["sex"] == "m")).all()
+    typed_cols = Encoder(data.schema).fit(data.frame).transform(data.frame)
+    relaxed_cols = Encoder(relaxed.schema).fit(relaxed.frame).transform(relaxed.frame)
+    np.testing.assert_allclose(relaxed_cols, typed_cols)
+    assert list(relaxed.frame.index) == list(data.frame.index) and (relaxed.y == data.y).all()
+    multi = from_frame(df.assign(sex=rng.choice(["a", "b", "c"], 60)), "y")
+    with pytest.raises(ValidationError, match="no single continuous"):
+        as_continuous(multi)

@@ -47,6 +47,7 @@ schema (documented in ``docs/benchmark.md``)::
     params = { n_samples = 1000 }
     rows = 2000                   # optional; a random subsample (by the seed) before the split
     all_free = true               # optional; every feature free (no immutable/monotone ones)
+    all_continuous = true         # optional; every feature a real number on its model column
     optional = true               # optional; skip (with the reason) if its file is unavailable
 
     [[methods]]
@@ -100,6 +101,7 @@ CONFIG_DIR = Path(__file__).with_name("configs")
 TOP_KEYS = {"name", "description", "seeds", "metrics", "n_jobs", "backend", "out_dir", "on_error",
             "data_home", "model", "split", "queries", "evaluation", "datasets", "methods", "quick"}
 DATASET_KEYS = {"name", "label", "params", "model", "evaluation", "methods", "rows", "all_free",
+                "all_continuous",
                 "optional"}
 # what [quick] may change: the scale, never the protocol
 QUICK_KEYS = {"description", "seeds", "queries", "evaluation", "datasets", "n_jobs"}
@@ -144,6 +146,8 @@ class DatasetEntry:
     ``model`` / ``evaluation`` / ``methods`` tables as written. ``rows``: a random subsample of
     that many rows (drawn with the run's seed) before the split; ``all_free``: every feature
     made free (no immutable or monotone constraints, as in papers without actionability);
+    ``all_continuous``: every feature a real number on its model-space column (binary and
+    numeric features only; the domain of papers whose MILP relaxes every column);
     ``optional``: a data file that cannot be had skips the dataset's cells with the reason
     instead of failing them."""
 
@@ -156,6 +160,7 @@ class DatasetEntry:
     overrides: dict[str, Any] = field(default_factory=dict)
     rows: int | None = None
     all_free: bool = False
+    all_continuous: bool = False
     optional: bool = False
 
     def data_options(self) -> dict[str, Any]:
@@ -166,6 +171,8 @@ class DatasetEntry:
             out["rows"] = self.rows
         if self.all_free:
             out["all_free"] = True
+        if self.all_continuous:
+            out["all_continuous"] = True
         if self.optional:
             out["optional"] = True
         return out
@@ -693,10 +700,13 @@ def _datasets(value: Any, model: Mapping[str, Any], evaluation: Mapping[str, Any
             raise ConfigError(f"{path}: evaluation.retrain retrains the torch MLP; model kind "
                               f"{own_model['kind']!r} has no retraining protocol")
         all_free = _typed(entry.get("all_free", False), bool, f"{path}.all_free")
+        all_continuous = _typed(entry.get("all_continuous", False), bool,
+                                f"{path}.all_continuous")
         optional = _typed(entry.get("optional", False), bool, f"{path}.optional")
         out.append(DatasetEntry(name=name, label=label, params=params, model=own_model,
                                 evaluation=own_eval, method_params=method_params, overrides=overrides,
-                                rows=rows, all_free=all_free, optional=optional))
+                                rows=rows, all_free=all_free, all_continuous=all_continuous,
+                                optional=optional))
     _unique([d.label for d in out], "datasets", "label")
     return out
 

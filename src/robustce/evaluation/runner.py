@@ -147,18 +147,47 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family
 
 
 def load_entry(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> Any:
-    """The data of one ``[[datasets]]`` entry: loaded, subsampled to ``rows`` (with ``seed``)
-    and, with ``all_free``, every feature made free to change."""
+    """The data of one ``[[datasets]]`` entry: loaded, subsampled to ``rows`` (with ``seed``),
+    with ``all_continuous`` every feature made continuous (:func:`as_continuous`) and with
+    ``all_free`` every feature made free to change."""
     from robustce.data.registry import load
 
     data = load(dataset.name, data_home=config.data_home, **dataset.params)
     if dataset.rows is not None and len(data) > dataset.rows:
         rows = np.random.default_rng(seed).choice(len(data), size=dataset.rows, replace=False)
         data = data.subset(np.sort(rows))
+    if dataset.all_continuous:
+        data = as_continuous(data)
     if dataset.all_free:
         free = {f.name: "free" for f in data.schema.features}
         data = dataclasses.replace(data, schema=data.schema.with_actionability(**free))
     return data
+
+
+def as_continuous(data: Any) -> Any:
+    """``data`` with every feature continuous on its model-space column: a binary feature
+    becomes its 0/1 column (1 = its second category), an integer one a real number in the same
+    bounds; actionability is kept. The encoded columns are unchanged, so a network trained on
+    either is the same — only the domain the methods search differs (the papers' MILPs that
+    treat every column as a real number in [0, 1], e.g. PROPLACE's). Features with more than
+    two levels have no single column: they raise a ``ValidationError``."""
+    from robustce.data import Feature, Schema
+    from robustce.data.schema import FeatureKind
+
+    cols, features = {}, []
+    for f in data.schema.features:
+        v = data.frame[f.name]
+        if f.kind is FeatureKind.BINARY:
+            cols[f.name], lo, hi = (v == f.categories[1]).astype(float), 0.0, 1.0
+        elif f.kind.is_numeric:
+            cols[f.name], lo, hi = v.astype(float), f.lower, f.upper
+        else:
+            raise ValidationError(f"all_continuous: feature {f.name!r} is {f.kind} with "
+                                  f"{len(f.categories)} levels, which no single continuous "
+                                  "column represents")
+        features.append(Feature(f.name, "continuous", lo, hi, actionability=f.actionability))
+    frame = pd.DataFrame(cols, index=data.frame.index)
+    return dataclasses.replace(data, frame=frame, schema=Schema(features))
 
 
 def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> GroupContext:
