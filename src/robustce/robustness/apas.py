@@ -424,6 +424,155 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
     return evaluated, ~flips
 
 
+# --- Algorithm 1 for one CE: the same test on 2-D arrays, with scalar bookkeeping ---------------
+
+
+def _first_layer(x: np.ndarray, vW: np.ndarray) -> np.ndarray:
+    """x v_W of every draw, (m, out): one GEMV over all draws (``vW`` (m, out, in), stored
+    input-major by :class:`_FreshNoise`; other layouts are multiplied as they come)."""
+    m, o, i = vW.shape
+    vt = vW.transpose(2, 0, 1)
+    if vt.flags.c_contiguous:
+        return (x @ vt.reshape(i, m * o)).reshape(m, o)
+    return (vW.reshape(m * o, i) @ x).reshape(m, o)
+
+
+def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _FreshNoise,
+                  bounds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, bool]:
+    """:func:`_lazy_test` for one row at one δ (the same draws, the same decisions), on 2-D
+    arrays (draws × neurons) and stopping at the first flip. Per hidden layer the realisation
+    W + δ(2v − 3), b + δ(2v_b − 3) gives z = 2δ(v h + v_b) + (W − 3δ) h + b − 3δ·n_b, with
+    v h one GEMV over all draws for the first layer and per-draw products after it. Returns
+    (draws evaluated, passed)."""
+    net, nb, f32 = plan.net, plan.nb, np.float32
+    biases = bool(nb)
+    last = len(net.weights) - 1
+    masks = [x != 0.0] + [hi[0] > -1e-12 for _, hi in bounds[:-1]]
+    shapes, W32, W64 = plan.restricted(masks)
+    tol = float(plan.tolerance(x[None], np.array([d]))[0])
+    xk = x[shapes[0][1]]
+    x32 = xk.astype(f32)
+    two_d = f32(2.0 * d)
+    shift = 3.0 * d
+    # per layer: the constant part (W − 3δ)ᵀ and b − 3δ·n_b in float32 (layer 1: its value at x)
+    consts = []
+    for k, (W, b) in enumerate(W64):
+        if k == 0:
+            consts.append((None, (W @ xk + b - shift * (xk.sum() + nb)).astype(f32)))
+        else:
+            consts.append(((W - shift).T.astype(f32), (b - shift * nb).astype(f32)))
+    binary = net.n_outputs == 1
+    sign = f32(1.0 if t == 1 else -1.0)
+    n_params = sum(len(o) * (len(i) + nb) for o, i in shapes)
+    cap = max(1, _CHUNK_ELEMENTS // max(n_params, max(len(o) for o, _ in shapes)))
+    s = min(cap, 256, n)
+    done = 0
+    while done < n:
+        s = min(s, n - done)
+        draws = np.arange(done, done + s)
+        done += s
+        v = noise.layers(0, draws, shapes[:last], biases) if last else []
+        h = x32
+        for k in range(last):  # hidden layers: every draw
+            vW, vb = v[k]
+            Wc, bc = consts[k]
+            z = _first_layer(h, vW) if k == 0 else np.matmul(vW, h[:, :, None])[:, :, 0]
+            if vb is not None:
+                z += vb
+            z *= two_d
+            if k == 0:
+                z += bc
+            else:
+                c = h @ Wc
+                c += bc
+                z += c
+            h = np.maximum(z, f32(0.0), out=z)
+        go = None
+        if last:  # output layer: only draws whose margin range over its noise straddles 0
+            W, b = W32[last]
+            c = h @ W.T
+            c += b
+            sh = h.sum(axis=1)
+            rad = sh * f32(d)
+            rad += f32(d * nb + tol)
+            if binary:
+                a = c[:, 0] * sign
+                if not (a >= -rad).all():
+                    return done, False
+                go = np.flatnonzero(a <= rad)
+            else:
+                m_lo, m_hi = margin_bounds(c - rad[:, None], c + rad[:, None], t)
+                if not (m_hi >= 0).all():
+                    return done, False
+                go = np.flatnonzero(m_lo <= 0)
+            if go.size == 0:
+                continue
+            h, c, sh = h[go], c[go], sh[go]
+            c -= (f32(shift) * (sh + f32(nb)))[:, None]
+            vl = noise.layers(last, draws[go], shapes[last:], biases)[0]
+            z = np.matmul(vl[0], h[:, :, None])[:, :, 0]
+        else:
+            vl = noise.layers(0, draws, shapes, biases)[0]
+            z = _first_layer(h, vl[0])
+            c = consts[0][1]
+        if vl[1] is not None:
+            z += vl[1]
+        z *= two_d
+        z += c
+        m = z[:, 0] * sign if binary else class_margin(z, t)
+        if not (m >= -tol).all():
+            return done, False
+        unsure = np.flatnonzero(np.abs(m) <= tol)
+        if unsure.size:  # within the rounding band: decide in float64
+            g = unsure if go is None else go[unsure]
+            vv = [(vW[g], None if vb is None else vb[g]) for vW, vb in v]
+            vv.append((vl[0][unsure], None if vl[1] is None else vl[1][unsure]))
+            p = unsure.size
+            m64 = _exact_margins(W64, np.broadcast_to(xk, (p, xk.size)), np.full(p, d),
+                                 np.full(p, t), vv)
+            if not (m64 > 0).all():
+                return done, False
+        s = cap  # the first chunk catches early flips; a row that survives it likely passes
+    return done, True
+
+
+def _algorithm1_one(plan: _Plan, x: np.ndarray, t: int, lo: float, cand: float, n_tests: int,
+                    n_interval: int, d0: float, dmax: float, n: int, noise: _FreshNoise,
+                    biases: bool, max_rounds: int) -> tuple[Any, ...]:
+    """:func:`_algorithm1`'s rounds for one active row after the interval-proven prefix, with
+    scalar bookkeeping. Returns (lo, hi, status, n_tests, n_interval, n_samples, rounds,
+    limited)."""
+    hi, n_samples, rounds, status = math.inf, 0, 0, "ok"
+    X, tt = x[None], np.array([t])
+    while True:
+        if n_tests >= max_rounds:
+            return lo, hi, status, n_tests, n_interval, n_samples, rounds, True
+        rounds += 1
+        noise.start_test()
+        bounds = _bounds(plan.net, X, np.array([cand]), biases)
+        if margin_terms(bounds[-1][0], bounds[-1][1], tt).min() > 0:
+            ok = True  # all of Δ_δ keeps the class: every draw would pass
+            n_interval += 1
+        else:
+            used, ok = _one_row_test(plan, x, t, cand, n, noise, bounds)
+            n_samples += used
+        n_tests += 1
+        if ok:
+            lo = cand
+        else:
+            hi = cand
+        if math.isinf(hi):
+            if lo >= dmax:
+                return lo, hi, "capped", n_tests, n_interval, n_samples, rounds, False
+            cand = min(2.0 * lo, dmax)
+        elif lo == 0.0:
+            return lo, hi, "not_robust", n_tests, n_interval, n_samples, rounds, False
+        elif hi - lo <= d0:
+            return lo, hi, status, n_tests, n_interval, n_samples, rounds, False
+        else:
+            cand = 0.5 * (lo + hi)
+
+
 def _rows_and_targets(model: Any, cfs: Any, target_class: Any
                       ) -> tuple[ReLUNetwork, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The network, the rows (unusable ones replaced by zeros), the unusable-row mask, the
@@ -714,6 +863,12 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
                           noise, biases, max_rounds)
     rounds = 0
     limited = np.zeros(N, dtype=bool)
+    if N == 1 and active[0]:  # one CE: the same rounds on scalars
+        (lo[0], hi[0], status[0], n_tests[0], n_interval[0], n_samples[0], rounds,
+         limited[0]) = _algorithm1_one(plan, X[0], int(t[0]), float(lo[0]), float(cand[0]),
+                                       int(n_tests[0]), int(n_interval[0]), d0, dmax, n, noise,
+                                       biases, max_rounds)
+        active[0] = False
     while True:
         over = active & (n_tests >= max_rounds)
         limited |= over
