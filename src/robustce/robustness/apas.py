@@ -28,6 +28,7 @@ predicted); a draw with margin ≤ 0 counts as a flip (a tie is not a keep).
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 import zlib
@@ -194,29 +195,39 @@ def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.nda
 _F32_TOL = 2.0 ** -20
 
 
-def _unit_f32(bitgen: np.random.BitGenerator, size: int) -> np.ndarray:
-    """``size`` float32 values v = 1 + k·2⁻²³, k uniform on {0, …, 2²³ − 1}: 23 random bits of
-    the generator as the mantissa of a number in [1, 2). So r = v − 1 is uniform on the 2⁻²³
-    grid of [0, 1), and the realisation θ + δ(2r − 1) = θ + δ(2v − 3)."""
-    u = bitgen.random_raw((size + 1) // 2).view(np.uint32)[:size]
-    u >>= np.uint32(9)
-    u |= np.uint32(0x3F800000)
-    return u.view(np.float32)
+#: random bits drawn up front per coordinate of a draw (8 or 16; the other 23 − b come later, and
+#: only for draws the coarse bits leave undecided)
+_COARSE_BITS = 16
 
 
 class _FreshNoise:
-    """Source of the unit draws of Algorithm 1's tests (:func:`_unit_f32`), fresh on every
-    call from an SFC64 bit generator seeded by the caller's generator (its raw output is
-    ≈ 30 % faster than PCG64's, and raw bits are the floor of this test).
-    ``layers(draws, shapes, bias)`` returns, for the given draws of the current test and each
-    (out_idx, in_idx) in ``shapes`` — the kept coordinates of a layer — v for the weights
-    ``W[out_idx][:, in_idx]``, shape (len(draws), len(out_idx), len(in_idx)), and for the
-    biases ``b[out_idx]`` (None without ``bias``); ``start_test()`` marks a new tested δ.
-    Tests substitute a source that reads a fixed table, to compare the fast test draw by draw
-    with a plain float64 forward of the same realisations."""
+    """Source of the unit draws of Algorithm 1's tests, fresh on every call from an SFC64 bit
+    generator seeded by the caller's generator (its raw output is ≈ 30 % faster than PCG64's,
+    and raw bits are the floor of this test).
+
+    Every coordinate's unit draw is v = 1 + k·2⁻²³, k uniform on {0, …, 2²³ − 1} (r = v − 1
+    uniform on the 2⁻²³ grid of [0, 1); the realisation θ + δ(2r − 1) = θ + δ(2v − 3)), drawn
+    in two independent parts: its top b = :data:`_COARSE_BITS` bits u first, for every draw,
+    and its other 23 − b bits only for the draws whose outcome the top bits leave undecided
+    (``refine``). ``layers(first, draws, shapes, bias)`` returns, for the given draws of the
+    current test and each (out_idx, in_idx) in ``shapes`` — the kept coordinates of layer
+    ``first + k`` — u as float32 for the weights ``W[out_idx][:, in_idx]``, shape
+    (len(draws), len(out_idx), len(in_idx)), and for the biases ``b[out_idx]`` (None without
+    ``bias``). ``affine`` = (a, s): the centre of u's cell of v is a + s·u, and
+    ``coarse_eps`` bounds |v − (a + s·u)|. ``refine(first, draws, shapes, bias, u)`` returns the
+    full v (float64) of those coordinates, drawing their low bits. ``start_test()`` marks a new
+    tested δ. Tests substitute a source that reads a fixed table, to compare the fast test draw
+    by draw with a plain float64 forward of the same realisations (a source without
+    ``affine`` returns v itself: a = 0, s = 1, exact)."""
 
     def __init__(self, rng: np.random.Generator):
         self.bitgen = np.random.SFC64(rng.integers(2**63))
+        b = _COARSE_BITS
+        if b not in (8, 16):
+            raise ValueError(f"_COARSE_BITS must be 8 or 16, got {b}")
+        self.bits, self._dtype = b, np.uint8 if b == 8 else np.uint16
+        self.affine = (1.0 + 2.0 ** -(b + 1), 2.0 ** -b)
+        self.coarse_eps = 2.0 ** -(b + 1)
 
     def start_test(self) -> None:
         pass
@@ -224,7 +235,9 @@ class _FreshNoise:
     def layers(self, first: int, draws: np.ndarray, shapes: list[tuple[np.ndarray, np.ndarray]],
                bias: bool) -> list[tuple[np.ndarray, np.ndarray | None]]:
         m, nb = len(draws), int(bias)
-        v = _unit_f32(self.bitgen, m * sum(len(o) * (len(i) + nb) for o, i in shapes))
+        size = m * sum(len(o) * (len(i) + nb) for o, i in shapes)
+        per = 64 // self.bits  # top bits from one raw 64-bit output
+        v = self.bitgen.random_raw(-(-size // per)).view(self._dtype)[:size].astype(np.float32)
         out, a = [], 0
         for k, (o, i) in enumerate(shapes):
             size = m * len(o) * len(i)
@@ -237,6 +250,37 @@ class _FreshNoise:
             a += size + m * len(o) * nb
         return out
 
+    def refine(self, first: int, draws: np.ndarray, shapes: list[tuple[np.ndarray, np.ndarray]],
+               bias: bool, u: list[tuple[np.ndarray, np.ndarray | None]]
+               ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        low = 23 - self.bits
+
+        def full(a: np.ndarray) -> np.ndarray:
+            k = self.bitgen.random_raw(a.size).reshape(a.shape) >> np.uint64(64 - low)
+            return 1.0 + (a.astype(np.float64) * 2.0 ** low + k) * 2.0 ** -23
+
+        return [(full(uW), None if ub is None else full(ub)) for uW, ub in u]
+
+
+def _affine(noise: Any) -> tuple[float, float]:
+    """(a, s): the unit draws ``noise.layers`` returns are u with v ≈ a + s·u."""
+    return getattr(noise, "affine", (0.0, 1.0))
+
+
+def _full_draws(noise: Any, first: int, draws: np.ndarray,
+                shapes: list[tuple[np.ndarray, np.ndarray]], bias: bool,
+                u: list[tuple[np.ndarray, np.ndarray | None]]
+                ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """The exact unit draws v of coordinates given as ``noise.layers`` returned them (u)."""
+    refine = getattr(noise, "refine", None)
+    if refine is not None:
+        return refine(first, draws, shapes, bias, u)
+    a, s = _affine(noise)
+    if (a, s) == (0.0, 1.0):
+        return u
+    return [(a + s * uW.astype(np.float64), None if ub is None else a + s * ub.astype(np.float64))
+            for uW, ub in u]
+
 
 def _column_sums(h: np.ndarray) -> np.ndarray:
     """Σ over axis 1 of float32 h (m, in, N), as (m, 1, N): a matmul with ones, ≈ 5× faster
@@ -245,9 +289,10 @@ def _column_sums(h: np.ndarray) -> np.ndarray:
 
 
 def _noisy(h: np.ndarray, c: np.ndarray, vW: np.ndarray, vb: np.ndarray | None, d: np.ndarray,
-           nb: int) -> np.ndarray:
+           nb: int, affine: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
     """Pre-activations (m, out, N) of the realisations W + δ(2v_W − 3), b + δ(2v_b − 3) at inputs
-    h (m, in, N) given c = W h + b: c + δ(2(v_W h + v_b) − 3(Σh + 1)); δ per row N."""
+    h (m, in, N) given c = W h + b: c + δ(2(v_W h + v_b) − 3(Σh + 1)); δ per row N. The unit
+    draws come as u with v = a + s·u (``affine``): c + δ(2s(u_W h + u_b) + (2a − 3)(Σh + 1))."""
     m, o, i = vW.shape
     if h.shape[0] == 1 and h.shape[2] == 1:  # one row, layer 1: one GEMV over all draws
         vt = vW.transpose(2, 0, 1)
@@ -257,8 +302,9 @@ def _noisy(h: np.ndarray, c: np.ndarray, vW: np.ndarray, vb: np.ndarray | None, 
         z = np.matmul(vW, h)
     if vb is not None:
         z += vb[:, :, None]
-    z *= np.float32(2.0)
-    z -= np.float32(3.0) * (_column_sums(h) + np.float32(nb))
+    a, s = affine
+    z *= np.float32(2.0 * s)
+    z += np.float32(2.0 * a - 3.0) * (_column_sums(h) + np.float32(nb))
     z *= d
     z += c
     return z
@@ -318,13 +364,28 @@ class _Plan:
             hit = self._restricted[key] = (shapes, W32, W64)
         return hit
 
-    def tolerance(self, X: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    def tolerance(self, X: np.ndarray, deltas: np.ndarray, coarse_eps: float = 0.0
+                  ) -> np.ndarray:
         """Per row a bound on the float32 rounding error of any margin the test computes:
-        2⁻²⁰ · Σ(in + 8) · 2M, M bounding every |term| of every pre-activation over Δ_δ."""
+        2⁻²⁰ · Σ(in + 8) · 2M, M bounding every |term| of every pre-activation over Δ_δ.
+
+        With ``coarse_eps`` > 0 (unit draws v known only to ± coarse_eps, so every weight and
+        bias of a realisation only to ± ε = 2δ·coarse_eps), plus a bound E on how far the
+        margin of any realisation in Δ_δ moves when every parameter moves by ≤ ε within Δ_δ:
+        per layer |Δz| ≤ (|W| + δ)|Δh| + ε(Σ|h| + n_b) with |h| ≤ M and |Δh| ≤ |Δz| (ReLU is
+        1-Lipschitz); E = max |Δz| at the output (twice that for a multi-class margin)."""
         M = np.abs(X)
+        dc = deltas[:, None]
+        D = np.zeros_like(M) if coarse_eps else None
         for aW, ab in self.absW:
-            M = M @ aW + deltas[:, None] * (M.sum(axis=1, keepdims=True) + self.nb) + ab
-        return (_F32_TOL * 2.0 * self.n_terms) * M.max(axis=1)
+            Ms = M.sum(axis=1, keepdims=True) + self.nb
+            if D is not None:
+                D = D @ aW + dc * D.sum(axis=1, keepdims=True) + (2.0 * coarse_eps) * dc * Ms
+            M = M @ aW + dc * Ms + ab
+        tol = (_F32_TOL * 2.0 * self.n_terms) * M.max(axis=1)
+        if D is not None:
+            tol += D.max(axis=1) * ((1.0 if self.net.n_outputs == 1 else 2.0) * (1.0 + 2.0 ** -20))
+        return tol
 
 
 def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
@@ -339,10 +400,11 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
       logit), so the margin's range over that noise is known in closed form; when it is > 0
       throughout (or ≤ 0 throughout) every completion gives the same outcome, and not drawing
       it leaves the distribution of the outcome — and of the test — unchanged.
-    * Draws are float32 (:func:`_unit_f32`) and forwarded in float32; a draw whose float32
-      margin (or margin range) lies within a rounding-error band of 0
-      (:meth:`_Plan.tolerance`) is re-evaluated in float64 from the same draws, so every
-      outcome is the float64 one.
+    * Draws are float32 and forwarded in float32, first with the top bits of every unit draw
+      only (the centre of their cell, :class:`_FreshNoise`); a draw whose float32 margin (or
+      margin range) lies within a band of 0 that bounds the rounding error and the effect of
+      the bits not yet drawn (:meth:`_Plan.tolerance`) gets its low bits and is re-evaluated
+      in float64, so every outcome is the float64 one of the full draw.
     * Hidden-layer draws are shared by all rows. Coordinates no draw can see get no draws:
       input columns that are 0 in every row, and hidden neurons whose interval upper bound over
       Δ_δ (``bounds``) is ≤ 0 in every row — inactive for every network in Δ_δ, so their
@@ -360,7 +422,8 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
     else:
         masks = [np.any(X != 0.0, axis=0)] + [np.any(hi > -1e-12, axis=0) for _, hi in bounds[:-1]]
     shapes, W32, W64 = plan.restricted(masks)
-    tol_all = plan.tolerance(X, deltas)
+    tol_all = plan.tolerance(X, deltas, getattr(noise, "coarse_eps", 0.0))
+    af = _affine(noise)
     X = X[:, shapes[0][1]]
     W0, b0 = W64[0]
     c0_all = (X @ W0.T + b0).T.astype(f32)  # (o1, N)
@@ -384,7 +447,7 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
             d, tr, tol = deltas[rr].astype(f32), t[rr], tol_all[rr]
             h, c = X32[None, :, rr], c0_all[None, :, rr]
             for i in range(last):  # hidden layers: every draw
-                h = np.maximum(_noisy(h, c, v[i][0], v[i][1], d, nb), f32(0.0))
+                h = np.maximum(_noisy(h, c, v[i][0], v[i][1], d, nb, af), f32(0.0))
                 W, b = W32[i + 1]
                 c = np.matmul(W, h) if h.shape[2] > 1 else (h[:, :, 0] @ W.T)[:, :, None]
                 c += b[:, None]
@@ -406,14 +469,17 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
                     h, c, pend = h[go], c[go], pend[go]
             if go.size:
                 vl = noise.layers(last, draws[go], shapes[last:], biases)[0]
-                z = _noisy(h, c, vl[0], vl[1], d, nb)
+                z = _noisy(h, c, vl[0], vl[1], d, nb, af)
                 m = sign_all[rr] * z[:, 0] if binary else _margins(z, tr)
                 flipped |= (pend & ~(m >= -tol)).any(axis=0)
                 unsure = pend & (np.abs(m) <= tol)
                 if unsure.any():  # within the rounding band: decide in float64
                     gi, ri = np.nonzero(unsure)
-                    vv = [(vW[go[gi]], None if vb is None else vb[go[gi]]) for vW, vb in v]
-                    vv.append((vl[0][gi], None if vl[1] is None else vl[1][gi]))
+                    g = go[gi]
+                    vv = _full_draws(noise, 0, draws[g], shapes[:last], biases,
+                                     [(vW[g], None if vb is None else vb[g]) for vW, vb in v])
+                    vv += _full_draws(noise, last, draws[g], shapes[last:], biases,
+                                      [(vl[0][gi], None if vl[1] is None else vl[1][gi])])
                     m64 = _exact_margins(W64, X[rr[ri]], deltas[rr[ri]], tr[ri], vv)
                     np.logical_or.at(flipped, ri, ~(m64 > 0))
             flips[rr] |= flipped
@@ -438,23 +504,26 @@ def _first_layer(x: np.ndarray, vW: np.ndarray) -> np.ndarray:
 
 
 def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _FreshNoise,
-                  bounds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, bool]:
+                  masks: list[np.ndarray], tol: float) -> tuple[int, bool]:
     """:func:`_lazy_test` for one row at one δ (the same draws, the same decisions), on 2-D
-    arrays (draws × neurons) and stopping at the first flip. Per hidden layer the realisation
-    W + δ(2v − 3), b + δ(2v_b − 3) gives z = 2δ(v h + v_b) + (W − 3δ) h + b − 3δ·n_b, with
-    v h one GEMV over all draws for the first layer and per-draw products after it. Returns
-    (draws evaluated, passed)."""
+    arrays (draws × neurons) and stopping at the first flip. Per layer the realisation
+    W + δ(2v − 3), b + δ(2v_b − 3) with v = a + s·u gives
+    z = 2δs(u h + u_b) + (W − (3 − 2a)δ) h + b − (3 − 2a)δ·n_b, with u h one GEMV over all
+    draws for the first layer and per-draw products after it. ``masks``: the coordinates kept
+    (as in :func:`_lazy_test`, here from bounds at some δ' ≥ δ: a superset); ``tol``: the
+    band of :meth:`_Plan.tolerance` at some δ' ≥ δ (it grows with δ). Returns (draws
+    evaluated, passed)."""
     net, nb, f32 = plan.net, plan.nb, np.float32
     biases = bool(nb)
     last = len(net.weights) - 1
-    masks = [x != 0.0] + [hi[0] > -1e-12 for _, hi in bounds[:-1]]
     shapes, W32, W64 = plan.restricted(masks)
-    tol = float(plan.tolerance(x[None], np.array([d]))[0])
     xk = x[shapes[0][1]]
     x32 = xk.astype(f32)
-    two_d = f32(2.0 * d)
-    shift = 3.0 * d
-    # per layer: the constant part (W − 3δ)ᵀ and b − 3δ·n_b in float32 (layer 1: its value at x)
+    a_, s_ = _affine(noise)
+    two_d = f32(2.0 * s_ * d)
+    shift = (3.0 - 2.0 * a_) * d
+    # per layer: the constant part (W − shift)ᵀ and b − shift·n_b in float32 (layer 1: its
+    # value at x)
     consts = []
     for k, (W, b) in enumerate(W64):
         if k == 0:
@@ -492,7 +561,7 @@ def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _
             W, b = W32[last]
             c = h @ W.T
             c += b
-            sh = h.sum(axis=1)
+            sh = h @ np.ones(h.shape[1], dtype=f32)
             rad = sh * f32(d)
             rad += f32(d * nb + tol)
             if binary:
@@ -525,8 +594,10 @@ def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _
         unsure = np.flatnonzero(np.abs(m) <= tol)
         if unsure.size:  # within the rounding band: decide in float64
             g = unsure if go is None else go[unsure]
-            vv = [(vW[g], None if vb is None else vb[g]) for vW, vb in v]
-            vv.append((vl[0][unsure], None if vl[1] is None else vl[1][unsure]))
+            vv = _full_draws(noise, 0, draws[g], shapes[:last], biases,
+                             [(vW[g], None if vb is None else vb[g]) for vW, vb in v])
+            vv += _full_draws(noise, last, draws[g], shapes[last:], biases,
+                              [(vl[0][unsure], None if vl[1] is None else vl[1][unsure])])
             p = unsure.size
             m64 = _exact_margins(W64, np.broadcast_to(xk, (p, xk.size)), np.full(p, d),
                                  np.full(p, t), vv)
@@ -536,25 +607,71 @@ def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _
     return done, True
 
 
-def _algorithm1_one(plan: _Plan, x: np.ndarray, t: int, lo: float, cand: float, n_tests: int,
-                    n_interval: int, d0: float, dmax: float, n: int, noise: _FreshNoise,
-                    biases: bool, max_rounds: int) -> tuple[Any, ...]:
-    """:func:`_algorithm1`'s rounds for one active row after the interval-proven prefix, with
-    scalar bookkeeping. Returns (lo, hi, status, n_tests, n_interval, n_samples, rounds,
-    limited)."""
-    hi, n_samples, rounds, status = math.inf, 0, 0, "ok"
-    X, tt = x[None], np.array([t])
+#: points per doubling of δ of the grid on which one CE's interval bounds and rounding band are
+#: computed up front (a test at δ uses the grid point just above it)
+_GRID_STEPS = 8
+
+
+def _one_row_grid(plan: _Plan, x: np.ndarray, t: int, d0: float, dmax: float, biases: bool,
+                  coarse_eps: float) -> tuple[list[float], np.ndarray, list[np.ndarray],
+                                              np.ndarray]:
+    """One CE's interval bounds over Δ_δ and rounding band on the grid δ_init·2^(k/G) (capped at
+    ``delta_max``; G = :data:`_GRID_STEPS`), which holds every doubling test δ_init·2ᵏ: the grid,
+    per point whether bounds prove every network in Δ_δ keeps the class, the kept-coordinate
+    masks (input columns ≠ 0, hidden neurons whose upper bound is > 0) and the band. All three
+    are monotone in δ — Δ_δ grows with δ and interval bounds are inclusion-monotone — so the
+    values at a grid point δ' ≥ δ are sound at δ: a proof at δ' holds at δ, the neurons kept
+    at δ' include those kept at δ, the band at δ' is at least the one at δ."""
+    grid, k = [], 0
+    while True:
+        g = d0 * 2.0 ** (k / _GRID_STEPS)
+        if g >= dmax:
+            grid.append(dmax)
+            break
+        grid.append(g)
+        k += 1
+    deltas = np.asarray(grid)
+    X = np.broadcast_to(x, (len(grid), x.size))
+    bounds = point_layer_bounds(plan.net, X, deltas, biases)
+    sure = margin_terms(bounds[-1][0], bounds[-1][1], np.full(len(grid), t)).min(axis=1) > 0
+    masks = [hi > -1e-12 for _, hi in bounds[:-1]]
+    return grid, sure, masks, plan.tolerance(X, deltas, coarse_eps)
+
+
+def _algorithm1_one(plan: _Plan, x: np.ndarray, t: int, d0: float, dmax: float, n: int,
+                    noise: _FreshNoise, biases: bool, max_rounds: int) -> tuple[Any, ...]:
+    """:func:`_algorithm1` for one valid row, with scalar bookkeeping and the bounds of every
+    test read off :func:`_one_row_grid`: the interval-proven doubling prefix as
+    :func:`_skip_interval_prefix` finds it, then the rounds. Returns (lo, hi, status, n_tests,
+    n_interval, n_samples, rounds, limited)."""
+    grid, sure, hidden, tol = _one_row_grid(plan, x, t, d0, dmax, biases,
+                                            getattr(noise, "coarse_eps", 0.0))
+    lo, hi, n_tests, n_interval, n_samples, rounds = 0.0, math.inf, 0, 0, 0, 0
+    # the doubling prefix that bounds prove (each such test would pass with certainty)
+    ladder = list(range(0, len(grid) - 1, _GRID_STEPS)) + [len(grid) - 1]
+    for j in ladder[:max_rounds]:
+        if not sure[j]:
+            break
+        noise.start_test()
+        lo = grid[j]
+        n_tests += 1
+    n_interval = n_tests
+    if n_tests and lo >= dmax:
+        return lo, hi, "capped", n_tests, n_interval, n_samples, rounds, False
+    cand = min(2.0 * lo, dmax) if n_tests else d0
+    in_cols = x != 0.0
     while True:
         if n_tests >= max_rounds:
-            return lo, hi, status, n_tests, n_interval, n_samples, rounds, True
+            return lo, hi, "ok", n_tests, n_interval, n_samples, rounds, True
         rounds += 1
         noise.start_test()
-        bounds = _bounds(plan.net, X, np.array([cand]), biases)
-        if margin_terms(bounds[-1][0], bounds[-1][1], tt).min() > 0:
+        j = bisect.bisect_left(grid, cand)  # grid[j] ≥ cand: its bounds are sound at cand
+        if sure[j]:
             ok = True  # all of Δ_δ keeps the class: every draw would pass
             n_interval += 1
         else:
-            used, ok = _one_row_test(plan, x, t, cand, n, noise, bounds)
+            masks = [in_cols] + [m[j] for m in hidden]
+            used, ok = _one_row_test(plan, x, t, cand, n, noise, masks, float(tol[j]))
             n_samples += used
         n_tests += 1
         if ok:
@@ -568,7 +685,7 @@ def _algorithm1_one(plan: _Plan, x: np.ndarray, t: int, lo: float, cand: float, 
         elif lo == 0.0:
             return lo, hi, "not_robust", n_tests, n_interval, n_samples, rounds, False
         elif hi - lo <= d0:
-            return lo, hi, status, n_tests, n_interval, n_samples, rounds, False
+            return lo, hi, "ok", n_tests, n_interval, n_samples, rounds, False
         else:
             cand = 0.5 * (lo + hi)
 
@@ -859,16 +976,15 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
     message[bad] = "counterfactual contains NaN or infinite values"
     active = ~bad & ~invalid
     plan = _Plan(net, biases)
-    _skip_interval_prefix(net, X, t, active, lo, cand, n_tests, n_interval, status, d0, dmax,
-                          noise, biases, max_rounds)
     rounds = 0
     limited = np.zeros(N, dtype=bool)
-    if N == 1 and active[0]:  # one CE: the same rounds on scalars
+    if N == 1 and active[0]:  # one CE: the same tests on scalars
         (lo[0], hi[0], status[0], n_tests[0], n_interval[0], n_samples[0], rounds,
-         limited[0]) = _algorithm1_one(plan, X[0], int(t[0]), float(lo[0]), float(cand[0]),
-                                       int(n_tests[0]), int(n_interval[0]), d0, dmax, n, noise,
-                                       biases, max_rounds)
+         limited[0]) = _algorithm1_one(plan, X[0], int(t[0]), d0, dmax, n, noise, biases,
+                                       max_rounds)
         active[0] = False
+    _skip_interval_prefix(net, X, t, active, lo, cand, n_tests, n_interval, status, d0, dmax,
+                          noise, biases, max_rounds)
     while True:
         over = active & (n_tests >= max_rounds)
         limited |= over
