@@ -453,7 +453,8 @@ def test_fast_delta_max_float64_recheck_path_gives_the_same_decisions(sizes, mon
 class _CoarseTableNoise(_TableNoise):
     """The tabled draws handed out as the library's source hands out its own: first only the
     top ``bits`` bits u of each unit draw (v ≈ the centre a + s·u of u's cell), the exact v on
-    ``refine`` — so the fast test must decide from the coarse bits, or ask for the rest."""
+    ``refine`` — so the fast test must decide from the coarse bits, or ask for the rest — and
+    each layer's weights and biases also as one array, in the library's layout."""
 
     def __init__(self, net: ReLUNetwork, n: int, seed: int, bits: int):
         super().__init__(net, n, seed)
@@ -464,11 +465,23 @@ class _CoarseTableNoise(_TableNoise):
     def layers(self, first, draws, shapes, bias):
         def top(v):
             return None if v is None else np.floor((v - 1.0) * 2.0 ** self.bits).astype(np.float32)
-        return [(top(vW), top(vb)) for vW, vb in super().layers(first, draws, shapes, bias)]
+
+        out = []
+        for k, (vW, vb) in enumerate(super().layers(first, draws, shapes, bias)):
+            uW, ub = top(vW), top(vb)
+            ni = uW.shape[2]
+            if first + k == 0:  # the library's layout: (in + n_b, m, out), then (m, out, in + n_b)
+                aug = np.ascontiguousarray(np.concatenate(
+                    [uW.transpose(2, 0, 1)] + ([ub[None]] if bias else [])))
+                out.append((aug[:ni].transpose(1, 2, 0), aug[ni] if bias else None, aug))
+            else:
+                aug = np.concatenate([uW] + ([ub[:, :, None]] if bias else []), axis=2)
+                out.append((aug[:, :, :ni], aug[:, :, ni] if bias else None, aug))
+        return out
 
     def refine(self, first, draws, shapes, bias, u):
         exact = super().layers(first, draws, shapes, bias)
-        for (uW, ub), (vW, vb) in zip(u, exact, strict=True):  # u is the top of v
+        for (uW, ub, *_), (vW, vb) in zip(u, exact, strict=True):  # u is the top of v
             for uu, vv in ((uW, vW), (ub, vb)):
                 if vv is not None:
                     assert np.array_equal(uu, np.floor((vv - 1.0) * 2.0 ** self.bits))
@@ -541,7 +554,7 @@ def test_fresh_noise_top_and_low_bits_make_uniform_23_bit_draws():
     shapes = [(np.arange(4), np.arange(3))]
     u = noise.layers(1, np.arange(20_000), shapes, True)
     v = noise.refine(1, np.arange(20_000), shapes, True, u)
-    for (uW, ub), (vW, vb) in zip(u, v, strict=True):
+    for (uW, ub, *_), (vW, vb) in zip(u, v, strict=True):
         for uu, vv in ((uW, vW), (ub, vb)):
             assert np.all(np.abs(vv - (a + s * uu.astype(np.float64))) <= noise.coarse_eps)
             k = np.rint((vv - 1.0) * 2.0 ** 23)

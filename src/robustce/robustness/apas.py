@@ -213,7 +213,9 @@ class _FreshNoise:
     current test and each (out_idx, in_idx) in ``shapes`` — the kept coordinates of layer
     ``first + k`` — u as float32 for the weights ``W[out_idx][:, in_idx]``, shape
     (len(draws), len(out_idx), len(in_idx)), and for the biases ``b[out_idx]`` (None without
-    ``bias``). ``affine`` = (a, s): the centre of u's cell of v is a + s·u, and
+    ``bias``); this source adds a third entry, both in one array: (in + n_b, m, out) for layer
+    1 (a row's layer 1 is then one GEMV), (m, out, in + n_b) after it (the bias last: one
+    per-draw product with [h, 1]). ``affine`` = (a, s): the centre of u's cell of v is a + s·u, and
     ``coarse_eps`` bounds |v − (a + s·u)|. ``refine(first, draws, shapes, bias, u)`` returns the
     full v (float64) of those coordinates, drawing their low bits. ``start_test()`` marks a new
     tested δ. Tests substitute a source that reads a fixed table, to compare the fast test draw
@@ -240,14 +242,16 @@ class _FreshNoise:
         v = self.bitgen.random_raw(-(-size // per)).view(self._dtype)[:size].astype(np.float32)
         out, a = [], 0
         for k, (o, i) in enumerate(shapes):
-            size = m * len(o) * len(i)
-            if first + k == 0:  # stored (in, m, out): one row's layer 1 is x @ v (a GEMV 'n')
-                vW = v[a:a + size].reshape(len(i), m, len(o)).transpose(1, 2, 0)
-            else:
-                vW = v[a:a + size].reshape(m, len(o), len(i))
-            vb = v[a + size:a + size + m * len(o) * nb].reshape(m, len(o)) if bias else None
-            out.append((vW, vb))
-            a += size + m * len(o) * nb
+            no, ni = len(o), len(i)
+            size = m * no * (ni + nb)
+            if first + k == 0:  # (in + n_b, m, out): one row's layer 1 is x @ v (a GEMV 'n')
+                aug = v[a:a + size].reshape(ni + nb, m, no)
+                vW, vb = aug[:ni].transpose(1, 2, 0), aug[ni] if bias else None
+            else:  # (m, out, in + n_b)
+                aug = v[a:a + size].reshape(m, no, ni + nb)
+                vW, vb = aug[:, :, :ni], aug[:, :, ni] if bias else None
+            out.append((vW, vb, aug))
+            a += size
         return out
 
     def refine(self, first: int, draws: np.ndarray, shapes: list[tuple[np.ndarray, np.ndarray]],
@@ -259,7 +263,7 @@ class _FreshNoise:
             k = self.bitgen.random_raw(a.size).reshape(a.shape) >> np.uint64(64 - low)
             return 1.0 + (a.astype(np.float64) * 2.0 ** low + k) * 2.0 ** -23
 
-        return [(full(uW), None if ub is None else full(ub)) for uW, ub in u]
+        return [(full(e[0]), None if e[1] is None else full(e[1])) for e in u]
 
 
 def _affine(noise: Any) -> tuple[float, float]:
@@ -477,7 +481,8 @@ def _lazy_test(plan: _Plan, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n:
                     gi, ri = np.nonzero(unsure)
                     g = go[gi]
                     vv = _full_draws(noise, 0, draws[g], shapes[:last], biases,
-                                     [(vW[g], None if vb is None else vb[g]) for vW, vb in v])
+                                     [(vW[g], None if vb is None else vb[g])
+                                      for vW, vb, *_ in v])
                     vv += _full_draws(noise, last, draws[g], shapes[last:], biases,
                                       [(vl[0][gi], None if vl[1] is None else vl[1][gi])])
                     m64 = _exact_margins(W64, X[rr[ri]], deltas[rr[ri]], tr[ri], vv)
@@ -503,69 +508,83 @@ def _first_layer(x: np.ndarray, vW: np.ndarray) -> np.ndarray:
     return (vW.reshape(m * o, i) @ x).reshape(m, o)
 
 
+#: draws in the first chunk of a one-CE test: a flip, where there is one, is mostly found there
+_FIRST_CHUNK = 512
+
+
 def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _FreshNoise,
                   masks: list[np.ndarray], tol: float) -> tuple[int, bool]:
     """:func:`_lazy_test` for one row at one δ (the same draws, the same decisions), on 2-D
     arrays (draws × neurons) and stopping at the first flip. Per layer the realisation
     W + δ(2v − 3), b + δ(2v_b − 3) with v = a + s·u gives
     z = 2δs(u h + u_b) + (W − (3 − 2a)δ) h + b − (3 − 2a)δ·n_b, with u h one GEMV over all
-    draws for the first layer and per-draw products after it. ``masks``: the coordinates kept
-    (as in :func:`_lazy_test`, here from bounds at some δ' ≥ δ: a superset); ``tol``: the
-    band of :meth:`_Plan.tolerance` at some δ' ≥ δ (it grows with δ). Returns (draws
-    evaluated, passed)."""
+    draws for the first layer and per-draw products after it; the constant part is one GEMM
+    of [h, 1]. ``masks``: the coordinates kept (as in :func:`_lazy_test`, here from bounds at
+    some δ' ≥ δ: a superset); ``tol``: the band of :meth:`_Plan.tolerance` at some δ' ≥ δ (it
+    grows with δ). Returns (draws evaluated, passed)."""
     net, nb, f32 = plan.net, plan.nb, np.float32
     biases = bool(nb)
     last = len(net.weights) - 1
-    shapes, W32, W64 = plan.restricted(masks)
+    shapes, _, W64 = plan.restricted(masks)
     xk = x[shapes[0][1]]
-    x32 = xk.astype(f32)
     a_, s_ = _affine(noise)
-    two_d = f32(2.0 * s_ * d)
+    scale = 2.0 * s_ * d
+    two_d = f32(scale)
     shift = (3.0 - 2.0 * a_) * d
-    # per layer: the constant part (W − shift)ᵀ and b − shift·n_b in float32 (layer 1: its
-    # value at x)
-    consts = []
-    for k, (W, b) in enumerate(W64):
-        if k == 0:
-            consts.append((None, (W @ xk + b - shift * (xk.sum() + nb)).astype(f32)))
-        else:
-            consts.append(((W - shift).T.astype(f32), (b - shift * nb).astype(f32)))
+    # layer 1 at x: scale·(x u_W + u_b) as one GEMV with [scale·x, scale], and its constant part
+    W, b = W64[0]
+    xs = (np.append(xk, 1.0) if biases else xk) * scale
+    xs32, x32 = xs.astype(f32), xk.astype(f32)
+    c0 = (W @ xk + b - shift * (xk.sum() + nb)).astype(f32)
+    # after it: [(W − shift)ᵀ; b − shift·n_b], applied to [h, 1]
+    consts = [np.vstack([(W - shift).T, b - shift * nb]).astype(f32) for W, b in W64[1:last]]
     binary = net.n_outputs == 1
-    sign = f32(1.0 if t == 1 else -1.0)
+    sign = 1.0 if t == 1 else -1.0
+    if last:  # output layer: its logits at [h, 1] (binary: signed) and Σh, in one GEMM
+        W, b = W64[last]
+        Wo = np.vstack([W.T, b]) * (sign if binary else 1.0)
+        out = np.hstack([Wo, np.append(np.ones(W.shape[1]), 0.0)[:, None]]).astype(f32)
+        k_out = Wo.shape[1]
+        rad0 = f32(d * nb + tol)
     n_params = sum(len(o) * (len(i) + nb) for o, i in shapes)
     cap = max(1, _CHUNK_ELEMENTS // max(n_params, max(len(o) for o, _ in shapes)))
-    s = min(cap, 256, n)
+    s = min(cap, _FIRST_CHUNK, n)
     done = 0
     while done < n:
         s = min(s, n - done)
         draws = np.arange(done, done + s)
         done += s
         v = noise.layers(0, draws, shapes[:last], biases) if last else []
-        h = x32
+        h = None  # [h, 1] of the last hidden layer, (s, width + 1)
         for k in range(last):  # hidden layers: every draw
-            vW, vb = v[k]
-            Wc, bc = consts[k]
-            z = _first_layer(h, vW) if k == 0 else np.matmul(vW, h[:, :, None])[:, :, 0]
-            if vb is not None:
-                z += vb
-            z *= two_d
-            if k == 0:
-                z += bc
+            vk = v[k]
+            if len(vk) > 2:  # one array: a GEMV (layer 1) or one product with [h, 1]
+                aug = vk[2]
+                if k == 0:
+                    z = (xs32 @ aug.reshape(aug.shape[0], -1)).reshape(s, -1)
+                else:
+                    z = np.matmul(aug, (h if biases else h[:, :-1])[:, :, None])[:, :, 0]
+                z *= f32(1.0) if k == 0 else two_d
             else:
-                c = h @ Wc
-                c += bc
-                z += c
-            h = np.maximum(z, f32(0.0), out=z)
+                vW, vb = vk
+                z = _first_layer(x32, vW) if k == 0 else np.matmul(vW, h[:, :-1, None])[:, :, 0]
+                if vb is not None:
+                    z += vb
+                z *= two_d
+            if k == 0:
+                z += c0
+            else:
+                z += h @ consts[k - 1]
+            h = np.ones((s, z.shape[1] + 1), dtype=f32)
+            np.maximum(z, f32(0.0), out=h[:, :-1])
         go = None
         if last:  # output layer: only draws whose margin range over its noise straddles 0
-            W, b = W32[last]
-            c = h @ W.T
-            c += b
-            sh = h @ np.ones(h.shape[1], dtype=f32)
+            P = h @ out
+            c, sh = P[:, :k_out], P[:, k_out]
             rad = sh * f32(d)
-            rad += f32(d * nb + tol)
+            rad += rad0
             if binary:
-                a = c[:, 0] * sign
+                a = c[:, 0]
                 if not (a >= -rad).all():
                     return done, False
                 go = np.flatnonzero(a <= rad)
@@ -575,27 +594,37 @@ def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _
                     return done, False
                 go = np.flatnonzero(m_lo <= 0)
             if go.size == 0:
+                s = cap
                 continue
-            h, c, sh = h[go], c[go], sh[go]
-            c -= (f32(shift) * (sh + f32(nb)))[:, None]
+            h, c = h[go], c[go]
+            c -= (f32(shift * (sign if binary else 1.0)) * (sh[go] + f32(nb)))[:, None]
             vl = noise.layers(last, draws[go], shapes[last:], biases)[0]
-            z = np.matmul(vl[0], h[:, :, None])[:, :, 0]
+            if len(vl) > 2:
+                z = np.matmul(vl[2], (h if biases else h[:, :-1])[:, :, None])[:, :, 0]
+            else:
+                z = np.matmul(vl[0], h[:, :-1, None])[:, :, 0]
+                if vl[1] is not None:
+                    z += vl[1]
+            if binary:
+                z *= f32(sign)
         else:
             vl = noise.layers(0, draws, shapes, biases)[0]
-            z = _first_layer(h, vl[0])
-            c = consts[0][1]
-        if vl[1] is not None:
-            z += vl[1]
+            z = _first_layer(x32, vl[0])
+            if vl[1] is not None:
+                z += vl[1]
+            c = c0 * f32(sign) if binary else c0
+            if binary:
+                z *= f32(sign)
         z *= two_d
         z += c
-        m = z[:, 0] * sign if binary else class_margin(z, t)
+        m = z[:, 0] if binary else class_margin(z, t)
         if not (m >= -tol).all():
             return done, False
         unsure = np.flatnonzero(np.abs(m) <= tol)
-        if unsure.size:  # within the rounding band: decide in float64
+        if unsure.size:  # within the band: decide in float64 from the full draws
             g = unsure if go is None else go[unsure]
             vv = _full_draws(noise, 0, draws[g], shapes[:last], biases,
-                             [(vW[g], None if vb is None else vb[g]) for vW, vb in v])
+                             [(vk[0][g], None if vk[1] is None else vk[1][g]) for vk in v])
             vv += _full_draws(noise, last, draws[g], shapes[last:], biases,
                               [(vl[0][unsure], None if vl[1] is None else vl[1][unsure])])
             p = unsure.size
