@@ -352,6 +352,7 @@ class _Plan:
         self.absW = [(np.abs(W).T, np.abs(b)) for W, b in net.weights]
         self.n_terms = sum(W.shape[1] + 8 for W, _ in net.weights)
         self._restricted: dict[bytes, tuple[Any, ...]] = {}
+        self._one_row: dict[bytes, tuple[Any, ...]] = {}
 
     def restricted(self, masks: list[np.ndarray]) -> tuple[Any, ...]:
         """For kept-coordinate masks per layer input (and all outputs): the (out_idx, in_idx)
@@ -362,10 +363,40 @@ class _Plan:
         if hit is None:
             keep = [np.flatnonzero(m) for m in masks] + [np.arange(self.net.n_outputs)]
             shapes = [(keep[i + 1], keep[i]) for i in range(len(masks))]
-            W32 = [(W[np.ix_(o, i)], b[o]) for (W, b), (o, i) in zip(self.W32, shapes, strict=True)]
-            W64 = [(W[np.ix_(o, i)], b[o])
-                   for (W, b), (o, i) in zip(self.net.weights, shapes, strict=True)]
+            W64 = [(W[o][:, i], b[o]) for (W, b), (o, i) in zip(self.net.weights, shapes, strict=True)]
+            W32 = [(W.astype(np.float32), b.astype(np.float32)) for W, b in W64]
             hit = self._restricted[key] = (shapes, W32, W64)
+        return hit
+
+    def one_row(self, masks: list[np.ndarray], x: np.ndarray, t: int) -> tuple[Any, ...]:
+        """What :func:`_one_row_test` needs of one row ``x`` (target ``t``) under kept-coordinate
+        masks, apart from δ; cached per pattern (one plan serves one row there): the shapes,
+        the float64 weights restricted to them, x's kept entries (as they are, float32, and
+        [x, 1] or x), Σx, W₁x + b₁, per later hidden layer [Wᵀ; b] and the column
+        [1, …, 1, n_b] (the constant part is [Wᵀ; b] − shift·that column), the output layer's
+        float32 matrix (one GEMM of [h, 1] gives the logits — signed for a binary network —
+        and Σh), and the draws per chunk."""
+        key = b"".join(m.tobytes() for m in masks)
+        hit = self._one_row.get(key)
+        if hit is None:
+            shapes, _, W64 = self.restricted(masks)
+            nb, last = self.nb, len(W64) - 1
+            xk = x[shapes[0][1]]
+            W, b = W64[0]
+            W1x = W @ xk + b
+            hidden = [(np.vstack([W.T, b]), np.append(np.ones(W.shape[1]), float(nb))[:, None])
+                      for W, b in W64[1:last]]
+            out = None
+            if last:
+                W, b = W64[last]
+                Wo = np.vstack([W.T, b]) * ((1.0 if t == 1 else -1.0) if W.shape[0] == 1 else 1.0)
+                out = np.hstack([Wo, np.append(np.ones(W.shape[1]), 0.0)[:, None]]
+                                ).astype(np.float32)
+            n_params = sum(len(o) * (len(i) + nb) for o, i in shapes)
+            cap = max(1, _CHUNK_ELEMENTS // max(n_params, max(len(o) for o, _ in shapes)))
+            hit = self._one_row[key] = (shapes, W64, xk, xk.astype(np.float32),
+                                        np.append(xk, 1.0) if nb else xk, float(xk.sum()),
+                                        W1x, hidden, out, cap)
         return hit
 
     def tolerance(self, X: np.ndarray, deltas: np.ndarray, coarse_eps: float = 0.0
@@ -525,29 +556,21 @@ def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _
     net, nb, f32 = plan.net, plan.nb, np.float32
     biases = bool(nb)
     last = len(net.weights) - 1
-    shapes, _, W64 = plan.restricted(masks)
-    xk = x[shapes[0][1]]
+    shapes, W64, xk, x32, xa, sx, W1x, hidden, out, cap = plan.one_row(masks, x, t)
     a_, s_ = _affine(noise)
     scale = 2.0 * s_ * d
     two_d = f32(scale)
     shift = (3.0 - 2.0 * a_) * d
     # layer 1 at x: scale·(x u_W + u_b) as one GEMV with [scale·x, scale], and its constant part
-    W, b = W64[0]
-    xs = (np.append(xk, 1.0) if biases else xk) * scale
-    xs32, x32 = xs.astype(f32), xk.astype(f32)
-    c0 = (W @ xk + b - shift * (xk.sum() + nb)).astype(f32)
+    xs32 = (xa * scale).astype(f32)
+    c0 = (W1x - shift * (sx + nb)).astype(f32)
     # after it: [(W − shift)ᵀ; b − shift·n_b], applied to [h, 1]
-    consts = [np.vstack([(W - shift).T, b - shift * nb]).astype(f32) for W, b in W64[1:last]]
+    consts = [(Wb - shift * ones).astype(f32) for Wb, ones in hidden]
     binary = net.n_outputs == 1
     sign = 1.0 if t == 1 else -1.0
     if last:  # output layer: its logits at [h, 1] (binary: signed) and Σh, in one GEMM
-        W, b = W64[last]
-        Wo = np.vstack([W.T, b]) * (sign if binary else 1.0)
-        out = np.hstack([Wo, np.append(np.ones(W.shape[1]), 0.0)[:, None]]).astype(f32)
-        k_out = Wo.shape[1]
+        k_out = out.shape[1] - 1
         rad0 = f32(d * nb + tol)
-    n_params = sum(len(o) * (len(i) + nb) for o, i in shapes)
-    cap = max(1, _CHUNK_ELEMENTS // max(n_params, max(len(o) for o, _ in shapes)))
     s = min(cap, _FIRST_CHUNK, n)
     done = 0
     while done < n:
@@ -564,7 +587,8 @@ def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _
                     z = (xs32 @ aug.reshape(aug.shape[0], -1)).reshape(s, -1)
                 else:
                     z = np.matmul(aug, (h if biases else h[:, :-1])[:, :, None])[:, :, 0]
-                z *= f32(1.0) if k == 0 else two_d
+                if k:
+                    z *= two_d
             else:
                 vW, vb = vk
                 z = _first_layer(x32, vW) if k == 0 else np.matmul(vW, h[:, :-1, None])[:, :, 0]
