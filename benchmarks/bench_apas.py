@@ -132,7 +132,8 @@ def run(quick: bool = False, repeats_one_ce: int = 1) -> list[dict[str, Any]]:
     med, loop_med = statistics.median(times), statistics.median(loop_times)
     rows.append({
         "name": f"apas_max_delta one CE, {'-'.join(map(str, net.layer_sizes))}, n={n} "
-                f"(median of {n_ces} CEs) vs per-draw loop",
+                f"(median of {n_ces} CEs"
+                f"{f' x {repeats_one_ce} passes' if repeats_one_ce > 1 else ''}) vs per-draw loop",
         "seconds": med, "baseline_seconds": loop_med, "ratio": loop_med / med,
         "benchmark": "apas_max_delta_one_ce", "network": "-".join(map(str, net.layer_sizes)),
         "n": n, "n_ces": n_ces, "repeats": max(1, repeats_one_ce),
