@@ -430,21 +430,30 @@ def _plain_algorithm1(net, x, t, noise: _TableNoise, d0: float, dmax: float, bia
 @pytest.mark.parametrize("sizes, biases", [((3, 5, 4, 1), True), ((2, 6, 1), True),
                                            ((3, 6, 5, 3), True), ((3, 5, 4, 1), False),
                                            ((4, 1), True)])
-def test_fast_delta_max_equals_plain_algorithm1_on_the_same_draws(sizes, biases):
+@pytest.mark.parametrize("one_row_path", [True, False])
+def test_fast_delta_max_equals_plain_algorithm1_on_the_same_draws(sizes, biases, one_row_path,
+                                                                   monkeypatch):
     # the fast test (float32 draws and forward, pruning, interval shortcuts, output-layer noise
     # drawn only where it matters, float64 recheck near 0) must reach the very decisions of a
-    # plain float64 forward of the same realisations, hence the same δ_max, upper and n_tests
+    # plain float64 forward of the same realisations, hence the same δ_max, upper and n_tests —
+    # on the one-CE path and on the batched path that several CEs take
+    import robustce.robustness.apas as apas_mod
+
+    monkeypatch.setattr(apas_mod, "_ONE_ROW_PATH", one_row_path)
     pairs, sampled = _fast_and_plain(sizes, biases)
     assert all(fast == ref for fast, ref in pairs), pairs
     assert sampled >= 4  # the comparison covers sampled tests, not only interval-decided ones
 
 
 @pytest.mark.parametrize("sizes", [(3, 5, 4, 1), (3, 6, 5, 3), (4, 1)])
-def test_fast_delta_max_float64_recheck_path_gives_the_same_decisions(sizes, monkeypatch):
+@pytest.mark.parametrize("one_row_path", [True, False])
+def test_fast_delta_max_float64_recheck_path_gives_the_same_decisions(sizes, one_row_path,
+                                                                       monkeypatch):
     # a wide rounding band sends most draws through the float64 re-evaluation
     import robustce.robustness.apas as apas_mod
 
     monkeypatch.setattr(apas_mod, "_F32_TOL", 2.0 ** -8)
+    monkeypatch.setattr(apas_mod, "_ONE_ROW_PATH", one_row_path)
     pairs, sampled = _fast_and_plain(sizes, True)
     assert all(fast == ref for fast, ref in pairs), pairs
     assert sampled >= 4
@@ -493,11 +502,17 @@ class _CoarseTableNoise(_TableNoise):
 @pytest.mark.parametrize("sizes, biases", [((3, 5, 4, 1), True), ((3, 6, 5, 3), True),
                                            ((3, 5, 4, 1), False), ((4, 1), True)])
 @pytest.mark.parametrize("bits", [4, 16])
-def test_fast_delta_max_on_coarse_draws_gives_the_plain_decisions(sizes, biases, bits):
+@pytest.mark.parametrize("one_row_path", [True, False])
+def test_fast_delta_max_on_coarse_draws_gives_the_plain_decisions(sizes, biases, bits,
+                                                                  one_row_path, monkeypatch):
     # the library draws each unit draw's top bits first and the rest only for draws those leave
     # undecided; with the same tabled realisations handed out that way (4 bits: wide cells,
-    # many draws refined) the decisions must still be those of the plain float64 forward
+    # many draws refined) the decisions must still be those of the plain float64 forward, on
+    # both paths
+    import robustce.robustness.apas as apas_mod
     from robustce.robustness.apas import _algorithm1
+
+    monkeypatch.setattr(apas_mod, "_ONE_ROW_PATH", one_row_path)
 
     n, d0, dmax = 150, 1e-3, 4.0
     refined, sampled = 0, 0

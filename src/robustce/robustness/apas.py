@@ -660,6 +660,10 @@ def _one_row_test(plan: _Plan, x: np.ndarray, t: int, d: float, n: int, noise: _
     return done, True
 
 
+#: one CE goes through :func:`_algorithm1_one` (tests switch it off to check the batched path
+#: on single rows against the plain Algorithm 1 too)
+_ONE_ROW_PATH = True
+
 #: points per doubling of δ of the grid on which one CE's interval bounds and rounding band are
 #: computed up front (a test at δ uses the grid point just above it)
 _GRID_STEPS = 8
@@ -1031,7 +1035,7 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
     plan = _Plan(net, biases)
     rounds = 0
     limited = np.zeros(N, dtype=bool)
-    if N == 1 and active[0]:  # one CE: the same tests on scalars
+    if N == 1 and active[0] and _ONE_ROW_PATH:  # one CE: the same tests on scalars
         (lo[0], hi[0], status[0], n_tests[0], n_interval[0], n_samples[0], rounds,
          limited[0]) = _algorithm1_one(plan, X[0], int(t[0]), d0, dmax, n, noise, biases,
                                        max_rounds)
