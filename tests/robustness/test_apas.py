@@ -430,24 +430,155 @@ def _plain_algorithm1(net, x, t, noise: _TableNoise, d0: float, dmax: float, bia
 @pytest.mark.parametrize("sizes, biases", [((3, 5, 4, 1), True), ((2, 6, 1), True),
                                            ((3, 6, 5, 3), True), ((3, 5, 4, 1), False),
                                            ((4, 1), True)])
-def test_fast_delta_max_equals_plain_algorithm1_on_the_same_draws(sizes, biases):
+@pytest.mark.parametrize("one_row_path", [True, False])
+def test_fast_delta_max_equals_plain_algorithm1_on_the_same_draws(sizes, biases, one_row_path,
+                                                                   monkeypatch):
     # the fast test (float32 draws and forward, pruning, interval shortcuts, output-layer noise
     # drawn only where it matters, float64 recheck near 0) must reach the very decisions of a
-    # plain float64 forward of the same realisations, hence the same δ_max, upper and n_tests
+    # plain float64 forward of the same realisations, hence the same δ_max, upper and n_tests —
+    # on the one-CE path and on the batched path that several CEs take
+    import robustce.robustness.apas as apas_mod
+
+    monkeypatch.setattr(apas_mod, "_ONE_ROW_PATH", one_row_path)
     pairs, sampled = _fast_and_plain(sizes, biases)
     assert all(fast == ref for fast, ref in pairs), pairs
     assert sampled >= 4  # the comparison covers sampled tests, not only interval-decided ones
 
 
 @pytest.mark.parametrize("sizes", [(3, 5, 4, 1), (3, 6, 5, 3), (4, 1)])
-def test_fast_delta_max_float64_recheck_path_gives_the_same_decisions(sizes, monkeypatch):
+@pytest.mark.parametrize("one_row_path", [True, False])
+def test_fast_delta_max_float64_recheck_path_gives_the_same_decisions(sizes, one_row_path,
+                                                                       monkeypatch):
     # a wide rounding band sends most draws through the float64 re-evaluation
     import robustce.robustness.apas as apas_mod
 
     monkeypatch.setattr(apas_mod, "_F32_TOL", 2.0 ** -8)
+    monkeypatch.setattr(apas_mod, "_ONE_ROW_PATH", one_row_path)
     pairs, sampled = _fast_and_plain(sizes, True)
     assert all(fast == ref for fast, ref in pairs), pairs
     assert sampled >= 4
+
+
+class _CoarseTableNoise(_TableNoise):
+    """The tabled draws handed out as the library's source hands out its own: first only the
+    top ``bits`` bits u of each unit draw (v ≈ the centre a + s·u of u's cell), the exact v on
+    ``refine`` — so the fast test must decide from the coarse bits, or ask for the rest — and
+    each layer's weights and biases also as one array, in the library's layout."""
+
+    def __init__(self, net: ReLUNetwork, n: int, seed: int, bits: int):
+        super().__init__(net, n, seed)
+        self.bits, self.refined = bits, 0
+        self.affine = (1.0 + 2.0 ** -(bits + 1), 2.0 ** -bits)
+        self.coarse_eps = 2.0 ** -(bits + 1)
+
+    def layers(self, first, draws, shapes, bias):
+        def top(v):
+            return None if v is None else np.floor((v - 1.0) * 2.0 ** self.bits).astype(np.float32)
+
+        out = []
+        for k, (vW, vb) in enumerate(super().layers(first, draws, shapes, bias)):
+            uW, ub = top(vW), top(vb)
+            ni = uW.shape[2]
+            if first + k == 0:  # the library's layout: (in + n_b, m, out), then (m, out, in + n_b)
+                aug = np.ascontiguousarray(np.concatenate(
+                    [uW.transpose(2, 0, 1)] + ([ub[None]] if bias else [])))
+                out.append((aug[:ni].transpose(1, 2, 0), aug[ni] if bias else None, aug))
+            else:
+                aug = np.concatenate([uW] + ([ub[:, :, None]] if bias else []), axis=2)
+                out.append((aug[:, :, :ni], aug[:, :, ni] if bias else None, aug))
+        return out
+
+    def refine(self, first, draws, shapes, bias, u):
+        exact = super().layers(first, draws, shapes, bias)
+        for (uW, ub, *_), (vW, vb) in zip(u, exact, strict=True):  # u is the top of v
+            for uu, vv in ((uW, vW), (ub, vb)):
+                if vv is not None:
+                    assert np.array_equal(uu, np.floor((vv - 1.0) * 2.0 ** self.bits))
+            self.refined += vW.size
+        return [(vW.astype(np.float64), None if vb is None else vb.astype(np.float64))
+                for vW, vb in exact]
+
+
+@pytest.mark.parametrize("sizes, biases", [((3, 5, 4, 1), True), ((3, 6, 5, 3), True),
+                                           ((3, 5, 4, 1), False), ((4, 1), True)])
+@pytest.mark.parametrize("bits", [4, 16])
+@pytest.mark.parametrize("one_row_path", [True, False])
+def test_fast_delta_max_on_coarse_draws_gives_the_plain_decisions(sizes, biases, bits,
+                                                                  one_row_path, monkeypatch):
+    # the library draws each unit draw's top bits first and the rest only for draws those leave
+    # undecided; with the same tabled realisations handed out that way (4 bits: wide cells,
+    # many draws refined) the decisions must still be those of the plain float64 forward, on
+    # both paths
+    import robustce.robustness.apas as apas_mod
+    from robustce.robustness.apas import _algorithm1
+
+    monkeypatch.setattr(apas_mod, "_ONE_ROW_PATH", one_row_path)
+
+    n, d0, dmax = 150, 1e-3, 4.0
+    refined, sampled = 0, 0
+    for seed in range(6):
+        net = _net(seed, sizes)
+        x = np.random.default_rng(seed + 50).normal(size=(1, sizes[0]))
+        t = int(net.predict(x)[0])
+        nominal = class_margin(net.forward(x), np.array([t]))
+        noise = _CoarseTableNoise(net, n, seed, bits)
+        fast = _algorithm1(net, x, np.zeros(1, bool), np.array([t]), nominal, d0, dmax, n,
+                           noise, biases, 200)
+        ref = _plain_algorithm1(net, x[0], t, _TableNoise(net, n, seed), d0, dmax, biases)
+        assert (fast.delta[0], fast.upper[0], int(fast.n_tests[0])) == ref
+        refined += noise.refined
+        sampled += fast.status[0] == "ok" and fast.n_tests[0] > fast.n_interval[0]
+    assert sampled >= 4
+    if bits == 4:
+        assert refined > 0  # the refinement path ran
+
+
+@pytest.mark.parametrize("sizes", [(3, 5, 4, 1), (3, 6, 5, 3), (2, 1)])
+def test_coarse_band_bounds_the_margin_change_of_the_undrawn_bits(sizes):
+    # _Plan.tolerance with coarse_eps adds E: |margin(θ') − margin(θ)| ≤ E for realisations θ,
+    # θ' in Δ_δ whose every weight and bias differ by at most 2δ·coarse_eps
+    from robustce.robustness.apas import _Plan
+
+    rng = np.random.default_rng(3)
+    for seed in range(5):
+        net = _net(seed, sizes)
+        x = rng.normal(size=sizes[0])
+        t = int(net.predict(x[None])[0])
+        plan = _Plan(net, True)
+        for d, ce in [(0.05, 2.0 ** -5), (0.3, 2.0 ** -3), (1.0, 2.0 ** -2)]:
+            E = float(plan.tolerance(x[None], np.array([d]), ce)[0]
+                      - plan.tolerance(x[None], np.array([d]), 0.0)[0])
+            eps = 2.0 * d * ce
+            for _ in range(200):
+                a = [(W + rng.uniform(-d + eps, d - eps, W.shape),
+                      b + rng.uniform(-d + eps, d - eps, b.shape)) for W, b in net.weights]
+                b_ = [(W + rng.uniform(-eps, eps, W.shape), b + rng.uniform(-eps, eps, b.shape))
+                      for W, b in a]
+                ma, mb = (class_margin(ReLUNetwork(w).forward(x[None]), t)[0] for w in (a, b_))
+                assert abs(ma - mb) <= E
+
+
+def test_fresh_noise_top_and_low_bits_make_uniform_23_bit_draws():
+    # _FreshNoise hands out the top 16 bits u of each unit draw v = 1 + k·2⁻²³ (k uniform on
+    # 2²³ values) and draws the low 7 on refine: v lies in u's cell, every low value occurs
+    # about equally often, and the top bits are uniform too
+    from robustce.robustness.apas import _FreshNoise
+
+    noise = _FreshNoise(np.random.default_rng(0))
+    a, s = noise.affine
+    shapes = [(np.arange(4), np.arange(3))]
+    u = noise.layers(1, np.arange(20_000), shapes, True)
+    v = noise.refine(1, np.arange(20_000), shapes, True, u)
+    for (uW, ub, *_), (vW, vb) in zip(u, v, strict=True):
+        for uu, vv in ((uW, vW), (ub, vb)):
+            assert np.all(np.abs(vv - (a + s * uu.astype(np.float64))) <= noise.coarse_eps)
+            k = np.rint((vv - 1.0) * 2.0 ** 23)
+            assert np.array_equal(k, (vv - 1.0) * 2.0 ** 23)  # on the 2⁻²³ grid
+            low = np.bincount((k % 128).astype(np.int64).ravel(), minlength=128)
+            top = np.bincount((k // 2 ** 19).astype(np.int64).ravel(), minlength=16)
+            from scipy.stats import chisquare
+
+            assert chisquare(low).pvalue > 1e-4 and chisquare(top).pvalue > 1e-4
 
 
 def _fast_and_plain(sizes, biases):
