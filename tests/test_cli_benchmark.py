@@ -122,18 +122,28 @@ def test_proplace_table1_has_the_per_dataset_protocol():
     cfg = resolve_config("proplace-table1")
     by = {d.label: d for d in cfg.datasets}
     assert list(by) == ["adult", "compas", "gmc", "heloc"]
-    for label, delta, layers, epochs in [("adult", 0.035, [10, 10], 20), ("compas", 0.025, [20, 20], 50),
-                                         ("gmc", 0.045, [20, 20], 3), ("heloc", 0.025, [20, 20], 50)]:
+    # the authors' notebooks: δ, network, k, MILP-R's own δ (their run_milpr calls)
+    for label, delta, layers, epochs, milpr in [
+            ("adult", 0.035, [10, 10], 20, 0.05), ("compas", 0.025, [20, 20], 50, 0.03),
+            ("gmc", 0.045, [20, 20], 3, 0.08), ("heloc", 0.025, [20, 20], 50, 0.04)]:
         d = by[label]
         assert d.evaluation["delta"] == delta
         assert (d.model["hidden_layers"], d.model["epochs"]) == (layers, epochs)
+        assert d.all_continuous and d.all_free  # their MILP's domain
         for m in cfg.methods:
-            if m.name in ("milp_robust", "proplace", "robust_nearest_neighbour"):
+            if m.name in ("proplace", "robust_nearest_neighbour") or m.label == "milp_robust_default":
                 assert cfg.method_params(d, m)["shift"] == delta  # certified at the evaluated δ
-            if m.name == "proplace":  # the authors' k
+            if m.label == "milp_robust":
+                assert cfg.method_params(d, m)["shift"] == milpr
+            if m.name == "proplace":  # the authors' k and outer margin
                 assert cfg.method_params(d, m)["k"] == (23 if label == "heloc" else 20)
+                assert cfg.method_params(d, m)["sigma"] == 0.01
     assert {"proplace", "robust_nearest_neighbour", "milp_robust", "wachter"} <= {m.name for m in cfg.methods}
     assert cfg.seeds == [0, 1] and cfg.queries["n"] == 50
+    # their get_test_data: D1 rows rejected by the model and all retrained models, drawn at random
+    assert cfg.queries | {"n": 50} == {"n": 50, "from_class": 0, "source": "train",
+                                       "order": "random", "family_agrees": True}
+    assert all(d.evaluation["retrain"]["method_data"] == "d1" for d in cfg.datasets)
 
 
 def test_list_shows_each_named_config_on_one_line(capsys):
