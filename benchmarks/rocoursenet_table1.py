@@ -100,6 +100,7 @@ def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], n
     coverage and accuracy, each averaged over parts; a query without a CE is invalid."""
     val, rob, prox, cov, acc, sec, n = [], [], [], [], [], [], 0
     rob_to: dict[int, list[float]] = {0: [], 1: []}
+    per_class: dict[str, dict[str, Any]] = {}
     for g, p in parts.items():
         has, want = p.has, 1 - p.own
         C = p.C[has]
@@ -117,6 +118,9 @@ def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], n
         for c in (0, 1):  # split by the class the CE aims at
             if (want == c).any():
                 rob_to[c].append(float(on_others[want == c].mean()))
+        per_class[str(g)] = {f"n_to_{c}": int((want == c).sum()) for c in (0, 1)} | {
+            f"robust_validity_to_{c}": round(float(on_others[want == c].mean()), 4)
+            for c in (0, 1) if (want == c).any()}
         prox.append(float(np.abs(C - p.X[has]).sum(axis=1).mean()) if has.any() else float("nan"))
         cov.append(float(has.mean()))
         acc.append(float((p.own == p.y).mean()))
@@ -129,7 +133,8 @@ def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], n
             "coverage": float(np.mean(cov)),
             "accuracy": float(np.mean(acc)), "ce_s_per_query": float(np.sum(sec) / n),
             "n_queries": n,
-            "by_part": {str(g): {"validity": round(v, 4), "robust_validity": round(r, 4)}
+            "by_part": {str(g): {"validity": round(v, 4), "robust_validity": round(r, 4),
+                                 **per_class[str(g)]}
                         for g, v, r in zip(parts, val, rob, strict=True)}}
 
 
