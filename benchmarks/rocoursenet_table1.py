@@ -7,6 +7,8 @@ to the part's own prediction), then report
 * validity — share of queries whose CE the part's own predictor puts in the opposite class;
 * robust validity — share of (query, other part) pairs where the *other* part's predictor gives
   the query's CE the opposite of the own prediction of the query;
+* robust validity to class c (``robust_validity_to_0`` / ``_1``) — the same over the queries
+  whose CE aims at class c only (averaged over the parts that have such queries);
 * proximity — mean L1 distance between query and CE in model space (queries with a CE);
 
 averaged over parts (the paper's protocol, section 4). A query without a CE counts as invalid in
@@ -32,6 +34,8 @@ RoCourseNet: one batched forward pass, ``counterfactuals``; post-hoc: one ``expl
     python benchmarks/rocoursenet_table1.py german --quick          # 10 epochs
     python benchmarks/rocoursenet_table1.py student --actionability free  # no immutables
     python benchmarks/rocoursenet_table1.py german --methods CounterNet Wachter ROAR RBR
+    python benchmarks/rocoursenet_table1.py german --methods RoCourseNet \
+        --rocoursenet shift_features="'softmax'" --encoding authors   # the authors' attacker
 """
 
 from __future__ import annotations
@@ -57,6 +61,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
                     batch_size=128, lambdas=(1.0, 0.2, 0.1), epochs=100, n_steps=7),
     "loan": dict(dataset="loan", hidden=((50, 10), (10,), (50, 50)), lr=0.003, batch_size=128,
                  lambdas=(1.0, 0.2, 0.1), epochs=5, n_steps=7),
+}
+
+# the authors' encoding (scripts/utils_configs.py data_config): "continous_cols" min-max scaled,
+# "discret_cols" one-hot; our loaders code some of these as ordinals/binaries (--encoding)
+AUTHORS_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "german": (("Duration", "Credit amount", "Installment rate", "Age", "Existing credits",
+                "Number people"), ("Present residence", "Status", "History")),
+    "student": (("failures", "age"), ("G2", "G1", "higher", "goout", "Mjob", "Fjob", "health",
+                                      "freetime", "absences", "Walc", "famrel", "Medu", "Fedu")),
 }
 
 TRAINED = ("CounterNet", "RoCourseNet")
@@ -86,6 +99,8 @@ def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], n
     """Validity (own predictor), robust validity (every other part's predictor), proximity L1,
     coverage and accuracy, each averaged over parts; a query without a CE is invalid."""
     val, rob, prox, cov, acc, sec, n = [], [], [], [], [], [], 0
+    rob_to: dict[int, list[float]] = {0: [], 1: []}
+    per_class: dict[str, dict[str, Any]] = {}
     for g, p in parts.items():
         has, want = p.has, 1 - p.own
         C = p.C[has]
@@ -98,19 +113,58 @@ def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], n
             return ok
 
         val.append(float(valid_on(g).mean()))
-        rob.append(float(np.mean([valid_on(h) for h in parts if h != g])))
+        on_others = np.mean([valid_on(h) for h in parts if h != g], axis=0)
+        rob.append(float(on_others.mean()))
+        for c in (0, 1):  # split by the class the CE aims at
+            if (want == c).any():
+                rob_to[c].append(float(on_others[want == c].mean()))
+        per_class[str(g)] = {f"n_to_{c}": int((want == c).sum()) for c in (0, 1)} | {
+            f"robust_validity_to_{c}": round(float(on_others[want == c].mean()), 4)
+            for c in (0, 1) if (want == c).any()}
         prox.append(float(np.abs(C - p.X[has]).sum(axis=1).mean()) if has.any() else float("nan"))
         cov.append(float(has.mean()))
         acc.append(float((p.own == p.y).mean()))
         sec.append(p.seconds)
         n += len(p.X)
     return {"validity": float(np.mean(val)), "robust_validity": float(np.mean(rob)),
+            **{f"robust_validity_to_{c}": float(np.mean(v)) if v else float("nan")
+               for c, v in rob_to.items()},
             "proximity_l1": float(np.nanmean(prox)) if any(np.isfinite(prox)) else float("nan"),
             "coverage": float(np.mean(cov)),
             "accuracy": float(np.mean(acc)), "ce_s_per_query": float(np.sum(sec) / n),
             "n_queries": n,
-            "by_part": {str(g): {"validity": round(v, 4), "robust_validity": round(r, 4)}
+            "by_part": {str(g): {"validity": round(v, 4), "robust_validity": round(r, 4),
+                                 **per_class[str(g)]}
                         for g, v, r in zip(parts, val, rob, strict=True)}}
+
+
+def authors_encoding(data: rc.data.Dataset, name: str) -> rc.data.Dataset:
+    """``data`` re-typed as the authors encode it: their continuous columns numeric (an ordinal
+    with numeric levels becomes an integer feature over its levels' range), their discrete
+    columns categorical (one-hot: ordinal and binary levels kept, an integer feature's observed
+    values as categories); actionability unchanged."""
+    if name not in AUTHORS_COLUMNS:
+        raise SystemExit(f"--encoding authors is defined for {sorted(AUTHORS_COLUMNS)} only")
+    continuous, discrete = AUTHORS_COLUMNS[name]
+    schema = data.schema
+    if sorted(continuous + discrete) != sorted(schema.names):
+        raise SystemExit(f"{name}: the authors' columns {continuous + discrete} do not match the "
+                         f"loader's {schema.names}")
+    F = rc.data.Feature
+    for f in schema:
+        if f.name in discrete and f.kind is not rc.data.FeatureKind.CATEGORICAL:
+            cats = (f.categories if f.categories is not None
+                    else tuple(sorted(data.frame[f.name].unique().tolist())))
+            new = F(f.name, "categorical", categories=cats, actionability=f.actionability,
+                    dtype=f.dtype)
+        elif f.name in continuous and f.kind.has_levels:
+            levels = [float(c) for c in f.categories]
+            new = F(f.name, "integer", lower=min(levels), upper=max(levels),
+                    actionability=f.actionability, dtype=f.dtype)
+        else:
+            continue
+        schema = rc.data.Schema(new if g.name == f.name else g for g in schema)
+    return dataclasses.replace(data, schema=schema)
 
 
 def _queries(test: rc.data.Dataset, n: int | None) -> rc.data.Dataset:
@@ -155,17 +209,18 @@ def _posthoc_parts(method: str, models: dict[Any, Any], splits: dict[Any, Any], 
 def evaluate(name: str, epochs: int | None = None, test_size: float = 0.25, seed: int = 0,
              methods: tuple[str, ...] = TRAINED, actionability: str = "loader",
              n_queries: int | None = None, delta: float = 0.05,
-             method_params: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+             method_params: dict[str, dict[str, Any]] | None = None,
+             encoding: str = "loader") -> list[dict[str, Any]]:
     """Rows of the table for one dataset (see the module docstring)."""
     return list(iter_rows(name, epochs, test_size, seed, methods, actionability, n_queries,
-                          delta, method_params))
+                          delta, method_params, encoding))
 
 
 def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, seed: int = 0,
               methods: tuple[str, ...] = TRAINED, actionability: str = "loader",
               n_queries: int | None = None, delta: float = 0.05,
-              method_params: dict[str, dict[str, Any]] | None = None
-              ) -> Iterator[dict[str, Any]]:
+              method_params: dict[str, dict[str, Any]] | None = None,
+              encoding: str = "loader") -> Iterator[dict[str, Any]]:
     """:func:`evaluate`, one row per method as soon as it is done."""
     unknown = [m for m in methods if m not in TRAINED + POSTHOC]
     if unknown:
@@ -173,6 +228,8 @@ def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, see
     cfg = dict(CONFIGS[name])
     data = rc.datasets.load(cfg.pop("dataset"), **({"years": range(1994, 2010)}
                                                    if name == "loan" else {}))
+    if encoding == "authors":
+        data = authors_encoding(data, name)
     if actionability == "free":  # every feature may change, as in the authors' runs
         free = {f: "free" for f in data.schema.immutable}
         data = dataclasses.replace(data, schema=data.schema.with_actionability(**free))
@@ -182,7 +239,7 @@ def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, see
     splits = {g: p.split(test_size=test_size, random_state=seed)
               for g, p in data.by_group().items()}
     common = {"dataset": name, "epochs": cfg["epochs"], "parts": len(splits),
-              "actionability": actionability}
+              "actionability": actionability, "encoding": encoding}
     mlps, mlp_s = None, float("nan")
     for method in methods:
         if method in TRAINED:
@@ -242,13 +299,16 @@ def main() -> None:
     ap.add_argument("--actionability", choices=("loader", "free"), default="loader",
                     help="loader: the loader's immutable features stay fixed; free: every "
                          "feature may change (the authors' runs)")
+    ap.add_argument("--encoding", choices=("loader", "authors"), default="loader",
+                    help="loader: the loader's feature kinds (ordinals thermometer-coded); "
+                         "authors: the authors' continuous / one-hot split (AUTHORS_COLUMNS)")
     args = ap.parse_args()
     epochs = 10 if args.quick and args.epochs is None else args.epochs
     n_queries = 20 if args.quick and args.queries is None else args.queries
     for name in args.datasets:
         for row in iter_rows(name, epochs=epochs, seed=args.seed, methods=tuple(args.methods),
                              actionability=args.actionability, n_queries=n_queries,
-                             delta=args.delta,
+                             delta=args.delta, encoding=args.encoding,
                              method_params={"RoCourseNet": _literals(args.rocoursenet),
                                             "CounterNet": _literals(args.counternet)}):
             print(json.dumps(row), flush=True)

@@ -243,6 +243,103 @@ def test_vds_rejects_bad_input():
             virtual_data_shift(view, theta, x, y, x, 1 - y, **bad)
 
 
+class _RecordingView(_PredictorView):
+    """The predictor view, recording every input it is evaluated on (same parameter names)."""
+
+    def __init__(self, net):
+        super().__init__(net)
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(x.detach().clone())
+        return super().forward(x)
+
+
+def _mixed_batch():
+    """2 continuous columns, then one-hot blocks [2, 5) and [5, 7); a tiny network over them."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = CounterNetModule(7, ((6,), (4,), (2,)), 0.0)
+        x = torch.cat([torch.rand(12, 2), torch.eye(3)[torch.randint(3, (12,))],
+                       torch.eye(2)[torch.randint(2, (12,))]], dim=1)
+        x_cf = torch.rand(12, 7)
+    y = (torch.arange(12) % 2).float()
+    return net, x, y, x_cf, 1 - y
+
+
+def test_vds_softmax_blocks_train_on_softmax_of_shifted_codes_with_unclipped_delta():
+    """The authors' shifted inputs (relax cat_normalize(x + δ)): each one-hot block of the K
+    steps' inputs is softmax(x_b + δ_b), the rest x + δ; after an attacker step the block δ is
+    unclipped (α = 2.5ε for T = 1 carries it past ε) while the continuous δ stays in the ε-ball.
+    The default (no blocks) trains on x + δ with the blocks untouched."""
+    net, x, y, x_cf, y_cf = _mixed_batch()
+    eps, blocks = 0.1, [(2, 5), (5, 7)]
+    cont = np.array([True, True, False, False, False, False, False])
+    view = _RecordingView(net)
+    theta = {n: p.detach() for n, p in view.named_parameters()}
+    kw = dict(epsilon=eps, n_steps=1, k=2, shift_mask=cont)
+    _, delta = virtual_data_shift(view, theta, x, y, x_cf, y_cf, softmax_blocks=blocks,
+                                  generator=torch.Generator().manual_seed(0), **kw)
+    u = torch.rand(x.shape, generator=torch.Generator().manual_seed(0))
+    delta0 = (2 * u - 1) * eps  # the initial δ, on every column (blocks included)
+    z = x + delta0
+    expected = torch.cat([z[:, :2], torch.softmax(z[:, 2:5], 1), torch.softmax(z[:, 5:7], 1)], 1)
+    assert len(view.seen) == 3  # K = 2 training steps, then f(x_cf; θ')
+    for inputs in view.seen[:2]:
+        torch.testing.assert_close(inputs, expected)
+    torch.testing.assert_close(view.seen[2], x_cf)
+    # continuous δ clipped to ε (each moved by α = 0.25 > 2ε, so it sits on the boundary)
+    assert delta[:, :2].abs().max() <= eps + 1e-6
+    assert torch.isclose(delta[:, :2].abs(), torch.tensor(eps)).float().mean() > 0.9
+    # block δ not clipped: δ0 ± α exactly, so past ε wherever it moved
+    moved = (delta[:, 2:] - delta0[:, 2:]).abs()
+    assert torch.all(torch.isclose(moved, torch.tensor(0.25)) | (moved < 1e-7))
+    assert (moved > 0).float().mean() > 0.5
+    assert delta[:, 2:][moved > 0].abs().min() >= 0.15 - 1e-6
+
+    # the default shifted inputs: x + δ on the masked columns, one-hot blocks as they are
+    view = _RecordingView(net)
+    _, delta = virtual_data_shift(view, theta, x, y, x_cf, y_cf,
+                                  generator=torch.Generator().manual_seed(0), **kw)
+    plain = x + delta0 * torch.tensor(cont, dtype=x.dtype)
+    torch.testing.assert_close(view.seen[0], plain)
+    torch.testing.assert_close(view.seen[0][:, 2:], x[:, 2:])
+    assert delta.abs().max() <= eps + 1e-6 and torch.all(delta[:, 2:] == 0)
+
+
+def test_vds_softmax_blocks_gradient_matches_finite_differences():
+    """∇δ through softmax(x_b + δ_b) and the unrolled steps agrees with finite differences."""
+    net, x, y, x_cf, y_cf = _mixed_batch()
+    net = net.double()
+    view = _PredictorView(net)
+    theta = {n: p.detach() for n, p in view.named_parameters()}
+    x, y, x_cf, y_cf = x.double(), y.double(), x_cf.double(), y_cf.double()
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        delta = 0.2 * torch.randn(x.shape, dtype=torch.float64)
+        u = torch.randn(x.shape, dtype=torch.float64)
+    kw = dict(k=2, inner_lr=0.05, softmax_blocks=[(2, 5), (5, 7)])
+
+    def loss(d):
+        return unrolled_adversarial_loss(d, view, theta, x, y, x_cf, y_cf, **kw)[0]
+
+    d = delta.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(loss(d), d)
+    h = 1e-6
+    fd = (loss(delta + h * u) - loss(delta - h * u)) / (2 * h)
+    assert g[:, 2:].abs().max() > 1e-8  # the blocks' δ does reach the loss
+    assert torch.isclose((g * u).sum(), fd, rtol=1e-4, atol=1e-9), ((g * u).sum().item(), fd.item())
+
+
+def test_vds_rejects_bad_softmax_blocks():
+    view = _PredictorView(CounterNetModule(4, ((4,), (3,), (2,)), 0.0))
+    theta = {n: p.detach() for n, p in view.named_parameters()}
+    x, y = torch.rand(4, 4), torch.ones(4)
+    for bad in ([(2, 5)], [(1, 3), (2, 4)], [(3, 3)]):
+        with pytest.raises(ValidationError, match="softmax_blocks"):
+            virtual_data_shift(view, theta, x, y, x, 1 - y, softmax_blocks=bad)
+
+
 # --- RoCourseNet (Algorithm 2) ------------------------------------------------------------------
 def test_rocoursenet_bad_parameters():
     for bad in (dict(epsilon=0), dict(epsilon=-0.1), dict(n_steps=0), dict(k=0), dict(alpha=0),
@@ -272,6 +369,37 @@ def test_rocoursenet_shift_features_all_trains_on_categorical_only_data():
     assert bool(m._shift_mask.all()) and m._shift_mask.numel() == m.encoder.n_features_out_
     with pytest.raises(ValidationError, match="shift_features"):
         RoCourseNet(progress=False, shift_features="categorical").fit(data)
+
+
+@pytest.mark.parametrize("mode", ["continuous", "all", "softmax"])
+def test_rocoursenet_shift_features_reach_the_attacker(mode, monkeypatch):
+    """What RoCourseNet hands VDS per mode: "softmax" shifts every mutable column and names the
+    mutable one-hot blocks as softmax blocks (the immutable block stays out of both)."""
+    import robustce.methods.rocoursenet as rcn
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"income": rng.uniform(0, 100, 48), "colour": rng.choice(["r", "g", "b"], 48),
+                       "size": rng.choice(["s", "m"], 48), "label": rng.integers(0, 2, 48)})
+    data = rc.data.from_frame(df, "label", immutable=["size"])
+    calls, real = [], rcn.virtual_data_shift
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rcn, "virtual_data_shift", spy)
+    m = RoCourseNet(hidden=TINY, epochs=1, batch_size=48, n_steps=2, progress=False,
+                    shift_features=mode, random_state=0).fit(data)
+    assert len(calls) == 1
+    blocks = {b.feature.name: b for b in m.encoder.blocks_}
+    mask = np.asarray(calls[0]["shift_mask"].cpu(), dtype=bool)
+    got = [tuple(b) for b in calls[0]["softmax_blocks"]]
+    expected_mask = {"continuous": m.constraints_.continuous, "all": np.ones_like(mask),
+                     "softmax": ~m.encoder.immutable_mask_}[mode]
+    np.testing.assert_array_equal(mask, expected_mask)
+    colour = blocks["colour"]
+    assert got == ([(colour.start, colour.stop)] if mode == "softmax" else [])
+    assert not mask[blocks["size"].slice].any() or mode == "all"
 
 
 def test_rocoursenet_schedules_epsilon_linearly_and_is_deterministic(loan_small):
