@@ -20,6 +20,7 @@ and prints coverage, ℓ1 = model-space L1 / d, and the share of CEs with a frac
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 import robustce as rc
-from robustce.data import Feature, Schema, from_frame
+from robustce.evaluation.runner import as_continuous
 from robustce.methods import PROPLACE
 from robustce.models.families import split_halves
 
@@ -35,19 +36,11 @@ from robustce.models.families import split_halves
 def domains() -> dict[str, Any]:
     """ADULT three ways: typed (the loader's), relaxed (all continuous), relaxed and free."""
     data = rc.datasets.load("adult")
-    cols, relaxed, free = {}, [], []
-    for f in data.schema.features:
-        v = data.frame[f.name]
-        if f.kind == "binary":  # categories[1] is the 1 of the binary column
-            cols[f.name], lo, hi = (v == f.categories[1]).astype(float), 0.0, 1.0
-        else:
-            cols[f.name], lo, hi = v.astype(float), f.lower, f.upper
-        relaxed.append(Feature(f.name, "continuous", lo, hi, actionability=f.actionability))
-        free.append(Feature(f.name, "continuous", lo, hi))
-    df = pd.DataFrame(cols).assign(y=np.asarray(data.y))
-    return {"typed": data,
-            "relaxed": from_frame(df, "y", Schema(relaxed), name="adult_relaxed"),
-            "relaxed_free": from_frame(df, "y", Schema(free), name="adult_relaxed_free")}
+    relaxed = as_continuous(data)
+    free = {f.name: "free" for f in relaxed.schema.features}
+    return {"typed": data, "relaxed": relaxed,
+            "relaxed_free": dataclasses.replace(relaxed,
+                                                schema=relaxed.schema.with_actionability(**free))}
 
 
 def run(n: int = 50, seed: int = 0) -> list[dict[str, Any]]:

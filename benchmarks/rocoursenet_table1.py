@@ -164,20 +164,19 @@ def authors_encoding(data: rc.data.Dataset, name: str) -> rc.data.Dataset:
         raise SystemExit(f"{name}: the authors' columns {continuous + discrete} do not match the "
                          f"loader's {schema.names}")
     F = rc.data.Feature
+    features = []
     for f in schema:
         if f.name in discrete and f.kind is not rc.data.FeatureKind.CATEGORICAL:
             cats = (f.categories if f.categories is not None
                     else tuple(sorted(data.frame[f.name].unique().tolist())))
-            new = F(f.name, "categorical", categories=cats, actionability=f.actionability,
-                    dtype=f.dtype)
+            f = F(f.name, "categorical", categories=cats, actionability=f.actionability,
+                  dtype=f.dtype)
         elif f.name in continuous and f.kind.has_levels:
             levels = [float(c) for c in f.categories]
-            new = F(f.name, "integer", lower=min(levels), upper=max(levels),
-                    actionability=f.actionability, dtype=f.dtype)
-        else:
-            continue
-        schema = rc.data.Schema(new if g.name == f.name else g for g in schema)
-    return dataclasses.replace(data, schema=schema)
+            f = F(f.name, "integer", lower=min(levels), upper=max(levels),
+                  actionability=f.actionability, dtype=f.dtype)
+        features.append(f)
+    return dataclasses.replace(data, schema=rc.data.Schema(features))
 
 
 def _queries(test: rc.data.Dataset, n: int | None) -> rc.data.Dataset:

@@ -384,11 +384,10 @@ class RoCourseNet(CounterNet):
             self._softmax_blocks: list[tuple[int, int]] = []
             if self.shift_features == "all":
                 cols = np.ones_like(cols)
-            elif self.shift_features == "softmax":
-                enc = self.encoder_
-                cols = ~enc.immutable_mask_
-                self._softmax_blocks = [(b.start, b.stop) for b in enc.blocks_
-                                        if b.encoding == "onehot" and not b.feature.immutable]
+            elif self.shift_features == "softmax":  # the explainer's one-hot blocks, mutable ones
+                cols = ~self.encoder_.immutable_mask_
+                self._softmax_blocks = [(s, e) for s, e in self.constraints_.softmax_blocks
+                                        if cols[s]]
             self._shift_mask = torch.tensor(cols, device=self.device_)
             self._vds_gen = torch.Generator().manual_seed(int(self._vds_seed()))
             self.epsilons_ = []
