@@ -1,4 +1,5 @@
-"""RoCourseNet Table 1 protocol on the shift datasets (german org/upt, student GP/MS, loan years).
+"""RoCourseNet Table 1 protocol on the shift datasets (german org/upt, student GP/MS, loan years;
+appendix B's simulated covariate and label shifts, parts D1/D2).
 
 Per part Dᵢ of the dataset (``data.groups``): split it (stratified, ``--test-size``), train on
 Dᵢ's train split, explain Dᵢ's test split (one CE per query, the CE aims at the class opposite
@@ -32,6 +33,7 @@ RoCourseNet: one batched forward pass, ``counterfactuals``; post-hoc: one ``expl
 
     python benchmarks/rocoursenet_table1.py german student          # authors' epochs
     python benchmarks/rocoursenet_table1.py german --quick          # 10 epochs
+    python benchmarks/rocoursenet_table1.py covariate label         # appendix B, Table 7
     python benchmarks/rocoursenet_table1.py student --actionability free  # no immutables
     python benchmarks/rocoursenet_table1.py german --methods CounterNet Wachter ROAR RBR
     python benchmarks/rocoursenet_table1.py german --methods RoCourseNet \
@@ -66,6 +68,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
                     batch_size=128, lambdas=(1.0, 0.2, 0.1), epochs=100, n_steps=7),
     "loan": dict(dataset="loan", hidden=((50, 10), (10,), (50, 50)), lr=0.003, batch_size=128,
                  lambdas=(1.0, 0.2, 0.1), epochs=5, n_steps=7),
+    # appendix B's simulated shifts (built in, 1000 rows per part; cov_configs / label_configs)
+    "covariate": dict(dataset="covariate_shift", hidden=((50, 10), (10,), (10,)), lr=0.01,
+                      batch_size=128, lambdas=(1.0, 0.2, 0.1), epochs=50, n_steps=7),
+    "label": dict(dataset="label_shift", hidden=((50, 10), (10,), (10,)), lr=0.01,
+                  batch_size=128, lambdas=(1.0, 0.2, 0.1), epochs=50, n_steps=7),
 }
 
 # the authors' encoding (scripts/utils_configs.py data_config): "continous_cols" min-max scaled,
@@ -152,31 +159,17 @@ def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], n
 
 
 def authors_encoding(data: rc.data.Dataset, name: str) -> rc.data.Dataset:
-    """``data`` re-typed as the authors encode it: their continuous columns numeric (an ordinal
-    with numeric levels becomes an integer feature over its levels' range), their discrete
-    columns categorical (one-hot: ordinal and binary levels kept, an integer feature's observed
-    values as categories); actionability unchanged."""
+    """``data`` re-typed as the authors encode it (:meth:`~robustce.data.Dataset.with_kinds`):
+    their continuous columns numeric (an ordinal with numeric levels becomes an integer
+    feature over its levels' range), their discrete columns one-hot; actionability kept."""
     if name not in AUTHORS_COLUMNS:
         raise SystemExit(f"--encoding authors is defined for {sorted(AUTHORS_COLUMNS)} only")
     continuous, discrete = AUTHORS_COLUMNS[name]
-    schema = data.schema
-    if sorted(continuous + discrete) != sorted(schema.names):
+    if sorted(continuous + discrete) != sorted(data.schema.names):
         raise SystemExit(f"{name}: the authors' columns {continuous + discrete} do not match the "
-                         f"loader's {schema.names}")
-    F = rc.data.Feature
-    features = []
-    for f in schema:
-        if f.name in discrete and f.kind is not rc.data.FeatureKind.CATEGORICAL:
-            cats = (f.categories if f.categories is not None
-                    else tuple(sorted(data.frame[f.name].unique().tolist())))
-            f = F(f.name, "categorical", categories=cats, actionability=f.actionability,
-                  dtype=f.dtype)
-        elif f.name in continuous and f.kind.has_levels:
-            levels = [float(c) for c in f.categories]
-            f = F(f.name, "integer", lower=min(levels), upper=max(levels),
-                  actionability=f.actionability, dtype=f.dtype)
-        features.append(f)
-    return dataclasses.replace(data, schema=rc.data.Schema(features))
+                         f"loader's {data.schema.names}")
+    numeric = {c: "integer" for c in continuous if data.schema[c].kind.has_levels}
+    return data.with_kinds(numeric | dict.fromkeys(discrete, "categorical"))
 
 
 def _queries(test: rc.data.Dataset, n: int | None) -> rc.data.Dataset:

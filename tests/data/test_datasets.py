@@ -17,6 +17,7 @@ from robustce.data.registry import list_datasets
 from robustce.errors import (
     ChecksumError,
     DatasetUnavailableError,
+    SchemaError,
     UnknownDatasetError,
     ValidationError,
 )
@@ -75,7 +76,7 @@ def test_registry_lists_every_dataset():
     names = {s.name for s in list_datasets()}
     assert set(EXPECTED) | {"online_news"} <= names
     assert {"synthetic_loan", "moons", "circles", "blobs", "breast_cancer", "iris",
-            "wine"} <= names
+            "wine", "covariate_shift", "label_shift"} <= names
     for s in list_datasets():
         assert s.description
         assert s.builtin == (not s.files)
@@ -368,6 +369,58 @@ def test_blobs_multiclass():
     assert data.class_names == (0, 1, 2) and np.bincount(data.y).tolist() == [100, 100, 100]
 
 
+def test_covariate_shift_moves_p_x_and_keeps_p_y_given_x():
+    data = rc.datasets.load("covariate_shift", n_samples=4000, random_state=1)
+    parts = data.by_group()
+    assert sorted(parts) == ["D1", "D2"] and all(len(p) == 4000 for p in parts.values())
+    # p(x): the appendix's means and standard deviations per part (4000 draws: se ≤ 0.008)
+    for part, (mu, sd) in {"D1": ((0.5, 0.0), (0.5, 0.3)), "D2": ((0.0, 0.5), (0.3, 0.5))}.items():
+        X = parts[part].frame.to_numpy()
+        np.testing.assert_allclose(X.mean(axis=0), mu, atol=0.04)
+        np.testing.assert_allclose(X.std(axis=0), sd, atol=0.03)
+    # p(y | x) is one rule in both parts: y = 1[x1³ − x2 + N(−0.1, 0.1) > 0]; rows farther than
+    # 4 noise sds from the boundary always follow it
+    for p in parts.values():
+        x1, x2 = p.frame["x1"].to_numpy(), p.frame["x2"].to_numpy()
+        s = x1 ** 3 - x2 - 0.1
+        far = np.abs(s) > 0.4
+        assert far.mean() > 0.3
+        assert np.array_equal(p.y[far], (s[far] > 0).astype(int))
+    assert not parts["D1"].y.mean() == pytest.approx(parts["D2"].y.mean(), abs=0.2)
+
+
+def test_label_shift_moves_p_y_and_keeps_p_x_given_y():
+    from scipy.stats import ks_2samp
+
+    data = rc.datasets.load("label_shift", n_samples=4000, p=(0.6, 0.3), random_state=2)
+    parts = data.by_group()
+    assert parts["D1"].y.mean() == pytest.approx(0.6, abs=0.03)  # se 0.008
+    assert parts["D2"].y.mean() == pytest.approx(0.3, abs=0.03)
+    for c in (0, 1):  # p(x | y) is the same distribution in both parts
+        for col in ("x1", "x2"):
+            a = parts["D1"].frame[col].to_numpy()[parts["D1"].y == c]
+            b = parts["D2"].frame[col].to_numpy()[parts["D2"].y == c]
+            assert ks_2samp(a, b).pvalue > 1e-3, (c, col)
+    # and it differs between the classes (z ≈ ±1 gives E[x2 | y=0] ≈ −1.6, E[x2 | y=1] ≈ −0.6)
+    x2 = parts["D1"].frame["x2"].to_numpy()
+    assert x2[parts["D1"].y == 1].mean() - x2[parts["D1"].y == 0].mean() > 0.8
+
+
+@pytest.mark.parametrize("name", ["covariate_shift", "label_shift"])
+def test_simulated_shifts_are_seeded_and_checked(name):
+    a, b = rc.datasets.load(name, random_state=5), rc.datasets.load(name, random_state=5)
+    pd.testing.assert_frame_equal(a.frame, b.frame)
+    assert not a.frame.equals(rc.datasets.load(name, random_state=6).frame)
+    assert len(a) == 2000 and a.groups.value_counts().to_dict() == {"D1": 1000, "D2": 1000}
+    X = Encoder(a.schema).fit(a.frame).transform(a.frame)
+    assert X.min() > 0 and X.max() < 1
+    with pytest.raises(ValidationError, match="n_samples must be at least"):
+        rc.datasets.load(name, n_samples=2)
+    if name == "label_shift":
+        with pytest.raises(ValidationError, match="p must be two probabilities"):
+            rc.datasets.load(name, p=(0.6, 1.2))
+
+
 @pytest.mark.parametrize(
     ("name", "rows", "features", "classes"),
     [("breast_cancer", 569, 30, ("malignant", "benign")),
@@ -388,3 +441,31 @@ def test_subset_rejects_non_integer_positions():
         data.subset(["a", "b"])
     assert len(data.subset(np.array([0, 2, 4]))) == 3
     assert len(data.subset(pd.Index(data.frame.index[:5]))) == 5
+
+
+def test_with_kinds_retypes_features_and_keeps_actionability():
+    data = rc.datasets.load("synthetic_loan", n_samples=300)
+    out = data.with_kinds({"age": "categorical", "has_guarantor": "integer",
+                           "years_employed": "continuous"})
+    age = out.schema["age"]
+    assert age.kind is FeatureKind.CATEGORICAL and age.actionability == "immutable"
+    assert list(age.categories) == sorted(data.frame["age"].unique().tolist())
+    g = out.schema["has_guarantor"]
+    assert g.kind is FeatureKind.INTEGER and (g.lower, g.upper) == (0.0, 1.0)
+    years = out.schema["years_employed"]
+    assert years.kind is FeatureKind.CONTINUOUS and (years.lower, years.upper) == (0, 57)
+    assert years.actionability == "increase"
+    width = Encoder(data.schema).fit(data.frame).transform(data.frame).shape[1]
+    enc = Encoder(out.schema).fit(out.frame)  # age: one one-hot column per observed value
+    assert enc.transform(out.frame).shape[1] == width - 1 + len(age.categories)
+    assert data.schema["age"].kind is FeatureKind.INTEGER  # the original is untouched
+    with pytest.raises(ValidationError, match=r"no feature named \['salary'\]"):
+        data.with_kinds({"salary": "integer"})
+    with pytest.raises(ValidationError, match="non-numeric levels"):
+        data.with_kinds({"education": "integer"})
+    with pytest.raises(ValidationError, match="expected 'categorical', 'integer' or"):
+        data.with_kinds({"income": "ordinal"})
+    with pytest.raises(SchemaError, match="'years_employed' is categorical .* increase-only"):
+        data.with_kinds({"years_employed": "categorical"})  # an unordered kind cannot increase
+    with pytest.raises(ValidationError, match="'debt' is integer but has fractional values"):
+        data.with_kinds({"debt": "integer"})  # the frame is checked against the new schema

@@ -1,8 +1,11 @@
 """Built-in datasets that need no download: synthetic loan data (the demo's default), 2-D toy
-sets (``moons``, ``circles``, ``blobs``) and scikit-learn's bundled tables (``breast_cancer``,
+sets (``moons``, ``circles``, ``blobs``), the RoCourseNet appendix's simulated data shifts
+(``covariate_shift``, ``label_shift``) and scikit-learn's bundled tables (``breast_cancer``,
 ``iris``, ``wine``)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -17,7 +20,9 @@ __all__ = [
     "blobs",
     "breast_cancer",
     "circles",
+    "covariate_shift",
     "iris",
+    "label_shift",
     "moons",
     "synthetic_loan",
     "wine",
@@ -184,6 +189,68 @@ def blobs(n_samples: int = 500, noise: float = 1.0, centers: int = 2,
                       cluster_std=float(noise), random_state=_sklearn_seed(random_state))
     return _toy("blobs", X, y, f"2-D Gaussian blobs, {int(centers)} classes (built in). "
                 f"{_TOY_NOTE}", {"n_samples": n, "noise": float(noise), "centers": int(centers)})
+
+
+# ----------------------------------------------------------------------------------------
+# simulated data shifts (RoCourseNet, Upadhyay-style appendix experiments)
+# ----------------------------------------------------------------------------------------
+
+
+def _two_parts(name: str, parts: dict[str, tuple[np.ndarray, np.ndarray]], description: str,
+               meta: dict) -> Dataset:
+    """One 2-D dataset whose ``groups`` name the parts (``"D1"``, ``"D2"``); bounds are the
+    observed range over all parts, padded by 10 % (room for counterfactuals)."""
+    X = np.concatenate([x for x, _ in parts.values()])
+    y = np.concatenate([t for _, t in parts.values()])
+    groups = np.concatenate([[g] * len(t) for g, (_, t) in parts.items()])
+    data = _toy(name, X, y, description, meta)
+    return dataclasses.replace(data, groups=pd.Series(groups, index=data.frame.index,
+                                                      name="part"))
+
+
+def covariate_shift(n_samples: int = 1000,
+                    random_state: int | np.random.Generator | None = 0) -> Dataset:
+    """Two parts with the same p(y | x) but different p(x) (RoCourseNet, appendix B).
+
+    x1 ~ N(μ₁, σ₁), x2 ~ N(μ₂, σ₂) independent, y = 1[x1³ − x2 + N(−0.1, 0.1) > 0], with
+    (μ₁, σ₁, μ₂, σ₂) = (0.5, 0.5, 0, 0.3) in part ``"D1"`` and (0, 0.3, 0.5, 0.5) in ``"D2"``;
+    ``n_samples`` rows per part (the paper: 1000). ``groups`` holds the part.
+    """
+    n = _check_toy(n_samples, 0.0)
+    rng = check_random_state(random_state)
+    parts = {}
+    for part, (mu1, sd1, mu2, sd2) in (("D1", (0.5, 0.5, 0.0, 0.3)),
+                                         ("D2", (0.0, 0.3, 0.5, 0.5))):
+        x1, x2 = rng.normal(mu1, sd1, n), rng.normal(mu2, sd2, n)
+        y = (x1 ** 3 - x2 + rng.normal(-0.1, 0.1, n) > 0).astype(np.int64)
+        parts[part] = (np.column_stack([x1, x2]), y)
+    return _two_parts("covariate_shift", parts,
+                      "Simulated covariate shift, parts D1 and D2 (built in, RoCourseNet "
+                      f"appendix B). {_TOY_NOTE}", {"n_samples": n})
+
+
+def label_shift(n_samples: int = 1000, p: tuple[float, float] = (0.6, 0.3),
+                random_state: int | np.random.Generator | None = 0) -> Dataset:
+    """Two parts with the same p(x | y) but different p(y) (RoCourseNet, appendix B).
+
+    y ~ Bernoulli(p), z = 2y − 1 + N(0.1, 0.1), x1 = z³ − z + N(0, 0.3),
+    x2 = z³ + z − 3y + N(0, 0.3), with p = ``p[0]`` in part ``"D1"`` and ``p[1]`` in ``"D2"``
+    (the paper: 0.6 and 0.3); ``n_samples`` rows per part. ``groups`` holds the part.
+    """
+    n = _check_toy(n_samples, 0.0)
+    if len(p) != 2 or not all(0 < float(q) < 1 for q in p):
+        raise ValidationError(f"p must be two probabilities in (0, 1), got {p!r}")
+    rng = check_random_state(random_state)
+    parts = {}
+    for part, q in zip(("D1", "D2"), p, strict=True):
+        y = (rng.uniform(size=n) < float(q)).astype(np.int64)
+        z = 2 * y - 1 + rng.normal(0.1, 0.1, n)
+        x1 = z ** 3 - z + rng.normal(0, 0.3, n)
+        x2 = z ** 3 + z - 3 * y + rng.normal(0, 0.3, n)
+        parts[part] = (np.column_stack([x1, x2]), y)
+    return _two_parts("label_shift", parts,
+                      "Simulated label shift, parts D1 and D2 (built in, RoCourseNet appendix "
+                      f"B). {_TOY_NOTE}", {"n_samples": n, "p": tuple(float(q) for q in p)})
 
 
 # ----------------------------------------------------------------------------------------

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from robustce.data.schema import Schema, infer_schema
+from robustce.data.schema import Feature, Schema, infer_schema
 from robustce.errors import ValidationError
 from robustce.utils import check_random_state
 
@@ -119,6 +119,48 @@ class Dataset:
         if self.groups is None:
             raise ValidationError(f"dataset {self.name!r} has no groups")
         return {g: self.subset((self.groups == g).to_numpy()) for g in sorted(self.groups.unique())}
+
+    def with_kinds(self, kinds: Mapping[str, str]) -> Dataset:
+        """This dataset with some features re-typed (actionability kept), e.g. to follow a
+        paper's encoding: ``"categorical"`` one-hot codes a feature (an ordinal or binary
+        keeps its levels, a numeric one gets its observed values as categories);
+        ``"integer"`` / ``"continuous"`` makes a feature numeric (an ordinal or categorical one
+        with numeric levels spans its levels' range). Other kinds, unknown names or
+        non-numeric levels raise a :class:`~robustce.errors.ValidationError`."""
+        unknown = sorted(set(kinds) - set(self.schema.names))
+        if unknown:
+            raise ValidationError(f"with_kinds: no feature named {unknown}; features: "
+                                  f"{self.schema.names}")
+        features = []
+        for f in self.schema:
+            kind = kinds.get(f.name)
+            if kind is None or kind == f.kind:
+                features.append(f)
+                continue
+            if kind == "categorical":
+                cats = (f.categories if f.categories is not None
+                        else tuple(sorted(self.frame[f.name].unique().tolist())))
+                features.append(Feature(f.name, "categorical", categories=cats,
+                                        actionability=f.actionability, dtype=f.dtype))
+            elif kind in ("integer", "continuous"):
+                if f.kind.has_levels:
+                    try:
+                        levels = [float(c) for c in f.categories]
+                    except (TypeError, ValueError):
+                        raise ValidationError(
+                            f"with_kinds: {f.name!r} has non-numeric levels {f.categories}, so "
+                            f"it cannot become {kind}") from None
+                    lo, hi = min(levels), max(levels)
+                else:
+                    lo, hi = f.lower, f.upper
+                features.append(Feature(f.name, kind, lower=lo, upper=hi,
+                                        actionability=f.actionability, dtype=f.dtype))
+            else:
+                raise ValidationError(f"with_kinds: {f.name!r} -> {kind!r}; expected "
+                                      "'categorical', 'integer' or 'continuous'")
+        schema = Schema(features)
+        schema.validate(self.frame)
+        return replace(self, schema=schema)
 
     def describe(self) -> dict[str, Any]:
         """Rows, columns, kinds and class balance (used by ``robustce datasets describe``)."""
