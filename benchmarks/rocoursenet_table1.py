@@ -26,9 +26,13 @@ per part and shared by all post-hoc methods; robust validity is measured on the 
 part. Differences from the authors' predictor: ReLU instead of leaky ReLU, no dropout, binary
 cross-entropy instead of a squared error on the sigmoid output.
 
+The scoring and the per-part training come from :mod:`robustce.evaluation.part_shift`, which
+also runs the named configuration ``robustce benchmark rocoursenet-table1`` (resumable, with a
+report); this script adds the experiment switches below (encodings, years, method overrides).
+
 Hyperparameters are the authors' per dataset (``CONFIGS``); ``--epochs`` / ``--quick`` shorten
 training, ``--queries N`` explains the first N test rows of each part only (loan, smoke runs).
-Each row also gives ``ce_s_per_query``: wall time of the CE step per query (CounterNet and
+Each row also gives ``time_s``: wall time of the CE step per query (CounterNet and
 RoCourseNet: one batched forward pass, ``counterfactuals``; post-hoc: one ``explain`` call).
 
     python benchmarks/rocoursenet_table1.py german student          # authors' epochs
@@ -52,12 +56,13 @@ import ast
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 import robustce as rc
+from robustce.evaluation.part_shift import posthoc_parts, score_parts, trained_parts
 from robustce.methods import CounterNet, RoCourseNet
 
 # the authors' per-dataset settings (scripts/utils_configs.py in BirkhoffG/RoCourseNet)
@@ -95,69 +100,6 @@ DELTA_ROBUST = ("WachterRobust", "ProtoRobust", "MILPRobust")  # these take shif
 BASELINE_MLP = dict(hidden_layers=(50, 10, 50), lr=0.003)
 
 
-@dataclasses.dataclass
-class PartCEs:
-    """One part's queries (model space), own predictions and CEs (NaN rows: no CE)."""
-
-    X: np.ndarray
-    own: np.ndarray
-    C: np.ndarray
-    y: np.ndarray
-    seconds: float  # wall time of the CE step for all queries of the part
-
-    @property
-    def has(self) -> np.ndarray:
-        return ~np.isnan(self.C).any(axis=1)
-
-
-def score(parts: dict[Any, PartCEs], predict: dict[Any, Callable[[np.ndarray], np.ndarray]]
-          ) -> dict[str, float]:
-    """Validity (own predictor), robust validity (every other part's predictor), proximity L1,
-    coverage and accuracy, each averaged over parts; a query without a CE is invalid."""
-    val, rob, prox, cov, acc, sec, n = [], [], [], [], [], [], 0
-    rob_to: dict[int, list[float]] = {0: [], 1: []}
-    per_class: dict[str, dict[str, Any]] = {}
-    for g, p in parts.items():
-        has, want = p.has, 1 - p.own
-        C = p.C[has]
-
-        def valid_on(h: Any, C: np.ndarray = C, has: np.ndarray = has, want: np.ndarray = want
-                     ) -> np.ndarray:
-            ok = np.zeros(len(has), dtype=bool)
-            if len(C):
-                ok[has] = predict[h](C) == want[has]
-            return ok
-
-        val.append(float(valid_on(g).mean()))
-        on_others = np.mean([valid_on(h) for h in parts if h != g], axis=0)
-        rob.append(float(on_others.mean()))
-        for c in (0, 1):  # split by the class the CE aims at
-            if (want == c).any():
-                rob_to[c].append(float(on_others[want == c].mean()))
-        per_class[str(g)] = {f"n_to_{c}": int((want == c).sum()) for c in (0, 1)} | {
-            f"robust_validity_to_{c}": round(float(on_others[want == c].mean()), 4)
-            for c in (0, 1) if (want == c).any()}
-        prox.append(float(np.abs(C - p.X[has]).sum(axis=1).mean()) if has.any() else float("nan"))
-        cov.append(float(has.mean()))
-        acc.append(float((p.own == p.y).mean()))
-        per_class[str(g)] |= {"accuracy": round(acc[-1], 4),
-                              "base_rate": round(float(max(p.y.mean(), 1 - p.y.mean())), 4),
-                              "share_y1": round(float(p.y.mean()), 4),
-                              "share_pred1": round(float(p.own.mean()), 4)}
-        sec.append(p.seconds)
-        n += len(p.X)
-    return {"validity": float(np.mean(val)), "robust_validity": float(np.mean(rob)),
-            **{f"robust_validity_to_{c}": float(np.mean(v)) if v else float("nan")
-               for c, v in rob_to.items()},
-            "proximity_l1": float(np.nanmean(prox)) if any(np.isfinite(prox)) else float("nan"),
-            "coverage": float(np.mean(cov)),
-            "accuracy": float(np.mean(acc)), "ce_s_per_query": float(np.sum(sec) / n),
-            "n_queries": n,
-            "by_part": {str(g): {"validity": round(v, 4), "robust_validity": round(r, 4),
-                                 **per_class[str(g)]}
-                        for g, v, r in zip(parts, val, rob, strict=True)}}
-
-
 def authors_encoding(data: rc.data.Dataset, name: str) -> rc.data.Dataset:
     """``data`` re-typed as the authors encode it (:meth:`~robustce.data.Dataset.with_kinds`):
     their continuous columns numeric (an ordinal with numeric levels becomes an integer
@@ -170,45 +112,6 @@ def authors_encoding(data: rc.data.Dataset, name: str) -> rc.data.Dataset:
                          f"loader's {data.schema.names}")
     numeric = {c: "integer" for c in continuous if data.schema[c].kind.has_levels}
     return data.with_kinds(numeric | dict.fromkeys(discrete, "categorical"))
-
-
-def _queries(test: rc.data.Dataset, n: int | None) -> rc.data.Dataset:
-    return test if n is None or n >= len(test) else test.subset(np.arange(n))
-
-
-def _trained_parts(cls: type, splits: dict[Any, Any], cfg: dict[str, Any], extra: dict[str, Any],
-                   seed: int, n_queries: int | None) -> tuple[dict[Any, PartCEs], dict, float]:
-    models, t0, c0 = {}, time.perf_counter(), time.process_time()
-    for g, (train, _) in splits.items():
-        models[g] = cls(random_state=seed, progress=False, **(cfg | extra)).fit(train)
-    train_s, train_cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    parts = {}
-    for g, (_, test) in splits.items():
-        m, q = models[g], _queries(test, n_queries)
-        X = m.encoder.transform(q.frame)
-        own = m.model.predict(X)
-        t0 = time.perf_counter()
-        C = m.counterfactuals(X)
-        parts[g] = PartCEs(X, own, C, q.y, time.perf_counter() - t0)
-    return parts, {g: m.model.predict for g, m in models.items()}, (train_s, train_cpu_s)
-
-
-def _posthoc_parts(method: str, models: dict[Any, Any], splits: dict[Any, Any], seed: int,
-                   n_queries: int | None, params: dict[str, Any]) -> dict[Any, PartCEs]:
-    cls = getattr(rc.methods, method)
-    parts = {}
-    for g, (train, test) in splits.items():
-        m, q = models[g], _queries(test, n_queries)
-        X = m.encoder.transform(q.frame)
-        ex = cls(m, train, random_state=seed, **params)
-        t0 = time.perf_counter()
-        res = ex.explain(X)
-        secs = time.perf_counter() - t0
-        C = np.full_like(X, np.nan)
-        pos, ces = res.first_counterfactuals()
-        C[pos] = ces
-        parts[g] = PartCEs(X, m.predict(X), C, q.y, secs)
-    return parts
 
 
 def evaluate(name: str, epochs: int | None = None, test_size: float = 0.25, seed: int = 0,
@@ -258,10 +161,9 @@ def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, see
             cls = RoCourseNet if method == "RoCourseNet" else CounterNet
             extra = {"n_steps": n_steps} if cls is RoCourseNet else {}
             extra.update((method_params or {}).get(method, {}))
-            parts, predict, (train_s, cpu_s) = _trained_parts(cls, splits, cfg, extra, seed,
-                                                              n_queries)
-            yield {**common, "method": method, **score(parts, predict), "train_s": train_s,
-                   "train_cpu_s": cpu_s, "params": extra}
+            parts, predict, times = trained_parts(cls, cfg | extra, splits, seed, n_queries)
+            yield {**common, "method": method, **score_parts(parts, predict), **times,
+                   "params": extra}
             continue
         if mlps is None:  # one predictor per part, shared by every post-hoc method
             t0 = time.perf_counter()
@@ -272,9 +174,9 @@ def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, see
         params = dict((method_params or {}).get(method, {}))
         if method in DELTA_ROBUST:
             params.setdefault("shift", delta)
-        parts = _posthoc_parts(method, mlps, splits, seed, n_queries, params)
+        parts = posthoc_parts(getattr(rc.methods, method), params, mlps, splits, seed, n_queries)
         yield {**common, "method": method,
-               **score(parts, {g: m.predict for g, m in mlps.items()}),
+               **score_parts(parts, {g: m.predict for g, m in mlps.items()}),
                "train_s": mlp_s, "predictor": "MLP(50, 10, 50)",
                **({"delta": params["shift"]} if method in DELTA_ROBUST else {})}
 

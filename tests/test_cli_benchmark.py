@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import tomllib
 
@@ -16,6 +17,7 @@ from robustce.evaluation.config import (
     parse_config,
     resolve_config,
 )
+from robustce.evaluation.part_shift import parse_part_shift
 from robustce.evaluation.results import load_results
 from robustce.evaluation.runner import run_benchmark
 
@@ -112,6 +114,11 @@ def test_quick_is_the_same_protocol_at_a_smaller_scale():
 def test_every_named_config_is_valid_at_both_scales(name):
     raw = tomllib.loads((CONFIG_DIR / f"{name}.toml").read_text())
     assert raw.get("description"), f"{name}: needs a one-line description for --list"
+    if raw.get("protocol") == "parts":  # RoCourseNet's shift protocol: its own schema
+        full, quick = parse_part_shift(raw), parse_part_shift(raw, quick=True)
+        assert [m.label for m in quick.methods] == [m.label for m in full.methods]
+        assert len(quick.cells()) < len(full.cells())
+        return
     full, quick = resolve_config(name), resolve_config(name, quick=True)
     assert full.datasets and full.methods and quick.seeds
     assert [m.label for m in quick.methods] == [m.label for m in full.methods]
@@ -144,6 +151,35 @@ def test_proplace_table1_has_the_per_dataset_protocol():
     assert cfg.queries | {"n": 50} == {"n": 50, "from_class": 0, "source": "train",
                                        "order": "random", "family_agrees": True}
     assert all(d.evaluation["retrain"]["method_data"] == "d1" for d in cfg.datasets)
+
+
+def test_rocoursenet_table1_has_the_authors_settings():
+    cfg = parse_part_shift(tomllib.loads((CONFIG_DIR / "rocoursenet-table1.toml").read_text()))
+    by = {d.label: d for d in cfg.datasets}
+    assert list(by) == ["german", "student", "covariate", "label", "loan"]
+    methods = {m.label: m for m in cfg.methods}
+    rcn = methods["RoCourseNet"]
+    default = {k: v.default for k, v in inspect.signature(rcn.cls.__init__).parameters.items()}
+    # scripts/utils_configs.py of BirkhoffG/RoCourseNet: network, lr, batch, λ, epochs, T
+    for label, hidden, lr, batch, lambdas, epochs, steps in [
+            ("german", [[100, 50], [20], [20]], 0.003, 256, [1.0, 1.0, 0.1], 100, 10),
+            ("student", [[50, 10], [10], [10]], 0.01, 128, [1.0, 0.2, 0.1], 100, 7),
+            ("covariate", [[50, 10], [10], [10]], 0.01, 128, [1.0, 0.2, 0.1], 50, 7),
+            ("label", [[50, 10], [10], [10]], 0.01, 128, [1.0, 0.2, 0.1], 50, 7),
+            ("loan", [[50, 10], [10], [50, 50]], 0.003, 128, [1.0, 0.2, 0.1], 5, 7)]:
+        p = cfg.method_params(by[label], rcn)
+        assert (p["hidden"], p["lr"], p["batch_size"], p["lambdas"], p["epochs"]) == (
+            hidden, lr, batch, lambdas, epochs)
+        assert p.get("n_steps", default["n_steps"]) == steps  # T
+        assert p.get("epsilon", default["epsilon"]) == 0.1 and p.get("k", default["k"]) == 2
+        assert p.get("inner_lr", default["inner_lr"]) == 0.03
+    assert cfg.method_params(by["german"], methods["RoCourseNet-softmax"])["shift_features"] == \
+        "softmax"
+    assert by["loan"].params["years"] == list(range(1994, 2010)) and by["loan"].seeds == [0]
+    assert all(d.all_free for d in cfg.datasets if d.label in ("german", "student", "loan"))
+    assert cfg.test_size == 0.25 and cfg.seeds == [0, 1, 2]
+    # post-hoc rows are too slow for loan's 112 290 queries; the trained methods run everywhere
+    assert [lab for lab, m in methods.items() if m.datasets is None] == ["CounterNet", "RoCourseNet"]
 
 
 def test_list_shows_each_named_config_on_one_line(capsys):

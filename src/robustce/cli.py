@@ -423,7 +423,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from robustce.errors import ConfigError
-    from robustce.evaluation.config import named_configs, resolve_config
+    from robustce.evaluation.config import config_path, named_configs, parse_config, read_toml
     from robustce.evaluation.report import write_report
     from robustce.evaluation.runner import run_benchmark
     from robustce.utils import check_destination
@@ -436,7 +436,11 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.config is None:
         raise ConfigError("give a configuration: a name (robustce benchmark --list) or a .toml file")
-    config = resolve_config(args.config, quick=args.quick)
+    path = config_path(args.config)
+    raw = read_toml(path)
+    if raw.get("protocol") == "parts":
+        return _run_part_shift(args, path, raw)
+    config = parse_config(raw, base_dir=path.parent, quick=args.quick)
     if args.out:
         out = Path(args.out)
     else:
@@ -460,6 +464,40 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",
                              notes=[f"seeds: {config.seeds}",
                                     "mean ± std over seeds and queries with a CE; coverage per seed"])
+        print(f"report: {paths['html']}")
+    print(f"results: {out}")
+    return 1 if result.errors else EXIT_OK
+
+
+def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) -> int:
+    """``robustce benchmark`` for a ``protocol = "parts"`` configuration (RoCourseNet's shift
+    protocol, :mod:`robustce.evaluation.part_shift`)."""
+    from pathlib import Path
+
+    from robustce.errors import ConfigError
+    from robustce.evaluation.part_shift import parse_part_shift, run_part_shift
+    from robustce.evaluation.report import write_report
+    from robustce.utils import check_destination
+
+    if args.n_jobs is not None or args.backend is not None:
+        raise ConfigError("--n-jobs / --backend: a parts-protocol benchmark runs its cells one "
+                          "after another (training uses torch's threads)")
+    config = parse_part_shift(raw, base_dir=path.parent, quick=args.quick)
+    out = Path(args.out) if args.out else (config.out_dir or Path("results") / path.stem)
+    if args.quick and not args.out:
+        out = out.with_name(out.name + "-quick")
+    check_destination(out, "--out" if args.out else "output directory")
+    result = run_part_shift(config, out, progress=not args.no_progress,
+                            retry_errors=args.retry_errors, resume=not args.fresh)
+    print(result.format())
+    for err in result.errors:
+        print(f"warning: {err['dataset']} seed {err['seed']} {err['method']} failed: "
+              f"{err.get('error', '?')}", file=sys.stderr)
+    if not args.no_report:
+        seeds = sorted({c["seed"] for c in result.cells})
+        paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",
+                             notes=[f"seeds: {seeds}", "per cell, the average over the "
+                                    "dataset's parts; mean ± std over seeds"])
         print(f"report: {paths['html']}")
     print(f"results: {out}")
     return 1 if result.errors else EXIT_OK

@@ -89,9 +89,11 @@ __all__ = [
     "apply_quick",
     "load_config",
     "method_params",
+    "config_path",
     "named_config_path",
     "named_configs",
     "parse_config",
+    "read_toml",
     "resolve_config",
 ]
 
@@ -252,6 +254,11 @@ def _digest(obj: Any) -> str:
 # --- entry points -----------------------------------------------------------------------------
 def load_config(path: str | Path, *, quick: bool = False) -> BenchmarkConfig:
     """Read and validate a TOML benchmark configuration (its ``[quick]`` scale with ``quick``)."""
+    return parse_config(read_toml(path), base_dir=Path(path).parent, quick=quick)
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The tables of a TOML configuration file; :class:`ConfigError` if unreadable."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -263,7 +270,7 @@ def load_config(path: str | Path, *, quick: bool = False) -> BenchmarkConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    return parse_config(raw, base_dir=path.parent, quick=quick)
+    return raw
 
 
 def named_configs() -> dict[str, str]:
@@ -288,14 +295,19 @@ def named_config_path(name: str) -> Path:
 
 
 def resolve_config(name_or_path: str | Path, *, quick: bool = False) -> BenchmarkConfig:
-    """A shipped configuration by name (``"proplace-table1"``) or a TOML file by path; an
-    argument that names an existing file, ends in ``.toml`` or contains a path separator is a
-    path."""
+    """A shipped configuration by name (``"proplace-table1"``) or a TOML file by path (see
+    :func:`config_path`)."""
+    return load_config(config_path(name_or_path), quick=quick)
+
+
+def config_path(name_or_path: str | Path) -> Path:
+    """The file of a configuration given by name or path: an argument that names an existing
+    file, ends in ``.toml`` or contains a path separator is a path, anything else a name."""
     text = str(name_or_path)
     if (isinstance(name_or_path, Path) or Path(text).is_file() or text.endswith(".toml")
             or "/" in text or "\\" in text):
-        return load_config(text, quick=quick)
-    return load_config(named_config_path(text), quick=quick)
+        return Path(text)
+    return named_config_path(text)
 
 
 def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path | None = None, *,
@@ -308,6 +320,10 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     if not isinstance(raw, Mapping):
         raise ConfigError(f"config must be a table/dict, got {type(raw).__name__}")
     raw = copy.deepcopy(dict(raw))
+    if "protocol" in raw:
+        raise ConfigError(f"protocol = {raw['protocol']!r}: a part-shift configuration; run it "
+                          "with robustce.evaluation.part_shift.run_part_shift (robustce "
+                          "benchmark does)")
     _no_unknown(raw, TOP_KEYS, "")
     if quick:
         raw = apply_quick(raw)
