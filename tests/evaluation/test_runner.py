@@ -462,3 +462,36 @@ def test_all_continuous_keeps_the_encoded_columns_and_relaxes_the_domain():
     multi = from_frame(df.assign(sex=rng.choice(["a", "b", "c"], 60)), "y")
     with pytest.raises(ValidationError, match="no single continuous"):
         as_continuous(multi)
+
+
+def test_methods_that_train_their_own_model_are_measured_on_it(tmp_path):
+    """CounterNet in a benchmark: trained on the training split, validity and v_delta on its
+    own predictor (the same model again for the same seed), no vr (the family is the MLP's)."""
+    from robustce.methods import CounterNet
+
+    cfg = copy.deepcopy(CONFIG) | {
+        "seeds": [0],
+        "methods": [{"name": "counternet", "params": {"epochs": 30}}, {"name": "wachter"}],
+        "metrics": ["validity", "proximity_l1", "vr", "v_delta"],
+        "evaluation": {"delta": 0.001, "retrain": {"protocol": "seeds", "n_models": 2}},
+        "queries": {"n": 8},
+    }
+    res = run_benchmark(cfg, tmp_path / "run", progress=False)
+    assert not res.errors
+    cell = next(c for c in res.cells if c["method"] == "counternet")
+    assert "vr" not in cell["metrics"] and "v_delta" in cell["metrics"]
+    assert "vr" in next(c for c in res.cells if c["method"] == "wachter")["metrics"]
+    expl = rc.Explanations.load(tmp_path / "run" / "explanations" / "synthetic_loan__seed0__counternet")
+    # the same predictor, rebuilt independently: seeds 0 → same weights
+    data = rc.datasets.load("synthetic_loan", n_samples=1000)
+    train, _ = data.split(test_size=0.2, random_state=0)
+    own = CounterNet(epochs=30, random_state=0, progress=False).fit(train)
+    pred = own.model.predict(own.encoder.transform(expl.queries))
+    status = np.asarray(expl.status)
+    # queries its own predictor already accepts get no CE; the others aim at class 1
+    assert np.array_equal(status == "already_target", pred == 1)
+    assert (expl.target_class == 1).all() and (status == "found").any()
+    _, C = expl.first_counterfactuals()
+    assert (own.model.predict(C) == 1).all()
+    per_query = res.per_query[res.per_query["method"] == "counternet"]
+    assert (per_query["validity"] == 1).all()

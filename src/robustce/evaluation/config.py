@@ -189,6 +189,14 @@ class MethodEntry:
     index: int = 0
     datasets: tuple[str, ...] | None = None  # the dataset labels it runs on (None: all)
 
+    @property
+    def trains_own_model(self) -> bool:
+        """Whether the method trains its own predictor (CounterNet, RoCourseNet: no ``model``
+        argument) instead of explaining the benchmark's model."""
+        from robustce.methods.registry import trains_own_model
+
+        return trains_own_model(self.cls)
+
     def runs_on(self, label: str) -> bool:
         """Whether this method has cells on the dataset labelled ``label``."""
         return self.datasets is None or label in self.datasets

@@ -40,7 +40,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import inspect
 import json
 import math
 import sys
@@ -168,7 +167,9 @@ class PartMethod:
 
     @property
     def trains_own(self) -> bool:
-        return "model" not in inspect.signature(self.cls.__init__).parameters
+        from robustce.methods.registry import trains_own_model
+
+        return trains_own_model(self.cls)
 
 
 @dataclass

@@ -245,11 +245,9 @@ def _group_lof(config: BenchmarkConfig, dataset: DatasetEntry, ctx: GroupContext
     if not {"lof", "lof_inlier"} & set(names):
         return None
     scorer = lof_scorer(ctx.train, ctx.model.encoder, dataset.evaluation.get("lof_neighbors", 10))
-    target = config.queries.get("target_class")
-    if target is None and ctx.train.n_classes == 2:
-        target = 1 - int(config.queries["from_class"])
+    target = _target_class(config, ctx)
     if target is not None:
-        scorer.estimator(int(target))
+        scorer.estimator(target)
     return scorer
 
 
@@ -290,23 +288,34 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     try:
         from robustce.evaluation.metrics import check_metrics, evaluate, summarise
 
-        explainer = method.build(ctx.model, ctx.train, ctx.seed, params)
+        # a method that trains its own predictor (CounterNet, RoCourseNet) is trained on the
+        # training split; its CEs are measured on that predictor, and the retrained family (of
+        # the benchmark's model, not of this method) gives it no ``vr``
+        own = method.trains_own_model
+        model, family = (None, None) if own else (ctx.model, ctx.family)
+        quiet = {"progress": False} if own and "progress" in method.cls.param_names() else {}
+        explainer = method.build(model, ctx.train, ctx.seed, {**params, **quiet})
+        if own:
+            model = explainer.model
         t_explain = time.perf_counter()
-        expl = explainer.explain(ctx.queries)
+        expl = explainer.explain(ctx.queries, target_class=_target_class(config, ctx))
         explain_s = time.perf_counter() - t_explain
         perturb = dataset.evaluation.get("perturb")
         metrics = config.metrics
+        if own and metrics is not None:
+            usable = set(check_metrics(None, data=ctx.train, family=None, shift=ctx.shift))
+            metrics = [m for m in metrics if m in usable or m.startswith("set_distance_")]
         if perturb is not None:  # the set distances come from the perturbation protocol
-            metrics = [m for m in (metrics or check_metrics(None, data=ctx.train, family=ctx.family,
+            metrics = [m for m in (metrics or check_metrics(None, data=ctx.train, family=family,
                                                             shift=ctx.shift))
                        if not m.startswith("set_distance_")]
         if len(expl.counterfactuals):
-            per_query = evaluate(expl, ctx.model, data=ctx.train, family=ctx.family,
+            per_query = evaluate(expl, model, data=ctx.train, family=family,
                                  shift=ctx.shift, metrics=metrics,
                                  lof_neighbors=dataset.evaluation.get("lof_neighbors", 10),
                                  lof=ctx.lof)
         else:  # no CE for any query: nothing to measure, coverage says it
-            names = check_metrics(metrics, data=ctx.train, family=ctx.family, shift=ctx.shift)
+            names = check_metrics(metrics, data=ctx.train, family=family, shift=ctx.shift)
             per_query = pd.DataFrame(columns=names, index=pd.Index([], name="query_id"), dtype=float)
         if perturb is not None:
             per_query = _with_set_distances(config, ctx, explainer, expl, per_query, perturb)
@@ -334,6 +343,15 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         summary={str(k): _scalar(v) for k, v in dict(summary).items()},
     )
     return record, expl
+
+
+def _target_class(config: BenchmarkConfig, ctx: GroupContext) -> int | None:
+    """The class the CEs aim at: ``queries.target_class``, else (binary data) the class other
+    than ``queries.from_class``; ``None`` leaves it to the method."""
+    target = config.queries.get("target_class")
+    if target is None and ctx.train.n_classes == 2:
+        target = 1 - int(config.queries["from_class"])
+    return None if target is None else int(target)
 
 
 def _with_set_distances(config: BenchmarkConfig, ctx: GroupContext, explainer: Any, expl: Any,

@@ -42,6 +42,7 @@ __all__ = [
     "param_annotations",
     "register_converter",
     "register_method",
+    "trains_own_model",
     "unregister_method",
 ]
 
@@ -283,6 +284,13 @@ def convert_params(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --- the one constructor -----------------------------------------------------------------------
+def trains_own_model(method: str | type) -> bool:
+    """Whether a method (registry name or class) trains its own predictor — CounterNet,
+    RoCourseNet: its constructor takes no ``model`` — instead of explaining a given model."""
+    cls = method if isinstance(method, type) else get_method(method)
+    return "model" not in inspect.signature(cls.__init__).parameters
+
+
 def build_explainer(name: str | type, model: Any, data: Any = None, /, *, seed: int | None = None,
                     **params: Any) -> Explainer:
     """A ready explainer: ``Method(model, data, **params)``, fitted on ``data`` if trainable.
@@ -299,7 +307,7 @@ def build_explainer(name: str | type, model: Any, data: Any = None, /, *, seed: 
     kwargs = convert_params(cls, params)
     if seed is not None and "random_state" in cls.param_names():
         kwargs.setdefault("random_state", int(seed))
-    if "model" in inspect.signature(cls.__init__).parameters:
+    if not trains_own_model(cls):
         explainer = cls(model, data, **kwargs)
     elif model is not None:  # CounterNet-style: the method trains its own predictor
         raise ConfigError(f"{cls.__name__} trains its own model and takes none; pass model=None "
