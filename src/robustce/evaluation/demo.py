@@ -56,15 +56,18 @@ class DemoResult:
     trees: BenchmarkResult | None = None  # MACE and MO on a tree and a forest
 
 
-def _method_entries(names: list[str], delta: float, time_limit: float,
-                    epochs: int = 50) -> list[dict[str, Any]]:
+def _method_entries(names: list[str], delta: float, time_limit: float, epochs: int = 50,
+                    hidden: list[int] | None = None) -> list[dict[str, Any]]:
     """Config entries: every ParameterShift-typed parameter gets δ, ``time_limit`` the limit;
-    methods that train their own predictor (CounterNet, RoCourseNet) train ``epochs``."""
+    methods that train their own predictor (CounterNet, RoCourseNet) train ``epochs`` with an
+    encoder of the demo MLP's ``hidden`` sizes (a network the exact Δ-test decides quickly)."""
     out = []
     for name in names:
         params: dict[str, Any] = {}
         if trains_own_model(name):
             params["epochs"] = epochs
+            if hidden:
+                params["hidden"] = [list(hidden), [hidden[-1]], [hidden[-1]]]
         for key, (hint, _) in param_annotations(get_method(name)).items():
             found = converter_for(hint)
             if found is not None and found[0] is ParameterShift:
@@ -79,6 +82,7 @@ def demo_config(*, quick: bool = False, delta: float = DEFAULT_DELTA,
                 methods: list[str] | None = None) -> dict[str, Any]:
     """The benchmark configuration the demo runs (a dict in the TOML schema)."""
     names = [m for m in (methods or DEMO_METHODS) if m in available_methods()]
+    hidden = [10, 5] if quick else [16, 8]
     metrics = ["validity", "proximity_l1", "raw_l1", "sparsity", "lof", "vr", "v_delta", "time"]
     evaluation: dict[str, Any] = {
         "retrain": {"protocol": "proplace", "n_retrain": 2 if quick else 5,
@@ -92,8 +96,8 @@ def demo_config(*, quick: bool = False, delta: float = DEFAULT_DELTA,
         "datasets": [{"name": "synthetic_loan",
                       "params": {"n_samples": 1000 if quick else 2000, "random_state": 0}}],
         "methods": _method_entries(names, delta, time_limit=5.0 if quick else 15.0,
-                                   epochs=20 if quick else 50),
-        "model": {"hidden_layers": [10, 5] if quick else [16, 8], "epochs": 30 if quick else 50,
+                                   epochs=20 if quick else 50, hidden=hidden),
+        "model": {"hidden_layers": hidden, "epochs": 30 if quick else 50,
                   "lr": 1e-2 if quick else 5e-3},
         "split": {"test_size": 0.2},
         "queries": {"n": 6 if quick else 20, "from_class": 0},

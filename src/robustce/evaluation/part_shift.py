@@ -55,6 +55,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from robustce.errors import ConfigError
+from robustce.evaluation.results import cell_id, read_cell
 from robustce.utils import atomic_write
 
 __all__ = ["PartCEs", "PartShiftConfig", "PartShiftResult", "parse_part_shift", "posthoc_parts",
@@ -456,15 +457,11 @@ def _clean(value: Any) -> Any:
 
 
 def _cell_path(out: Path, d: PartDataset, seed: int, m: PartMethod) -> Path:
-    return out / "cells" / f"{d.label}__seed{seed}__{m.label}.json"
+    return out / "cells" / f"{cell_id(d.label, seed, m.label)}.json"
 
 
 def _read_cell(path: Path) -> dict[str, Any] | None:
-    try:
-        rec = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) and rec.get("format") == CELL_FORMAT else None
+    return read_cell(path, CELL_FORMAT)
 
 
 @dataclass

@@ -30,13 +30,13 @@ def cell_id(dataset: str, seed: int, method: str) -> str:
     return f"{dataset}__seed{seed}__{method}"
 
 
-def read_cell(path: Path) -> dict[str, Any] | None:
-    """One cell file, or None if it is missing, unreadable or of another format."""
+def read_cell(path: Path, fmt: Any = CELL_FORMAT) -> dict[str, Any] | None:
+    """One cell file, or None if it is missing, unreadable or not of format ``fmt``."""
     try:
         rec = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return rec if isinstance(rec, dict) and rec.get("format") == CELL_FORMAT else None
+    return rec if isinstance(rec, dict) and rec.get("format") == fmt else None
 
 
 # --- the result -----------------------------------------------------------------------------------
