@@ -93,6 +93,13 @@ def test_part_shift_config_merges_parameters_and_names_bad_keys():
          r"datasets\[0\].sedes: unknown key"),
         ({"seeds": "0"}, "seeds: expected a non-empty list of integers"),
         ({"datasets": []}, "at least one \\[\\[datasets\\]\\]"),
+        ({"methods": [{"name": "counternet", "params": {"epoks": 3}},
+                      {"name": "rocoursenet", "label": "RoCourseNet"}]},
+         r"datasets\[0\] / method 'counternet': epoks: unknown parameter of CounterNet"),
+        ({"datasets": [{"name": "covariate_shift", "predictor": {"layers": [4]}}]},
+         r"datasets\[0\].predictor.layers: unknown parameter of MLP"),
+        ({"datasets": [{"name": "covariate_shift", "kinds": {"x1": "ordinal"}}]},
+         r"datasets\[0\].kinds.x1: expected 'categorical', 'integer' or 'continuous'"),
     ]:
         with pytest.raises(ConfigError, match=match):
             parse_part_shift(_config(**bad))

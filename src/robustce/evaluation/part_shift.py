@@ -338,7 +338,7 @@ def parse_part_shift(raw: Mapping[str, Any], base_dir: str | Path | None = None,
                 raise ConfigError(f"methods[{i}].datasets: no dataset labelled {lab!r}")
     out_dir = raw.get("out_dir")
     data_home = raw.get("data_home")
-    return PartShiftConfig(
+    config = PartShiftConfig(
         name=_typed(raw.get("name", "benchmark"), str, "name"),
         seeds=_seeds(raw.get("seeds", [0]), "seeds"), datasets=datasets, methods=methods,
         test_size=float(test_size),
@@ -346,6 +346,33 @@ def parse_part_shift(raw: Mapping[str, Any], base_dir: str | Path | None = None,
         out_dir=None if out_dir is None else base / _typed(out_dir, str, "out_dir"),
         data_home=None if data_home is None else base / _typed(data_home, str, "data_home"),
         raw=raw)
+    _check_parameters(config)
+    return config
+
+
+def _check_parameters(config: PartShiftConfig) -> None:
+    """Every method's and predictor's parameters and every feature kind, before any work."""
+    import inspect
+
+    from robustce.methods.registry import convert_params
+    from robustce.models.mlp import MLP
+
+    mlp_params = set(inspect.signature(MLP.__init__).parameters) - {"self", "random_state"}
+    for i, d in enumerate(config.datasets):
+        path = f"datasets[{i}]"
+        for name, kind in d.kinds.items():
+            if kind not in ("categorical", "integer", "continuous"):
+                raise ConfigError(f"{path}.kinds.{name}: expected 'categorical', 'integer' or "
+                                  f"'continuous', got {kind!r}")
+        for key in d.predictor:
+            if key not in mlp_params:
+                raise ConfigError(f"{path}.predictor.{key}: unknown parameter of MLP; "
+                                  f"allowed: {', '.join(sorted(mlp_params))}")
+        for m in (m for m in config.methods if m.datasets is None or d.label in m.datasets):
+            try:
+                convert_params(m.cls, config.method_params(d, m))
+            except ConfigError as exc:
+                raise ConfigError(f"{path} / method {m.label!r}: {exc}") from None
 
 
 # --- running -------------------------------------------------------------------------------------
