@@ -55,14 +55,18 @@ import argparse
 import ast
 import dataclasses
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 import robustce as rc
-from robustce.evaluation.part_shift import posthoc_parts, score_parts, trained_parts
+from robustce.evaluation.part_shift import (
+    part_predictors,
+    posthoc_parts,
+    score_parts,
+    trained_parts,
+)
 from robustce.methods import CounterNet, RoCourseNet
 
 # the authors' per-dataset settings (scripts/utils_configs.py in BirkhoffG/RoCourseNet)
@@ -166,11 +170,9 @@ def iter_rows(name: str, epochs: int | None = None, test_size: float = 0.25, see
                    "params": extra}
             continue
         if mlps is None:  # one predictor per part, shared by every post-hoc method
-            t0 = time.perf_counter()
-            mlps = {g: rc.models.MLP(**BASELINE_MLP, epochs=cfg["epochs"],
-                                     batch_size=cfg["batch_size"], random_state=seed).fit(train)
-                    for g, (train, _) in splits.items()}
-            mlp_s = time.perf_counter() - t0
+            mlps, mlp_s = part_predictors(BASELINE_MLP | {"epochs": cfg["epochs"],
+                                                          "batch_size": cfg["batch_size"]},
+                                          splits, seed)
         params = dict((method_params or {}).get(method, {}))
         if method in DELTA_ROBUST:
             params.setdefault("shift", delta)

@@ -120,6 +120,11 @@ class Dataset:
             raise ValidationError(f"dataset {self.name!r} has no groups")
         return {g: self.subset((self.groups == g).to_numpy()) for g in sorted(self.groups.unique())}
 
+    def all_free(self) -> Dataset:
+        """This dataset with every feature free to change (no immutable or monotone ones)."""
+        free = dict.fromkeys(self.schema.names, "free")
+        return replace(self, schema=self.schema.with_actionability(**free))
+
     def with_kinds(self, kinds: Mapping[str, str]) -> Dataset:
         """This dataset with some features re-typed (actionability kept), e.g. to follow a
         paper's encoding: ``"categorical"`` one-hot codes a feature (an ordinal or binary

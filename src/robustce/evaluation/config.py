@@ -87,9 +87,9 @@ __all__ = [
     "MethodEntry",
     "available_metric_names",
     "apply_quick",
+    "config_path",
     "load_config",
     "method_params",
-    "config_path",
     "named_config_path",
     "named_configs",
     "parse_config",
@@ -474,18 +474,18 @@ def _show(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def _seeds(value: Any) -> list[int]:
+def _seeds(value: Any, path: str = "seeds") -> list[int]:
     if value is None:
-        raise ConfigError("seeds: required (a list of integers, e.g. seeds = [0, 1, 2])")
+        raise ConfigError(f"{path}: required (a list of integers, e.g. seeds = [0, 1, 2])")
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list) or not value:
-        raise ConfigError(f"seeds: expected a non-empty list of integers, got {_show(value)}")
+        raise ConfigError(f"{path}: expected a non-empty list of integers, got {_show(value)}")
     for i, s in enumerate(value):
         if not _matches(s, int) or s < 0:
-            raise ConfigError(f"seeds[{i}]: expected a non-negative integer, got {_show(s)}")
+            raise ConfigError(f"{path}[{i}]: expected a non-negative integer, got {_show(s)}")
     if len(set(value)) != len(value):
-        raise ConfigError(f"seeds: duplicates in {value}")
+        raise ConfigError(f"{path}: duplicates in {value}")
     return [int(s) for s in value]
 
 

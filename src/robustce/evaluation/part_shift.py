@@ -38,8 +38,6 @@ A configuration is a TOML file with ``protocol = "parts"``::
 from __future__ import annotations
 
 import copy
-import dataclasses
-import hashlib
 import json
 import math
 import sys
@@ -55,11 +53,14 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from robustce.errors import ConfigError
+
+# the benchmark configuration's validators: same messages, same rules
+from robustce.evaluation.config import _digest, _no_unknown, _path, _seeds, _table, _typed
 from robustce.evaluation.results import cell_id, read_cell
 from robustce.utils import atomic_write
 
-__all__ = ["PartCEs", "PartShiftConfig", "PartShiftResult", "parse_part_shift", "posthoc_parts",
-           "run_part_shift", "score_parts", "trained_parts"]
+__all__ = ["PartCEs", "PartShiftConfig", "PartShiftResult", "parse_part_shift", "part_predictors",
+           "posthoc_parts", "run_part_shift", "score_parts", "trained_parts"]
 
 #: format of a part-shift cell file (not the runner's: its cells are never mixed up)
 CELL_FORMAT = "parts-1"
@@ -206,36 +207,13 @@ class PartShiftConfig:
                "test_size": self.test_size, "method": method.name,
                "method_params": self.method_params(dataset, method),
                "predictor": None if method.trains_own else dataset.predictor}
-        return hashlib.sha256(json.dumps(key, sort_keys=True, default=repr).encode()
-                              ).hexdigest()[:16]
+        return _digest(key)
 
 
 def _check_keys(table: Any, allowed: set[str], path: str) -> dict[str, Any]:
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{path}: expected a table, got {type(table).__name__}")
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(f"{path}.{key}: unknown key; allowed: {', '.join(sorted(allowed))}")
-    return dict(table)
-
-
-def _table(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{path}: expected a table, got {type(value).__name__}")
-    return dict(value)
-
-
-def _typed(value: Any, kind: type | tuple[type, ...], path: str) -> Any:
-    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
-        raise ConfigError(f"{path}: expected {getattr(kind, '__name__', kind)}, got {value!r}")
-    return value
-
-
-def _seeds(value: Any, path: str) -> list[int]:
-    if (not isinstance(value, list) or not value
-            or not all(isinstance(s, int) and not isinstance(s, bool) for s in value)):
-        raise ConfigError(f"{path}: expected a non-empty list of integers, got {value!r}")
-    return list(value)
+    out = _table(table, path)
+    _no_unknown(out, allowed, path)
+    return out
 
 
 def _positive_int(value: Any, path: str) -> int:
@@ -287,7 +265,7 @@ def parse_part_shift(raw: Mapping[str, Any], base_dir: str | Path | None = None,
         raw = _apply_quick(raw)
     elif "quick" in raw:
         _check_keys(raw.pop("quick"), QUICK_KEYS, "quick")
-    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    base = Path(base_dir) if base_dir is not None else None
     test_size = raw.get("test_size", 0.25)
     if isinstance(test_size, bool) or not isinstance(test_size, int | float) \
             or not 0 < test_size < 1:
@@ -336,15 +314,13 @@ def parse_part_shift(raw: Mapping[str, Any], base_dir: str | Path | None = None,
         for lab in m.datasets or ():
             if lab not in {d.label for d in datasets} and not quick:
                 raise ConfigError(f"methods[{i}].datasets: no dataset labelled {lab!r}")
-    out_dir = raw.get("out_dir")
-    data_home = raw.get("data_home")
     config = PartShiftConfig(
         name=_typed(raw.get("name", "benchmark"), str, "name"),
         seeds=_seeds(raw.get("seeds", [0]), "seeds"), datasets=datasets, methods=methods,
         test_size=float(test_size),
         description=_typed(raw.get("description", ""), str, "description"),
-        out_dir=None if out_dir is None else base / _typed(out_dir, str, "out_dir"),
-        data_home=None if data_home is None else base / _typed(data_home, str, "data_home"),
+        out_dir=_path(raw.get("out_dir"), "out_dir", base),
+        data_home=_path(raw.get("data_home"), "data_home", base),
         raw=raw)
     _check_parameters(config)
     return config
@@ -395,8 +371,7 @@ def _prepare(config: PartShiftConfig, d: PartDataset, seed: int) -> _Group:
     if d.kinds:
         data = data.with_kinds(d.kinds)
     if d.all_free:
-        free = {f: "free" for f in data.schema.names}
-        data = dataclasses.replace(data, schema=data.schema.with_actionability(**free))
+        data = data.all_free()
     return _Group({g: p.split(test_size=config.test_size, random_state=seed)
                    for g, p in data.by_group().items()})
 
@@ -451,6 +426,17 @@ def posthoc_parts(cls: type, params: Mapping[str, Any], predictors: Mapping[Any,
     return parts
 
 
+def part_predictors(params: Mapping[str, Any], splits: Mapping[Any, tuple[Any, Any]],
+                    seed: int) -> tuple[dict[Any, Any], float]:
+    """The post-hoc methods' predictors: an :class:`~robustce.models.MLP` (``params``) trained
+    on every part's training split; and the seconds it took."""
+    from robustce.models.mlp import MLP
+
+    t0 = time.perf_counter()
+    mlps = {g: MLP(**params, random_state=seed).fit(train) for g, (train, _) in splits.items()}
+    return mlps, time.perf_counter() - t0
+
+
 def _trained_cell(method: PartMethod, params: dict[str, Any], group: _Group, d: PartDataset,
                   seed: int) -> dict[str, Any]:
     parts, predict, times = trained_parts(method.cls, params, group.splits, seed, d.queries)
@@ -459,28 +445,22 @@ def _trained_cell(method: PartMethod, params: dict[str, Any], group: _Group, d: 
 
 def _posthoc_cell(method: PartMethod, params: dict[str, Any], group: _Group, d: PartDataset,
                   seed: int) -> dict[str, Any]:
-    from robustce.models.mlp import MLP
-
     if group.mlps is None:  # one predictor per part, shared by every post-hoc method
-        t0 = time.perf_counter()
-        group.mlps = {g: MLP(**d.predictor, random_state=seed).fit(train)
-                      for g, (train, _) in group.splits.items()}
-        group.mlp_s = time.perf_counter() - t0
+        group.mlps, group.mlp_s = part_predictors(d.predictor, group.splits, seed)
     parts = posthoc_parts(method.cls, params, group.mlps, group.splits, seed, d.queries)
     return score_parts(parts, {g: m.predict for g, m in group.mlps.items()}) | {
         "train_s": group.mlp_s}
 
 
 def _clean(value: Any) -> Any:
+    """``value`` for strict JSON: the runner's scalars (NaN → None) inside dicts and lists."""
+    from robustce.evaluation.runner import _scalar
+
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value if isinstance(value, int | float | str | bool) or value is None else repr(value)
+    return _scalar(value)
 
 
 def _cell_path(out: Path, d: PartDataset, seed: int, m: PartMethod) -> Path:
@@ -549,27 +529,30 @@ def run_part_shift(config: PartShiftConfig | Mapping[str, Any], out_dir: str | P
     out.mkdir(parents=True, exist_ok=True)
     with atomic_write(out / "config.json") as fh:
         json.dump(config.raw, fh, indent=1, default=str)
-    todo = []
-    for d, s, m in config.cells():
+    cells = config.cells()
+    prints = [config.fingerprint(d, s, m) for d, s, m in cells]
+    records: list[dict[str, Any] | None] = []
+    for (d, s, m), fp in zip(cells, prints, strict=True):
         rec = _read_cell(_cell_path(out, d, s, m))
-        fresh = rec is not None and rec.get("fingerprint") == config.fingerprint(d, s, m)
-        if not (resume and fresh and (rec.get("ok") or not retry_errors)):
-            todo.append((d, s, m))
-    groups: dict[tuple[str, int], _Group | BaseException] = {}
+        fresh = rec is not None and rec.get("fingerprint") == fp
+        records.append(rec if resume and fresh and (rec.get("ok") or not retry_errors) else None)
+    todo = [i for i, rec in enumerate(records) if rec is None]
+    key, group = None, None  # cells come grouped by (dataset, seed): one group is kept at a time
     bar = tqdm(total=len(todo), desc="cells", unit="cell", disable=not progress, file=sys.stderr)
-    for d, s, m in todo:
+    for i in todo:
+        d, s, m = cells[i]
         params = config.method_params(d, m)
         record: dict[str, Any] = {"format": CELL_FORMAT, "dataset": d.label, "seed": s,
                                   "method": m.label, "method_name": m.name, "params": params,
-                                  "fingerprint": config.fingerprint(d, s, m)}
+                                  "fingerprint": prints[i]}
         t0 = time.perf_counter()
         try:
-            if (d.label, s) not in groups:
+            if key != (d.label, s):
+                key = (d.label, s)
                 try:
-                    groups[(d.label, s)] = _prepare(config, d, s)
+                    group = _prepare(config, d, s)
                 except Exception as exc:  # every cell of the group reports it
-                    groups[(d.label, s)] = exc
-            group = groups[(d.label, s)]
+                    group = exc
             if isinstance(group, BaseException):
                 raise group
             run = _trained_cell if m.trains_own else _posthoc_cell
@@ -578,17 +561,13 @@ def run_part_shift(config: PartShiftConfig | Mapping[str, Any], out_dir: str | P
             record |= {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                        "traceback": traceback.format_exc(limit=8)}
         record["seconds"] = time.perf_counter() - t0
+        records[i] = record = _clean(record)
         with atomic_write(_cell_path(out, d, s, m)) as fh:
-            json.dump(_clean(record), fh, indent=1, allow_nan=False)
+            json.dump(record, fh, indent=1, allow_nan=False)
         bar.set_postfix_str(f"{d.label} {s} {m.label}", refresh=False)
         bar.update(1)
     bar.close()
-    cells = []
-    for d, s, m in config.cells():
-        rec = _read_cell(_cell_path(out, d, s, m))
-        if rec is not None and rec.get("fingerprint") == config.fingerprint(d, s, m):
-            cells.append(rec)
-    result = PartShiftResult(config, cells, out)
+    result = PartShiftResult(config, [r for r in records if r is not None], out)
     with atomic_write(out / "table.csv") as fh:
         result.table().to_csv(fh)
     return result

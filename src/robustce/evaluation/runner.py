@@ -159,8 +159,7 @@ def load_entry(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> Any
     if dataset.all_continuous:
         data = as_continuous(data)
     if dataset.all_free:
-        free = {f.name: "free" for f in data.schema.features}
-        data = dataclasses.replace(data, schema=data.schema.with_actionability(**free))
+        data = data.all_free()
     return data
 
 
