@@ -139,36 +139,127 @@ def margin_bounds(lower: np.ndarray, upper: np.ndarray, target_class: Any
     return m_lo, hi[rows, t] - others.max(axis=1)
 
 
-class ReLUNetwork:
-    """A ReLU network given by its weights; ``forward`` is vectorised over rows."""
+ACTIVATIONS = ("relu", "identity")
 
-    def __init__(self, weights: Sequence[tuple[np.ndarray, np.ndarray]]):
-        if len(weights) == 0:
-            raise ValidationError("a ReLUNetwork needs at least one layer")
-        layers = []
-        prev_out = None
-        for i, layer in enumerate(weights):
-            try:
-                W, b = layer
-            except (TypeError, ValueError):
-                raise ValidationError(f"layer {i} must be a (W, b) pair") from None
-            W = np.array(W, dtype=np.float64)
-            b = np.array(b, dtype=np.float64).reshape(-1)
-            if W.ndim != 2:
-                raise ValidationError(f"layer {i}: W must be 2-D (out, in), got shape {W.shape}")
-            if b.shape[0] != W.shape[0]:
-                raise ValidationError(
-                    f"layer {i}: b has {b.shape[0]} entries but W has {W.shape[0]} rows"
-                )
-            if prev_out is not None and W.shape[1] != prev_out:
-                raise ValidationError(
-                    f"layer {i}: W takes {W.shape[1]} inputs but layer {i - 1} gives {prev_out}"
-                )
-            if not (np.isfinite(W).all() and np.isfinite(b).all()):
-                raise ValidationError(f"layer {i}: weights contain NaN or infinite values")
-            layers.append((W, b))
-            prev_out = W.shape[0]
-        self.weights: list[tuple[np.ndarray, np.ndarray]] = layers
+
+def _check_layers(weights: Sequence[tuple[np.ndarray, np.ndarray]], what: str = "layer"
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``weights`` as float64 ``(W, b)`` pairs of matching shapes (errors name the layer)."""
+    if len(weights) == 0:
+        raise ValidationError("a ReLUNetwork needs at least one layer")
+    layers = []
+    prev_out = None
+    for i, layer in enumerate(weights):
+        try:
+            W, b = layer
+        except (TypeError, ValueError):
+            raise ValidationError(f"{what} {i} must be a (W, b) pair") from None
+        W = np.array(W, dtype=np.float64)
+        b = np.array(b, dtype=np.float64).reshape(-1)
+        if W.ndim != 2:
+            raise ValidationError(f"{what} {i}: W must be 2-D (out, in), got shape {W.shape}")
+        if b.shape[0] != W.shape[0]:
+            raise ValidationError(
+                f"{what} {i}: b has {b.shape[0]} entries but W has {W.shape[0]} rows"
+            )
+        if prev_out is not None and W.shape[1] != prev_out:
+            raise ValidationError(
+                f"{what} {i}: W takes {W.shape[1]} inputs but {what} {i - 1} gives {prev_out}"
+            )
+        if not (np.isfinite(W).all() and np.isfinite(b).all()):
+            raise ValidationError(f"{what} {i}: weights contain NaN or infinite values")
+        layers.append((W, b))
+        prev_out = W.shape[0]
+    return layers
+
+
+class ReLUNetwork:
+    """A network given by its weights; ``forward`` is vectorised over rows.
+
+    Plain (the default): ``weights = [(W1, b1), ..., (WL, bL)]``, ReLU after every layer but
+    the last. A network imported from the user's own model keeps the user's parameterisation,
+    which is what a shift set Δ ranges over:
+
+    * ``input_map = (A, c)``: a fixed affine map ``z = A x + c`` from model space to the first
+      layer's inputs (the user's preprocessing; standardised, possibly negative). It is data,
+      never shifted.
+    * ``activations``: one of ``"relu"`` / ``"identity"`` per hidden layer (a Linear→Linear
+      pair of the user's module stays two layers with an identity between).
+    * ``shift_scale``: per layer ``(S_W, S_b)`` arrays ≥ 0 of the layers' shapes: parameter
+      ``θ_k`` moves within ``±δ·S_k`` under a shift of radius δ (0: a fixed parameter, e.g. a
+      BatchNorm's running statistics or the zeros off a BatchNorm's diagonal; 1: the user's
+      own weight; None: every parameter moves by ±δ).
+
+    ``layers`` are the parameters as given; ``weights`` the plain ReLU layers computing the
+    same function (the input map and identity activations composed away; ``layers`` itself for
+    a plain network), which is what ``forward`` and every function-only consumer (MILP
+    encodings of the model, gradients) use. Shift sets (sampling, intervals, the exact test,
+    attacks) read ``layers``, ``activations``, ``input_map`` and ``shift_scale``.
+    """
+
+    def __init__(self, weights: Sequence[tuple[np.ndarray, np.ndarray]], *,
+                 activations: Sequence[str] | None = None,
+                 input_map: tuple[np.ndarray, np.ndarray] | None = None,
+                 shift_scale: Sequence[tuple[np.ndarray, np.ndarray]] | None = None):
+        layers = _check_layers(weights)
+        self.layers: list[tuple[np.ndarray, np.ndarray]] = layers
+        n_hidden = len(layers) - 1
+        if activations is None or all(a == "relu" for a in activations):
+            if activations is not None and len(activations) != n_hidden:
+                raise ValidationError(f"activations has {len(activations)} entries for "
+                                      f"{n_hidden} hidden layers")
+            self.activations: tuple[str, ...] = ("relu",) * n_hidden
+            acts_plain = True
+        else:
+            acts = tuple(str(a) for a in activations)
+            if len(acts) != n_hidden:
+                raise ValidationError(f"activations has {len(acts)} entries for {n_hidden} "
+                                      "hidden layers")
+            bad = [a for a in acts if a not in ACTIVATIONS]
+            if bad:
+                raise ValidationError(f"unsupported activations {bad}; supported: {ACTIVATIONS}")
+            self.activations = acts
+            acts_plain = False
+        self.input_map: tuple[np.ndarray, np.ndarray] | None = None
+        if input_map is not None:
+            (A, c), = _check_layers([input_map], "input_map")
+            if A.shape[0] != layers[0][0].shape[1]:
+                raise ValidationError(f"input_map gives {A.shape[0]} values but layer 0 takes "
+                                      f"{layers[0][0].shape[1]}")
+            self.input_map = (A, c)
+        self.shift_scale: list[tuple[np.ndarray, np.ndarray]] | None = None
+        if shift_scale is not None:
+            if len(shift_scale) != len(layers):
+                raise ValidationError(f"shift_scale has {len(shift_scale)} layers, the network "
+                                      f"{len(layers)}")
+            scales = []
+            for i, ((SW, Sb), (W, b)) in enumerate(zip(shift_scale, layers, strict=True)):
+                SW = np.array(SW, dtype=np.float64).reshape(W.shape)
+                Sb = np.array(Sb, dtype=np.float64).reshape(b.shape)
+                if not (np.isfinite(SW).all() and np.isfinite(Sb).all()
+                        and (SW >= 0).all() and (Sb >= 0).all()):
+                    raise ValidationError(f"shift_scale of layer {i} must be finite and >= 0")
+                scales.append((SW, Sb))
+            self.shift_scale = scales
+        self.plain = acts_plain and self.input_map is None and self.shift_scale is None
+        self.weights: list[tuple[np.ndarray, np.ndarray]] = (
+            layers if self.plain else self._fold())
+
+    def _fold(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The plain ReLU layers of the same function: the input map composed into layer 1,
+        each identity activation composed into the layer after it."""
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        pending = self.input_map  # an affine map waiting for the next layer
+        for i, (W, b) in enumerate(self.layers):
+            if pending is not None:
+                A, c = pending
+                W, b = W @ A, W @ c + b
+            if i < len(self.layers) - 1 and self.activations[i] == "identity":
+                pending = (W, b)
+            else:
+                out.append((W, b))
+                pending = None
+        return out
 
     @property
     def n_inputs(self) -> int:
@@ -184,8 +275,13 @@ class ReLUNetwork:
 
     @property
     def layer_sizes(self) -> list[int]:
-        """[n_inputs, hidden..., n_outputs]."""
+        """[n_inputs, hidden..., n_outputs] of the function (``weights``)."""
         return [self.n_inputs] + [W.shape[0] for W, _ in self.weights]
+
+    @property
+    def parameter_sizes(self) -> list[int]:
+        """[first layer's inputs, widths of ``layers``...]: the parameterised architecture."""
+        return [self.layers[0][0].shape[1]] + [W.shape[0] for W, _ in self.layers]
 
     def check_inputs(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
@@ -197,9 +293,48 @@ class ReLUNetwork:
             )
         return X
 
+    def map_inputs(self, X: np.ndarray) -> np.ndarray:
+        """The first layer's inputs of model-space rows ``X``: ``X`` itself, or ``A x + c``."""
+        if self.input_map is None:
+            return X
+        A, c = self.input_map
+        return X @ A.T + c
+
+    def core(self) -> ReLUNetwork:
+        """This network without its input map (``self`` when it has none): the parameterised
+        part, taking :meth:`map_inputs` of model-space rows."""
+        if self.input_map is None:
+            return self
+        return ReLUNetwork(self.layers, activations=self.activations,
+                           shift_scale=self.shift_scale)
+
+    def with_layers(self, layers: Sequence[tuple[np.ndarray, np.ndarray]]) -> ReLUNetwork:
+        """A network of the same structure (activations, input map, shift scale) with other
+        parameters ``layers`` (e.g. a realisation in Δ)."""
+        if self.plain:
+            return ReLUNetwork(layers)
+        return ReLUNetwork(layers, activations=self.activations, input_map=self.input_map,
+                           shift_scale=self.shift_scale)
+
+    def same_structure(self, other: ReLUNetwork) -> bool:
+        """Whether ``other`` has this network's parameter shapes, activations, input map and
+        shift scale (so both lie in one parameter space)."""
+        if self.parameter_sizes != other.parameter_sizes or self.activations != other.activations:
+            return False
+        if (self.input_map is None) != (other.input_map is None):
+            return False
+        if self.input_map is not None and not all(
+                np.array_equal(a, b) for a, b in zip(self.input_map, other.input_map, strict=True)):
+            return False
+        if (self.shift_scale is None) != (other.shift_scale is None):
+            return False
+        return self.shift_scale is None or all(
+            np.array_equal(a, b) for la, lb in zip(self.shift_scale, other.shift_scale, strict=True)
+            for a, b in zip(la, lb, strict=True))
+
     def forward(self, X: np.ndarray, return_hidden: bool = False):
         """Logits of shape (n, n_outputs); with ``return_hidden`` also the post-ReLU
-        activations of each hidden layer."""
+        activations of each hidden layer (of ``weights``)."""
         h = self.check_inputs(X)
         hidden = []
         for i, (W, b) in enumerate(self.weights):
@@ -221,14 +356,21 @@ class ReLUNetwork:
         return class_margin(self.forward(X), target_class)
 
     def copy(self) -> ReLUNetwork:
-        return ReLUNetwork([(W.copy(), b.copy()) for W, b in self.weights])
+        return self.with_layers([(W.copy(), b.copy()) for W, b in self.layers])
 
     def flat(self) -> np.ndarray:
-        """All weights and biases as one vector (layer by layer, W then b)."""
-        return np.concatenate([np.concatenate([W.ravel(), b]) for W, b in self.weights])
+        """All parameters (``layers``) as one vector (layer by layer, W then b)."""
+        return np.concatenate([np.concatenate([W.ravel(), b]) for W, b in self.layers])
 
     def __repr__(self) -> str:
-        return f"ReLUNetwork({'-'.join(map(str, self.layer_sizes))})"
+        if self.plain:
+            return f"ReLUNetwork({'-'.join(map(str, self.layer_sizes))})"
+        sizes = [str(self.layers[0][0].shape[1])]
+        for i, (W, _) in enumerate(self.layers):
+            sep = "" if i == 0 else ("~" if self.activations[i - 1] == "identity" else "-")
+            sizes.append(f"{sep}{W.shape[0]}")
+        head = f"{self.n_inputs}→" if self.input_map is not None else ""
+        return f"ReLUNetwork({head}{sizes[0]}-{''.join(sizes[1:])})"
 
 
 def as_network(model: Any) -> ReLUNetwork:
@@ -295,38 +437,77 @@ def model_space_rows(net: ReLUNetwork, X: Any, model: Any = None, name: str = "X
 
 
 def empirical_delta(model_a: Any, model_b: Any, biases: bool = True) -> float:
-    """max ‖θ_a − θ_b‖_∞ over all weights (and biases): the smallest δ whose Δ holds both."""
+    """max ‖θ_a − θ_b‖_∞ over all parameters (``layers``; biases too when ``biases``): the
+    smallest δ whose Δ holds both. With a ``shift_scale`` each difference is divided by its
+    parameter's scale (a fixed parameter that differs needs δ = inf)."""
     check_bool(biases, "biases")
     a, b = as_network(model_a), as_network(model_b)
-    if a.layer_sizes != b.layer_sizes:
+    if a.layer_sizes != b.layer_sizes or not a.same_structure(b):
         raise ValidationError(
-            f"architectures differ: {a.layer_sizes} vs {b.layer_sizes}"
+            f"architectures differ: {a!r} vs {b!r}"
         )
+    scales = a.shift_scale or [(None, None)] * len(a.layers)
     diffs = []
-    for (Wa, ba), (Wb, bb) in zip(a.weights, b.weights, strict=True):
-        diffs.append(np.abs(Wa - Wb).max())
+    for (Wa, ba), (Wb, bb), (SW, Sb) in zip(a.layers, b.layers, scales, strict=True):
+        diffs.append(_scaled_max(np.abs(Wa - Wb), SW))
         if biases:
-            diffs.append(np.abs(ba - bb).max())
+            diffs.append(_scaled_max(np.abs(ba - bb), Sb))
     return float(max(diffs))
 
 
+def _scaled_max(diff: np.ndarray, scale: np.ndarray | None) -> float:
+    if scale is None:
+        return float(diff.max())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(scale > 0, diff / scale, np.where(diff > 0, np.inf, 0.0))
+    return float(q.max())
+
+
 class IntervalNetwork:
-    """Interval abstraction (PROPLACE Def. 5): per layer (W⁻, W⁺, b⁻, b⁺)."""
+    """Interval abstraction (PROPLACE Def. 5): per layer (W⁻, W⁺, b⁻, b⁺).
+
+    ``activations`` (one per hidden layer, default all ``"relu"``) and ``input_map`` (a fixed
+    affine ``z = A x + c`` before layer 1) mirror :class:`ReLUNetwork`'s structure."""
 
     _CHUNK_ELEMENTS = 4_000_000
 
-    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]):
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+                 activations: Sequence[str] | None = None,
+                 input_map: tuple[np.ndarray, np.ndarray] | None = None):
         self.layers = layers
+        self.activations: tuple[str, ...] = (
+            ("relu",) * (len(layers) - 1) if activations is None else tuple(activations))
+        self.input_map = input_map
+
+    @property
+    def relu_only(self) -> bool:
+        """Whether every hidden layer is a ReLU (the plain case)."""
+        return all(a == "relu" for a in self.activations)
 
     @classmethod
     def point(cls, network: Any) -> IntervalNetwork:
-        """The degenerate interval network of a plain network (``W⁻ = W⁺ = W``)."""
+        """The degenerate interval network of a plain network's function (``W⁻ = W⁺ = W``,
+        over its ``weights``)."""
         net = as_network(network)
         return cls([(W, W, b, b) for W, b in net.weights])
 
     @property
     def n_inputs(self) -> int:
+        if self.input_map is not None:
+            return self.input_map[0].shape[1]
         return self.layers[0][0].shape[1]
+
+    def map_bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the first layer's inputs over the model-space box [lo, hi] (exact for
+        point inputs; the input map is fixed)."""
+        if self.input_map is None:
+            return lo, hi
+        A, c = self.input_map
+        if lo is hi or np.array_equal(lo, hi):
+            z = lo @ A.T + c
+            return z, z
+        Ap, An = np.maximum(A, 0).T, np.minimum(A, 0).T
+        return lo @ Ap + hi @ An + c, hi @ Ap + lo @ An + c
 
     def layer_bounds(self, lower: np.ndarray, upper: np.ndarray | None = None
                      ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -341,6 +522,11 @@ class IntervalNetwork:
             )
         if np.any(lo > hi):
             raise ValidationError("input box has lower > upper")
+        if self.input_map is not None:
+            point = hi is lo
+            lo, hi = self.map_bounds(lo, hi)
+            if point:
+                hi = lo
         out = []
         last = len(self.layers) - 1
         for i, (Wl, Wu, bl, bu) in enumerate(self.layers):
@@ -348,7 +534,10 @@ class IntervalNetwork:
             plo, phi = plo + bl, phi + bu
             out.append((plo, phi))
             if i < last:
-                lo, hi = np.maximum(plo, 0.0), np.maximum(phi, 0.0)
+                if self.activations[i] == "relu":
+                    lo, hi = np.maximum(plo, 0.0), np.maximum(phi, 0.0)
+                else:
+                    lo, hi = plo, phi
         return out
 
     def bounds(self, X: np.ndarray, X_upper: np.ndarray | None = None

@@ -14,8 +14,9 @@ labels (``class_names`` then defaults to ``estimator.classes_``). Supported fina
 
 A ``Pipeline`` ending in one of them is accepted (it receives the encoded array). When its other
 steps are per-feature affine scalers (``StandardScaler``, ``MinMaxScaler`` with ``clip=False``,
-``MaxAbsScaler``, ``"passthrough"``) they are folded into ``network()`` (exact up to float64
-rounding) and ``trees()`` (thresholds pulled back through the pipeline's own ``transform``, so
+``MaxAbsScaler``, ``"passthrough"``) they become ``network()``'s fixed input map (a shift set Δ
+moves the estimator's own weights; ``network().weights`` folds the map in, exact up to float64
+rounding) and are folded into ``trees()`` (thresholds pulled back through the pipeline's own ``transform``, so
 routing matches scikit-learn bit for bit), which therefore stay in model space; other
 transformers make those views unavailable while ``predict``/``logits`` keep working.
 
@@ -194,7 +195,8 @@ class SklearnModel(Model):
         return h
 
     def network(self) -> ReLUNetwork:
-        """ReLU-network view in model space (linear models and ReLU MLPs; scalers folded in)."""
+        """ReLU-network view in model space (linear models and ReLU MLPs): the estimator's own
+        layers after the scalers as a fixed input map (``weights``: the map folded in)."""
         if self._network is not None:
             return self._network
         if self.kind in ("tree", "forest"):
@@ -217,9 +219,10 @@ class SklearnModel(Model):
                 f"({[type(s).__name__ for s in self.steps_]}); no ReLU-network view in model space"
             )
         scale, shift = aff
-        W0, b0 = layers[0]
-        layers[0] = (W0 * scale[None, :], b0 + W0 @ shift)
-        self._network = ReLUNetwork(layers)
+        if np.all(scale == 1.0) and np.all(shift == 0.0):
+            self._network = ReLUNetwork(layers)
+        else:  # the scalers are a fixed input map: Δ moves the estimator's own weights
+            self._network = ReLUNetwork(layers, input_map=(np.diag(scale), shift))
         return self._network
 
     def trees(self) -> list[TreeView]:

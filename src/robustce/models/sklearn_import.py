@@ -692,7 +692,10 @@ class _Imported:
 
 
 class ImportedNetworkModel(_Imported, NetworkModel):
-    """A linear model or ReLU MLP pipeline with its preprocessing folded into layer 1."""
+    """A linear model or ReLU MLP pipeline. ``network()`` keeps the estimator's own layers
+    with the preprocessing as a fixed input map (a shift set Δ moves the estimator's
+    ``coefs_``/``intercepts_`` or ``coef_``/``intercept_``, never the preprocessing);
+    ``network().weights`` is the same function with the map folded into layer 1."""
 
     kind = "network"
 
@@ -949,9 +952,9 @@ def _build(final: Any, label: str, A: np.ndarray, c: np.ndarray, encoder: Encode
             if W.shape[0] != (1 if n_classes == 2 else n_classes):
                 raise UnsupportedModelError(f"{what}: unexpected coefficient shape {W.shape}")
             layers = [(W, b)]
-        W0, b0 = layers[0]
-        layers[0] = (W0 @ A, b0 + W0 @ c)
-        return ImportedNetworkModel(ReLUNetwork(layers), *args)
+        # the preprocessing is a fixed input map; Δ ranges over the estimator's own
+        # coefs_/intercepts_ (coef_/intercept_) as they are
+        return ImportedNetworkModel(ReLUNetwork(layers, input_map=(A, c)), *args)
     split = _SplitMap(A, c, encoder, basis, what, *oracle)
     if isinstance(final, DecisionTreeClassifier | RandomForestClassifier | ExtraTreesClassifier):
         if getattr(final, "n_outputs_", 1) != 1:

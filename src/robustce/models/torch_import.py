@@ -1,14 +1,19 @@
 """``from_torch``: a ``torch.nn.Sequential`` ReLU network trained elsewhere, as a robustce model.
 
-Supported layers: ``Linear``, ``ReLU``, ``BatchNorm1d`` (in eval mode: the per-feature affine
-map ``γ (h − μ)/√(σ² + ε) + β`` of its running statistics, folded into the neighbouring
-``Linear``), ``Dropout`` (the identity in eval mode), ``Flatten`` and ``Identity``; consecutive
-affine layers are composed. Anything else raises :class:`UnsupportedModelError` naming the layer.
+Supported layers: ``Linear``, ``ReLU``, ``BatchNorm1d`` (in eval mode: its running statistics
+normalise, its affine γ, β scale and shift), ``Dropout`` (the identity in eval mode), ``Flatten``
+and ``Identity``. Anything else raises :class:`UnsupportedModelError` naming the layer.
 
 The module's input is either robustce's model space (pass the :class:`Encoder` it was trained
 on) or the output of a fitted scikit-learn preprocessor on raw frames (pass the
-``ColumnTransformer``/``Pipeline`` and the raw training data; it is folded into the first
-layer exactly as in :func:`~robustce.models.from_sklearn`).
+``ColumnTransformer``/``Pipeline`` and the raw training data; it becomes the network's fixed
+input map, as in :func:`~robustce.models.from_sklearn`).
+
+Certificates are about the module's own parameters: ``network()`` keeps its layers as they are
+(:func:`torch_network`) — every Linear layer's weights and bias, every BatchNorm's γ and β move
+by ±δ under a shift of radius δ; the preprocessing and the BatchNorm running statistics are
+data and stay fixed. ``network().weights`` is the same function with the affine pieces
+composed (what the MILP methods search over).
 """
 
 from __future__ import annotations
@@ -25,69 +30,103 @@ from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
 
-__all__ = ["TorchNetworkModel", "from_torch", "torch_layers"]
+__all__ = ["TorchNetworkModel", "from_torch", "torch_layers", "torch_network"]
 
 
-def torch_layers(module: Any) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The ReLUNetwork weights ``[(W, b), ...]`` of a Sequential of supported layers."""
+def _numpy(t: Any) -> np.ndarray:
     import torch
+
+    return t.detach().to(torch.float64).cpu().numpy()
+
+
+def torch_network(module: Any, input_map: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> ReLUNetwork:
+    """The module's own parameterisation as a structured :class:`ReLUNetwork` (what a shift
+    set Δ ranges over; see :func:`from_torch`), after the fixed ``input_map`` if given.
+
+    * every ``Linear`` is its own layer (weights and bias each move by ±δ; a missing bias is
+      a fixed 0); two Linear layers in a row stay two layers with an identity between;
+    * a ``BatchNorm1d`` (eval) splits into its normalisation ``(h − μ)/√(σ² + ε)`` — running
+      statistics are data, fixed — and, when ``affine``, the layer ``γ ĥ + β`` whose γ and β
+      each move by ±δ (a diagonal layer: the zeros off its diagonal stay zero). The
+      normalisation is a per-row rescaling of the layer before it when that layer has no
+      activation yet (its rows' radius scales by 1/√(σ² + ε): the same set of functions), is
+      composed into the input map when the BatchNorm comes first, and is a fixed layer of its
+      own after a ReLU;
+    * ``ReLU`` after a layer; ``Dropout``, ``Flatten``, ``Identity`` are skipped.
+    """
     from torch import nn
 
     if not isinstance(module, nn.Sequential):
         raise UnsupportedModelError(
             f"from_torch needs a torch.nn.Sequential, got {type(module).__name__}")
-    layers: list[tuple[np.ndarray, np.ndarray]] = []
-    pending: tuple[np.ndarray, np.ndarray] | None = None  # affine map after the last ReLU
-    open_affine = False  # the last layer is affine with no ReLU after it yet
+    # per layer [W, b, S_W, S_b]; acts[i]: the activation after layer i ("identity" until a ReLU)
+    layers: list[list[np.ndarray]] = []
+    acts: list[str] = []
+    open_layer = False  # the last layer has no ReLU after it yet
+    in_map = input_map
+
+    def diag_layer(g: np.ndarray, beta: np.ndarray, moving: bool) -> None:
+        nonlocal open_layer
+        k = len(g)
+        s_w = np.eye(k) if moving else np.zeros((k, k))
+        layers.append([np.diag(g), beta, s_w, np.full(k, 1.0 if moving else 0.0)])
+        acts.append("identity")
+        open_layer = True
+
     for i, layer in enumerate(module):
         what = f"layer {i} ({type(layer).__name__})"
         if isinstance(layer, nn.Dropout | nn.Flatten | nn.Identity):
             continue
         if isinstance(layer, nn.Linear):
-            W = layer.weight.detach().to(torch.float64).cpu().numpy()
-            b = (layer.bias.detach().to(torch.float64).cpu().numpy() if layer.bias is not None
-                 else np.zeros(W.shape[0]))
-            if pending is not None:  # Linear(s * h + t) = (W diag s) h + (W t + b)
-                s, t = pending
-                W, b = W * s[None, :], b + W @ t
-                pending = None
-            if open_affine:  # compose with the previous affine layer
-                W0, b0 = layers.pop()
-                W, b = W @ W0, W @ b0 + b
-            layers.append((W, b))
-            open_affine = True
+            W = _numpy(layer.weight)
+            b = _numpy(layer.bias) if layer.bias is not None else np.zeros(W.shape[0])
+            sb = np.full(W.shape[0], 1.0 if layer.bias is not None else 0.0)
+            layers.append([W, b, np.ones_like(W), sb])
+            acts.append("identity")
+            open_layer = True
         elif isinstance(layer, nn.BatchNorm1d):
             if layer.training:
                 raise UnsupportedModelError(f"{what} is in training mode; call module.eval()")
             if layer.running_mean is None or layer.running_var is None:
                 raise UnsupportedModelError(f"{what}: track_running_stats=False is not supported")
-            mean = layer.running_mean.detach().to(torch.float64).cpu().numpy()
-            var = layer.running_var.detach().to(torch.float64).cpu().numpy()
+            mean, var = _numpy(layer.running_mean), _numpy(layer.running_var)
             s = 1.0 / np.sqrt(var + float(layer.eps))
             t = -mean * s
+            if open_layer:  # rescale the rows of the layer before it (s > 0)
+                W, b, sw, sbias = layers[-1]
+                layers[-1] = [s[:, None] * W, s * b + t, s[:, None] * sw, s * sbias]
+            elif not layers:  # the module's input: compose into the (fixed) input map
+                if in_map is None:
+                    in_map = (np.diag(s), t)
+                else:
+                    A, c = in_map
+                    in_map = (s[:, None] * A, s * c + t)
+            else:  # after a ReLU: a fixed layer of its own
+                diag_layer(s, t, moving=False)
             if layer.affine:
-                g = layer.weight.detach().to(torch.float64).cpu().numpy()
-                beta = layer.bias.detach().to(torch.float64).cpu().numpy()
-                s, t = g * s, g * t + beta
-            if open_affine:  # fold into the Linear before it
-                W, b = layers.pop()
-                layers.append((s[:, None] * W, s * b + t))
-            elif pending is not None:
-                s0, t0 = pending
-                pending = (s * s0, s * t0 + t)
-            else:
-                pending = (s, t)
+                diag_layer(_numpy(layer.weight), _numpy(layer.bias), moving=True)
         elif isinstance(layer, nn.ReLU):
-            if not open_affine:
+            if not open_layer:
                 raise UnsupportedModelError(f"{what}: a ReLU must follow a Linear layer")
-            open_affine = False
+            acts[-1] = "relu"
+            open_layer = False
         else:
             raise UnsupportedModelError(
                 f"{what} is not supported: from_torch takes Linear, ReLU, BatchNorm1d (eval), "
                 "Dropout, Flatten and Identity")
-    if not layers or not open_affine or pending is not None:
+    if not layers or not open_layer:
         raise UnsupportedModelError("the Sequential must end in a Linear layer (the logits)")
-    return layers
+    scales = [(sw, sb) for _, _, sw, sb in layers]
+    plain_scale = all((sw == 1).all() and (sb == 1).all() for sw, sb in scales)
+    return ReLUNetwork([(W, b) for W, b, _, _ in layers], activations=acts[:-1],
+                       input_map=in_map, shift_scale=None if plain_scale else scales)
+
+
+def torch_layers(module: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The plain ReLU layers ``[(W, b), ...]`` computing a Sequential's function (affine
+    layers composed: :attr:`ReLUNetwork.weights` of :func:`torch_network`)."""
+    return torch_network(module).weights
 
 
 class TorchNetworkModel(NetworkModel):
@@ -123,8 +162,8 @@ def from_torch(module: Any, encoder: Encoder | Any,
     fitted scikit-learn preprocessor on raw frames (then ``data_or_schema`` as in
     :func:`~robustce.models.from_sklearn`; the preprocessor is folded into layer 1).
     """
-    layers = torch_layers(module)
     preprocessing = None
+    net = torch_network(module)  # UnsupportedModelError names a bad layer before anything else
     if isinstance(encoder, Encoder):
         enc = encoder
     else:
@@ -132,14 +171,11 @@ def from_torch(module: Any, encoder: Encoder | Any,
 
         enc, A, c = fold_preprocessing(encoder, data_or_schema)
         preprocessing = (A, c)
-        if A.shape[0] != layers[0][0].shape[1]:
+        n_in = net.parameter_sizes[0]
+        if A.shape[0] != n_in:
             raise ValidationError(
-                f"the preprocessor gives {A.shape[0]} columns but the module takes "
-                f"{layers[0][0].shape[1]}")
-        A, c = preprocessing
-        W0, b0 = layers[0]
-        layers[0] = (W0 @ A, b0 + W0 @ c)
-    net = ReLUNetwork(layers)
+                f"the preprocessor gives {A.shape[0]} columns but the module takes {n_in}")
+        net = torch_network(module, input_map=(A, c))
     if net.n_inputs != enc.n_features_out_:
         raise ValidationError(
             f"the module takes {net.n_inputs} inputs but the encoder gives {enc.n_features_out_}")

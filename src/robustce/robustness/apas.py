@@ -163,17 +163,47 @@ def _sampled_margins(weights: Layers, X: np.ndarray, t: np.ndarray, deltas: np.n
     return class_margin(h, t)
 
 
+def _structured_margins(net: ReLUNetwork, Z: np.ndarray, t: np.ndarray, deltas: np.ndarray,
+                        noise: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+    """:func:`_sampled_margins` of a structured network (identity layers, ``shift_scale``) on
+    its first layer's inputs ``Z``: layer by layer z = hWᵀ + b + δ_row·(h Nᵀ + N_b) with the
+    noise N = s·(2r − 1) of every draw (s the parameter's shift scale)."""
+    last = len(net.layers) - 1
+    scales = net.shift_scale
+    h = Z[None]
+    for i, ((W, b), (rW, rb)) in enumerate(zip(net.layers, noise, strict=True)):
+        nW = 2.0 * rW - 1.0
+        if scales is not None:
+            nW *= scales[i][0]
+        z = np.matmul(h, nW.transpose(0, 2, 1))
+        if rb is not None:
+            nb = 2.0 * rb - 1.0
+            if scales is not None:
+                nb *= scales[i][1]
+            z += nb[:, None, :]
+        z *= deltas[None, :, None]
+        z += h @ W.T
+        z += b
+        if i < last and net.activations[i] == "relu":
+            np.maximum(z, 0.0, out=z)
+        h = z
+    return class_margin(h, t)
+
+
 def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarray, n: int,
                   rng: np.random.Generator, biases: bool) -> tuple[np.ndarray, np.ndarray]:
     """n draws from each row's Δ_δ (θ + δ_row(2r − 1), r shared across rows, drawn as
     :meth:`ParameterShift.sample` draws them). Returns per row the smallest margin seen and
-    the number of draws with margin ≤ 0."""
+    the number of draws with margin ≤ 0. A structured network is drawn over its ``layers``
+    (the input map applied first, each parameter within ±δ·scale)."""
     N = len(X)
     min_m = np.full(N, np.inf)
     flips = np.zeros(N, dtype=np.int64)
     if N == 0:
         return min_m, flips
-    weights = net.weights
+    weights = net.weights if net.plain else net.layers
+    if not net.plain:
+        X = net.map_inputs(X)
     n_params = sum(W.size + (b.size if biases else 0) for W, b in weights)
     width = max(1, max(W.shape[0] for W, _ in weights))
     row_chunk = min(N, 4096)
@@ -183,7 +213,8 @@ def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.nda
         noise = _draw_noise(weights, s, rng, biases)
         for a in range(0, N, row_chunk):
             r = np.arange(a, min(N, a + row_chunk))
-            m = _sampled_margins(weights, X[r], t[r], deltas[r], noise)
+            m = (_sampled_margins(weights, X[r], t[r], deltas[r], noise) if net.plain
+                 else _structured_margins(net, X[r], t[r], deltas[r], noise))
             min_m[r] = np.minimum(min_m[r], m.min(axis=0))
             flips[r] += (~(m > 0)).sum(axis=0)
     return min_m, flips
@@ -959,7 +990,7 @@ def _bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, biases: bool
     """Interval pre-activation bounds of every layer over Δ_δ at point inputs X, δ per row
     (:func:`~robustce.robustness.exact.point_layer_bounds`), with a lean path for one δ."""
     d = float(deltas[0])
-    if not np.all(deltas == d):
+    if not (net.plain and np.all(deltas == d)):
         return point_layer_bounds(net, X, deltas, biases)
     db = d if biases else 0.0
     W, b = net.weights[0]
@@ -1035,7 +1066,7 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
     plan = _Plan(net, biases)
     rounds = 0
     limited = np.zeros(N, dtype=bool)
-    if N == 1 and active[0] and _ONE_ROW_PATH:  # one CE: the same tests on scalars
+    if N == 1 and active[0] and _ONE_ROW_PATH and net.plain:  # one CE: tests on scalars
         (lo[0], hi[0], status[0], n_tests[0], n_interval[0], n_samples[0], rounds,
          limited[0]) = _algorithm1_one(plan, X[0], int(t[0]), d0, dmax, n, noise, biases,
                                        max_rounds)
@@ -1058,7 +1089,12 @@ def _algorithm1(net: ReLUNetwork, X: np.ndarray, bad: np.ndarray, t: np.ndarray,
         need = idx[~sure]
         if need.size:
             nb = [(lo_[~sure], hi_[~sure]) for lo_, hi_ in bounds]
-            used, keep = _lazy_test(plan, X[need], t[need], cand[need], n, noise, nb)
+            if net.plain:
+                used, keep = _lazy_test(plan, X[need], t[need], cand[need], n, noise, nb)
+            else:  # structured network: plain float64 draws of its own parameters
+                _, fl = _sampled_test(net, X[need], t[need], cand[need], n,
+                                      np.random.Generator(noise.bitgen), biases)
+                used, keep = np.full(need.size, n, dtype=np.int64), fl == 0
             ok[~sure] = keep
             n_samples[need] += used
         n_tests[idx] += 1

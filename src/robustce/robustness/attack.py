@@ -36,22 +36,28 @@ def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift | np.ndarray,
     biases move too).
 
     Not a proof of anything; it only supplies concrete networks in Δ that often flip
-    non-robust counterfactuals without a MILP.
+    non-robust counterfactuals without a MILP. On a structured network (input map, identity
+    layers, ``shift_scale``) the steps move its ``layers`` (each within ±δ·scale) on the
+    mapped inputs; the weights returned are ``layers`` (``network.with_layers`` makes them a
+    network).
     """
     net = as_network(network)
     X = net.check_inputs(X)
     t = resolve_targets(target_class, len(X), network=net, X=X)
+    X = net.map_inputs(X)
+    relu = [a == "relu" for a in net.activations]
+    scales = net.shift_scale
     n = len(X)
     if isinstance(shift, ParameterShift):
         deltas = np.full(n, shift.delta)
         biases = shift.biases
     else:
         deltas = np.broadcast_to(np.asarray(shift, dtype=np.float64), (n,)).copy()
-    n_params = sum(W.size + b.size for W, b in net.weights)
+    n_params = sum(W.size + b.size for W, b in net.layers)
     step = max(1, int(chunk_elements // max(n_params, 1)))
     best = np.full(n, np.inf)
     best_w: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
-    base = net.weights
+    base = net.layers
     L = len(base)
     for s0 in range(0, n, step):
         xs, ts = X[s0:s0 + step], t[s0:s0 + step]
@@ -69,7 +75,7 @@ def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift | np.ndarray,
             for li in range(L):
                 z = np.einsum("noi,ni->no", Ws[li], h) + bs[li]
                 pre.append(z)
-                h = np.maximum(z, 0.0) if li < L - 1 else z
+                h = np.maximum(z, 0.0) if li < L - 1 and relu[li] else z
                 if li < L - 1:
                     hs.append(h)
             marg = class_margin(h, ts)
@@ -93,10 +99,16 @@ def sign_attack(network: Any, X: np.ndarray, shift: ParameterShift | np.ndarray,
             new_W, new_b = [None] * L, [None] * L
             for li in range(L - 1, -1, -1):
                 gW = g[:, :, None] * hs[li][:, None, :]
-                new_W[li] = base[li][0][None] - dW * np.sign(gW)
-                new_b[li] = base[li][1][None] - dB * np.sign(g)
+                if scales is None:
+                    new_W[li] = base[li][0][None] - dW * np.sign(gW)
+                    new_b[li] = base[li][1][None] - dB * np.sign(g)
+                else:
+                    new_W[li] = base[li][0][None] - dW * scales[li][0][None] * np.sign(gW)
+                    new_b[li] = base[li][1][None] - dB * scales[li][1][None] * np.sign(g)
                 if li > 0:
-                    g = np.einsum("noi,no->ni", Ws[li], g) * (pre[li - 1] > 0)
+                    g = np.einsum("noi,no->ni", Ws[li], g)
+                    if relu[li - 1]:
+                        g = g * (pre[li - 1] > 0)
             if all(np.array_equal(a, b) for a, b in zip(new_W + new_b, Ws + bs, strict=True)):
                 break  # a fixed point: every later step repeats this one (nothing better)
             Ws, bs = new_W, new_b

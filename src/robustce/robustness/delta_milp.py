@@ -60,8 +60,13 @@ def witness_from_activations(inn: IntervalNetwork, base: ReLUNetwork, x: np.ndar
                               post: list[np.ndarray], out_choice: dict[int, str]) -> ReLUNetwork:
     """A network in Δ whose hidden pre-activations match the MILP's activations ``post``
     (interpolating each row between its lower- and upper-end choice) and whose output rows in
-    ``out_choice`` sit at the given end ('lo' / 'hi'); other output rows keep the base."""
+    ``out_choice`` sit at the given end ('lo' / 'hi'); other output rows keep the base. On a
+    structured ``base`` the rows are its ``layers`` (input map applied first; an identity
+    layer's value is matched as it is, a ReLU layer's through the ReLU)."""
     h = np.asarray(x, dtype=np.float64)
+    if inn.input_map is not None:
+        A, c = inn.input_map
+        h = A @ h + c
     weights = []
     last = len(inn.layers) - 1
     for li, (Wl, Wu, bl, bu) in enumerate(inn.layers):
@@ -71,16 +76,20 @@ def witness_from_activations(inn: IntervalNetwork, base: ReLUNetwork, x: np.ndar
         z_lo, z_hi = w_lo @ h + bl, w_hi @ h + bu
         width = z_hi - z_lo
         if li < last:
+            relu = inn.activations[li] == "relu"
             target = np.asarray(post[li], dtype=np.float64)
-            target = np.where(target > 0, target, np.minimum(z_lo, 0.0))
+            if relu:
+                target = np.where(target > 0, target, np.minimum(z_lo, 0.0))
             with np.errstate(divide="ignore", invalid="ignore"):
                 frac = np.where(width > 0, (target - z_lo) / width, 0.0)
             frac = np.clip(frac, 0.0, 1.0)
             W = w_lo + frac[:, None] * (w_hi - w_lo)
             b = bl + frac * (bu - bl)
-            h = np.maximum(W @ h + b, 0.0)
+            h = W @ h + b
+            if relu:
+                h = np.maximum(h, 0.0)
         else:
-            W0, b0 = base.weights[-1]
+            W0, b0 = base.layers[-1]
             W, b = W0.copy(), b0.copy()
             for k, end in out_choice.items():
                 if end == "lo":
@@ -88,7 +97,7 @@ def witness_from_activations(inn: IntervalNetwork, base: ReLUNetwork, x: np.ndar
                 else:
                     W[k], b[k] = w_hi[k], bu[k]
         weights.append((W, b))
-    return ReLUNetwork(weights)
+    return base.with_layers(weights)
 
 
 @dataclass
@@ -148,7 +157,7 @@ class DeltaMILP:
         if self.shared is None:
             milp = self._new_milp()
             enc = encode_interval_network(milp, self.inn, x, bounds=bounds, plain=False)
-            if self.bound_tightening == "lp" and enc.n_binaries > 0:
+            if (self.bound_tightening == "lp" and enc.n_binaries > 0 and self.net.plain):
                 def build(b, um):
                     m = MILP(self.solver, time_limit=self.time_limit, threads=self.threads,
                              presolve=False)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from robustce.errors import ValidationError
+from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.models.network import as_network, margin_bounds, model_space_rows, resolve_targets
 from robustce.robustness.shift import ParameterShift
 from robustce.validation import check_integer
@@ -92,23 +92,27 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
         raise ValidationError(f"enumerate_delta takes one counterfactual, got {len(X)}")
     if bad[0]:
         raise ValidationError("the counterfactual contains NaN or infinite values")
-    x = X[0]
     t = int(resolve_targets(target_class, 1, network=net, X=X)[0])
+    if net.shift_scale is not None or any(a != "relu" for a in net.activations):
+        raise UnsupportedModelError(
+            "enumerate_delta splits the parameters of ReLU layers; a network with identity "
+            "layers or BatchNorm is not supported (use exact_worst_case)")
+    x = net.map_inputs(X)[0]  # an imported model's parameters start after its input map
     t0 = time.perf_counter()
 
-    shapes = [(W.shape, b.shape) for W, b in net.weights]
-    sizes = [W.size + b.size for W, b in net.weights]
+    shapes = [(W.shape, b.shape) for W, b in net.layers]
+    sizes = [W.size + b.size for W, b in net.layers]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     theta = net.flat()
     P = theta.size
     rad = np.empty(P)
-    for li, (W, _) in enumerate(net.weights):
+    for li, (W, _) in enumerate(net.layers):
         o = offsets[li]
         rad[o:o + W.size] = shift.delta
         rad[o + W.size:o + sizes[li]] = shift.bias_delta
     lo = (theta - rad)[None, :]
     hi = (theta + rad)[None, :]
-    abs_w = [np.abs(W) for W, _ in net.weights]
+    abs_w = [np.abs(W) for W, _ in net.layers]
 
     def unflatten(A: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         out = []

@@ -166,6 +166,15 @@ def point_layer_bounds(net: ReLUNetwork, X: np.ndarray, deltas: np.ndarray, bias
     n = len(X)
     if n and np.all(deltas == deltas[0]):
         return ParameterShift(float(deltas[0]), biases=biases).interval(net).layer_bounds(X)
+    if not net.plain:  # structured (imported) network: one interval network per radius
+        out_s: list[tuple[np.ndarray, np.ndarray]] = [
+            (np.empty((n, W.shape[0])), np.empty((n, W.shape[0]))) for W, _ in net.layers]
+        for d in np.unique(deltas):
+            rows = np.flatnonzero(deltas == d)
+            lb = ParameterShift(float(d), biases=biases).interval(net).layer_bounds(X[rows])
+            for (lo, hi), (olo, ohi) in zip(lb, out_s, strict=True):
+                olo[rows], ohi[rows] = lo, hi
+        return out_s
     out: list[tuple[np.ndarray, np.ndarray]] = [
         (np.empty((n, W.shape[0])), np.empty((n, W.shape[0]))) for W, _ in net.weights]
     width = max(W.size for W, _ in net.weights)
@@ -254,7 +263,7 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
             idx = np.flatnonzero(todo)
             _, aw = sign_attack(net, X[idx], deltas[idx], t[idx], steps=attack_steps, biases=biases)
             for r, i in enumerate(idx):
-                cand = ReLUNetwork(aw[r])
+                cand = net.with_layers(aw[r])
                 flips, m = flips_prediction(cand, X[i], t[i])
                 upper[i] = min(upper[i], m)
                 if flips:
@@ -269,9 +278,11 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
         idx = idx_all[deltas[idx_all] == d]
         shift = ParameterShift(float(d), biases=biases)
         inn = shift.interval(net)
-        box = (X[idx].min(axis=0), X[idx].max(axis=0)) if mode == "reuse" else None
+        # structured networks (input map, identity layers) build one model per row
+        mode_d = mode if net.plain else "rebuild"
+        box = (X[idx].min(axis=0), X[idx].max(axis=0)) if mode_d == "reuse" else None
         engine = DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit, threads=threads,
-                           mode=mode, box=box, mip_gap=mip_gap, abs_gap=abs_gap)
+                           mode=mode_d, box=box, mip_gap=mip_gap, abs_gap=abs_gap)
         for i in idx:
             b_i = [(lo[i], hi[i]) for lo, hi in bounds]
             r = engine.solve(X[i], int(t[i]), b_i, terms[i], time_limit, decide_only, tol)

@@ -79,50 +79,67 @@ class ParameterShift:
 
     def sample(self, network: Any, n: int,
                random_state: int | np.random.Generator | None = None) -> SampledNetworks:
-        """n networks drawn uniformly from the box around ``network``."""
+        """n networks drawn uniformly from the box around ``network``'s parameters (its
+        ``layers``; a parameter of ``shift_scale`` s moves within ±δ·s, the input map never)."""
         net = as_network(network)
         check_integer(n, "n", low=1)
-        n_params = sum(W.size + b.size for W, b in net.weights)
+        n_params = sum(W.size + b.size for W, b in net.layers)
         if n * n_params > MAX_SAMPLED_PARAMS:
             raise ValidationError(f"n={n} networks of {n_params} parameters would need "
                                   f"{8 * n * n_params / 2**30:.3g} GiB; sample in batches")
         rng = check_random_state(random_state)
         n = int(n)
         db = self.bias_delta
+        scales = net.shift_scale
         layers = []
-        for W, b in net.weights:
+        for li, (W, b) in enumerate(net.layers):
             # in place, and bit-identical to W + rng.uniform(-δ, δ): uniform is -δ + 2δ·u
             Ws = rng.random((n,) + W.shape)
             Ws *= 2.0 * self.delta
             Ws += -self.delta
+            if scales is not None:
+                Ws *= scales[li][0]
             Ws += W
             if db:
                 bs = rng.random((n,) + b.shape)
                 bs *= 2.0 * db
                 bs += -db
+                if scales is not None:
+                    bs *= scales[li][1]
                 bs += b
             else:
                 bs = np.broadcast_to(b, (n,) + b.shape).copy()
             layers.append((Ws, bs))
-        return SampledNetworks(layers)
+        return SampledNetworks(layers, base=None if net.plain else net)
 
     def interval(self, network: Any) -> IntervalNetwork:
+        """The interval network of Δ around ``network``'s parameters (PROPLACE Def. 5), with
+        its activations and fixed input map."""
         net = as_network(network)
         db = self.bias_delta
-        return IntervalNetwork(
-            [(W - self.delta, W + self.delta, b - db, b + db) for W, b in net.weights]
-        )
+        if net.plain:
+            return IntervalNetwork(
+                [(W - self.delta, W + self.delta, b - db, b + db) for W, b in net.weights]
+            )
+        scales = net.shift_scale or [(1.0, 1.0)] * len(net.layers)
+        layers = []
+        for (W, b), (SW, Sb) in zip(net.layers, scales, strict=True):
+            rW, rb = self.delta * np.asarray(SW), db * np.asarray(Sb)
+            layers.append((W - rW, W + rW, b - rb, b + rb))
+        return IntervalNetwork(layers, net.activations, net.input_map)
 
     def contains(self, base: Any, other: Any, atol: float = 1e-12) -> bool:
-        """Whether network ``other`` lies in Δ around ``base``."""
+        """Whether network ``other`` lies in Δ around ``base`` (same structure, every
+        parameter within its radius)."""
         check_number(atol, "atol", low=0)
         a, b = as_network(base), as_network(other)
-        if a.layer_sizes != b.layer_sizes:
+        if a.layer_sizes != b.layer_sizes or not a.same_structure(b):
             return False
-        for (Wa, ba), (Wb, bb) in zip(a.weights, b.weights, strict=True):
-            if np.abs(Wa - Wb).max() > self.delta + atol:
+        scales = a.shift_scale or [(1.0, 1.0)] * len(a.layers)
+        for (Wa, ba), (Wb, bb), (SW, Sb) in zip(a.layers, b.layers, scales, strict=True):
+            if np.any(np.abs(Wa - Wb) > self.delta * np.asarray(SW) + atol):
                 return False
-            if np.abs(ba - bb).max() > self.bias_delta + atol:
+            if np.any(np.abs(ba - bb) > self.bias_delta * np.asarray(Sb) + atol):
                 return False
         return True
 
@@ -131,12 +148,17 @@ class ParameterShift:
 
 
 class SampledNetworks:
-    """n networks of one architecture as batched arrays: W of shape (n, out, in)."""
+    """n networks of one architecture as batched arrays: W of shape (n, out, in).
+
+    ``base``: the structured network the samples share activations and input map with (None
+    for plain ReLU networks)."""
 
     _CHUNK_ELEMENTS = 1 << 19
 
-    def __init__(self, weights: list[tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, weights: list[tuple[np.ndarray, np.ndarray]],
+                 base: ReLUNetwork | None = None):
         self.weights = weights
+        self.base = base
 
     def __len__(self) -> int:
         return self.weights[0][0].shape[0]
@@ -146,6 +168,10 @@ class SampledNetworks:
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
             X = X[None, :]
+        acts: tuple[str, ...] | None = None
+        if self.base is not None:
+            X = self.base.map_inputs(self.base.check_inputs(X))
+            acts = self.base.activations
         if X.shape[1] != self.weights[0][0].shape[2]:
             raise ValidationError(
                 f"inputs must have {self.weights[0][0].shape[2]} columns, got {X.shape[1]}"
@@ -164,7 +190,7 @@ class SampledNetworks:
             for i, (W, b) in enumerate(self.weights):
                 h = np.matmul(h, W[sl].transpose(0, 2, 1))
                 h += b[sl, None, :]
-                if i < last:
+                if i < last and (acts is None or acts[i] == "relu"):
                     np.maximum(h, 0.0, out=h)
             out[sl] = h
         return out
@@ -174,4 +200,5 @@ class SampledNetworks:
         return class_margin(self.forward(X), target_class)
 
     def network(self, i: int) -> ReLUNetwork:
-        return ReLUNetwork([(W[i], b[i]) for W, b in self.weights])
+        layers = [(W[i], b[i]) for W, b in self.weights]
+        return ReLUNetwork(layers) if self.base is None else self.base.with_layers(layers)

@@ -193,11 +193,21 @@ def _first_layer_expr(milp: MILP, inputs: InputVars | np.ndarray, Wl, Wu, bl, bu
     idx, lo, hi = inputs.index, inputs.lower, inputs.upper
     if idx.shape[0] != Wl.shape[1]:
         raise ValidationError(f"{idx.shape[0]} input variables given, the network takes {Wl.shape[1]}")
+    return _signed_expr(milp, idx, lo, hi, Wl, Wu, bl, bu, plain, aux, "sign_split"), idx
+
+
+def _signed_expr(milp: MILP, idx: np.ndarray, lo: np.ndarray, hi: np.ndarray, Wl, Wu, bl, bu,
+                 plain: bool, aux: dict[str, Any], key: str) -> _Expr:
+    """The lower-/upper-end pre-activations of a layer over variables ``idx`` in the box
+    [lo, hi] of any sign: x >= 0 -> (W⁻, W⁺); x <= 0 -> (W⁺, W⁻); a column whose box
+    straddles 0 and whose weights can move is split exactly, x = p - n with a binary choosing
+    the side (a fixed column, W⁻ = W⁺, needs no split). The split is recorded in
+    ``aux[key]`` (the input layer's under ``"sign_split"``, later ones appended to a list)."""
     if plain or np.all(lo >= 0):
-        return _Expr(idx, Wl, bl.copy(), Wu, bu.copy(), lo, hi), idx
-    # sign-aware: x >= 0 -> (W⁻, W⁺); x <= 0 -> (W⁺, W⁻); straddling -> exact split x = p - n
+        return _Expr(idx, Wl, bl.copy(), Wu, bu.copy(), lo, hi)
     nonneg, nonpos = lo >= 0, hi <= 0
-    mixed = ~(nonneg | nonpos)
+    moving = (Wl != Wu).any(axis=0)
+    mixed = ~(nonneg | nonpos) & moving
     A_lo = np.where(nonneg[None, :], Wl, Wu)
     A_hi = np.where(nonneg[None, :], Wu, Wl)
     cols, box_lo, box_hi = idx.copy(), lo.copy(), hi.copy()
@@ -221,9 +231,13 @@ def _first_layer_expr(milp: MILP, inputs: InputVars | np.ndarray, Wl, Wu, bl, bu
         cols = np.concatenate([cols, pos, neg])
         box_lo = np.concatenate([np.where(mixed, 0.0, box_lo), np.zeros(2 * k)])
         box_hi = np.concatenate([np.where(mixed, 0.0, box_hi), mhi, -mlo])
-        aux["n_sign_binaries"] = k
-        aux["sign_split"] = (np.flatnonzero(mixed), pos, neg, sgn)
-    return _Expr(cols, A_lo, bl.copy(), A_hi, bu.copy(), box_lo, box_hi), idx
+        aux["n_sign_binaries"] = int(aux.get("n_sign_binaries", 0)) + k
+        split = (np.flatnonzero(mixed), pos, neg, sgn)
+        if key == "sign_split":
+            aux[key] = split
+        else:
+            aux.setdefault(key, []).append(split)
+    return _Expr(cols, A_lo, bl.copy(), A_hi, bu.copy(), box_lo, box_hi)
 
 
 class _RowBuffer:
@@ -292,7 +306,24 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
         raise ValidationError(f"bounds has {len(bounds)} layers, the network {len(layers)}")
 
     Wl, Wu, bl, bu = layers[0]
-    expr, input_idx = _first_layer_expr(milp, inputs, Wl, Wu, bl, bu, plain, aux)
+    acts = inn.activations
+    if inn.input_map is not None:  # a fixed affine map z = A x + c before layer 1
+        A, c = inn.input_map
+        if isinstance(inputs, InputVars):
+            zlo, zhi = inn.map_bounds(inputs.lower[None, :], inputs.upper[None, :])
+            z = milp.add_vars(A.shape[0], zlo[0], np.maximum(zhi[0], zlo[0]))
+            _rows_with_diag(milp, z, A, inputs.index, None, c, c)
+            expr, _ = _first_layer_expr(milp, InputVars(z, zlo[0], np.maximum(zhi[0], zlo[0])),
+                                        Wl, Wu, bl, bu, plain, aux)
+            input_idx: np.ndarray | None = inputs.index
+        else:
+            x = np.asarray(inputs, dtype=np.float64).reshape(-1)
+            if x.shape[0] != A.shape[1]:
+                raise ValidationError(f"input point has {x.shape[0]} entries, the network "
+                                      f"takes {A.shape[1]}")
+            expr, input_idx = _first_layer_expr(milp, A @ x + c, Wl, Wu, bl, bu, plain, aux)
+    else:
+        expr, input_idx = _first_layer_expr(milp, inputs, Wl, Wu, bl, bu, plain, aux)
     hidden: list[LayerEncoding] = []
     rows = _RowBuffer()  # every row of the network, added in one call at the end
     last = len(layers) - 1
@@ -319,6 +350,21 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
             rows.flush(milp)
             return NetworkEncoding(input_idx, hidden, y_lo, y_hi, (L, U), False, aux)
 
+        if acts[li] == "identity":
+            # no activation: the neuron takes any value between its two ends (linear rows,
+            # no binary); values of any sign feed the next layer, split where they straddle 0
+            v = milp.add_vars(m, L, np.maximum(U, L))
+            if expr.cols.size:
+                if plain:
+                    _rows_with_diag(rows, v, expr.A_lo, expr.cols, None, expr.c_lo, expr.c_lo)
+                else:
+                    _rows_with_diag(rows, v, expr.A_lo, expr.cols, None, expr.c_lo, np.inf)
+                    _rows_with_diag(rows, v, expr.A_hi, expr.cols, None, -np.inf, expr.c_hi)
+            hidden.append(LayerEncoding(v, np.full(m, -1, dtype=np.int64), L, U, hi_min, lo_max))
+            Wl, Wu, bl, bu = layers[li + 1]
+            expr = _signed_expr(milp, v, L, np.maximum(U, L), Wl, Wu, bl, bu, plain, aux,
+                                "hidden_sign_split")
+            continue
         v_lo, v_hi = np.maximum(L, 0.0), np.maximum(U, 0.0)
         v = milp.add_vars(m, v_lo, v_hi)
         binary = np.full(m, -1, dtype=np.int64)
