@@ -1,6 +1,7 @@
 """Bring your own model: a raw-data scikit-learn pipeline on German credit, explained and
 certified as it is (run: ROBUSTCE_DATA=... python docs/examples/own_model_german.py)."""
 
+import copy
 import warnings
 
 import numpy as np
@@ -43,3 +44,14 @@ print(res.certificates[["distance", "delta", "delta_status", "worst_case_margin"
 res.show(res.query_ids[0])
 z = shift.sample(model.network(), 10_000, random_state=0).forward(res.counterfactuals_encoded)
 print("min margin over 10 000 sampled models:", float(z.min()))
+
+# the lender's own weights: MLPClassifier.coefs_ / intercepts_ moved within ±δ (what Δ covers)
+rng = np.random.default_rng(0)
+user = copy.deepcopy(pipe)
+coefs, intercepts = list(pipe[-1].coefs_), list(pipe[-1].intercepts_)
+kept = True
+for _ in range(2_000):
+    user[-1].coefs_ = [W + rng.uniform(-0.02, 0.02, W.shape) for W in coefs]
+    user[-1].intercepts_ = [b + rng.uniform(-0.02, 0.02, b.shape) for b in intercepts]
+    kept &= bool((user.predict(cfs[X.columns]) == 1).all())
+print("pipeline's own weights moved by up to 0.02 (2 000 draws), every CE accepted:", kept)

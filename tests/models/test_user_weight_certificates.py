@@ -435,3 +435,28 @@ def test_apas_and_attack_range_over_the_users_parameters(torch_model, data):
     _, ws = sign_attack(model.network(), X, shift, t)
     for w in ws[:5]:
         assert shift.contains(model.network(), model.network().with_layers(w))
+
+
+# --- save / load ---------------------------------------------------------------------------------
+
+
+def test_structured_network_round_trips_through_save_and_load(torch_model, data, tmp_path):
+    """The certified view (layers, activations, input map, shift scale) saves and loads; the
+    imported model itself points to the right way to save it."""
+    _, _, model = torch_model
+    ds, _ = data
+    with pytest.raises(rc.errors.UnsupportedModelError, match="NetworkModel"):
+        model.save(tmp_path / "torch")
+    view = rc.models.NetworkModel(model.network(), model.encoder, model.class_names)
+    loaded = rc.models.load(view.save(tmp_path / "view"))
+    a, b = model.network(), loaded.network()
+    assert b.same_structure(a) and b.activations == a.activations
+    for (Wa, ba), (Wb, bb) in zip(a.layers, b.layers, strict=True):
+        np.testing.assert_array_equal(Wa, Wb)
+        np.testing.assert_array_equal(ba, bb)
+    X = model.encode(ds.frame.iloc[:20])
+    np.testing.assert_array_equal(loaded.logits(X), model.logits(X))
+    shift = ParameterShift(DELTA)
+    r_a = exact_worst_case(model, X, shift, target_class=1, precheck=False)
+    r_b = exact_worst_case(loaded, X, shift, target_class=1, precheck=False)
+    np.testing.assert_allclose(r_a.value, r_b.value, atol=1e-9)

@@ -3,6 +3,12 @@
 For networks trained elsewhere (weights exported from another framework, a published model) or
 built by hand: pair a :class:`ReLUNetwork` over model space with the :class:`Encoder` that
 defines that space, and every explainer, certifier and metric accepts it.
+
+A ``NetworkModel`` saves and loads (:func:`robustce.models.load`) with its network's whole
+structure — layers, activations, input map and shift scale — so the parameters a certificate
+ranges over survive the round trip. An imported model's certified view is saved as
+``NetworkModel(model.network(), model.encoder, model.class_names).save(path)`` (the original
+estimator or module is saved with its own tools).
 """
 
 from __future__ import annotations
@@ -14,13 +20,15 @@ import numpy as np
 import pandas as pd
 
 from robustce.data.encoder import Encoder
-from robustce.errors import ValidationError
+from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.models.base import Model
 from robustce.models.network import ReLUNetwork
+from robustce.models.persistence import register_model, save_model
 
 __all__ = ["NetworkModel"]
 
 
+@register_model
 class NetworkModel(Model):
     """A fixed :class:`ReLUNetwork` (or its ``[(W, b), ...]`` weights) over a fitted encoder.
 
@@ -55,3 +63,52 @@ class NetworkModel(Model):
 
     def __repr__(self) -> str:
         return f"NetworkModel({self._network!r}, classes={list(self.class_names)})"
+
+    # --- save / load ------------------------------------------------------------------------
+    def save(self, path: Any, *, overwrite: bool = True) -> Any:
+        """Save to a directory (see :func:`robustce.models.load`): the network's layers,
+        activations, input map and shift scale, the encoder and the class names."""
+        if type(self) is not NetworkModel:
+            raise UnsupportedModelError(
+                f"{type(self).__name__} keeps the original estimator/module, which robustce does "
+                "not save (use its own tools, e.g. skops.io or torch.save); to save the network "
+                "robustce certifies: NetworkModel(model.network(), model.encoder, "
+                "model.class_names).save(path)")
+        return save_model(self, path, overwrite=overwrite)
+
+    def _state_dict(self) -> dict[str, Any]:
+        import torch
+
+        net = self._network
+        state = {}
+        for i, (W, b) in enumerate(net.layers):
+            state[f"layer{i}.W"], state[f"layer{i}.b"] = torch.from_numpy(W), torch.from_numpy(b)
+        if net.input_map is not None:
+            state["input_map.A"] = torch.from_numpy(net.input_map[0])
+            state["input_map.c"] = torch.from_numpy(net.input_map[1])
+        for i, (SW, Sb) in enumerate(net.shift_scale or []):
+            state[f"scale{i}.W"], state[f"scale{i}.b"] = torch.from_numpy(SW), torch.from_numpy(Sb)
+        return {k: v.clone() for k, v in state.items()}
+
+    def _saved_params(self) -> dict[str, Any]:
+        net = self._network
+        return {"n_layers": len(net.layers), "activations": list(net.activations),
+                "input_map": net.input_map is not None, "shift_scale": net.shift_scale is not None}
+
+    @classmethod
+    def _from_saved(cls, params: dict[str, Any], encoder: Encoder, class_names: tuple[Any, ...],
+                    state: dict[str, Any]) -> NetworkModel:
+        n = int(params["n_layers"])
+
+        def arr(key: str) -> np.ndarray:
+            if key not in state:
+                raise ValidationError(f"the saved weights lack {key!r}")
+            return state[key].double().numpy()
+
+        layers = [(arr(f"layer{i}.W"), arr(f"layer{i}.b")) for i in range(n)]
+        input_map = (arr("input_map.A"), arr("input_map.c")) if params.get("input_map") else None
+        scale = ([(arr(f"scale{i}.W"), arr(f"scale{i}.b")) for i in range(n)]
+                 if params.get("shift_scale") else None)
+        net = ReLUNetwork(layers, activations=params.get("activations"), input_map=input_map,
+                          shift_scale=scale)
+        return cls(net, encoder, class_names)
