@@ -460,3 +460,48 @@ def test_structured_network_round_trips_through_save_and_load(torch_model, data,
     r_a = exact_worst_case(model, X, shift, target_class=1, precheck=False)
     r_b = exact_worst_case(loaded, X, shift, target_class=1, precheck=False)
     np.testing.assert_allclose(r_a.value, r_b.value, atol=1e-9)
+
+
+# --- linear models and wrapped estimators ---------------------------------------------------------
+
+
+def test_logistic_regression_worst_case_is_the_closed_form_on_its_own_coefficients(data):
+    """For a linear model the worst case over its own ``coef_``/``intercept_`` is
+    w·z + b − δ(‖z‖₁ + 1) with z the pipeline's transformed input — the MILP must give it."""
+    from sklearn.linear_model import LogisticRegression
+
+    ds, pre = data
+    pipe = Pipeline([("pre", copy.deepcopy(pre)), ("clf", LogisticRegression(max_iter=500))])
+    pipe.fit(ds.frame, ds.y)
+    model = from_sklearn(pipe, ds)
+    rows = ds.frame.iloc[:15]
+    Z = np.asarray(pipe[:-1].transform(rows), dtype=np.float64)
+    clf = pipe[-1]
+    shift = ParameterShift(0.03)
+    expected = Z @ clf.coef_[0] + clf.intercept_[0] - shift.delta * (np.abs(Z).sum(axis=1) + 1)
+    res = exact_worst_case(model, rows, shift, target_class=1, precheck=False)
+    np.testing.assert_allclose(res.value, expected, atol=1e-6)
+
+
+def test_wrapped_pipeline_scalers_are_a_fixed_input_map(data):
+    """``wrap``: an estimator fitted on model space behind a StandardScaler; Δ moves its own
+    ``coefs_``, not the scaler."""
+    ds, _ = data
+    enc = rc.data.Encoder(ds.schema).fit(ds.frame)
+    X = enc.transform(ds.frame)
+    pipe = Pipeline([("sc", StandardScaler()),
+                     ("clf", MLPClassifier((6,), max_iter=2000, random_state=0))]).fit(X, ds.y)
+    model = rc.models.wrap(pipe, enc)
+    net = model.network()
+    assert net.input_map is not None
+    np.testing.assert_array_equal(net.layers[0][0], pipe[-1].coefs_[0].T)
+    np.testing.assert_allclose(net.map_inputs(X[:5]), pipe[0].transform(X[:5]), atol=1e-12)
+    t = net.predict(X[:60])
+    ok = is_delta_robust(model, X[:60], ParameterShift(DELTA), target_class=t)
+    assert ok.any()
+    user = copy.deepcopy(pipe)
+    base = _sk_params(user)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        _sk_set(user, [p + rng.uniform(-DELTA, DELTA, p.shape) for p in base])
+        assert (user.predict(X[:60][ok]) == t[ok]).all()

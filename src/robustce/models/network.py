@@ -4,7 +4,11 @@ margin, target resolution and the model → network view.
 
 ``ReLUNetwork``: ``weights = [(W1, b1), ..., (WL, bL)]`` with ``W`` of shape (out, in); ReLU after
 every layer but the last; the last layer gives logits (one logit for binary classifiers, K for
-K classes).
+K classes). A network imported from a user's model also keeps the user's parameterisation —
+``layers`` as they are, a fixed ``input_map`` (the preprocessing), ``activations`` with
+``"identity"`` where the user's model has no ReLU, a per-parameter ``shift_scale`` — which is
+what every shift set ranges over; ``weights`` is then the same function folded into plain ReLU
+layers (see ``docs/certification.md``, "What Δ covers").
 
 ``IntervalNetwork`` (PROPLACE Def. 5): per layer ``(W⁻, W⁺, b⁻, b⁺)``. Interval arithmetic for
 one layer, input box [l, u], weight box [W⁻, W⁺]: each product term w·x ranges over min/max of
@@ -442,10 +446,14 @@ def empirical_delta(model_a: Any, model_b: Any, biases: bool = True) -> float:
     parameter's scale (a fixed parameter that differs needs δ = inf)."""
     check_bool(biases, "biases")
     a, b = as_network(model_a), as_network(model_b)
-    if a.layer_sizes != b.layer_sizes or not a.same_structure(b):
+    if a.layer_sizes != b.layer_sizes or a.parameter_sizes != b.parameter_sizes:
         raise ValidationError(
             f"architectures differ: {a!r} vs {b!r}"
         )
+    if not a.same_structure(b):
+        raise ValidationError(
+            "the networks differ in their input map, activations or shift scale (e.g. two "
+            "pipelines with differently fitted scalers): no shift of the parameters joins them")
     scales = a.shift_scale or [(None, None)] * len(a.layers)
     diffs = []
     for (Wa, ba), (Wb, bb), (SW, Sb) in zip(a.layers, b.layers, scales, strict=True):

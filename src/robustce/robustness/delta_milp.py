@@ -30,6 +30,13 @@ interval bounds. So the MILP optimum over the interval network *equals* the true
 is only a sound lower bound: it lets different neurons of the next layer see the same
 activation at different ends of its range.
 
+Imported models (:class:`~robustce.models.network.ReLUNetwork` with an input map, identity
+layers, a shift scale) keep this argument. The fixed input map turns ``x`` into the constant
+``z = A x + c`` before the first shifted layer. A layer without activation reaches exactly
+``lo(v) ≤ v' ≤ hi(v)`` (two linear rows); its values may be negative, so the next layer takes
+its ends sign-aware with an exact split ``v = v⁺ − v⁻`` where a range straddles 0. Fixed or
+rescaled entries only change the box ``[W⁻, W⁺]``; each neuron still owns its row.
+
 A witness is read off the MILP solution: layer by layer, with the activations the witness
 itself produces, each neuron's weight row is interpolated between its lower-end and upper-end
 choice so that its pre-activation equals the MILP's value. The witness lies in Δ by

@@ -1,7 +1,10 @@
 """Model-parameter shift sets Δ and their two views: samples and intervals.
 
 ``ParameterShift(delta)`` is the set of networks whose every weight and bias lies within
-``[w - δ, w + δ]`` of the base network (the p = ∞ ball of PROPLACE Def. 4 / APΔS). It offers
+``[w - δ, w + δ]`` of the base network (the p = ∞ ball of PROPLACE Def. 4 / APΔS). The weights
+and biases are the network's parameters, ``ReLUNetwork.layers``: for an imported model the
+user's own layers behind a fixed input map, each entry within ±δ times its ``shift_scale``
+(0 for fixed entries such as BatchNorm statistics). It offers
 
 * ``sample(net, n)`` — n realisations drawn uniformly from the box, stored as batched arrays so
   ``forward(X)`` evaluates all of them on all inputs in one call: shape (n, len(X), n_outputs);
