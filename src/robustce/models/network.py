@@ -317,8 +317,14 @@ class ReLUNetwork:
         parameters ``layers`` (e.g. a realisation in Δ)."""
         if self.plain:
             return ReLUNetwork(layers)
-        return ReLUNetwork(layers, activations=self.activations, input_map=self.input_map,
-                           shift_scale=self.shift_scale)
+        checked = _check_layers(layers)
+        if [(W.shape, b.shape) for W, b in checked] != [(W.shape, b.shape) for W, b in self.layers]:
+            raise ValidationError(f"layers must have the shapes of {self!r}'s layers")
+        net = object.__new__(ReLUNetwork)  # the structure is already validated: share it
+        net.layers, net.activations, net.input_map = checked, self.activations, self.input_map
+        net.shift_scale, net.plain = self.shift_scale, False
+        net.weights = net._fold()
+        return net
 
     def same_structure(self, other: ReLUNetwork) -> bool:
         """Whether ``other`` has this network's parameter shapes, activations, input map and
