@@ -505,3 +505,54 @@ def test_wrapped_pipeline_scalers_are_a_fixed_input_map(data):
     for _ in range(200):
         _sk_set(user, [p + rng.uniform(-DELTA, DELTA, p.shape) for p in base])
         assert (user.predict(X[:60][ok]) == t[ok]).all()
+
+
+def test_shifted_encoding_over_an_input_box_is_sound_with_map_and_identity_layers():
+    """Over a box of inputs (input variables, as a reused model or a search encodes them) the
+    shifted encoding's least output lower end is ≤ every sampled (network, input) pair, and at
+    a point it equals the point encoding."""
+    from robustce.solvers import MILP
+    from robustce.solvers.encodings import InputVars, encode_shifted_network
+
+    rng = np.random.default_rng(5)
+    shift = ParameterShift(0.1)
+    for _ in range(4):
+        net = _random_net(rng, [3, 4, 3, 1], ["identity", "relu"])
+        lo, hi = np.zeros(3), np.full(3, 1.0)
+        m = MILP(time_limit=20)
+        x = m.add_vars(3, lo, hi)
+        enc = encode_shifted_network(m, net, shift, InputVars(x, lo, hi))
+        m.set_objective([enc.out_lower[0]], [1.0], sense="min")
+        res = m.solve()
+        X = rng.uniform(size=(400, 3))
+        sampled = shift.sample(net, 400, random_state=1).forward(X)[..., 0].min()
+        assert res.objective <= sampled + 1e-7
+        # the minimiser is attained: fix the inputs there and solve the point problem
+        xs = np.clip(res.values[x], lo, hi)
+        point = exact_worst_case(net, xs[None], shift, target_class=1, precheck=False)
+        assert point.value[0] == pytest.approx(res.objective, abs=1e-5)
+
+
+def test_multiclass_pipeline_certificates_survive_user_weight_sampling():
+    ds = rc.datasets.load("iris")
+    pipe = Pipeline([("sc", StandardScaler()),
+                     ("clf", MLPClassifier((6,), max_iter=3000, random_state=0))]).fit(ds.frame, ds.y)
+    model = from_sklearn(pipe, ds)
+    X = model.encode(ds.frame)
+    t = model.network().predict(X)
+    shift = ParameterShift(0.1)
+    ok, res = is_delta_robust(model, X, shift, target_class=t, return_result=True)
+    assert 10 <= ok.sum() < len(ok)
+    user = copy.deepcopy(pipe)
+    base = _sk_params(user)
+    rng = np.random.default_rng(0)
+    flipped = np.zeros(len(X), dtype=bool)
+    for _ in range(300):
+        _sk_set(user, [p + rng.uniform(-0.1, 0.1, p.shape) for p in base])
+        flipped |= user.predict(ds.frame) != pipe[-1].classes_[t]
+    assert not (flipped & ok).any()
+    # every not_robust witness, put into the pipeline, flips its row
+    for i in np.flatnonzero(res.not_robust)[:8]:
+        w = res.witness[i]
+        _sk_set(user, [W.T for W, _ in w.layers] + [b for _, b in w.layers])
+        assert user.predict(ds.frame.iloc[[i]])[0] != pipe[-1].classes_[t[i]]

@@ -377,6 +377,8 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
                    time_limit=float(time_limit), precheck=precheck, decide_only=decide_only,
                    mode=mode, threads=threads, tol=tol, attack_steps=attack_steps, mip_gap=mip_gap,
                    abs_gap=abs_gap)
+    if not net.plain:
+        mode = "rebuild"  # structured networks build one model per row (see delta_test)
     meta = {"precheck_time": c.precheck_time, "tol": tol, "mode": mode, "precheck": precheck,
             "decide_only": decide_only, "time_limit": float(time_limit)}
     return ExactResult(c.value, c.lower, c.upper, c.status, c.solver_status, c.decided_by, c.witness,
