@@ -556,3 +556,30 @@ def test_multiclass_pipeline_certificates_survive_user_weight_sampling():
         w = res.witness[i]
         _sk_set(user, [W.T for W, _ in w.layers] + [b for _, b in w.layers])
         assert user.predict(ds.frame.iloc[[i]])[0] != pipe[-1].classes_[t[i]]
+
+
+def test_enumeration_volumes_agree_with_sampling_on_a_structured_network():
+    """APΔS Algorithm 3 over an input map, identity layers and fixed entries: the volume proven
+    robust ≤ the sampled keep rate ≤ 1 − the volume proven non-robust."""
+    from robustce.robustness import enumerate_delta
+
+    rng = np.random.default_rng(2)
+    shift = ParameterShift(0.25)
+    scale = [(np.ones((4, 3)), np.ones(4)), (np.zeros((4, 4)), np.zeros(4)),
+             (np.eye(4), np.ones(4)), (np.ones((1, 4)), np.ones(1))]
+    checked = 0
+    for _ in range(8):
+        layers = [(rng.normal(size=(4, 3)), rng.normal(size=4)),
+                  (np.diag(rng.uniform(0.5, 2, 4)), rng.normal(size=4)),
+                  (np.diag(rng.normal(size=4)), rng.normal(size=4)),
+                  (rng.normal(size=(1, 4)), rng.normal(size=1))]
+        net = ReLUNetwork(layers, activations=["relu", "identity", "identity"],
+                          input_map=(rng.normal(size=(3, 2)), rng.normal(size=3)),
+                          shift_scale=scale)
+        x = rng.uniform(size=(1, 2))
+        t = int(net.predict(x)[0])
+        res = enumerate_delta(net, x, shift, max_splits=8, target_class=t)
+        keep = (shift.sample(net, 4000, random_state=0).margin(x, t) > 0).mean()
+        assert res.robust - 0.04 <= keep <= 1 - res.non_robust + 0.04
+        checked += res.robust + res.non_robust > 0
+    assert checked

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from robustce.errors import UnsupportedModelError, ValidationError
+from robustce.errors import ValidationError
 from robustce.models.network import as_network, margin_bounds, model_space_rows, resolve_targets
 from robustce.robustness.shift import ParameterShift
 from robustce.validation import check_integer
@@ -51,19 +51,29 @@ class EnumerationResult:
             "n_unknown_boxes", "depth", "time")} | {"meta": dict(self.meta)}
 
 
-def _propagate(layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], x: np.ndarray
+def _propagate(layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], x: np.ndarray,
+               activations: tuple[str, ...] | None = None
                ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
     """Batched interval bounds at the point ``x`` for B sub-boxes: per layer (lo, hi) of shape
-    (B, m), and per layer the input magnitudes (B, d) the weights multiply."""
+    (B, m), and per layer the input magnitudes (B, d) the weights multiply. ``activations``:
+    per hidden layer ``"relu"`` (default) or ``"identity"`` (values of any sign: four-corner
+    products)."""
     xp, xn = np.maximum(x, 0.0), np.minimum(x, 0.0)
     bounds, mags = [], []
     last = len(layers) - 1
     vlo = vhi = None
+    signed = False
     for li, (Wl, Wu, bl, bu) in enumerate(layers):
         if li == 0:
             lo = Wl @ xp + Wu @ xn + bl
             hi = Wu @ xp + Wl @ xn + bu
             mags.append(np.abs(x)[None, :])
+        elif signed:
+            a, b = vlo[:, None, :], vhi[:, None, :]
+            corners = np.stack([Wl * a, Wl * b, Wu * a, Wu * b])
+            lo = corners.min(axis=0).sum(axis=2) + bl
+            hi = corners.max(axis=0).sum(axis=2) + bu
+            mags.append(np.maximum(np.abs(vlo), np.abs(vhi)))
         else:
             lo = (np.einsum("boi,bi->bo", np.maximum(Wl, 0), vlo)
                   + np.einsum("boi,bi->bo", np.minimum(Wl, 0), vhi) + bl)
@@ -72,7 +82,8 @@ def _propagate(layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
             mags.append(vhi)
         bounds.append((lo, hi))
         if li < last:
-            vlo, vhi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+            signed = activations is not None and activations[li] == "identity"
+            vlo, vhi = (lo, hi) if signed else (np.maximum(lo, 0.0), np.maximum(hi, 0.0))
     return bounds, mags
 
 
@@ -93,11 +104,8 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
     if bad[0]:
         raise ValidationError("the counterfactual contains NaN or infinite values")
     t = int(resolve_targets(target_class, 1, network=net, X=X)[0])
-    if net.shift_scale is not None or any(a != "relu" for a in net.activations):
-        raise UnsupportedModelError(
-            "enumerate_delta splits the parameters of ReLU layers; a network with identity "
-            "layers or BatchNorm is not supported (use exact_worst_case)")
     x = net.map_inputs(X)[0]  # an imported model's parameters start after its input map
+    acts = None if net.plain else net.activations
     t0 = time.perf_counter()
 
     shapes = [(W.shape, b.shape) for W, b in net.layers]
@@ -110,6 +118,9 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
         o = offsets[li]
         rad[o:o + W.size] = shift.delta
         rad[o + W.size:o + sizes[li]] = shift.bias_delta
+        if net.shift_scale is not None:  # fixed entries (scale 0) have zero width: never split
+            rad[o:o + W.size] *= net.shift_scale[li][0].ravel()
+            rad[o + W.size:o + sizes[li]] *= net.shift_scale[li][1]
     lo = (theta - rad)[None, :]
     hi = (theta + rad)[None, :]
     abs_w = [np.abs(W) for W, _ in net.layers]
@@ -130,7 +141,7 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
     while True:
         Ls, Us = unflatten(lo), unflatten(hi)
         layers = [(Wl, Wu, bl, bu) for (Wl, bl), (Wu, bu) in zip(Ls, Us, strict=True)]
-        bounds, mags = _propagate(layers, x)
+        bounds, mags = _propagate(layers, x, acts)
         olo, ohi = bounds[-1]
         m_lo, m_hi = margin_bounds(olo, ohi, t)
         vol = 0.5 ** depth
@@ -152,7 +163,9 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
         scores = []
         for li in range(len(layers) - 1, -1, -1):
             Wl, Wu, bl, bu = (a[open_] for a in layers[li])
-            act = np.ones_like(bl) if li == len(layers) - 1 else (bounds[li][1][open_] > 0)
+            identity = acts is not None and li < len(layers) - 1 and acts[li] == "identity"
+            act = (np.ones_like(bl) if li == len(layers) - 1 or identity
+                   else (bounds[li][1][open_] > 0))
             gi = g * act
             width_W = Wu - Wl
             mag = mags[0] if li == 0 else mags[li][open_]
