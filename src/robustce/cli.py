@@ -616,8 +616,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
                            progress=not args.no_progress, retry_errors=args.retry_errors,
                            resume=not args.fresh)
     print(result.format())
-    for err in result.errors:
-        print(f"warning: {err['cell']} failed: {err.get('error', '?')}", file=sys.stderr)
+    _report_failures(result.errors, lambda err: err["cell"])
     for reason, cells in result.skip_reasons().items():
         print(f"note: skipped {len(cells)} cell{'s' if len(cells) > 1 else ''} "
               f"({', '.join(cells[:3])}{', ...' if len(cells) > 3 else ''}): {reason}",
@@ -631,6 +630,29 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     return 1 if result.errors else EXIT_OK
 
 
+def _report_failures(errors: list[dict[str, Any]], name: Any) -> None:
+    """One warning per distinct failure (naming up to three of its cells), and what to do:
+    failures for missing data heal by themselves once the data is in place; the others are
+    recomputed with ``--retry-errors``."""
+    from robustce.evaluation.runner import failed_for_missing_data
+
+    by_error: dict[str, list[str]] = {}
+    for err in errors:
+        by_error.setdefault(str(err.get("error", "?")), []).append(name(err))
+    for text, cells in by_error.items():
+        shown = ", ".join(cells[:3]) + (f" and {len(cells) - 3} more" if len(cells) > 3 else "")
+        print(f"warning: {len(cells)} cell{'s' if len(cells) > 1 else ''} failed ({shown}): "
+              f"{one_line(text)[:300]}", file=sys.stderr)
+    if not errors:
+        return
+    if any(not failed_for_missing_data(e) for e in errors):
+        print("note: rerun with --retry-errors to recompute the failed cells (finished cells "
+              "are kept)", file=sys.stderr)
+    else:
+        print("note: the failed cells lacked data; a rerun once the data is in place retries "
+              "them by itself", file=sys.stderr)
+
+
 def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) -> int:
     """``robustce benchmark`` for a ``protocol = "parts"`` configuration (RoCourseNet's shift
     protocol, :mod:`robustce.evaluation.part_shift`)."""
@@ -639,12 +661,14 @@ def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) ->
     from robustce.errors import ConfigError
     from robustce.evaluation.part_shift import parse_part_shift, run_part_shift
     from robustce.evaluation.report import write_report
+    from robustce.evaluation.runner import check_data
     from robustce.utils import check_destination
 
     if args.n_jobs is not None or args.backend is not None:
         raise ConfigError("--n-jobs / --backend: a parts-protocol benchmark runs its cells one "
                           "after another (training uses torch's threads)")
     config = parse_part_shift(raw, base_dir=path.parent, quick=args.quick)
+    check_data(config)  # before any work: one line naming the missing files
     out = Path(args.out) if args.out else (config.out_dir or Path("results") / path.stem)
     if args.quick and not args.out:
         out = out.with_name(out.name + "-quick")
@@ -652,9 +676,8 @@ def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) ->
     result = run_part_shift(config, out, progress=not args.no_progress,
                             retry_errors=args.retry_errors, resume=not args.fresh)
     print(result.format())
-    for err in result.errors:
-        print(f"warning: {err['dataset']} seed {err['seed']} {err['method']} failed: "
-              f"{err.get('error', '?')}", file=sys.stderr)
+    _report_failures(result.errors, lambda err: f"{err['dataset']} seed {err['seed']} "
+                                                f"{err['method']}")
     if not args.no_report:
         seeds = sorted({c["seed"] for c in result.cells})
         paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",
