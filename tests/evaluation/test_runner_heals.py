@@ -112,3 +112,30 @@ def test_the_cli_run_without_data_then_with_data_heals_without_flags(setup, caps
     shutil.copy(source, data / "diabetes" / "diabetes.csv")
     assert _bench(cfg, out) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_config_names_classes_by_label_and_favourable(tmp_path):
+    """``queries.target_class`` by label or "favourable" (each dataset's declared class)."""
+    from robustce.data.registry import load
+    from robustce.evaluation.runner import query_classes
+
+    loan = load("synthetic_loan", n_samples=200)
+    assert query_classes({"target_class": "favourable"}, loan) == (0, 1)
+    assert query_classes({"from_class": "rejected"}, loan) == (0, 1)
+    assert query_classes({"target_class": "rejected"}, loan) == (1, 0)
+    cfg = _parsed_text(CONFIG.replace('name = "diabetes"\nrows = 150',
+                                      'name = "synthetic_loan"\nparams = {n_samples = 300}')
+                       .replace("queries = {n = 2}", 'queries = {n = 2, target_class = "approved"}')
+                       .replace("epochs = 5", "epochs = 40"),
+                       tmp_path)
+    result = run_benchmark(cfg, tmp_path / "out", progress=False)
+    assert not result.errors
+    expl = __import__("robustce").Explanations.load(
+        tmp_path / "out" / "explanations" / "synthetic_loan__seed0__nearest_neighbour")
+    assert (expl.target_class == 1).all()
+
+
+def _parsed_text(text, tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(text)
+    return _parsed(cfg)

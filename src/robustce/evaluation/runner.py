@@ -50,6 +50,7 @@ __all__ = [
     "check_data",
     "failed_for_missing_data",
     "missing_data",
+    "query_classes",
     "load_entry",
     "prepare_group",
     "retrain_protocol",
@@ -85,6 +86,8 @@ class GroupContext:
     skipped: str | None = None  # why the group's cells are skipped (an optional dataset's file)
     cause: str | None = None  # what made ``error``: MISSING_DATA, or None (anything else)
     lof: Any = None  # LOFScorer of train, fitted once for every cell of the group (LOF metrics)
+    from_class: int | None = None  # queries.from_class / target_class resolved on the data
+    target_class: int | None = None
 
 
 def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, retrain: Mapping[str, Any]
@@ -213,6 +216,7 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
             raise
         ctx.skipped = f"dataset {dataset.name!r} is unavailable: {exc}"
         return ctx
+    ctx.from_class, ctx.target_class = query_classes(config.queries, data)
     split = config.split
     train, test = data.split(test_size=split.get("test_size", 0.2), random_state=seed,
                              stratify=split.get("stratify", True))
@@ -231,7 +235,7 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
     q = config.queries
     source = ctx.train if q.get("source", "test") == "train" else test
     family = ctx.family if q.get("family_agrees", False) else None
-    ctx.queries = select_queries(model, source, q["n"], q["from_class"], family=family,
+    ctx.queries = select_queries(model, source, q["n"], ctx.from_class, family=family,
                                  order=q.get("order", "first"), random_state=seed)
     if "delta" in dataset.evaluation:
         ctx.shift = ParameterShift(delta=dataset.evaluation["delta"])
@@ -424,13 +428,34 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     return record, expl
 
 
+def query_classes(queries: Mapping[str, Any], data: Any) -> tuple[int, int | None]:
+    """``(from_class, target_class)`` of a ``[queries]`` table on one dataset, as indices:
+    labels are looked up in ``data.class_names``; ``target_class = "favourable"`` is the
+    dataset's declared favourable class; binary data: a missing one is the other class
+    (``from_class`` defaults to 0); ``None`` target leaves it to the method."""
+    target = queries.get("target_class")
+    if target == "favourable" and "favourable" not in map(str, data.class_names):
+        if data.favourable is None:
+            raise ValidationError(f"queries.target_class = 'favourable': dataset {data.name!r} "
+                                  f"declares no favourable class ({data.class_mapping()})")
+        target = data.favourable
+    target = None if target is None else data.class_index(target)
+    source = queries.get("from_class")
+    if source is None:
+        source = 1 - target if target is not None and data.n_classes == 2 else 0
+    source = data.class_index(source)
+    if target is None and data.n_classes == 2:
+        target = 1 - source
+    return source, target
+
+
 def _target_class(config: BenchmarkConfig, ctx: GroupContext) -> int | None:
-    """The class the CEs aim at: ``queries.target_class``, else (binary data) the class other
-    than ``queries.from_class``; ``None`` leaves it to the method."""
-    target = config.queries.get("target_class")
-    if target is None and ctx.train.n_classes == 2:
-        target = 1 - int(config.queries["from_class"])
-    return None if target is None else int(target)
+    """The class the CEs aim at (:func:`query_classes`, resolved when the group was
+    prepared); ``None`` leaves it to the method."""
+    if ctx.target_class is not None or ctx.from_class is not None:
+        return ctx.target_class
+    source, target = query_classes(config.queries, ctx.train)
+    return target
 
 
 def _with_set_distances(config: BenchmarkConfig, ctx: GroupContext, explainer: Any, expl: Any,
