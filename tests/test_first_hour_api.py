@@ -121,3 +121,20 @@ def test_certifiers_take_explanations_or_their_frame(loans):
     assert len(cert.to_frame()) == len(res.counterfactuals)
     with pytest.raises(RobustCEError):
         is_delta_robust(model, res.counterfactuals.assign(zzz=1), shift, target_class=0)
+
+
+def test_precheck_verdicts_carry_no_solver_fields(loans):
+    """Rows decided by the interval bound or the weight attack: ``solver`` and
+    ``solver_status`` are empty (as docs/certification.md says), even where a MILP then
+    computed the exact ``value``."""
+    from robustce.robustness import ParameterShift, exact_worst_case
+
+    data, train, test, model = loans
+    X = model.encoder.transform(test.frame.iloc[:12])
+    res = exact_worst_case(model, X, ParameterShift(0.5), model.predict(X), time_limit=5)
+    frame = res.to_frame()
+    pre = frame["decided_by"].isin(["interval", "attack"])
+    assert pre.any()
+    assert frame.loc[pre, "solver"].isna().all() and frame.loc[pre, "solver_status"].isna().all()
+    milp = frame["decided_by"] == "milp"
+    assert (frame.loc[milp, "solver"] == "highs").all()
