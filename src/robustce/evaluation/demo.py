@@ -189,6 +189,7 @@ def run_demo(out_dir: str | Path = "robustce-demo", *, quick: bool = False,
                  "data, explained by MACE (nearest CE under MACE's normalised ℓ1, within "
                  "ε = 1e-3 of the optimum, certified) and MO (the nearest reachable training "
                  "point the model accepts).")
+    notes.extend([*result.notes(), *trees.notes()])
     for err in [*result.errors, *trees.errors]:
         notes.append(f"{err['method']}: failed — {err.get('error', '?')}")
     paths = write_report(table, out, title="robustce demo — synthetic loan applications",
@@ -203,6 +204,8 @@ def run_demo(out_dir: str | Path = "robustce-demo", *, quick: bool = False,
           file=stream)
     print(format_table(tree_table), file=stream)
     print(file=stream)
+    for line in [*result.notes(), *trees.notes()]:
+        print(f"note: {line}", file=stream)
     for err in [*result.errors, *trees.errors]:
         print(f"warning: {err['method']} failed: {err.get('error', '?')}", file=stream)
     print(f"report:       {paths['html']}", file=stream)

@@ -413,10 +413,14 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     pq = per_query.copy()
     pq.index.name = "query_id"
     pq = pq.reset_index()
+    # a CE whose query did not end ``found`` (a MACE timeout's best point) counts in the
+    # metrics but is not certified: the table counts those (``uncertified``)
+    pq["status"] = expl.status.reindex(pq["query_id"]).to_numpy() if len(pq) else []
     record.update(
         ok=True,
         n_queries=len(expl),
         status_counts=expl.status_counts(),
+        reasons=_reasons(expl),
         coverage=expl.coverage,
         explain_s=explain_s,
         seconds=time.perf_counter() - t0,
@@ -426,6 +430,15 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         summary={str(k): _scalar(v) for k, v in dict(summary).items()},
     )
     return record, expl
+
+
+def _reasons(expl: Any, limit: int = 5) -> dict[str, int]:
+    """``"status: message"`` -> queries, for the queries without a certified CE (at most
+    ``limit`` distinct ones, the most frequent first): why a method's coverage is low."""
+    other = ~expl.status.isin(["found", "already_target"])
+    text = expl.status[other] + ": " + expl.messages[other].astype(str)
+    counts = text.str.rstrip(": ").value_counts()
+    return {str(k): int(v) for k, v in counts.iloc[:limit].items()}
 
 
 def query_classes(queries: Mapping[str, Any], data: Any) -> tuple[int, int | None]:
