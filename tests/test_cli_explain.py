@@ -215,3 +215,26 @@ def test_ctrl_c_keeps_the_finished_queries_beside_out(loans_csv, tmp_path, capsy
     partial = rc.Explanations.load(tmp_path / "x.partial")
     assert len(partial) == 2 and "interrupted" in partial.meta["partial"]
     assert (tmp_path / "x.partial" / "model").is_dir()
+
+
+def test_benchmark_output_path_prints_normalised(tmp_path, capsys, monkeypatch):
+    """``out_dir = "../../results/x"`` in a config under configs/sub: printed as results/x."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs" / "sub").mkdir(parents=True)
+    (tmp_path / "configs" / "sub" / "c.toml").write_text(
+        'name = "c"\nseeds = [0]\nout_dir = "../../results/x"\nmetrics = ["validity"]\n'
+        'model = {hidden_layers = [4], epochs = 3}\nqueries = {n = 2}\n'
+        '[[methods]]\nname = "nearest_neighbour"\n'
+        '[[datasets]]\nname = "moons"\nparams = {n_samples = 200}\n')
+    code = main(["benchmark", "configs/sub/c.toml", "--no-report", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code in (0, 1) and "results: results/x\n" in out and ".." not in out
+
+
+def test_progress_bar_on_a_terminal(loans_csv, tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert _explain(loans_csv, tmp_path / "x") == 0
+    err = capsys.readouterr().err
+    assert "explain: 100%" in err and "6/6" in err

@@ -506,6 +506,7 @@ def _add_certify(sub: Any) -> None:
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
+    import os
     from pathlib import Path
 
     import pandas as pd
@@ -519,7 +520,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     shift = ParameterShift(delta=args.delta)
     check_number(args.time_limit, "--time-limit", low=0, low_open=True)
     if args.out:
-        check_destination(args.out, "--out", directory=False)
+        args.out = str(check_destination(args.out, "--out", directory=False))
     expl = Explanations.load(args.explanations)
     model_dir = Path(args.model) if args.model else Path(args.explanations) / "model"
     if args.model is None and not model_dir.exists():
@@ -541,7 +542,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     for col in ("value", "lower", "upper", "time"):
         if col in table.columns:
             table[col] = pd.to_numeric(table[col], errors="coerce")
-    out = Path(args.out) if args.out else Path(args.explanations) / f"certificates_delta{args.delta:g}.csv"
+    out = (Path(args.out) if args.out
+           else Path(os.path.normpath(Path(args.explanations) / f"certificates_delta{args.delta:g}.csv")))
     with atomic_write(out) as fh:
         table.to_csv(fh, index=False)
     show = table[["query_id", "cf_rank", "valid", "status", "decided_by", "lower", "upper", "value",
@@ -611,7 +613,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
             out = out.with_name(out.name + "-quick")
     if args.n_jobs == 0:
         raise ConfigError("--n-jobs must be non-zero (-1 = all cores)")
-    check_destination(out, "--out" if args.out else "output directory")
+    out = check_destination(out, "--out" if args.out else "output directory")  # normalised
     result = run_benchmark(config, out, n_jobs=args.n_jobs, backend=args.backend,
                            progress=not args.no_progress, retry_errors=args.retry_errors,
                            resume=not args.fresh)
@@ -675,7 +677,7 @@ def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) ->
     out = Path(args.out) if args.out else (config.out_dir or Path("results") / path.stem)
     if args.quick and not args.out:
         out = out.with_name(out.name + "-quick")
-    check_destination(out, "--out" if args.out else "output directory")
+    out = check_destination(out, "--out" if args.out else "output directory")  # normalised
     result = run_part_shift(config, out, progress=not args.no_progress,
                             retry_errors=args.retry_errors, resume=not args.fresh)
     print(result.format())
