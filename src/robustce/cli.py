@@ -618,7 +618,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
                            progress=not args.no_progress, retry_errors=args.retry_errors,
                            resume=not args.fresh)
     print(result.format())
-    for line in result.notes():
+    for line in [*result.class_notes(), *result.notes()]:
         print(f"note: {line}", file=sys.stderr)
     _report_failures(result.errors, lambda err: err["cell"])
     for reason, cells in result.skip_reasons().items():
@@ -629,7 +629,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",
                              notes=[f"seeds: {config.seeds}",
                                     "mean ± std over seeds and queries with a CE; coverage per seed",
-                                    *result.notes()])
+                                    *result.class_notes(), *result.notes()])
         print(f"report: {paths['html']}")
     print(f"results: {out}")
     return 1 if result.errors else EXIT_OK

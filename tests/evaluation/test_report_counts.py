@@ -57,3 +57,10 @@ def test_zero_coverage_says_why(tmp_path, monkeypatch):
     (note,) = result.notes()
     assert note.startswith("moons nearest_neighbour: no query got a CE — 4 not_found: "
                            "the explainer head's CE does not reach the target class")
+
+
+def test_reports_name_the_classes_by_label(tmp_path):
+    cfg = {**CONFIG, "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 400}}]}
+    result = run_benchmark(cfg, tmp_path, progress=False)
+    assert result.class_notes() == ["synthetic_loan: rows predicted rejected, explained toward "
+                                    "approved"]

@@ -193,7 +193,7 @@ def run_demo(out_dir: str | Path = "robustce-demo", *, quick: bool = False,
                  "data, explained by MACE (nearest CE under MACE's normalised ℓ1, within "
                  "ε = 1e-3 of the optimum, certified) and MO (the nearest reachable training "
                  "point the model accepts).")
-    notes.extend([*result.notes(), *trees.notes()])
+    notes.extend([*result.class_notes(), *result.notes(), *trees.notes()])
     own_uncovered = quick and any(trains_own_model(m) for _, m in result.coverage_reasons())
     if own_uncovered:
         notes.append(f"--quick trains CounterNet and RoCourseNet for {OWN_EPOCHS[True]} epochs, "

@@ -186,6 +186,16 @@ class BenchmarkResult:
                     merged[text] = merged.get(text, 0) + int(n)
         return {k: v for k, v in out.items() if v}
 
+    def class_notes(self) -> list[str]:
+        """Per dataset, the classes its queries were explained from and toward, by label
+        (``"synthetic_loan: rows predicted rejected, explained toward approved"``)."""
+        seen: dict[str, dict[str, Any]] = {}
+        for c in self.cells:
+            if c.get("ok") and c.get("classes") and c["dataset"] not in seen:
+                seen[c["dataset"]] = c["classes"]
+        return [f"{d}: rows predicted {k.get('from')}, explained toward "
+                f"{k.get('target') or 'the method default'}" for d, k in seen.items()]
+
     def notes(self) -> list[str]:
         """Lines for a report or the terminal: which CEs are uncertified, and why a method
         has no CE at all."""

@@ -421,6 +421,7 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         n_queries=len(expl),
         status_counts=expl.status_counts(),
         reasons=_reasons(expl),
+        classes=_class_labels(ctx),
         coverage=expl.coverage,
         explain_s=explain_s,
         seconds=time.perf_counter() - t0,
@@ -430,6 +431,16 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         summary={str(k): _scalar(v) for k, v in dict(summary).items()},
     )
     return record, expl
+
+
+def _class_labels(ctx: GroupContext) -> dict[str, str | None]:
+    """The group's query classes by label: ``{"from": "rejected", "target": "approved"}``."""
+    names = ctx.train.class_names
+
+    def label(k: int | None) -> str | None:
+        return None if k is None else str(names[k])
+
+    return {"from": label(ctx.from_class), "target": label(ctx.target_class)}
 
 
 def _reasons(expl: Any, limit: int = 5) -> dict[str, int]:
