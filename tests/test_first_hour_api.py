@@ -138,3 +138,14 @@ def test_precheck_verdicts_carry_no_solver_fields(loans):
     assert frame.loc[pre, "solver"].isna().all() and frame.loc[pre, "solver_status"].isna().all()
     milp = frame["decided_by"] == "milp"
     assert (frame.loc[milp, "solver"] == "highs").all()
+
+
+def test_to_frame_names_the_target_class(loans, tmp_path):
+    data, train, test, model = loans
+    res = rc.methods.NearestNeighbour(model, train).explain(test.frame.iloc[:3])
+    frame = res.to_frame()
+    assert set(frame["target_label"]) <= {"approved", "rejected"}
+    assert (frame["target_label"] == frame["target_class"].map(["approved", "rejected"].__getitem__)
+            ).all()
+    res.save(tmp_path / "e")
+    pd.testing.assert_frame_equal(rc.Explanations.load(tmp_path / "e").to_frame(), frame)

@@ -176,13 +176,16 @@ class Explanations:
         return pos, self.counterfactuals_encoded[first]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per query: status, target class, number of CEs, time, message,
-        certificate columns."""
+        """One row per query: status, target class (and ``target_label``, its name, where the
+        model's class names are known), number of CEs, time, message, certificate columns."""
         n_cfs = self.counterfactuals.groupby("query_id").size()
+        labels = ({"target_label": self.target_class.map(self.class_label).astype(object)}
+                  if self.meta.get("class_names") else {})
         out = pd.DataFrame(
             {
                 "status": self.status,
                 "target_class": self.target_class,
+                **labels,
                 "n_counterfactuals": n_cfs.reindex(self.query_ids, fill_value=0).astype(np.int64),
                 "time_s": self.timings,
                 "message": self.messages,
