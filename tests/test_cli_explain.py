@@ -238,3 +238,19 @@ def test_progress_bar_on_a_terminal(loans_csv, tmp_path, capsys, monkeypatch):
     assert _explain(loans_csv, tmp_path / "x") == 0
     err = capsys.readouterr().err
     assert "explain: 100%" in err and "6/6" in err
+
+
+def test_a_read_only_file_system_fails_before_any_work(loans_csv, tmp_path, capsys,
+                                                       no_training, monkeypatch):
+    """What the mode bits cannot tell (a read-only mount; root ignores the bits): the probe
+    directory cannot be made."""
+    import errno
+
+    import robustce.utils as utils
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(utils.tempfile, "mkdtemp", refuse)
+    line = _one_error_line(capsys, _explain(loans_csv, tmp_path / "x"))
+    assert "cannot be written" in line and "Read-only file system" in line

@@ -310,8 +310,9 @@ def _classes(args: argparse.Namespace, data: Any) -> tuple[int, int | None]:
     else:
         source = 1 - target if k == 2 else None
     where = "any other class" if source is None else str(data.class_names[source])
-    print(f"classes: {data.class_mapping()}; explaining rows predicted {where} "
-          f"toward {data.class_names[target]!s}")
+    rows = (f"the rows of {args.queries_file}" if getattr(args, "queries_file", None)
+            else f"rows predicted {where}")
+    print(f"classes: {data.class_mapping()}; explaining {rows} toward {data.class_names[target]!s}")
     return target, source
 
 
