@@ -154,6 +154,11 @@ class BenchmarkResult:
             row[("errors", "std")] = float("nan")
             rows[(d, m)] = row
         table = pd.DataFrame.from_dict(rows, orient="index")
+        if ("uncertified", "mean") in table.columns:  # beside n, whatever row had it first
+            cols = [c for c in table.columns if c[0] != "uncertified"]
+            at = cols.index(("n", "std")) + 1
+            table = table[[*cols[:at], ("uncertified", "mean"), ("uncertified", "std"),
+                           *cols[at:]]]
         if len(table):
             table.index = pd.MultiIndex.from_tuples(table.index, names=["dataset", "method"])
             table.columns = pd.MultiIndex.from_tuples(table.columns, names=["metric", "stat"])
