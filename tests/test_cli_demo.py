@@ -56,6 +56,13 @@ def test_demo_quick(tmp_path, capsys):
     captured = capsys.readouterr()
     _check_demo_output(out, captured.out)
     assert "report:" in captured.out and "Traceback" not in captured.err
+    # a method with coverage 0 says why, on the terminal and in the report (issue 30)
+    table = captured.out.split("MACE (certified")[0]
+    for line in table.splitlines():
+        if line.startswith("synthetic_loan ") and line.split()[2] == "0.000":
+            method = line.split()[1]
+            assert f"note: synthetic_loan {method}: no query got a CE — " in captured.out
+            assert f"synthetic_loan {method}: no query got a CE" in (out / "report.md").read_text()
 
 
 @pytest.mark.slow

@@ -328,11 +328,24 @@ def _cli_cases():
         ("explain --method", lambda v, out: ["explain", "--dataset", "moons", "--method",
                                              v or "none", "--out", out]),
         ("certify --delta", lambda v, out: ["certify", "nowhere", "--delta", v, "--out", out]),
+        *_CLI_CASES_FIRST_HOUR,
     ]
 
 
-#: (case, value) pairs that are not errors: more queries than the test split has means all
-_CLI_VALID = {("explain --queries", "1000000000000000000")}
+_CLI_CASES_FIRST_HOUR = [
+    ("explain --from-class", lambda v, out: _EXPLAIN + ["--from-class", v, "--out", out]),
+    ("explain --target-class", lambda v, out: _EXPLAIN + ["--target-class", v, "--out", out]),
+    ("explain --favourable", lambda v, out: _EXPLAIN + ["--favourable", v, "--out", out]),
+    ("explain --immutable", lambda v, out: _EXPLAIN + ["--immutable", v, "--out", out]),
+    ("explain --schema", lambda v, out: _EXPLAIN + ["--schema", v or "none", "--out", out]),
+]
+
+
+#: (case, value) pairs that are not errors: more queries than the test split has means all;
+#: class 0 of moons is a valid source, target and favourable class; an empty list of names
+_CLI_VALID = {("explain --queries", "1000000000000000000"), ("explain --from-class", "0"),
+              ("explain --target-class", "0"), ("explain --favourable", "0"),
+              ("explain --favourable", ""), ("explain --immutable", "")}
 
 
 def _check_cli(argv, out, capsys):
@@ -394,3 +407,56 @@ def test_cli_bad_arguments_fuzz_slow(tmp_path_factory, capsys, case, value):
     assume((case[0], value) not in _CLI_VALID)
     out = tmp_path_factory.mktemp("cli") / "out"
     _check_cli(case[1](value, str(out)), out, capsys)
+
+
+# --- unknown keywords, arrays instead of frames, missing query ids --------------------------------
+_NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12)
+
+
+@settings(FUZZ, max_examples=40)
+@given(cls=st.sampled_from(explainers()), name=st.one_of(st.just("delta"), _NAMES))
+def test_unknown_keyword_fuzz(world, cls, name):
+    """Any keyword a method does not take: a typed one-line error naming its parameters."""
+    from robustce.errors import ParameterError
+
+    assume(name not in cls.param_names() and name not in ("model", "data"))
+    data, model, _ = world
+    with pytest.raises(ParameterError) as info:
+        if _trains_own_model(cls):
+            cls(**{name: 1})
+        else:
+            cls(model, data, **{name: 1})
+    assert _one_line(info.value) and repr(name) in str(info.value)
+    assert all(p in str(info.value) for p in cls.param_names())
+
+
+@settings(FUZZ, max_examples=30)
+@given(rows=st.integers(1, 5), cols=st.sampled_from(["all", "strings", "numbers"]))
+def test_array_instead_of_frame_fuzz(world, rows, cols):
+    """Raw rows as a numpy array (strings inside, or the raw width): typed, one line."""
+    data, model, _ = world
+    frame = data.frame.iloc[:rows]
+    arr = {"all": frame.to_numpy(), "strings": frame[["c"]].to_numpy(),
+           "numbers": frame[["a", "b"]].to_numpy()}[cols]
+    with pytest.raises(RobustCEError) as info:
+        rc.methods.NearestNeighbour(model, data).explain(arr)
+    assert _one_line(info.value)
+
+
+@pytest.fixture(scope="module")
+def small_result(world):
+    data, model, _ = world
+    return rc.methods.NearestNeighbour(model, data).explain(data.frame.iloc[:4])
+
+
+@settings(FUZZ, max_examples=40)
+@given(qid=st.one_of(st.integers(), st.text(max_size=8), st.floats(allow_nan=True),
+                     st.none(), st.lists(st.integers(), max_size=2)),
+       verb=st.sampled_from(["show", "for_query", "cf_positions"]))
+def test_missing_query_id_fuzz(small_result, qid, verb):
+    """A query id that is not in the result: a typed one-line error naming the valid ids."""
+    assume(not isinstance(qid, int) or qid not in small_result.query_ids)
+    with pytest.raises(RobustCEError) as info:
+        getattr(small_result, verb)(qid)
+    assert _one_line(info.value)
+    assert all(str(i) in str(info.value) for i in small_result.query_ids)

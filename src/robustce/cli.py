@@ -46,8 +46,18 @@ def _add_datasets(sub: Any) -> None:
     pl.set_defaults(func=_cmd_datasets_list)
 
     pd_ = dsub.add_parser("describe", help="rows, columns, feature kinds, class balance",
-                          description="Load a dataset and describe it.")
-    pd_.add_argument("name", help="dataset name (see `robustce datasets list`)")
+                          description="Load a dataset (a registered one, or your CSV with "
+                                      "--data and --target) and describe it; --write-schema "
+                                      "writes its schema as an editable TOML file for "
+                                      "`robustce explain --schema`.")
+    pd_.add_argument("name", nargs="?", default=None,
+                     help="dataset name (see `robustce datasets list`)")
+    pd_.add_argument("--data", metavar="CSV", default=None, help="your own data as CSV (needs --target)")
+    pd_.add_argument("--target", metavar="COL", default=None, help="target column of --data")
+    pd_.add_argument("--favourable", metavar="LABEL", default=None,
+                     help="the label of the favourable outcome (e.g. approved)")
+    pd_.add_argument("--write-schema", metavar="TOML", default=None,
+                     help="write the schema (kinds, bounds, actionability, favourable class) here")
     pd_.add_argument("--data-home", metavar="DIR", default=None,
                      help="folder holding the dataset files (default: $ROBUSTCE_DATA, "
                           "then the download cache)")
@@ -66,9 +76,16 @@ def _cmd_datasets_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_datasets_describe(args: argparse.Namespace) -> int:
-    from robustce.data.registry import load
+    from robustce.data.schema_file import write_schema_file
+    from robustce.utils import check_destination
 
-    data = load(args.name, data_home=args.data_home)
+    if (args.name is None) == (args.data is None):
+        raise _user_error("give a dataset NAME or --data CSV --target COL")
+    schema_out = None
+    if args.write_schema is not None:
+        schema_out = check_destination(args.write_schema, "--write-schema", directory=False)
+    args.dataset, args.schema = args.name, None
+    data = _load_dataset(args)
     info = data.describe()
     kinds = info["kinds"]
     print(f"{info['name']}: {info['description']}" if info["description"] else info["name"])
@@ -83,7 +100,8 @@ def _cmd_datasets_describe(args: argparse.Namespace) -> int:
     print("class balance:")
     total = max(info["rows"], 1)
     for k, (label, n) in enumerate(info["class_balance"].items()):
-        print(f"  {k}  {label:<16} {n:>8}  ({100 * n / total:5.1f}%)")
+        fav = "  favourable" if k == data.favourable else ""
+        print(f"  {k}  {label:<16} {n:>8}  ({100 * n / total:5.1f}%){fav}")
     if data.groups is not None:
         print()
         print(f"groups ({data.groups.name}):")
@@ -91,6 +109,9 @@ def _cmd_datasets_describe(args: argparse.Namespace) -> int:
             print(f"  {g!s:<18} {n:>8}")
     print()
     print(kinds.to_string(index=False))
+    if schema_out is not None:
+        write_schema_file(data, schema_out, target=args.target)
+        print(f"schema: {schema_out}")
     return EXIT_OK
 
 
@@ -148,8 +169,29 @@ def _add_explain(sub: Any) -> None:
                    help="explain the first N test rows predicted as --from-class (default 10)")
     q.add_argument("--queries-file", metavar="CSV", default=None,
                    help="raw rows to explain (the dataset's feature columns)")
-    p.add_argument("--from-class", type=int, default=0, metavar="K",
-                   help="with --queries: pick rows the model predicts as class K (default 0)")
+    p.add_argument("--favourable", metavar="LABEL", default=None,
+                   help="the label of the favourable outcome (e.g. approved); default: the "
+                        "dataset's declared one, else read from the labels")
+    p.add_argument("--target-class", metavar="LABEL", default=None,
+                   help="the class the CEs should reach (label or index; default: the "
+                        "favourable class)")
+    p.add_argument("--from-class", metavar="LABEL", default=None,
+                   help="with --queries: pick rows the model predicts as this class (label or "
+                        "index; default: binary, the other class than --target-class; "
+                        "multi-class, any other class)")
+    act = p.add_argument_group("actionability (override the schema)")
+    act.add_argument("--immutable", metavar="F1,F2", default=None,
+                     help="features a CE must not change (e.g. age,sex)")
+    act.add_argument("--increase-only", metavar="F1,F2", default=None,
+                     help="features a CE may only increase (e.g. education)")
+    act.add_argument("--decrease-only", metavar="F1,F2", default=None,
+                     help="features a CE may only decrease (e.g. debt)")
+    act.add_argument("--free", metavar="F1,F2", default=None,
+                     help="features a CE may change either way")
+    act.add_argument("--schema", metavar="TOML", default=None,
+                     help="the schema to use (kinds, bounds, actionability, favourable class); "
+                          "write a starting point with `robustce datasets describe "
+                          "--write-schema`")
     p.add_argument("--hidden", default="20,10", metavar="H1,H2",
                    help="hidden layer sizes of the MLP trained without --model (default 20,10)")
     p.add_argument("--epochs", type=int, default=50, metavar="N",
@@ -158,6 +200,7 @@ def _add_explain(sub: Any) -> None:
     p.add_argument("--test-size", type=float, default=0.2, help="test share of the split (default 0.2)")
     p.add_argument("--out", metavar="DIR", required=True, help="Explanations directory to write")
     p.add_argument("--show", type=int, default=3, metavar="K", help="print the CEs of K queries")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or notes on stderr")
     p.set_defaults(func=_cmd_explain)
 
 
@@ -194,17 +237,83 @@ def _parse_params(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _load_dataset(args: argparse.Namespace) -> Any:
+    """The dataset of ``--dataset`` / ``--data``, with ``--schema``, ``--favourable`` and the
+    actionability flags applied."""
+    from dataclasses import replace
+
     from robustce.data.dataset import from_frame
     from robustce.data.registry import load
+    from robustce.data.schema_file import read_schema_file
 
+    sf = read_schema_file(args.schema) if getattr(args, "schema", None) else None
+    favourable = args.favourable if args.favourable is not None else (sf and sf.favourable)
     if args.dataset is not None:
         if args.target is not None:
             raise _user_error("--target goes with --data (a registered dataset knows its target)")
-        return load(args.dataset, data_home=args.data_home)
-    if args.target is None:
-        raise _user_error("--data needs --target COL (the label column)")
-    frame = _read_csv(args.data, "--data")
-    return from_frame(frame, args.target, name=args.data)
+        data = load(args.dataset, data_home=args.data_home)
+        if sf is not None:
+            if sorted(sf.schema.names) != sorted(data.schema.names):
+                raise _user_error(f"--schema {args.schema} describes {sf.schema.names}, but "
+                                  f"{data.name} has the features {data.schema.names}")
+            sf.schema.validate(data.frame[sf.schema.names])
+            data = replace(data, frame=data.frame[sf.schema.names], schema=sf.schema)
+    else:
+        target = args.target or (sf and sf.target)
+        if not target:
+            raise _user_error("--data needs --target COL (the label column)")
+        frame = _read_csv(args.data, "--data")
+        data = from_frame(frame, target, None if sf is None else sf.schema, name=args.data)
+    if favourable:
+        data = data.with_favourable(favourable)
+    actions = {}
+    for flag, action in (("free", "free"), ("immutable", "immutable"),
+                         ("increase_only", "increase"), ("decrease_only", "decrease")):
+        for name in _names(getattr(args, flag, None)):
+            if name not in data.schema.names:
+                raise _user_error(f"--{flag.replace('_', '-')}: no feature named {name!r}; "
+                                  f"features: {', '.join(data.schema.names)}")
+            if actions.get(name, action) != action:
+                raise _user_error(f"feature {name!r} is given two actionabilities "
+                                  f"({actions[name]}, {action})")
+            actions[name] = action
+    if actions:
+        data = replace(data, schema=data.schema.with_actionability(**actions))
+    return data
+
+
+def _names(text: str | None) -> list[str]:
+    return [] if not text else [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _classes(args: argparse.Namespace, data: Any) -> tuple[int, int | None]:
+    """(target class, from class or None = any other) of ``explain``, checked before any
+    training; prints the class mapping and warns where the favourable class is a guess."""
+    k = data.n_classes
+    if args.target_class is not None:
+        target = data.class_index(args.target_class)
+    elif data.favourable is not None:
+        target = data.favourable
+    elif k == 2:
+        target = 1
+        if not args.quiet:
+            print(f"warning: the labels {list(map(str, data.class_names))} do not say which "
+                  f"outcome is favourable; explaining toward {data.class_names[1]!s} (class 1). "
+                  "Choose with --favourable LABEL", file=sys.stderr)
+    else:
+        raise _user_error(f"{data.name} has {k} classes ({data.class_mapping()}) and no "
+                          "favourable one: give --target-class LABEL")
+    if args.from_class is not None:
+        source: int | None = data.class_index(args.from_class)
+        if source == target:
+            raise _user_error(f"--from-class and the target class are both "
+                              f"{data.class_names[target]!s}; nothing to explain")
+    else:
+        source = 1 - target if k == 2 else None
+    where = "any other class" if source is None else str(data.class_names[source])
+    rows = (f"the rows of {args.queries_file}" if getattr(args, "queries_file", None)
+            else f"rows predicted {where}")
+    print(f"classes: {data.class_mapping()}; explaining {rows} toward {data.class_names[target]!s}")
+    return target, source
 
 
 def _read_queries(path: str, schema: Any, target: str | None) -> Any:
@@ -228,7 +337,6 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from robustce.evaluation.config import method_params
-    from robustce.evaluation.runner import select_queries
     from robustce.methods.registry import build_explainer, get_method
     from robustce.models import MLP
     from robustce.models import load as load_model
@@ -243,7 +351,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         raise _user_error("--hidden needs positive layer sizes and --epochs a positive integer")
     if args.queries is not None and args.queries < 1:
         raise _user_error(f"--queries must be a positive integer, got {args.queries}")
-    _check_explanations_out(args.out)
+    out_path = _check_explanations_out(args.out)
     cls = get_method(args.method)
     try:
         params = method_params(cls, _parse_params(args.param), "--param")
@@ -251,6 +359,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         raise _user_error(str(exc).replace("--param.", "--param ", 1)) from None
 
     data = _load_dataset(args)
+    target, source = _classes(args, data)  # before any training: an unknown class stops here
     train, test = data.split(test_size=args.test_size, random_state=args.seed)
     model = None if args.model is None else load_model(args.model)
     if model is not None:
@@ -260,18 +369,29 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             raise _user_error(f"--model {args.model} does not fit the data: {exc}") from None
     queries = None
     if args.queries_file is not None:  # checked before any training
-        target = args.target or getattr(data.target, "name", None)
+        label = args.target or getattr(data.target, "name", None)
         schema = model.encoder.schema if model is not None else data.schema
-        queries = _read_queries(args.queries_file, schema, target)
+        queries = _read_queries(args.queries_file, schema, label)
     trained = model is None
     if trained:  # the method's parameters are checked before the (possibly long) training
         build_explainer(cls, _stand_in_model(train, hidden), train, seed=args.seed, **params)
-        print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
+        if not args.quiet:
+            print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
         model = MLP(hidden, epochs=args.epochs, lr=5e-3, random_state=args.seed).fit(train)
     if queries is None:
-        queries = select_queries(model, test, args.queries or 10, args.from_class)
-    expl = build_explainer(cls, model, train, seed=args.seed, **params).explain(queries)
-    out = _save_explain_output(expl, model if trained else None, Path(args.out))
+        queries = _pick_queries(model, test, args.queries or 10, target, source, data)
+    explainer = build_explainer(cls, model, train, seed=args.seed, **params)
+    expl, done = _explain_chunks(explainer, queries, target, progress=not args.quiet)
+    if done < len(queries):  # Ctrl-C: keep what was explained, beside --out
+        partial = out_path.with_name(out_path.name + ".partial")
+        if expl is not None:
+            expl.meta["partial"] = f"{done} of {len(queries)} queries (interrupted)"
+            _save_explain_output(expl, model if trained else None, partial)
+            print(f"robustce: interrupted after {done} of {len(queries)} queries; partial "
+                  f"results: {partial}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        raise KeyboardInterrupt
+    out = _save_explain_output(expl, model if trained else None, out_path)
     counts = {k: v for k, v in expl.status_counts().items() if v}
     print(f"{expl.method}: {len(expl)} queries — " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     for qid in list(expl.query_ids[: max(args.show, 0)]):
@@ -280,6 +400,48 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if trained:
         print(f"model:        {Path(out) / 'model'}")
     return EXIT_OK
+
+
+def _pick_queries(model: Any, test: Any, n: int, target: int, source: int | None,
+                  data: Any) -> Any:
+    """The first ``n`` test rows the model predicts as ``source`` (``None``: as any class
+    but ``target``); one line naming the class by its label when there are none."""
+    pred = model.predict(test.frame)
+    keep = pred != target if source is None else pred == source
+    if not keep.any():
+        what = ("any class but " + str(data.class_names[target]) if source is None
+                else str(data.class_names[source]))
+        raise _user_error(f"the model predicts no test row as {what}; nothing to explain "
+                          "(choose --from-class or --target-class)")
+    return test.frame[keep].iloc[: int(n)]
+
+
+def _explain_chunks(explainer: Any, queries: Any, target: int, *, progress: bool
+                    ) -> tuple[Any, int]:
+    """Explain ``queries`` in about 20 batches with a progress bar (stderr, only on a
+    terminal). Returns (the explanations, queries done): on Ctrl-C, those of the batches
+    finished so far (``None`` if none)."""
+    import math
+
+    from tqdm.auto import tqdm
+
+    from robustce.explanations import Explanations
+
+    n = len(queries)
+    size = max(1, math.ceil(n / 20))
+    parts: list[Any] = []
+    done = 0
+    show = progress and sys.stderr.isatty()
+    with tqdm(total=n, desc="explain", unit="query", disable=not show, file=sys.stderr) as bar:
+        try:
+            for start in range(0, n, size):
+                parts.append(explainer.explain(queries.iloc[start:start + size],
+                                               target_class=target))
+                done = min(n, start + size)
+                bar.update(len(parts[-1]))
+        except KeyboardInterrupt:
+            pass
+    return (Explanations.concat(parts) if parts else None), done
 
 
 def _stand_in_model(train: Any, hidden: tuple[int, ...]) -> Any:
@@ -293,7 +455,7 @@ def _stand_in_model(train: Any, hidden: tuple[int, ...]) -> Any:
     return MLP(hidden, epochs=1, random_state=0).fit(train.subset(np.sort(rows)))
 
 
-def _check_explanations_out(out: str) -> None:
+def _check_explanations_out(out: str) -> Any:
     """``explain --out``: writable, and not a non-empty directory that is not a saved
     Explanations directory (checked before any work; nothing is created)."""
 
@@ -303,6 +465,7 @@ def _check_explanations_out(out: str) -> None:
     if path.is_dir() and any(path.iterdir()) and not (path / "meta.json").exists():
         raise _user_error(f"--out {path} is a non-empty directory that is not a saved "
                           "Explanations directory; choose a new or empty path")
+    return path
 
 
 def _save_explain_output(expl: Any, model: Any, out: Any) -> Any:
@@ -344,6 +507,7 @@ def _add_certify(sub: Any) -> None:
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
+    import os
     from pathlib import Path
 
     import pandas as pd
@@ -357,7 +521,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     shift = ParameterShift(delta=args.delta)
     check_number(args.time_limit, "--time-limit", low=0, low_open=True)
     if args.out:
-        check_destination(args.out, "--out", directory=False)
+        args.out = str(check_destination(args.out, "--out", directory=False))
     expl = Explanations.load(args.explanations)
     model_dir = Path(args.model) if args.model else Path(args.explanations) / "model"
     if args.model is None and not model_dir.exists():
@@ -379,7 +543,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     for col in ("value", "lower", "upper", "time"):
         if col in table.columns:
             table[col] = pd.to_numeric(table[col], errors="coerce")
-    out = Path(args.out) if args.out else Path(args.explanations) / f"certificates_delta{args.delta:g}.csv"
+    out = (Path(args.out) if args.out
+           else Path(os.path.normpath(Path(args.explanations) / f"certificates_delta{args.delta:g}.csv")))
     with atomic_write(out) as fh:
         table.to_csv(fh, index=False)
     show = table[["query_id", "cf_rank", "valid", "status", "decided_by", "lower", "upper", "value",
@@ -449,13 +614,14 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
             out = out.with_name(out.name + "-quick")
     if args.n_jobs == 0:
         raise ConfigError("--n-jobs must be non-zero (-1 = all cores)")
-    check_destination(out, "--out" if args.out else "output directory")
+    out = check_destination(out, "--out" if args.out else "output directory")  # normalised
     result = run_benchmark(config, out, n_jobs=args.n_jobs, backend=args.backend,
                            progress=not args.no_progress, retry_errors=args.retry_errors,
                            resume=not args.fresh)
     print(result.format())
-    for err in result.errors:
-        print(f"warning: {err['cell']} failed: {err.get('error', '?')}", file=sys.stderr)
+    for line in [*result.class_notes(), *result.notes()]:
+        print(f"note: {line}", file=sys.stderr)
+    _report_failures(result.errors, lambda err: err["cell"])
     for reason, cells in result.skip_reasons().items():
         print(f"note: skipped {len(cells)} cell{'s' if len(cells) > 1 else ''} "
               f"({', '.join(cells[:3])}{', ...' if len(cells) > 3 else ''}): {reason}",
@@ -463,10 +629,34 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     if not args.no_report:
         paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",
                              notes=[f"seeds: {config.seeds}",
-                                    "mean ± std over seeds and queries with a CE; coverage per seed"])
+                                    "mean ± std over seeds and queries with a CE; coverage per seed",
+                                    *result.class_notes(), *result.notes()])
         print(f"report: {paths['html']}")
     print(f"results: {out}")
     return 1 if result.errors else EXIT_OK
+
+
+def _report_failures(errors: list[dict[str, Any]], name: Any) -> None:
+    """One warning per distinct failure (naming up to three of its cells), and what to do:
+    failures for missing data heal by themselves once the data is in place; the others are
+    recomputed with ``--retry-errors``."""
+    from robustce.evaluation.runner import failed_for_missing_data
+
+    by_error: dict[str, list[str]] = {}
+    for err in errors:
+        by_error.setdefault(str(err.get("error", "?")), []).append(name(err))
+    for text, cells in by_error.items():
+        shown = ", ".join(cells[:3]) + (f" and {len(cells) - 3} more" if len(cells) > 3 else "")
+        print(f"warning: {len(cells)} cell{'s' if len(cells) > 1 else ''} failed ({shown}): "
+              f"{one_line(text)[:300]}", file=sys.stderr)
+    if not errors:
+        return
+    if any(not failed_for_missing_data(e) for e in errors):
+        print("note: rerun with --retry-errors to recompute the failed cells (finished cells "
+              "are kept)", file=sys.stderr)
+    else:
+        print("note: the failed cells lacked data; a rerun once the data is in place retries "
+              "them by itself", file=sys.stderr)
 
 
 def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) -> int:
@@ -477,22 +667,23 @@ def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) ->
     from robustce.errors import ConfigError
     from robustce.evaluation.part_shift import parse_part_shift, run_part_shift
     from robustce.evaluation.report import write_report
+    from robustce.evaluation.runner import check_data
     from robustce.utils import check_destination
 
     if args.n_jobs is not None or args.backend is not None:
         raise ConfigError("--n-jobs / --backend: a parts-protocol benchmark runs its cells one "
                           "after another (training uses torch's threads)")
     config = parse_part_shift(raw, base_dir=path.parent, quick=args.quick)
+    check_data(config)  # before any work: one line naming the missing files
     out = Path(args.out) if args.out else (config.out_dir or Path("results") / path.stem)
     if args.quick and not args.out:
         out = out.with_name(out.name + "-quick")
-    check_destination(out, "--out" if args.out else "output directory")
+    out = check_destination(out, "--out" if args.out else "output directory")  # normalised
     result = run_part_shift(config, out, progress=not args.no_progress,
                             retry_errors=args.retry_errors, resume=not args.fresh)
     print(result.format())
-    for err in result.errors:
-        print(f"warning: {err['dataset']} seed {err['seed']} {err['method']} failed: "
-              f"{err.get('error', '?')}", file=sys.stderr)
+    _report_failures(result.errors, lambda err: f"{err['dataset']} seed {err['seed']} "
+                                                f"{err['method']}")
     if not args.no_report:
         seeds = sorted({c["seed"] for c in result.cells})
         paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",

@@ -52,3 +52,7 @@ class UnknownSolverError(SolverError, ValidationError):
 
 class ConfigError(ValidationError):
     """A benchmark/CLI configuration is invalid (unknown key, wrong type)."""
+
+
+class ParameterError(ValidationError, TypeError):
+    """A constructor was given a keyword it does not take (the message names the valid ones)."""

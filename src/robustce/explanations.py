@@ -144,10 +144,25 @@ class Explanations:
         need = (self.status != "already_target").sum()
         return float((self.status == "found").sum() / need) if need else float("nan")
 
+    def class_label(self, k: int) -> str:
+        """The label of class ``k`` (the model's ``class_names``), else ``str(k)``."""
+        names = self.meta.get("class_names") or []
+        return str(names[k]) if 0 <= k < len(names) else str(k)
+
+    def _check_query_id(self, query_id: Any) -> None:
+        try:
+            known = query_id in self.queries.index
+        except TypeError:  # unhashable
+            known = False
+        if not known:
+            ids = [str(i) for i in self.queries.index[:10]]
+            more = f", ... ({len(self)} in all)" if len(self) > 10 else ""
+            raise ValidationError(f"unknown query_id {query_id!r}; the query ids are "
+                                  f"{', '.join(ids)}{more}")
+
     def cf_positions(self, query_id: Any) -> np.ndarray:
         """Row positions in ``counterfactuals`` belonging to ``query_id``."""
-        if query_id not in self.queries.index:
-            raise ValidationError(f"unknown query_id {query_id!r}")
+        self._check_query_id(query_id)
         return np.flatnonzero((self.counterfactuals["query_id"] == query_id).to_numpy())
 
     def for_query(self, query_id: Any) -> pd.DataFrame:
@@ -161,13 +176,16 @@ class Explanations:
         return pos, self.counterfactuals_encoded[first]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per query: status, target class, number of CEs, time, message,
-        certificate columns."""
+        """One row per query: status, target class (and ``target_label``, its name, where the
+        model's class names are known), number of CEs, time, message, certificate columns."""
         n_cfs = self.counterfactuals.groupby("query_id").size()
+        labels = ({"target_label": self.target_class.map(self.class_label).astype(object)}
+                  if self.meta.get("class_names") else {})
         out = pd.DataFrame(
             {
                 "status": self.status,
                 "target_class": self.target_class,
+                **labels,
                 "n_counterfactuals": n_cfs.reindex(self.query_ids, fill_value=0).astype(np.int64),
                 "time_s": self.timings,
                 "message": self.messages,
@@ -177,9 +195,13 @@ class Explanations:
         return out.join(self.certificates) if len(self.certificates.columns) else out
 
     def show(self, query_id: Any, file: Any = None) -> str:
-        """Print (and return) the changed features of each CE of one query: ``old → new``."""
+        """Print (and return) the changed features of each CE of one query: ``old → new``,
+        with the target class named by its label. An unknown ``query_id`` raises a
+        :class:`~robustce.errors.ValidationError` naming the valid ones."""
+        self._check_query_id(query_id)
         query = self.queries.loc[query_id]
         lines = [f"query {query_id}: {self.status[query_id]}"
+                 + f" (toward {self.class_label(int(self.target_class[query_id]))})"
                  + (f" ({self.messages[query_id]})" if self.messages[query_id] else "")]
         for rank, (_, cf) in enumerate(self.for_query(query_id).iterrows()):
             changed = [(c, query[c], cf[c]) for c in self.feature_names if not _same(query[c], cf[c])]
@@ -188,6 +210,27 @@ class Explanations:
         text = "\n".join(lines)
         print(text, file=file)
         return text
+
+    @classmethod
+    def concat(cls, parts: Sequence[Explanations]) -> Explanations:
+        """One object from the explanations of disjoint query batches of one explainer (the
+        first part's metadata)."""
+        if not parts:
+            raise ValidationError("concat needs at least one Explanations object")
+        if len(parts) == 1:
+            return parts[0]
+        obj = cls.__new__(cls)
+        obj.queries = pd.concat([p.queries for p in parts])
+        if not obj.queries.index.is_unique:
+            raise ValidationError("concat: the parts share query ids")
+        obj.queries_encoded = np.vstack([p.queries_encoded for p in parts])
+        for name in ("status", "messages", "timings", "target_class"):
+            setattr(obj, name, pd.concat([getattr(p, name) for p in parts]))
+        obj.certificates = pd.concat([p.certificates for p in parts])
+        obj.counterfactuals = pd.concat([p.counterfactuals for p in parts], ignore_index=True)
+        obj.counterfactuals_encoded = np.vstack([p.counterfactuals_encoded for p in parts])
+        obj.meta = dict(parts[0].meta)
+        return obj
 
     # --- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:
@@ -215,6 +258,12 @@ class Explanations:
                 "index_name": self.queries.index.name,
                 "n_encoded": int(self.queries_encoded.shape[1]),
                 "certificate_columns": list(self.certificates.columns),
+                # text certificate columns ("p": "inf") are read back as text, not numbers
+                "certificate_text_columns": [
+                    c for c in self.certificates.columns
+                    if not pd.api.types.is_numeric_dtype(self.certificates[c])
+                    and self.certificates[c].dropna().map(lambda v: isinstance(v, str)).all()
+                    and self.certificates[c].notna().any()],
             }
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
             q = self.queries.rename_axis("query_id").reset_index()
@@ -316,7 +365,9 @@ class Explanations:
                                  name="message", dtype=object)
         obj.timings = pd.Series(timings, index=ids, name="time_s")
         obj.target_class = pd.Series(targets.astype(np.int64), index=ids, name="target_class")
-        certs = _read_csv(path / "summary.csv")[cert_cols] if cert_cols else pd.DataFrame()
+        text = [c for c in meta.get("certificate_text_columns", []) if c in cert_cols]
+        certs = (_read_csv(path / "summary.csv", dtype=dict.fromkeys(text, str))[cert_cols]
+                 if cert_cols else pd.DataFrame())
         obj.certificates = certs.set_axis(ids) if cert_cols else pd.DataFrame(index=ids)
         counter = _restore(cf[feats], dtypes)
         counter["query_id"] = cf_ids.to_numpy()

@@ -105,9 +105,11 @@ def replace_dir(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
 def check_destination(path: str | os.PathLike, what: str, *, directory: bool = True) -> Path:
     """Check, before any work, that ``path`` can be written: it is not an existing entry of
     the wrong kind (a file where a directory goes, or the reverse), and its nearest existing
-    ancestor is a writable directory (not a regular file). Creates nothing; raises
-    :class:`ValidationError` with one line naming ``what`` and the path."""
-    path = Path(path)
+    ancestor is a writable directory (not a regular file). Creates nothing (a probe
+    directory made and removed in that ancestor answers what permission bits cannot:
+    ``/proc``, a read-only file system); raises :class:`ValidationError` with one line naming
+    ``what`` and the path. Returns the path normalised (``a/b/../c`` -> ``a/c``)."""
+    path = Path(os.path.normpath(path))
     if path.exists():
         if directory and not path.is_dir():
             raise ValidationError(f"{what} {path} exists and is not a directory")
@@ -121,4 +123,9 @@ def check_destination(path: str | os.PathLike, what: str, *, directory: bool = T
     if not os.access(parent, os.W_OK | os.X_OK) or (
             path.exists() and not os.access(path, os.W_OK)):
         raise ValidationError(f"{what} {path} cannot be written: no permission in {parent}")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".robustce-probe-", dir=parent))
+    except OSError as exc:
+        raise ValidationError(f"{what} {path} cannot be written: {parent} refuses new entries "
+                              f"({exc.strerror or exc})") from None
     return path

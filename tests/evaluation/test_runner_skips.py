@@ -12,7 +12,7 @@ import pytest
 import robustce.data.download as download_mod
 import robustce.evaluation.runner as runner_mod
 from robustce.cli import main
-from robustce.errors import ConfigError
+from robustce.errors import ConfigError, DatasetUnavailableError
 from robustce.evaluation.config import parse_config, resolve_config
 from robustce.evaluation.runner import load_entry, run_benchmark
 from robustce.methods.base import Explainer
@@ -104,11 +104,16 @@ def test_an_optional_dataset_without_its_file_is_skipped_with_the_reason(tmp_pat
     assert "diabetes/diabetes.csv" in cell["error"] and "offline" in cell["error"]
     table = result.table()
     assert list(table.index) == [("synthetic_loan", "nearest_neighbour")]  # no row for it
-    # without `optional` the same missing file is an error, as before
+    # without `optional` the same missing file stops the run before any work (issue 30) ...
     cfg["datasets"][1]["optional"] = False
-    result = run_benchmark(cfg, tmp_path / "out2", progress=False)
+    with pytest.raises(DatasetUnavailableError, match="diabetes/diabetes.csv"):
+        run_benchmark(cfg, tmp_path / "out2", progress=False)
+    assert not (tmp_path / "out2").exists()
+    # ... and, past the check, it is an error whose cause is recorded
+    result = run_benchmark(cfg, tmp_path / "out2", progress=False, check=False)
     assert [e["dataset"] for e in result.errors] == ["diabetes"] and result.skipped == []
     assert "group preparation failed: DatasetUnavailableError" in result.errors[0]["error"]
+    assert result.errors[0]["cause"] == "missing_data"
 
 
 def test_a_method_whose_extra_is_missing_is_skipped_and_retried_on_the_next_run(

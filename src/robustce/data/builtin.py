@@ -110,7 +110,7 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
     return Dataset(frame, target, schema, name="synthetic_loan",
                    class_names=("rejected", "approved"),
                    description="Synthetic loan applications (built in, see the docstring).",
-                   meta={"n_samples": n})
+                   meta={"n_samples": n}, favourable=1)
 
 
 # ----------------------------------------------------------------------------------------
@@ -144,7 +144,8 @@ def _toy(name: str, X: np.ndarray, y: np.ndarray, description: str, meta: dict) 
     target = pd.Series(np.asarray(y, dtype=np.int64), name="target")
     classes = tuple(range(int(target.max()) + 1))
     return Dataset(frame, target, schema, name=name, class_names=classes,
-                   description=description, meta=meta)
+                   description=description, meta=meta,
+                   favourable=1 if len(classes) == 2 else None)  # the papers' class 1
 
 
 _TOY_NOTE = ("Features x1, x2 continuous; bounds = observed range padded by 10% on each side "
@@ -258,7 +259,8 @@ def label_shift(n_samples: int = 1000, p: tuple[float, float] = (0.6, 0.3),
 # ----------------------------------------------------------------------------------------
 
 
-def _sklearn_table(name: str, bunch, description: str) -> Dataset:
+def _sklearn_table(name: str, bunch, description: str, favourable: int | None = None
+                   ) -> Dataset:
     """A Dataset from a scikit-learn ``as_frame`` bunch; every feature is continuous."""
     frame = bunch.data.reset_index(drop=True)
     frame.columns = [str(c) for c in frame.columns]
@@ -266,7 +268,7 @@ def _sklearn_table(name: str, bunch, description: str) -> Dataset:
     schema = infer_schema(frame, kinds=dict.fromkeys(frame.columns, "continuous")).with_dtypes(frame)
     return Dataset(frame, target, schema, name=name,
                    class_names=tuple(str(c) for c in bunch.target_names),
-                   description=description)
+                   description=description, favourable=favourable)
 
 
 def breast_cancer() -> Dataset:
@@ -277,7 +279,7 @@ def breast_cancer() -> Dataset:
     return _sklearn_table(
         "breast_cancer", load_breast_cancer(as_frame=True),
         "Wisconsin diagnostic breast cancer (scikit-learn, 569 rows, 30 continuous "
-        "features). Class 1 = benign, class 0 = malignant.")
+        "features). Class 1 = benign (favourable), class 0 = malignant.", favourable=1)
 
 
 def iris() -> Dataset:

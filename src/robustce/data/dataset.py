@@ -13,14 +13,16 @@ from robustce.data.schema import Feature, Schema, infer_schema
 from robustce.errors import ValidationError
 from robustce.utils import check_random_state
 
-__all__ = ["Dataset", "from_frame"]
+__all__ = ["Dataset", "from_frame", "guess_favourable"]
 
 
 @dataclass
 class Dataset:
     """Raw features (``frame``), labels 0..K-1 (``target``) and the feature ``schema``.
 
-    ``class_names[k]`` is the original label of class ``k``; ``groups`` optionally tags each
+    ``class_names[k]`` is the original label of class ``k``; ``favourable`` is the index of
+    the outcome a person asks recourse for (``"approved"``, ``"not_diabetic"``), or ``None``
+    where the data does not say (multi-class tables, unclear labels); ``groups`` optionally tags each
     row with a period or population (loan year, school, original/corrected data) for shift
     protocols. Index labels are kept through splits and become ``query_id`` in explanations.
     """
@@ -33,8 +35,14 @@ class Dataset:
     description: str = ""
     groups: pd.Series | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    favourable: int | None = None
 
     def __post_init__(self) -> None:
+        if self.favourable is not None and not (
+                isinstance(self.favourable, int | np.integer)
+                and 0 <= int(self.favourable) < len(self.class_names)):
+            raise ValidationError(f"favourable must be a class index in [0, "
+                                  f"{len(self.class_names) - 1}] or None, got {self.favourable!r}")
         if len(self.frame) != len(self.target):
             raise ValidationError(
                 f"frame has {len(self.frame)} rows but target has {len(self.target)}"
@@ -56,6 +64,32 @@ class Dataset:
     @property
     def n_classes(self) -> int:
         return len(self.class_names)
+
+    @property
+    def favourable_label(self) -> Any:
+        """The label of the favourable class, or ``None`` where none is declared."""
+        return None if self.favourable is None else self.class_names[self.favourable]
+
+    def class_index(self, value: Any) -> int:
+        """The index of a class given by index (an integer) or by label (``"approved"``);
+        :class:`~robustce.errors.ValidationError` naming the classes otherwise."""
+        labels = [str(c) for c in self.class_names]
+        if isinstance(value, str) and value in labels:
+            return labels.index(value)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if isinstance(value, int | np.integer) and 0 <= int(value) < len(labels):
+            return int(value)
+        raise ValidationError(f"unknown class {value!r}; the classes are {self.class_mapping()}")
+
+    def class_mapping(self) -> str:
+        """``"0 = rejected, 1 = approved (favourable)"``: how labels are numbered."""
+        return ", ".join(f"{k} = {c}" + (" (favourable)" if k == self.favourable else "")
+                         for k, c in enumerate(self.class_names))
+
+    def with_favourable(self, value: Any) -> Dataset:
+        """This dataset with the favourable class set, by index or label."""
+        return replace(self, favourable=self.class_index(value))
 
     @property
     def y(self) -> np.ndarray:
@@ -179,6 +213,7 @@ class Dataset:
                 str(self.class_names[k]): int(c) for k, c in enumerate(counts)
             },
             "description": self.description,
+            "favourable": self.favourable_label,
         }
 
 
@@ -221,6 +256,7 @@ def from_frame(
     *,
     name: str = "custom",
     positive: Any = None,
+    favourable: Any = None,
     description: str = "",
     **infer: Any,
 ) -> Dataset:
@@ -228,6 +264,9 @@ def from_frame(
 
     The schema is inferred (see :func:`robustce.data.infer_schema`; keyword arguments such as
     ``immutable=["age"]`` pass through) unless given; then the frame is validated against it.
+    ``favourable`` names the label people want (``"approved"``); left out, a binary target
+    whose labels say it (:func:`guess_favourable`: approved/rejected, yes/no, good/bad, ...)
+    gets it, and any other target has none (``Dataset.favourable is None``).
     """
     if not isinstance(df, pd.DataFrame):
         raise ValidationError(f"expected a pandas DataFrame, got {type(df).__name__}")
@@ -241,5 +280,34 @@ def from_frame(
         raise ValidationError(f"schema given; inference options {sorted(infer)} would be ignored")
     schema.validate(features)
     features = features[schema.names]
-    return Dataset(features, y.rename(target), schema, name=name, class_names=class_names,
-                   description=description)
+    data = Dataset(features, y.rename(target), schema, name=name, class_names=class_names,
+                   description=description, favourable=guess_favourable(class_names))
+    return data if favourable is None else data.with_favourable(favourable)
+
+
+#: label words that name a favourable / an unfavourable outcome (lower case, compared whole)
+FAVOURABLE_WORDS = frozenset({
+    "approved", "approve", "accepted", "accept", "granted", "yes", "good", "paid", "repaid",
+    "hired", "admitted", "pass", "passed", "success", "positive", "no_default", "nodefault",
+    "healthy", "not_diabetic", "benign", "low", "low risk", "low_risk", "eligible", "true",
+})
+UNFAVOURABLE_WORDS = frozenset({
+    "rejected", "reject", "denied", "deny", "declined", "decline", "refused", "no", "bad",
+    "default", "defaulted", "fired", "fail", "failed", "failure", "negative", "diabetic",
+    "malignant", "high", "high risk", "high_risk", "ineligible", "false", "churn",
+})
+
+
+def guess_favourable(class_names: Sequence[Any]) -> int | None:
+    """The favourable class of a binary target whose labels say it (``approved`` /
+    ``rejected``, ``yes`` / ``no``, ``good`` / ``bad``, ...), else ``None``. Numbers
+    (``0`` / ``1``) say nothing: a ``1`` may be a default as well as a repayment."""
+    if len(class_names) != 2:
+        return None
+    words = [str(c).strip().lower() for c in class_names]
+    fav = [w in FAVOURABLE_WORDS for w in words]
+    unfav = [w in UNFAVOURABLE_WORDS for w in words]
+    for k in (0, 1):
+        if (fav[k] and not fav[1 - k]) or (unfav[1 - k] and not unfav[k] and not fav[1 - k]):
+            return k
+    return None

@@ -235,7 +235,13 @@ class Encoder:
     def check_array(self, X: Any, *, name: str = "X") -> np.ndarray:
         """Validate an encoded array: 2-D float, right width, finite."""
         self._check_fitted()
-        arr = np.asarray(X, dtype=np.float64)
+        try:
+            arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:  # strings: raw rows given as an array
+            raise ValidationError(
+                f"{name} must be numbers in model space, shape (n, {self.n_features_out_}); got "
+                f"an array that is not numeric ({exc}). Pass raw rows as a pandas DataFrame "
+                f"with the columns {self.schema.names}") from None
         if arr.ndim == 1:
             arr = arr[None, :]
         if arr.ndim != 2 or arr.shape[1] != self.n_features_out_:

@@ -6,9 +6,11 @@ verified by checksum, else downloaded), builds the raw feature frame, integer la
 usual immutable features marked), and returns a :class:`~robustce.data.dataset.Dataset`.
 
 Label conventions follow the papers that use each file; every description says which label
-is class 1 (``Dataset.class_names[1]``). Numeric bounds are the observed range of the rows a
-loader reads (for CARLA ``split=`` loads: of train and test together, so both splits share
-one schema). Nothing is scaled here; the :class:`~robustce.data.encoder.Encoder` does that.
+is class 1 (``Dataset.class_names[1]``) and which is favourable (``Dataset.favourable``: the
+outcome recourse asks for; class 1 unless a loader says otherwise). Numeric bounds are the
+observed range of the rows a loader reads (for CARLA ``split=`` loads: of train and test
+together, so both splits share one schema). Nothing is scaled here; the
+:class:`~robustce.data.encoder.Encoder` does that.
 
 ``CATALOG`` lists the file datasets; :mod:`robustce.data.registry` registers them.
 """
@@ -84,6 +86,7 @@ def _finish(
     groups: pd.Series | np.ndarray | None = None,
     group_name: str = "group",
     meta: dict[str, Any] | None = None,
+    favourable: int | None = 1,
 ) -> Dataset:
     frame = frame[schema.names].reset_index(drop=True)
     target = pd.Series(np.asarray(y, dtype=np.int64), index=frame.index, name="target")
@@ -93,7 +96,8 @@ def _finish(
     schema = schema.with_dtypes(frame)
     schema.validate(frame)
     return Dataset(frame, target, schema, name=name, class_names=class_names,
-                   description=description, groups=grp, meta=dict(meta or {}))
+                   description=description, groups=grp, meta=dict(meta or {}),
+                   favourable=favourable)
 
 
 # ----------------------------------------------------------------------------------------
@@ -216,7 +220,7 @@ def load_heloc(data_home: PathLike = None, split: str | None = None) -> Dataset:
 DIABETES_DESCRIPTION = (
     "Pima Indians diabetes (768 rows, 8 numeric features; zeros in Glucose, BloodPressure, "
     "SkinThickness, Insulin, BMI mean missing and are kept as 0). Class 1 = diabetic "
-    "(as in the AAAI-24 and APAS papers), class 0 = not diabetic. Immutable: Pregnancies, "
+    "(as in the AAAI-24 and APAS papers), class 0 = not diabetic (favourable). Immutable: Pregnancies, "
     "DiabetesPedigreeFunction, Age."
 )
 
@@ -232,7 +236,7 @@ def load_diabetes(data_home: PathLike = None) -> Dataset:
     )
     return _finish("diabetes", X, _codes(df["Outcome"], (0, 1)), schema,
                    ("not_diabetic", "diabetic"), DIABETES_DESCRIPTION,
-                   meta={"files": ["diabetes/diabetes.csv"], "target": "Outcome"})
+                   meta={"files": ["diabetes/diabetes.csv"], "target": "Outcome"}, favourable=0)
 
 
 NO2_DESCRIPTION = (
@@ -257,16 +261,16 @@ def _spam(name: str, relpath: str, target: str, description: str, data_home: Pat
     X = df.drop(columns=[target])
     schema = infer_schema(X, kinds=dict.fromkeys(X.columns[:-3], "continuous"))
     return _finish(name, X, _codes(df[target], (0, 1)), schema, ("not_spam", "spam"),
-                   description, meta={"files": [relpath], "target": target})
+                   description, meta={"files": [relpath], "target": target}, favourable=0)
 
 
 SPAMBASE_DESCRIPTION = (
     "UCI Spambase, complete (4 601 rows, 57 numeric features with UCI names). "
-    "Class 1 = spam (the papers' convention), class 0 = not spam."
+    "Class 1 = spam (the papers' convention), class 0 = not spam (favourable)."
 )
 SPAM_DESCRIPTION = (
     "Spambase as used by the AAAI-24 paper and APAS (4 600 rows, features F1..F57, rows "
-    "shuffled, first UCI row missing). Class 1 = spam, class 0 = not spam."
+    "shuffled, first UCI row missing). Class 1 = spam, class 0 = not spam (favourable)."
 )
 
 
@@ -507,7 +511,8 @@ _STUDENT_ORDINAL = {
 }
 STUDENT_DESCRIPTION = (
     "UCI Student Performance, {course} course ({rows} rows), ROAR's binarisation: class 1 = "
-    "final grade G3 < 10 (ROAR's 'Outcome'; note: the failing grade), class 0 = G3 >= 10. "
+    "final grade G3 < 10 (ROAR's 'Outcome'; note: the failing grade), class 0 = G3 >= 10 "
+    "(favourable). "
     "G1, G2, G3 and school dropped; groups = school (GP = ROAR's pre-shift data, MS). "
     "Immutable: sex, age, Pstatus, Medu, Fedu, Mjob, Fjob, failures, nursery."
 )
@@ -530,7 +535,7 @@ def _student(name: str, relpath: str, course: str, data_home: PathLike) -> Datas
     return _finish(name, X, y, schema, ("G3>=10", "G3<10"),
                    STUDENT_DESCRIPTION.format(course=course, rows=len(df)),
                    groups=df["school"].astype(str), group_name="school",
-                   meta={"files": [relpath], "target": "G3 < 10"})
+                   meta={"files": [relpath], "target": "G3 < 10"}, favourable=0)
 
 
 def load_student(data_home: PathLike = None) -> Dataset:

@@ -23,8 +23,10 @@ schema (documented in ``docs/benchmark.md``)::
 
     [queries]
     n = 20                        # first n test rows predicted as `from_class`
-    from_class = 0
-    target_class = 1              # optional; binary default: the other class
+    from_class = 0                # a class index or label ("rejected"); default 0, or with
+                                  # target_class (binary) the other class
+    target_class = 1              # optional; binary default: the other class; a label, or
+                                  # "favourable": each dataset's declared favourable class
     source = "test"               # or "train": rows of the data the methods see
     order = "first"               # or "random": n drawn with the seed (no replacement)
     family_agrees = false         # true: only rows every retrained model also predicts as
@@ -119,7 +121,11 @@ SKLEARN_MODELS = {
 }
 MODEL_KINDS = ("mlp", *SKLEARN_MODELS)
 SPLIT_KEYS = {"test_size": float, "stratify": bool}
-QUERY_KEYS = {"n": int, "from_class": int, "target_class": int, "source": str,
+class ClassRef:
+    """Config type of ``queries.from_class`` / ``target_class``: a class index or a label."""
+
+
+QUERY_KEYS = {"n": int, "from_class": ClassRef, "target_class": ClassRef, "source": str,
               "family_agrees": bool, "order": str}
 QUERY_SOURCES = ("test", "train")
 QUERY_ORDERS = ("first", "random")
@@ -362,7 +368,8 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
         raise ConfigError(f"split.test_size: must be in (0, 1), got {split['test_size']}")
     queries = _simple_table(raw.get("queries", {}), QUERY_KEYS, "queries")
     queries.setdefault("n", 20)
-    queries.setdefault("from_class", 0)
+    if "target_class" not in queries:
+        queries.setdefault("from_class", 0)
     if queries["n"] < 1:
         raise ConfigError(f"queries.n: must be a positive integer, got {queries['n']}")
     for key, allowed in (("source", QUERY_SOURCES), ("order", QUERY_ORDERS)):
@@ -827,6 +834,8 @@ def _matches(value: Any, typ: type) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if typ is float:
         return isinstance(value, int | float) and not isinstance(value, bool)
+    if typ is ClassRef:
+        return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
     return isinstance(value, typ)
 
 
@@ -867,8 +876,8 @@ def _matches_hint(value: Any, hint: Any) -> bool | None:
 
 
 def _type_name(typ: type) -> str:
-    return {int: "an integer", float: "a number", bool: "true/false", str: "a string"}.get(
-        typ, typ.__name__)
+    return {int: "an integer", float: "a number", bool: "true/false", str: "a string",
+            ClassRef: "a class index or label"}.get(typ, typ.__name__)
 
 
 def _hint_name(hint: Any) -> str:

@@ -78,6 +78,10 @@ def _method_entries(names: list[str], delta: float, time_limit: float, epochs: i
     return out
 
 
+#: training epochs of the methods that train their own predictor: (quick, full)
+OWN_EPOCHS = {True: 20, False: 50}
+
+
 def demo_config(*, quick: bool = False, delta: float = DEFAULT_DELTA,
                 methods: list[str] | None = None) -> dict[str, Any]:
     """The benchmark configuration the demo runs (a dict in the TOML schema)."""
@@ -96,7 +100,7 @@ def demo_config(*, quick: bool = False, delta: float = DEFAULT_DELTA,
         "datasets": [{"name": "synthetic_loan",
                       "params": {"n_samples": 1000 if quick else 2000, "random_state": 0}}],
         "methods": _method_entries(names, delta, time_limit=5.0 if quick else 15.0,
-                                   epochs=20 if quick else 50, hidden=hidden),
+                                   epochs=OWN_EPOCHS[quick], hidden=hidden),
         "model": {"hidden_layers": hidden, "epochs": 30 if quick else 50,
                   "lr": 1e-2 if quick else 5e-3},
         "split": {"test_size": 0.2},
@@ -189,6 +193,12 @@ def run_demo(out_dir: str | Path = "robustce-demo", *, quick: bool = False,
                  "data, explained by MACE (nearest CE under MACE's normalised ℓ1, within "
                  "ε = 1e-3 of the optimum, certified) and MO (the nearest reachable training "
                  "point the model accepts).")
+    notes.extend([*result.class_notes(), *result.notes(), *trees.notes()])
+    own_uncovered = quick and any(trains_own_model(m) for _, m in result.coverage_reasons())
+    if own_uncovered:
+        notes.append(f"--quick trains CounterNet and RoCourseNet for {OWN_EPOCHS[True]} epochs, "
+                     "too few for their explainer head to reach the target class; "
+                     f"`robustce demo` without --quick trains {OWN_EPOCHS[False]}.")
     for err in [*result.errors, *trees.errors]:
         notes.append(f"{err['method']}: failed — {err.get('error', '?')}")
     paths = write_report(table, out, title="robustce demo — synthetic loan applications",
@@ -203,6 +213,10 @@ def run_demo(out_dir: str | Path = "robustce-demo", *, quick: bool = False,
           file=stream)
     print(format_table(tree_table), file=stream)
     print(file=stream)
+    for line in [*result.notes(), *trees.notes()]:
+        print(f"note: {line}", file=stream)
+    if own_uncovered:
+        print(f"note: {notes[-1]}", file=stream)
     for err in [*result.errors, *trees.errors]:
         print(f"warning: {err['method']} failed: {err.get('error', '?')}", file=stream)
     print(f"report:       {paths['html']}", file=stream)

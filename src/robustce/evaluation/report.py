@@ -51,8 +51,10 @@ RETRAIN_METRICS = ("vr",)
 TIME_METRICS = ("time", "time_s")
 #: the columns a terminal summary shows when every metric was computed
 HEADLINE_COLUMNS = ("coverage", "validity", "proximity_l1", "raw_l1", "sparsity", "lof", "vr",
-                    "v_delta", "time", "time_s", "n", "errors")
-COUNT_COLUMNS = ("n", "errors")
+                    "v_delta", "time", "time_s", "n", "uncertified", "errors")
+#: counts, shown without ± (``uncertified``: CEs in ``n`` whose query did not end ``found``;
+#: the column appears only where there are some)
+COUNT_COLUMNS = ("n", "uncertified", "errors")
 
 
 # --- tables -------------------------------------------------------------------------------------

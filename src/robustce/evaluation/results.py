@@ -144,15 +144,78 @@ class BenchmarkResult:
                 tq = ok["time_per_query_s"].astype(float) if len(ok) else pd.Series(dtype=float)
                 row[("time_s", "mean")], row[("time_s", "std")] = _mean_std(tq)
             row[("n", "mean")], row[("n", "std")] = float(len(q)), float("nan")
+            if "status" in q.columns and (q["status"].notna() & (q["status"] != "found")).any():
+                # n = queries with a CE = coverage·(queries) + these
+                row[("uncertified", "mean")] = float(
+                    (q["status"].notna() & (q["status"] != "found")).sum())
+                row[("uncertified", "std")] = float("nan")
             row[("errors", "mean")] = float(len(sel) - len(ok)
                                             - (int(sel["skipped"].sum()) if len(sel) else 0))
             row[("errors", "std")] = float("nan")
             rows[(d, m)] = row
         table = pd.DataFrame.from_dict(rows, orient="index")
+        if ("uncertified", "mean") in table.columns:  # beside n, whatever row had it first
+            cols = [c for c in table.columns if c[0] != "uncertified"]
+            at = cols.index(("n", "std")) + 1
+            table = table[[*cols[:at], ("uncertified", "mean"), ("uncertified", "std"),
+                           *cols[at:]]]
         if len(table):
             table.index = pd.MultiIndex.from_tuples(table.index, names=["dataset", "method"])
             table.columns = pd.MultiIndex.from_tuples(table.columns, names=["metric", "stat"])
         return table
+
+    def uncertified(self) -> pd.DataFrame:
+        """The CEs counted in the table whose query did not end ``found`` (e.g. a MACE query
+        that hit its time limit returns its best point, without a certificate): dataset, seed,
+        method, query_id, status."""
+        pq = self.per_query
+        cols = ["dataset", "seed", "method", "query_id", "status"]
+        if "status" not in pq.columns:
+            return pd.DataFrame(columns=cols)
+        sel = pq[pq["status"].notna() & (pq["status"] != "found")]
+        return sel[cols].reset_index(drop=True)
+
+    def coverage_reasons(self) -> dict[tuple[str, str], dict[str, int]]:
+        """(dataset, method) -> ``"status: message"`` -> queries, for the methods whose
+        coverage is 0 in every finished cell: why no query got a CE."""
+        out: dict[tuple[str, str], dict[str, int]] = {}
+        for c in self.cells:
+            if not c.get("ok"):
+                continue
+            key = (c["dataset"], c["method"])
+            if c.get("coverage") != 0 and key in out:
+                out[key] = {}
+            if c.get("coverage") == 0:
+                merged = out.setdefault(key, {})
+                for text, n in c.get("reasons", {}).items():
+                    merged[text] = merged.get(text, 0) + int(n)
+        return {k: v for k, v in out.items() if v}
+
+    def class_notes(self) -> list[str]:
+        """Per dataset, the classes its queries were explained from and toward, by label
+        (``"synthetic_loan: rows predicted rejected, explained toward approved"``)."""
+        seen: dict[str, dict[str, Any]] = {}
+        for c in self.cells:
+            if c.get("ok") and c.get("classes") and c["dataset"] not in seen:
+                seen[c["dataset"]] = c["classes"]
+        return [f"{d}: rows predicted {k.get('from')}, explained toward "
+                f"{k.get('target') or 'the method default'}" for d, k in seen.items()]
+
+    def notes(self) -> list[str]:
+        """Lines for a report or the terminal: which CEs are uncertified, and why a method
+        has no CE at all."""
+        lines = []
+        unc = self.uncertified()
+        if len(unc):
+            shown = "; ".join(f"{r.dataset} {r.method} seed {r.seed} query {r.query_id} "
+                              f"({r.status})" for r in unc.iloc[:5].itertuples())
+            more = f"; and {len(unc) - 5} more" if len(unc) > 5 else ""
+            lines.append(f"uncertified: {len(unc)} CE{'s' if len(unc) > 1 else ''} counted in "
+                         f"the metrics (n) but not in coverage: {shown}{more}")
+        for (d, m), reasons in self.coverage_reasons().items():
+            why = "; ".join(f"{n} {text}" for text, n in reasons.items())
+            lines.append(f"{d} {m}: no query got a CE — {why}")
+        return lines
 
     def _method_order(self) -> list[tuple[str, str]]:
         if self.config is not None:

@@ -45,7 +45,12 @@ from robustce.evaluation.results import CELL_FORMAT, BenchmarkResult, cell_id, l
 from robustce.utils import atomic_write
 
 __all__ = [
+    "MISSING_DATA",
     "GroupContext",
+    "check_data",
+    "failed_for_missing_data",
+    "missing_data",
+    "query_classes",
     "load_entry",
     "prepare_group",
     "retrain_protocol",
@@ -57,6 +62,9 @@ __all__ = [
 # torch's global RNG is seeded inside MLP.fit; threads (threading/dask processes=False
 # backends) must not interleave there, or a model's initial weights depend on scheduling.
 _TRAIN_LOCK = threading.Lock()
+
+#: ``cause`` of a cell that failed because a dataset file was missing: retried on every run
+MISSING_DATA = "missing_data"
 
 
 # --- per (dataset, seed) context --------------------------------------------------------------
@@ -76,7 +84,10 @@ class GroupContext:
     prepare_s: float = 0.0
     error: str | None = None
     skipped: str | None = None  # why the group's cells are skipped (an optional dataset's file)
+    cause: str | None = None  # what made ``error``: MISSING_DATA, or None (anything else)
     lof: Any = None  # LOFScorer of train, fitted once for every cell of the group (LOF metrics)
+    from_class: int | None = None  # queries.from_class / target_class resolved on the data
+    target_class: int | None = None
 
 
 def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, retrain: Mapping[str, Any]
@@ -205,6 +216,7 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
             raise
         ctx.skipped = f"dataset {dataset.name!r} is unavailable: {exc}"
         return ctx
+    ctx.from_class, ctx.target_class = query_classes(config.queries, data)
     split = config.split
     train, test = data.split(test_size=split.get("test_size", 0.2), random_state=seed,
                              stratify=split.get("stratify", True))
@@ -223,7 +235,7 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
     q = config.queries
     source = ctx.train if q.get("source", "test") == "train" else test
     family = ctx.family if q.get("family_agrees", False) else None
-    ctx.queries = select_queries(model, source, q["n"], q["from_class"], family=family,
+    ctx.queries = select_queries(model, source, q["n"], ctx.from_class, family=family,
                                  order=q.get("order", "first"), random_state=seed)
     if "delta" in dataset.evaluation:
         ctx.shift = ParameterShift(delta=dataset.evaluation["delta"])
@@ -251,13 +263,83 @@ def _group_lof(config: BenchmarkConfig, dataset: DatasetEntry, ctx: GroupContext
 
 
 def _prepare_safe(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> GroupContext:
+    from robustce.errors import DatasetUnavailableError
+
     try:
         return prepare_group(config, dataset, seed)
     except Exception as exc:
         if config.on_error == "raise":
             raise
         return GroupContext(dataset.label, seed, config.group_fingerprint(dataset, seed),
-                            error=f"{type(exc).__name__}: {exc}")
+                            error=f"{type(exc).__name__}: {exc}",
+                            cause=MISSING_DATA if isinstance(exc, DatasetUnavailableError)
+                            else None)
+
+
+# --- the data a configuration needs ---------------------------------------------------------------
+def _entry_files(dataset: Any) -> tuple[str, ...]:
+    """The files the loader of one ``[[datasets]]`` entry reads (built-ins: none)."""
+    from robustce.data.download import LOAN_YEARS
+    from robustce.data.registry import get_spec
+
+    spec = get_spec(dataset.name)
+    if spec.builtin:
+        return ()
+    files = spec.files
+    if dataset.name == "loan":
+        years = dataset.params.get("years")
+        years = LOAN_YEARS if years is None else ([years] if isinstance(years, int) else years)
+        return tuple(f for f in files if any(f.endswith(f"year={y}.csv.gz") for y in years))
+    if all(f.startswith("carla/") for f in files) and len(files) == 3:
+        split = dataset.params.get("split")
+        return files[:1] if split is None else files[1:]
+    return files
+
+
+def missing_data(config: Any) -> list[tuple[str, str]]:
+    """``(dataset, file)`` for every file a (non-optional) dataset of ``config`` (a
+    :class:`BenchmarkConfig` or a part-shift one) needs that is neither on disk
+    (``data_home``, ``$ROBUSTCE_DATA``, the cache) nor downloadable now."""
+    from robustce.data.download import ensure_file, locate
+    from robustce.errors import DatasetUnavailableError
+
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for d in config.datasets:
+        if getattr(d, "optional", False):
+            continue
+        for rel in _entry_files(d):
+            if rel in seen or locate(rel, config.data_home) is not None:
+                continue
+            seen.add(rel)
+            try:
+                ensure_file(rel, config.data_home)
+            except DatasetUnavailableError:
+                out.append((d.name, rel))
+    return out
+
+
+def check_data(config: Any) -> None:
+    """Stop before any work, with one line naming the missing files and where they go, when a
+    dataset of ``config`` cannot be had (:class:`~robustce.errors.DatasetUnavailableError`)."""
+    import os
+
+    from robustce.data.download import ENV_DATA, search_dirs
+    from robustce.errors import DatasetUnavailableError
+
+    missing = missing_data(config)
+    if not missing:
+        return
+    dirs, _ = search_dirs(config.data_home)
+    where = (f"data_home {dirs[0]}" if config.data_home is not None
+             else f"${ENV_DATA} ({os.environ[ENV_DATA]})" if os.environ.get(ENV_DATA)
+             else f"a folder named by ${ENV_DATA}")
+    names = ", ".join(f"{rel} ({name})" for name, rel in missing[:8])
+    more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+    raise DatasetUnavailableError(
+        f"benchmark {config.name!r} needs data that is not here and cannot be downloaded: "
+        f"{names}{more}; put these files, with these relative paths, under {where} and rerun "
+        "(cells that failed for missing data are retried by themselves)")
 
 
 # --- one cell ---------------------------------------------------------------------------------
@@ -278,6 +360,8 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     }
     if ctx.error is not None:
         record.update(ok=False, error=f"group preparation failed: {ctx.error}")
+        if ctx.cause is not None:
+            record["cause"] = ctx.cause
         return record, None
     reason = ctx.skipped or method.cls.missing_dependency()
     if reason is not None:  # a clean skip: recorded, not an error, retried on the next run
@@ -329,10 +413,15 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     pq = per_query.copy()
     pq.index.name = "query_id"
     pq = pq.reset_index()
+    # a CE whose query did not end ``found`` (a MACE timeout's best point) counts in the
+    # metrics but is not certified: the table counts those (``uncertified``)
+    pq["status"] = expl.status.reindex(pq["query_id"]).to_numpy() if len(pq) else []
     record.update(
         ok=True,
         n_queries=len(expl),
         status_counts=expl.status_counts(),
+        reasons=_reasons(expl),
+        classes=_class_labels(ctx),
         coverage=expl.coverage,
         explain_s=explain_s,
         seconds=time.perf_counter() - t0,
@@ -344,13 +433,53 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
     return record, expl
 
 
+def _class_labels(ctx: GroupContext) -> dict[str, str | None]:
+    """The group's query classes by label: ``{"from": "rejected", "target": "approved"}``."""
+    names = ctx.train.class_names
+
+    def label(k: int | None) -> str | None:
+        return None if k is None else str(names[k])
+
+    return {"from": label(ctx.from_class), "target": label(ctx.target_class)}
+
+
+def _reasons(expl: Any, limit: int = 5) -> dict[str, int]:
+    """``"status: message"`` -> queries, for the queries without a certified CE (at most
+    ``limit`` distinct ones, the most frequent first): why a method's coverage is low."""
+    other = ~expl.status.isin(["found", "already_target"])
+    text = expl.status[other] + ": " + expl.messages[other].astype(str)
+    counts = text.str.rstrip(": ").value_counts()
+    return {str(k): int(v) for k, v in counts.iloc[:limit].items()}
+
+
+def query_classes(queries: Mapping[str, Any], data: Any) -> tuple[int, int | None]:
+    """``(from_class, target_class)`` of a ``[queries]`` table on one dataset, as indices:
+    labels are looked up in ``data.class_names``; ``target_class = "favourable"`` is the
+    dataset's declared favourable class; binary data: a missing one is the other class
+    (``from_class`` defaults to 0); ``None`` target leaves it to the method."""
+    target = queries.get("target_class")
+    if target == "favourable" and "favourable" not in map(str, data.class_names):
+        if data.favourable is None:
+            raise ValidationError(f"queries.target_class = 'favourable': dataset {data.name!r} "
+                                  f"declares no favourable class ({data.class_mapping()})")
+        target = data.favourable
+    target = None if target is None else data.class_index(target)
+    source = queries.get("from_class")
+    if source is None:
+        source = 1 - target if target is not None and data.n_classes == 2 else 0
+    source = data.class_index(source)
+    if target is None and data.n_classes == 2:
+        target = 1 - source
+    return source, target
+
+
 def _target_class(config: BenchmarkConfig, ctx: GroupContext) -> int | None:
-    """The class the CEs aim at: ``queries.target_class``, else (binary data) the class other
-    than ``queries.from_class``; ``None`` leaves it to the method."""
-    target = config.queries.get("target_class")
-    if target is None and ctx.train.n_classes == 2:
-        target = 1 - int(config.queries["from_class"])
-    return None if target is None else int(target)
+    """The class the CEs aim at (:func:`query_classes`, resolved when the group was
+    prepared); ``None`` leaves it to the method."""
+    if ctx.target_class is not None or ctx.from_class is not None:
+        return ctx.target_class
+    source, target = query_classes(config.queries, ctx.train)
+    return target
 
 
 def _with_set_distances(config: BenchmarkConfig, ctx: GroupContext, explainer: Any, expl: Any,
@@ -372,6 +501,16 @@ def _with_set_distances(config: BenchmarkConfig, ctx: GroupContext, explainer: A
     for m in wanted:
         out[m] = sd[m].to_numpy()
     return out
+
+
+def failed_for_missing_data(record: Mapping[str, Any]) -> bool:
+    """Whether a cell record failed because a dataset file was missing (``cause``; records
+    written before causes were recorded: a ``DatasetUnavailableError`` in its error)."""
+    if record.get("ok"):
+        return False
+    return (record.get("cause") == MISSING_DATA
+            or str(record.get("error", "")).startswith("group preparation failed: "
+                                                      "DatasetUnavailableError"))
 
 
 def _dataset_entry(config: BenchmarkConfig, label: str) -> DatasetEntry:
@@ -434,15 +573,21 @@ def run_benchmark(
     progress: bool = True,
     retry_errors: bool = False,
     resume: bool = True,
+    check: bool = True,
 ) -> BenchmarkResult:
-    """Run (or resume) a benchmark. ``config`` is validated before anything else happens.
+    """Run (or resume) a benchmark. ``config`` is validated before anything else happens, and
+    (``check``) the files of its datasets: :func:`check_data` stops with one line naming the
+    missing ones.
 
     ``out_dir`` (or the config's ``out_dir``) receives ``cells/*.json``, ``explanations/``,
     ``config.json``, ``per_query.csv`` and ``table.csv``. ``n_jobs``/``backend`` override the
     config's. Cells already on disk with a matching fingerprint are skipped (error cells too,
-    unless ``retry_errors``); ``resume=False`` recomputes every cell.
+    unless ``retry_errors``; cells that failed for missing data are always retried);
+    ``resume=False`` recomputes every cell.
     """
     config = parse_config(config)
+    if check:
+        check_data(config)
     out = Path(out_dir) if out_dir is not None else config.out_dir
     if out is None:
         raise ConfigError("out_dir: no output directory given (config `out_dir` or argument)")
@@ -463,7 +608,8 @@ def run_benchmark(
     for d, s, m in config.cells():
         rec = read_cell(out / "cells" / f"{cell_id(d.label, s, m.label)}.json")
         fresh = rec is not None and rec.get("fingerprint") == config.cell_fingerprint(d, s, m) \
-            and not rec.get("skipped")  # a skipped cell is looked at again (extra installed?)
+            and not rec.get("skipped") \
+            and not failed_for_missing_data(rec)  # looked at again (extra installed? data in?)
         if resume and fresh and (rec.get("ok") or not retry_errors):
             continue
         pending.append((d, s, m))

@@ -39,13 +39,13 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from robustce.data.dataset import Dataset
-from robustce.errors import NotFittedError, RobustCEError, ValidationError
+from robustce.errors import NotFittedError, ParameterError, RobustCEError, ValidationError
 from robustce.explanations import Explanations, QueryResult
 from robustce.models.base import Model
 from robustce.utils import check_random_state, package_version
 from robustce.validation import check_integer, check_number
 
-__all__ = ["Explainer", "QueryResult", "Trainable"]
+__all__ = ["Explainer", "QueryResult", "Trainable", "resolve_class"]
 
 ACTION_TOL = 1e-7
 MAX_JOBS = 4096  # |n_jobs| cap: joblib passes it to C ints and spawns up to that many workers
@@ -58,7 +58,8 @@ class Explainer:
     ----------
     model : Model — the classifier to explain (``model.encoder`` defines model space).
     data : Dataset or None — training data (neighbour search, plausibility, fitting).
-    target_class : int or None — desired class; ``None`` = the other class (binary only).
+    target_class : int, label or None — desired class: an index 0..K-1 or one of the model's
+        ``class_names`` (``"approved"``); ``None`` = the other class (binary only).
     time_limit : float — per-query time budget in seconds (solver limits, search caps).
     random_state : int, Generator or None — the only source of randomness.
     n_jobs : int — joblib workers for per-query methods (1 = sequential).
@@ -66,6 +67,13 @@ class Explainer:
 
     name: ClassVar[str] = "explainer"
     certificate_columns: ClassVar[tuple[str, ...]] = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Explainer:
+        # an unknown keyword is a typed error naming the valid ones, not a bare TypeError
+        unknown = sorted(set(kwargs) - {"model", "data", *cls.param_names()})
+        if unknown:
+            raise ParameterError(_unknown_params_message(cls, unknown))
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -94,13 +102,21 @@ class Explainer:
         model._check_fitted()
         if self.data is not None and not isinstance(self.data, Dataset):
             raise ValidationError(f"data must be a robustce Dataset, got {type(self.data).__name__}")
-        self._check_common_params(model.n_classes)
+        self._check_common_params(model.n_classes, model.class_names)
 
-    def _check_common_params(self, n_classes: int) -> None:
-        """The parameters every explainer has and that need no model beyond its class count
-        (``target_class``, ``time_limit``, ``random_state``, ``n_jobs``)."""
-        check_integer(self.target_class, "target_class", low=0, high=n_classes - 1,
-                      allow_none=True)
+    def _check_common_params(self, n_classes: int,
+                             class_names: tuple[Any, ...] | None = None) -> None:
+        """The parameters every explainer has and that need no model beyond its classes
+        (``target_class``, ``time_limit``, ``random_state``, ``n_jobs``). A label
+        ``target_class`` is checked against ``class_names`` where they are known."""
+        if is_label(self.target_class):
+            if class_names is None:  # CounterNet before fit: no labels to look it up in
+                raise ValidationError(f"target_class {self.target_class!r}: a class label "
+                                      "needs the model's class names; give a class index")
+            resolve_class(self.target_class, class_names)
+        else:
+            check_integer(self.target_class, "target_class", low=0, high=n_classes - 1,
+                          allow_none=True)
         check_number(self.time_limit, "time_limit", low=0, low_open=True)
         rs = self.random_state
         if not (rs is None or isinstance(rs, np.random.Generator)):
@@ -218,10 +234,15 @@ class Explainer:
                 raise ValidationError(f"the model has {k} classes: give a target_class (to the "
                                       "constructor or to explain)")
             return (1 - np.asarray(pred)).astype(np.int64)
+        names = tuple(self.model.class_names)
         if np.ndim(target_class) == 0:
+            if is_label(target_class):
+                target_class = resolve_class(target_class, names)
             check_integer(target_class, "target_class", low=0, high=k - 1)
             return np.full(n, int(target_class), dtype=np.int64)
         t = np.asarray(target_class)
+        if t.dtype.kind in "OUS":  # labels ("approved"), one per query
+            t = np.array([resolve_class(v, names) for v in t.tolist()], dtype=np.int64)
         if t.shape != (n,):
             raise ValidationError(f"target_class must be one class or one per query ({n}), got "
                                   f"shape {t.shape}")
@@ -351,6 +372,42 @@ class Explainer:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+def _unknown_params_message(cls: type, unknown: list[str]) -> str:
+    import difflib
+
+    valid = cls.param_names()
+    hints = []
+    for name in unknown:
+        if name == "delta" and "shift" in valid:
+            hints.append("δ goes in shift= (a number, or rc.robustness.ParameterShift(delta))")
+        else:
+            close = difflib.get_close_matches(name, valid, n=1)
+            if close:
+                hints.append(f"did you mean {close[0]!r}?")
+    return (f"{cls.__name__} does not take {', '.join(map(repr, unknown))}"
+            + (f" ({'; '.join(hints)})" if hints else "")
+            + f"; its parameters are {', '.join(valid)}")
+
+
+def is_label(value: Any) -> bool:
+    """Whether ``value`` names a class by its label (a string) rather than by its index."""
+    return isinstance(value, str | np.str_)
+
+
+def resolve_class(value: Any, class_names: tuple[Any, ...]) -> int:
+    """The index of a class given as an index (an integer) or as a label among
+    ``class_names``; :class:`~robustce.errors.ValidationError` naming the labels otherwise."""
+    if not is_label(value):
+        check_integer(value, "target_class", low=0, high=len(class_names) - 1)
+        return int(value)
+    labels = [str(c) for c in class_names]
+    if str(value) not in labels:
+        mapping = ", ".join(f"{k} = {c}" for k, c in enumerate(labels))
+        raise ValidationError(f"target_class {value!r} is not a class of the model; its "
+                              f"classes are {mapping}")
+    return labels.index(str(value))
 
 
 class Trainable:

@@ -162,10 +162,7 @@ class RobustNearestNeighbour(NearestNeighbour):
     # --- neighbours ---------------------------------------------------------------------------
     def _targets(self, X: np.ndarray, target_class: int | None) -> np.ndarray:
         if target_class is not None:
-            t = int(target_class)
-            if not 0 <= t < self.model.n_classes:
-                raise ValidationError(f"target_class must be in [0, {self.model.n_classes}), got {t}")
-            return np.full(len(X), t, dtype=np.int64)
+            return self.targets_for(np.zeros(len(X), dtype=np.int64), target_class)
         return self.targets_for(self.model.predict(X))
 
     def k_robust_neighbours(self, X: Any, k: int, target_class: int | None = None

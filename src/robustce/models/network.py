@@ -425,9 +425,14 @@ def resolve_targets(target_class: Any, n: int, *, network: ReLUNetwork | None = 
 def model_space_rows(net: ReLUNetwork, X: Any, model: Any = None, name: str = "X"
                      ) -> tuple[np.ndarray, np.ndarray]:
     """``X`` as a float array of shape (n, ``net.n_inputs``) and a bool mask of unusable rows
-    (NaN or infinite entries). A DataFrame (raw features) is encoded with ``model.encode``.
+    (NaN or infinite entries). A DataFrame (raw features) is encoded with ``model.encode``;
+    an :class:`~robustce.explanations.Explanations` object gives its CEs (model space) and
+    its ``counterfactuals`` frame is taken as it is (``query_id`` / ``cf_rank`` dropped).
     ``name``: the caller's parameter, for error messages."""
+    if hasattr(X, "counterfactuals_encoded"):  # an Explanations object (duck-typed: layering)
+        X = X.counterfactuals_encoded
     if isinstance(X, pd.DataFrame):
+        X = X.drop(columns=[c for c in ("query_id", "cf_rank") if c in X.columns])
         if model is None or not hasattr(model, "encode"):
             raise ValidationError(f"{name}: a DataFrame of counterfactuals needs a model with an "
                                   "encoder")

@@ -124,7 +124,9 @@ class ExactResult:
 
     def certificate(self, i: int) -> dict[str, Any]:
         """What counterfactual ``i``'s claim was computed with — enough to re-check it."""
-        ss = self.solver_status[i]
+        # the solver fields describe the MILP that decided; a precheck's verdict (interval,
+        # attack) has none, even where a MILP then computed ``value``
+        ss = self.solver_status[i] if str(self.decided_by[i]) in ("milp", "") else None
         return {
             "delta": self.shift.delta,
             "p": "inf",
