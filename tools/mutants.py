@@ -56,6 +56,10 @@ class Mutant:
     why: str  # what would go wrong for a user
 
 
+#: MACE's guards: certificates bracketing a brute-force optimum; infeasible is a proof
+MACE_BRACKET = "tests/methods/test_mace.py::test_trees_bounds_bracket_the_brute_force_optimum"
+MACE_INFEASIBLE = "tests/methods/test_mace.py::test_infeasible_is_a_proof"
+
 MUTANTS: tuple[Mutant, ...] = (
     # --- files ---------------------------------------------------------------------------
     Mutant("atomic_write_in_place", "utils.py",
@@ -253,17 +257,18 @@ MUTANTS: tuple[Mutant, ...] = (
                 return "found", best, high, low, \"\"""",
            """            if high - low <= 10.0 * self._eps:
                 return "found", best, high, low, \"\"""",
-           ("tests/methods/test_mace.py",),
+           (MACE_BRACKET,
+            "tests/methods/test_mace.py::test_logistic_regression_l1_matches_the_lp"),
            "'found' (optimal within ε) claimed with a gap of up to 10ε"),
     Mutant("mace_radius_too_small", "methods/mace.py",
            """                r = min(r, J * delta / self._norm[key])""",
            """                r = min(r, 0.5 * J * delta / self._norm[key])""",
-           ("tests/methods/test_mace.py",),
+           (MACE_BRACKET, MACE_INFEASIBLE),
            "the per-feature box of d ≤ δ is too small: unsat is wrong, δ_min is no lower bound"),
     Mutant("mace_pruner_unsound", "methods/mace.py",
            """            out = lb > limit""",
            """            out = lb > 0.5 * limit""",
-           ("tests/methods/test_mace.py",),
+           (MACE_BRACKET, MACE_INFEASIBLE),
            "tree branches within distance δ are pruned: a wrong unsat, a false δ_min"),
     Mutant("mace_onehot_counts_twice", "solvers/smt.py",
            """                per_feature.append(z3.If(same, z3.RealVal(0), z3.RealVal(1)))
@@ -271,12 +276,12 @@ MUTANTS: tuple[Mutant, ...] = (
            """                per_feature.append(z3.If(same, z3.RealVal(0),
                                          z3.RealVal(1 if v.sort == "bool" else 2)))
                 continue""",
-           ("tests/methods/test_mace.py",),
+           (MACE_BRACKET,),
            "a changed one-hot categorical counts twice in MACE's formula distance"),
     Mutant("onehot_column_weight_one", "distance.py",
            """            w[b.slice] = 0.5""",
            """            w[b.slice] = 1.0""",
-           ("tests/methods/test_mace.py", "tests/test_distance.py"),
+           ("tests/test_distance.py", MACE_BRACKET),
            "a changed one-hot category counts twice (both its columns) in the raw distance"),
     # --- RoCourseNet's virtual data shift (methods/rocoursenet.py) -------------------------
     Mutant("vds_attacker_descends", "methods/rocoursenet.py",
@@ -349,14 +354,16 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sklearn_tree_negative_not_flipped", "models/sklearn_import.py",
            """            return [k], float(np.nextafter(b, -np.inf)), True""",
            """            return [k], float(np.nextafter(b, -np.inf)), False""",
-           ("tests/models/test_sklearn_import.py",),
+           ("tests/models/test_sklearn_import.py::test_tree_splits_on_a_negative_coefficient_column_route_like"
+            "_the_pipeline",),
            "a split on a column with a negative coefficient keeps its direction (wrong child)"),
     Mutant("sklearn_tree_threshold_off_by_one_float", "models/sklearn_import.py",
            """            if alpha > 0:
                 return [k], b, False""",
            """            if alpha > 0:
                 return [k], float(np.nextafter(b, -np.inf)), False""",
-           ("tests/models/test_sklearn_import.py",),
+           ("tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row",
+            "tests/models/test_sklearn_import.py::test_every_supported_transformer_folds_exactly"),
            "a row exactly on a tree threshold goes right instead of left"),
     Mutant("torch_preprocessor_fold_drops_offset", "models/torch_import.py",
            """        layers[0] = (W0 @ A, b0 + W0 @ c)""",
