@@ -362,8 +362,9 @@ MUTANTS: tuple[Mutant, ...] = (
                 return [k], b, False""",
            """            if alpha > 0:
                 return [k], float(np.nextafter(b, -np.inf)), False""",
-           ("tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row",
-            "tests/models/test_sklearn_import.py::test_every_supported_transformer_folds_exactly"),
+           ("tests/models/test_sklearn_import.py::test_rows_on_and_beside_every_continuous_tree_threshold"
+            "_route_like_the_pipeline",
+            "tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row"),
            "a row exactly on a tree threshold goes right instead of left"),
     Mutant("torch_preprocessor_fold_drops_offset", "models/torch_import.py",
            """        layers[0] = (W0 @ A, b0 + W0 @ c)""",

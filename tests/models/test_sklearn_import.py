@@ -345,3 +345,43 @@ def test_tree_splits_on_a_negative_coefficient_column_route_like_the_pipeline(cl
     grid["size"] = pd.Categorical(grid["size"], ["small", "large"], ordered=True)
     np.testing.assert_array_equal(model.predict(grid), pipe.predict(grid))
     _same_decisions(model, data.frame)
+
+
+@pytest.mark.parametrize("scaler", ["passthrough", MinMaxScaler(), StandardScaler()],
+                         ids=["passthrough", "minmax", "standard"])
+def test_rows_on_and_beside_every_continuous_tree_threshold_route_like_the_pipeline(scaler):
+    """Every split of a tree on a continuous column, probed at the raw value whose transform
+    is the threshold and at the 4 floats on either side of it: ``x <= t`` in model space sends
+    the row where the pipeline's float32 comparison does (a row exactly on the threshold goes
+    left — the mutation check's sklearn_tree_threshold_off_by_one_float survived without this)."""
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"u": rng.uniform(0, 10, 300), "v": rng.normal(50, 20, 300)})
+    data = rc.data.from_frame(df.assign(label=((df.u > 4) ^ (df.v > 55)).astype(int)), "label")
+    step = scaler if isinstance(scaler, str) else clone(scaler)
+    pipe = Pipeline([("pre", ColumnTransformer([("num", step, ["u", "v"])])),
+                     ("clf", DecisionTreeClassifier(random_state=0))]).fit(data.frame, data.y)
+    model = from_sklearn(pipe, data)
+    Z = pipe[:-1].transform(data.frame)
+    rows, on = [], 0
+    tree = pipe[-1].tree_
+    for f, theta in zip(tree.feature, tree.threshold, strict=True):
+        if f < 0:
+            continue
+        col = ["u", "v"][f]
+        raw = data.frame[col].to_numpy()
+        a = (Z[1, f] - Z[0, f]) / (raw[1] - raw[0])
+        v = (theta - (Z[0, f] - a * raw[0])) / a  # the raw image of the threshold
+        for k in range(-4, 5):
+            w = v
+            for _ in range(abs(k)):
+                w = np.nextafter(w, np.sign(k) * np.inf)
+            row = data.frame.iloc[0].copy()
+            row[col] = w
+            rows.append(row)
+            z = pipe[:-1].transform(pd.DataFrame([row]))[0, f]
+            on += np.float32(z) == np.float32(theta)
+    grid = pd.DataFrame(rows)
+    assert on > 0  # some rows lie exactly on a threshold (in the pipeline's float32)
+    np.testing.assert_array_equal(model.predict(grid), pipe.predict(grid))
