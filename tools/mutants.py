@@ -27,7 +27,8 @@ longer in its file (the code moved, e.g. after a merge) the mutant is reported a
 
 The last full run is recorded in ``docs/mutation.md``; a surviving mutant that changes a
 certificate, a status, a saved file or a returned CE's validity is a gap in the tests.
-Not part of CI (each mutant reruns a slice of the suite: minutes in all).
+Not part of CI (each mutant reruns a slice of the suite: minutes in all); CI runs only the
+drift check, ``tests/test_mutants_tool.py``.
 """
 
 from __future__ import annotations
@@ -477,14 +478,11 @@ def _place_marker(text: str, line: int) -> str | None:
     indent = head[:best.col_offset]
     if isinstance(best, ast.If) and head.lstrip().startswith(b"elif"):
         test = best.test  # elif c:  ->  elif (__import__(mark) and False) or (c):
-        if test.lineno != best.lineno:
-            return None
-        row = head
-        end = test.end_col_offset if test.end_lineno == test.lineno else None
-        if end is None:
-            return None
-        new = (row[:test.col_offset] + f'(__import__("{MARK_MODULE}") and False) or ('.encode()
-               + row[test.col_offset:end] + b")" + row[end:])
+        if test.lineno != best.lineno or test.end_lineno != test.lineno:
+            return None  # a condition over several lines: no marker (reach unknown)
+        start, end = test.col_offset, test.end_col_offset
+        new = (head[:start] + f'(__import__("{MARK_MODULE}") and False) or ('.encode()
+               + head[start:end] + b")" + head[end:])
         lines[best.lineno - 1] = new.decode()
         return "\n".join(lines)
     if indent.strip():  # the statement does not start its line (e.g. after "if x:" on it)
