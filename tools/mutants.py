@@ -1,23 +1,40 @@
-"""Planted-bug (mutation) check of the core: does the test suite catch the bugs that matter?
+"""Planted-bug (mutation) check: does the test suite catch the bugs that matter?
 
-Each mutant is one small, plausible bug in a core place (a flipped comparison, a dropped
-constraint, a skipped projection, a non-atomic write). For each, the script copies ``src/`` to
-a temporary folder, applies the edit there (the working tree is never touched), runs the tests
-that guard that place with the mutated copy first on ``PYTHONPATH``, and records whether the
-suite failed ("killed") or passed ("survived").
+Each mutant is one small, plausible bug in a place a user relies on (a flipped comparison, a
+dropped constraint, a skipped projection, a loosened acceptance test, a non-atomic write): the
+foundation (files, the Explainer base, the exact Δ-test, interval bounds, the MILP methods),
+every method that issues a certificate or a guarantee (PROPLACE, APΔS, DiverseRobust, MACE,
+RoCourseNet's attacker, ROAR, RobX) and the scikit-learn / torch import folds. For each, the
+script copies this checkout's ``src/`` to a temporary folder, applies the edit there (the
+working tree is never written), runs the tests that guard that place with the mutated copy
+first on ``PYTHONPATH``, and records whether the suite failed ("killed") or passed.
 
-    make mutants                       # all mutants, their guarding tests
-    python tools/mutants.py -k atomic  # only mutants whose name contains "atomic"
-    python tools/mutants.py --list
+**Reached vs survived.** The mutated copy also imports a marker module just before the
+statement holding the first mutated line; that import touches a file named by an environment
+variable (inherited by subprocesses and joblib workers). A mutant whose tests pass *and* never
+executed that statement is reported ``UNREACHED`` (the tests do not look there), not
+``SURVIVED`` (they look and miss the bug).
+
+**Drift.** Mutants are textual replacements anchored on short snippets. When a snippet is no
+longer in its file (the code moved, e.g. after a merge) the mutant is reported as
+``PATTERN NOT FOUND`` (``PATTERN AMBIGUOUS`` when it occurs twice) and the run goes on;
+``--check`` lists such mutants without running any test.
+
+    make mutants                             # all mutants, their guarding tests
+    python tools/mutants.py -k proplace      # only mutants whose name contains "proplace"
+    python tools/mutants.py --list | --check
+    python tools/mutants.py --markdown t.md  # also write the result table
 
 The last full run is recorded in ``docs/mutation.md``; a surviving mutant that changes a
 certificate, a status, a saved file or a returned CE's validity is a gap in the tests.
-Not part of CI (each mutant reruns a slice of the suite: minutes in all).
+Not part of CI (each mutant reruns a slice of the suite: minutes in all); CI runs only the
+drift check, ``tests/test_mutants_tool.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import shutil
 import subprocess
@@ -36,9 +53,13 @@ class Mutant:
     file: str  # relative to src/robustce
     old: str
     new: str
-    tests: tuple[str, ...]
+    tests: tuple[str, ...]  # files or node ids, as narrow as sound
     why: str  # what would go wrong for a user
 
+
+#: MACE's guards: certificates bracketing a brute-force optimum; infeasible is a proof
+MACE_BRACKET = "tests/methods/test_mace.py::test_trees_bounds_bracket_the_brute_force_optimum"
+MACE_INFEASIBLE = "tests/methods/test_mace.py::test_infeasible_is_a_proof"
 
 MUTANTS: tuple[Mutant, ...] = (
     # --- files ---------------------------------------------------------------------------
@@ -120,33 +141,359 @@ MUTANTS: tuple[Mutant, ...] = (
            """m.add_constrs_coo([0], [y[0]], [1.0], 1, -np.inf, np.inf)""",
            ("tests/methods/test_milp_methods.py",),
            "the nearest-CE MILP ignores validity"),
-    Mutant("milp_robust_accepts_undecided", "methods/milp_robust.py",
-           """            if status is CertStatus.ROBUST:""",
-           """            if status in (CertStatus.ROBUST, CertStatus.TIMEOUT, CertStatus.INCONCLUSIVE):""",
+    Mutant("milp_robust_accepts_undecided", "methods/margin_loop.py",
+           """            if status is CertStatus.ROBUST:
+                s.cert["worst_case_margin"]""",
+           """            if status in (CertStatus.ROBUST, CertStatus.TIMEOUT, CertStatus.INCONCLUSIVE):
+                s.cert["worst_case_margin"]""",
            ("tests/methods/test_milp_methods.py",),
            "MILP-R returns a CE whose Δ-test timed out as Δ-robust"),
-    Mutant("milp_robust_no_raise", "methods/milp_robust.py",
+    Mutant("milp_robust_no_raise", "methods/margin_loop.py",
            """            if status is not CertStatus.NOT_ROBUST:
-                undecided += 1""",
+                s.undecided += 1""",
            """            if status is not CertStatus.NOT_ROBUST:
-                undecided += 1
-            return QueryResult("found", cf[None], cert)""",
+                s.undecided += 1
+            s.result = QueryResult("found", cfs[j][None], s.cert)
+            continue""",
            ("tests/methods/test_milp_methods.py",),
            "MILP-R returns the first (non-robust) CE"),
+    # --- PROPLACE (methods/proplace.py) ----------------------------------------------------
+    Mutant("proplace_accepts_near_robust", "methods/proplace.py",
+           """            if status is CertStatus.ROBUST:
+                cert.update(distance=""",
+           """            if status is CertStatus.ROBUST or (status is CertStatus.NOT_ROBUST
+                                               and float(test.lower[0]) > -1e-3):
+                cert.update(distance=""",
+           ("tests/methods/test_proplace.py",),
+           "a not_robust verdict whose worst case is just below the threshold is accepted"),
+    Mutant("proplace_hull_one_column", "methods/proplace.py",
+           """columns=np.flatnonzero(~fixed))""",
+           """columns=np.flatnonzero(~fixed)[:1])""",
+           ("tests/methods/test_proplace.py",),
+           "the plausible region (the hull) constrains one column only: CEs leave it"),
+    Mutant("proplace_vertices_margin_zero", "methods/proplace.py",
+           """            tol=self.sigma, certify_time_limit=self.certify_time_limit""",
+           """            tol=0.0, certify_time_limit=self.certify_time_limit""",
+           ("tests/methods/test_proplace.py",),
+           "hull vertices certified with margin 0 instead of σ (Proposition 1's feasibility)"),
+    # --- APΔS (robustness/apas.py) ---------------------------------------------------------
+    Mutant("apas_sample_size_one_short", "robustness/apas.py",
+           """        return need, a, r""",
+           """        return need - 1, a, r""",
+           ("tests/robustness/test_apas.py", "tests/methods/test_apas_method.py"),
+           "n = ⌈ln(1−α)/ln R⌉ − 1 draws: the stated confidence α is not reached"),
+    Mutant("apas_certify_tolerates_one_flip", "robustness/apas.py",
+           """    passed = ~bad & ~invalid & (flips == 0)""",
+           """    passed = ~bad & ~invalid & (flips <= 1)""",
+           ("tests/robustness/test_apas.py",),
+           "a CE with one flipped draw among n passes the probabilistic test"),
+    Mutant("apas_biases_not_drawn", "robustness/apas.py",
+           """rng.random((s,) + b.shape) if biases else None)""",
+           """None)""",
+           ("tests/robustness/test_apas.py",),
+           "the sampled test never perturbs the biases although the shift moves them"),
+    Mutant("apas_interval_bounds_ignore_bias", "robustness/apas.py",
+           """    db = d if biases else 0.0""",
+           """    db = 0.0""",
+           ("tests/robustness/test_apas.py",),
+           "δ_max's interval pre-check forgets the bias shift: 'sure' without being sure"),
+    Mutant("apas_delta_max_keeps_failed_delta", "robustness/apas.py",
+           """        lo[idx[ok]] = cand[idx[ok]]""",
+           """        lo[idx] = cand[idx]""",
+           ("tests/robustness/test_apas.py",),
+           "δ_max search counts a δ at which a draw flipped the CE as passed (many CEs)"),
+    Mutant("apas_delta_max_one_row_keeps_failed_delta", "robustness/apas.py",
+           """        else:
+            hi = cand
+        if math.isinf(hi):""",
+           """        else:
+            hi = lo = cand
+        if math.isinf(hi):""",
+           ("tests/robustness/test_apas.py",),
+           "δ_max search counts a flipping δ as passed (the one-CE path)"),
+    Mutant("apas_delta_max_coarse_bisection", "robustness/apas.py",
+           """        narrow = ~doubling & ~flipped_at_init & (hi_i - li <= d0)""",
+           """        narrow = ~doubling & ~flipped_at_init & (hi_i - li <= 0.5 * hi_i)""",
+           ("tests/robustness/test_apas.py",),
+           "the bisection stops at half the bracket: δ_max far below the resolution promised"),
+    # --- DiverseRobust (methods/diverse_robust.py) -------------------------------------------
+    Mutant("diverse_distance_cut_dropped", "methods/diverse_robust.py",
+           """            keep = ok & (dist <= (1.0 + self.epsilon) * m + _TIE)""",
+           """            keep = ok""",
+           ("tests/methods/test_diverse_robust.py",),
+           "the distance cut keeps candidates beyond (1 + ε) × the nearest distance"),
+    Mutant("diverse_angle_filter_dropped", "methods/diverse_robust.py",
+           """free &= np.abs(cos) <= self.beta""",
+           """free &= np.abs(cos) <= 1.0 + self.beta""",
+           ("tests/methods/test_diverse_robust.py",),
+           "the angle filter keeps near-parallel CEs (no diversity)"),
+    Mutant("diverse_distance_filter_dropped", "methods/diverse_robust.py",
+           """free &= self._dist(C, C[rows, cur][:, None, :]) >= radius""",
+           """free &= self._dist(C, C[rows, cur][:, None, :]) >= 0.0 * radius""",
+           ("tests/methods/test_diverse_robust.py",),
+           "the distance filter keeps CEs closer to each other than (1 + β) × the nearest"),
+    Mutant("diverse_line_search_keeps_failed", "methods/diverse_robust.py",
+           """            best[active[r_up]] = tests[r_up, k_up]""",
+           """            best[active[r_down]] = tests[r_down, k_down]""",
+           ("tests/methods/test_diverse_robust.py",),
+           "the line search returns a midpoint the model did not put in the target class"),
+    Mutant("diverse_line_search_stops_early", "methods/diverse_robust.py",
+           """            small = size <= self.gamma""",
+           """            small = size <= 4.0 * self.gamma""",
+           ("tests/methods/test_diverse_robust.py",),
+           "the line search stops up to 4γ from the boundary (accuracy γ not met)"),
+    Mutant("diverse_cut_stops_growing", "methods/diverse_robust.py",
+           """            if not more.any() or k >= cap:""",
+           """            if True:""",
+           ("tests/methods/test_diverse_robust.py",),
+           "the distance cut stops at its first k candidates: in-radius ones are lost"),
+    Mutant("diverse_cap_ignored", "methods/diverse_robust.py",
+           """else min(int(self.max_candidates), n_class)""",
+           """else n_class""",
+           ("tests/methods/test_diverse_robust.py",),
+           "max_candidates (the cap on a distance cut) is ignored"),
+    # --- MACE (methods/mace.py, solvers/smt.py, distance.py) --------------------------------
+    Mutant("mace_epsilon_loose", "methods/mace.py",
+           """            if high - low <= self._eps:
+                return "found", best, high, low, \"\"""",
+           """            if high - low <= 10.0 * self._eps:
+                return "found", best, high, low, \"\"""",
+           (MACE_BRACKET,
+            "tests/methods/test_mace.py::test_logistic_regression_l1_matches_the_lp"),
+           "'found' (optimal within ε) claimed with a gap of up to 10ε"),
+    Mutant("mace_radius_too_small", "methods/mace.py",
+           """                r = min(r, J * delta / self._norm[key])""",
+           """                r = min(r, 0.5 * J * delta / self._norm[key])""",
+           (MACE_BRACKET, MACE_INFEASIBLE),
+           "the per-feature box of d ≤ δ is too small: unsat is wrong, δ_min is no lower bound"),
+    Mutant("mace_pruner_unsound", "methods/mace.py",
+           """            out = lb > limit""",
+           """            out = lb > 0.5 * limit""",
+           (MACE_BRACKET, MACE_INFEASIBLE),
+           "tree branches within distance δ are pruned: a wrong unsat, a false δ_min"),
+    Mutant("mace_onehot_counts_twice", "solvers/smt.py",
+           """                per_feature.append(z3.If(same, z3.RealVal(0), z3.RealVal(1)))
+                continue""",
+           """                per_feature.append(z3.If(same, z3.RealVal(0),
+                                         z3.RealVal(1 if v.sort == "bool" else 2)))
+                continue""",
+           (MACE_BRACKET,),
+           "a changed one-hot categorical counts twice in MACE's formula distance"),
+    Mutant("onehot_column_weight_one", "distance.py",
+           """            w[b.slice] = 0.5""",
+           """            w[b.slice] = 1.0""",
+           ("tests/test_distance.py", MACE_BRACKET),
+           "a changed one-hot category counts twice (both its columns) in the raw distance"),
+    # --- RoCourseNet's virtual data shift (methods/rocoursenet.py) -------------------------
+    Mutant("vds_attacker_descends", "methods/rocoursenet.py",
+           """(delta.detach() + step * direction)""",
+           """(delta.detach() - step * direction)""",
+           ("tests/methods/test_counternet.py",),
+           "the attacker steps δ to lower the CE loss: no worst case, weak training"),
+    Mutant("vds_no_linf_projection", "methods/rocoursenet.py",
+           """            return delta.clamp(-epsilon, epsilon)""",
+           """            return delta""",
+           ("tests/methods/test_counternet.py",),
+           "δ leaves the ε-ball (L∞): the data shift is larger than configured"),
+    Mutant("vds_no_l2_projection", "methods/rocoursenet.py",
+           """torch.clamp(epsilon / (n + 1e-12), max=1.0)""",
+           """torch.clamp(epsilon / (n + 1e-12), min=1.0)""",
+           ("tests/methods/test_counternet.py",),
+           "δ leaves the ε-ball (L2)"),
+    Mutant("vds_ignores_shift_mask", "methods/rocoursenet.py",
+           """step * direction) * mask, eps, norm,""",
+           """step * direction), eps, norm,""",
+           ("tests/methods/test_counternet.py",),
+           "the attacker shifts immutable / non-continuous columns it must leave alone"),
+    Mutant("rocoursenet_shifts_immutables", "methods/rocoursenet.py",
+           """                cols = ~self.encoder_.immutable_mask_""",
+           """                cols = np.ones_like(cols)""",
+           ("tests/methods/test_counternet.py",),
+           "softmax mode shifts immutable features too"),
+    # --- ROAR and RobX ---------------------------------------------------------------------
+    Mutant("roar_worst_case_sign", "methods/roar.py",
+           """    dW = -delta_max * np.sign(X)""",
+           """    dW = delta_max * np.sign(X)""",
+           ("tests/methods/test_roar.py",),
+           "ROAR's inner max takes the best case, not the worst: certificates too optimistic"),
+    Mutant("roar_training_worst_case_sign", "methods/roar.py",
+           """- self.delta_max * var.abs().sum(1) - bias_shift""",
+           """+ self.delta_max * var.abs().sum(1) - bias_shift""",
+           ("tests/methods/test_roar.py",),
+           "ROAR's optimiser trains against the best case: CEs not robust to δ_max"),
+    Mutant("robx_stability_no_std", "methods/robx.py",
+           """        out[s:s + step] = pt.mean(axis=1) - pt.std(axis=1)""",
+           """        out[s:s + step] = pt.mean(axis=1)""",
+           ("tests/methods/test_robx.py",),
+           "RobX's stability forgets the standard deviation (mean only)"),
+    Mutant("robx_candidates_not_stable", "methods/robx.py",
+           """        return ok & (stab[nbr] >= self.tau)""",
+           """        return ok""",
+           ("tests/methods/test_robx.py",),
+           "RobX's anchor is any training point, stable or not"),
+    Mutant("robx_line_search_ignores_tau", "methods/robx.py",
+           """            ok &= R >= self.tau""",
+           """            ok &= R >= self.tau - 1.0""",
+           ("tests/methods/test_robx.py",),
+           "RobX's line search returns a point whose stability is below τ"),
+    # --- the scikit-learn and torch import folds ----------------------------------------------
+    Mutant("sklearn_standard_scaler_no_mean", "models/sklearn_import.py",
+           """        m = np.asarray(step.mean_, dtype=np.float64) if step.with_mean else zeros""",
+           """        m = zeros""",
+           ("tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row",),
+           "StandardScaler's centring is not folded: the view decides differently"),
+    Mutant("sklearn_minmax_no_min", "models/sklearn_import.py",
+           """np.asarray(step.min_, dtype=np.float64)""",
+           """np.zeros(n)""",
+           ("tests/models/test_sklearn_import.py::test_every_supported_transformer_folds_exactly",),
+           "MinMaxScaler's offset is not folded"),
+    Mutant("sklearn_linear_fold_drops_offset", "models/sklearn_import.py",
+           """        layers[0] = (W0 @ A, b0 + W0 @ c)""",
+           """        layers[0] = (W0 @ A, b0)""",
+           ("tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row",),
+           "the preprocessing offset is left out of the first layer of an imported network"),
+    Mutant("sklearn_tree_negative_not_flipped", "models/sklearn_import.py",
+           """            return [k], float(np.nextafter(b, -np.inf)), True""",
+           """            return [k], float(np.nextafter(b, -np.inf)), False""",
+           ("tests/models/test_sklearn_import.py::test_tree_splits_on_a_negative_coefficient_column_route_like"
+            "_the_pipeline",),
+           "a split on a column with a negative coefficient keeps its direction (wrong child)"),
+    Mutant("sklearn_tree_threshold_off_by_one_float", "models/sklearn_import.py",
+           """            if alpha > 0:
+                return [k], b, False""",
+           """            if alpha > 0:
+                return [k], float(np.nextafter(b, -np.inf)), False""",
+           ("tests/models/test_sklearn_import.py::test_rows_on_and_beside_every_continuous_tree_threshold"
+            "_route_like_the_pipeline",
+            "tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row"),
+           "a row exactly on a tree threshold goes right instead of left"),
+    Mutant("torch_preprocessor_fold_drops_offset", "models/torch_import.py",
+           """        layers[0] = (W0 @ A, b0 + W0 @ c)""",
+           """        layers[0] = (W0 @ A, b0)""",
+           ("tests/models/test_torch_import.py",),
+           "a sklearn preprocessor's offset is left out of the torch network's first layer"),
+    Mutant("torch_batchnorm_mean_sign", "models/torch_import.py",
+           """            t = -mean * s""",
+           """            t = mean * s""",
+           ("tests/models/test_torch_import.py",),
+           "BatchNorm's running mean folded with the wrong sign"),
+    Mutant("torch_batchnorm_input_offset_dropped", "models/torch_import.py",
+           """                W, b = W * s[None, :], b + W @ t""",
+           """                W, b = W * s[None, :], b""",
+           ("tests/models/test_torch_import.py",),
+           "a BatchNorm on the inputs loses its shift when folded into the next Linear"),
 )
 
 
-def _apply(root: Path, m: Mutant) -> None:
-    path = root / "robustce" / m.file
-    text = path.read_text()
+# --- running ---------------------------------------------------------------------------------
+
+#: the module every mutated copy imports just before the mutated statement runs: it creates the
+#: file named by ``ROBUSTCE_MUTANT_MARK`` once per process (subprocesses and joblib workers
+#: inherit the variable and the PYTHONPATH), so "the mutated line executed" is a fact on disk
+MARK_MODULE = "_robustce_mutant_mark"
+_MARK_SOURCE = (
+    '"""Touches $ROBUSTCE_MUTANT_MARK on first import (tools/mutants.py\'s reach marker)."""\n'
+    "import os\n\n"
+    '_path = os.environ.get("ROBUSTCE_MUTANT_MARK")\n'
+    "if _path:\n"
+    '    open(_path, "a").close()\n')
+
+#: outcomes that mean the check itself needs attention (not a verdict on the tests)
+DRIFT = "PATTERN NOT FOUND"
+AMBIGUOUS = "PATTERN AMBIGUOUS"
+INVALID = "MUTANT INVALID"
+
+
+@dataclass
+class Outcome:
+    """One mutant's result: ``verdict`` is ``killed``, ``SURVIVED``, ``UNREACHED`` (the tests
+    passed and never executed the mutated statement), ``killed (timeout)``, ``ERROR`` (pytest
+    could not run the selection) or one of :data:`DRIFT`, :data:`AMBIGUOUS`, :data:`INVALID`;
+    ``reached``: True / False, None where nothing ran or no marker could be placed."""
+
+    mutant: Mutant
+    verdict: str
+    reached: bool | None
+    seconds: float
+    detail: str = ""
+
+
+def mutate(text: str, m: Mutant) -> tuple[str | None, str]:
+    """``text`` with the mutant planted and a reach marker before the statement holding its
+    first changed line, or ``(None, reason)`` when the snippet is missing, ambiguous, or the
+    result does not compile. The reason is "" on success, or a note when only the marker
+    could not be placed (the mutant still runs; reach is then unknown)."""
     count = text.count(m.old)
-    if count != 1:
-        raise SystemExit(f"mutant {m.name}: the snippet occurs {count} times in {m.file} "
-                         "(the code moved; update tools/mutants.py)")
-    path.write_text(text.replace(m.old, m.new))
+    if count == 0:
+        return None, f"{DRIFT}: the snippet is not in {m.file} (the code moved) — update the mutant"
+    if count > 1:
+        return None, f"{AMBIGUOUS}: the snippet occurs {count} times in {m.file} — anchor it"
+    at = text.index(m.old)
+    mutated = text[:at] + m.new + text[at + len(m.old):]
+    try:
+        compile(mutated, m.file, "exec")
+    except SyntaxError as exc:
+        return None, f"{INVALID}: the mutated {m.file} does not compile ({exc.msg}, line {exc.lineno})"
+    # the first line that really changed (a shared head such as "else:" is skipped)
+    end = at + len(m.new)
+    start = at + len(os.path.commonprefix([m.old, m.new]))
+    if start >= end:  # the change is a cut at the end: the line it ends on
+        start = mutated.rfind("\n", 0, max(end - 1, 0)) + 1
+    elif mutated[start] == "\n":
+        start += 1
+    eol = mutated.find("\n", start)
+    first = _first_code_line(mutated, start, max(end, len(mutated) if eol < 0 else eol))
+    marked = _place_marker(mutated, first) if first is not None else None
+    if marked is None:
+        return mutated, "no reach marker could be placed (reach unknown)"
+    return marked, ""
 
 
-def run(mutants: list[Mutant], timeout: float) -> list[tuple[Mutant, str, float]]:
+def _first_code_line(text: str, start: int, end: int) -> int | None:
+    """1-based number of the first line of ``text[start:end]`` holding code (not blank, not a
+    comment)."""
+    line = text.count("\n", 0, start) + 1
+    for chunk in text[start:end].split("\n"):
+        body = chunk.strip()
+        if body and not body.startswith("#"):
+            return line
+        line += 1
+    return None
+
+
+def _place_marker(text: str, line: int) -> str | None:
+    """``text`` with ``import _robustce_mutant_mark`` run just before the innermost statement
+    that holds ``line`` (for an ``elif`` header: inside its condition, evaluated first), or
+    None where no such statement starts its own line."""
+    tree = ast.parse(text)
+    best: ast.stmt | None = None
+    for node in ast.walk(tree):  # breadth first: a nested statement of the same span wins
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or (node.end_lineno or 0) - node.lineno <= (best.end_lineno or 0) - best.lineno:
+                best = node
+    if best is None:
+        return None
+    lines = text.split("\n")
+    head = lines[best.lineno - 1].encode()
+    indent = head[:best.col_offset]
+    if isinstance(best, ast.If) and head.lstrip().startswith(b"elif"):
+        test = best.test  # elif c:  ->  elif (__import__(mark) and False) or (c):
+        if test.lineno != best.lineno or test.end_lineno != test.lineno:
+            return None  # a condition over several lines: no marker (reach unknown)
+        start, end = test.col_offset, test.end_col_offset
+        new = (head[:start] + f'(__import__("{MARK_MODULE}") and False) or ('.encode()
+               + head[start:end] + b")" + head[end:])
+        lines[best.lineno - 1] = new.decode()
+        return "\n".join(lines)
+    if indent.strip():  # the statement does not start its line (e.g. after "if x:" on it)
+        return None
+    lines.insert(best.lineno - 1, f"{indent.decode()}import {MARK_MODULE}  # noqa: mutant reach marker")
+    return "\n".join(lines)
+
+
+def run(mutants: list[Mutant], timeout: float, verbose: bool = False) -> list[Outcome]:
+    """Each mutant on its own copy of ``src/`` (this checkout's), its guarding tests run with
+    the copy first on ``PYTHONPATH``; the working tree is never written."""
     results = []
     env = dict(os.environ, MPLBACKEND="Agg")
     env.setdefault("ROBUSTCE_DATA", str((REPO / ".." / "shared" / "datasets").resolve()))
@@ -154,39 +501,106 @@ def run(mutants: list[Mutant], timeout: float) -> list[tuple[Mutant, str, float]
         with tempfile.TemporaryDirectory(prefix="robustce-mutant-") as tmp:
             src = Path(tmp) / "src"
             shutil.copytree(REPO / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
-            _apply(src, m)
+            marks = Path(tmp) / "mark"
+            marks.mkdir()
+            (marks / f"{MARK_MODULE}.py").write_text(_MARK_SOURCE)
+            flag = Path(tmp) / "reached"
+            target = src / "robustce" / m.file
+            if not target.is_file():
+                results.append(_report(Outcome(m, DRIFT, None, 0.0, f"{m.file} does not exist")))
+                continue
+            mutated, note = mutate(target.read_text(), m)
+            if mutated is None:
+                verdict = note.split(":", 1)[0]
+                results.append(_report(Outcome(m, verdict, None, 0.0, note)))
+                continue
+            target.write_text(mutated)
+            placed = not note
             t0 = time.perf_counter()
             cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests]
+            run_env = dict(env, PYTHONPATH=os.pathsep.join([str(src), str(marks)]),
+                           ROBUSTCE_MUTANT_MARK=str(flag))
+            tail = ""
             try:
-                proc = subprocess.run(cmd, cwd=REPO, env=dict(env, PYTHONPATH=str(src)),
-                                      capture_output=True, text=True, timeout=timeout)
-                outcome = "killed" if proc.returncode != 0 else "SURVIVED"
-                if proc.returncode not in (0, 1):
-                    outcome = f"killed (pytest exit {proc.returncode})"
+                proc = subprocess.run(cmd, cwd=REPO, env=run_env, capture_output=True, text=True,
+                                      timeout=timeout)
+                lines = (proc.stdout + proc.stderr).strip().splitlines()
+                tail = lines[-1] if lines else ""
+                if proc.returncode == 0:
+                    verdict = "SURVIVED"
+                elif proc.returncode == 1:
+                    verdict = "killed"
+                else:  # 2 interrupted / collection error, 4 usage, 5 nothing collected
+                    verdict = f"ERROR (pytest exit {proc.returncode})"
+                if verbose and proc.returncode:
+                    print(proc.stdout[-3000:], proc.stderr[-2000:], sep="\n")
             except subprocess.TimeoutExpired:
-                outcome = "killed (timeout)"
+                verdict = "killed (timeout)"
             dt = time.perf_counter() - t0
-        results.append((m, outcome, dt))
-        print(f"{outcome:<10} {dt:6.1f} s  {m.name}: {m.why}", flush=True)
+            reached = flag.exists() if placed else None
+            if verdict == "SURVIVED" and reached is False:
+                verdict = "UNREACHED"
+        results.append(_report(Outcome(m, verdict, reached, dt, note or tail)))
     return results
+
+
+def _report(o: Outcome) -> Outcome:
+    reach = {True: "reached", False: "unreached", None: "reach ?"}[o.reached]
+    print(f"{o.verdict:<18} {reach:<9} {o.seconds:6.1f} s  {o.mutant.name}: {o.mutant.why}"
+          + (f"\n    {o.detail}" if o.verdict not in ("killed", "SURVIVED") and o.detail else ""),
+          flush=True)
+    return o
+
+
+def markdown(results: list[Outcome]) -> str:
+    """The table docs/mutation.md records: mutant, file, reached, verdict, guarding tests, time."""
+    rows = ["| mutant | file | reached | verdict | guarding tests | time (s) |",
+            "|---|---|---|---|---|---:|"]
+    for o in results:
+        reach = {True: "yes", False: "**no**", None: "?"}[o.reached]
+        tests = ", ".join(f"`{t.removeprefix('tests/')}`" for t in o.mutant.tests)
+        verdict = o.verdict if o.verdict == "killed" else f"**{o.verdict}**"
+        rows.append(f"| {o.mutant.name} | `{o.mutant.file}` | {reach} | {verdict} | {tests} | "
+                    f"{o.seconds:.1f} |")
+    return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-k", default="", help="only mutants whose name contains this")
     p.add_argument("--list", action="store_true", help="list the mutants and exit")
+    p.add_argument("--check", action="store_true",
+                   help="only check that every snippet is found once and the mutants compile")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant")
+    p.add_argument("--markdown", metavar="FILE", help="also write the result table to FILE")
+    p.add_argument("-v", "--verbose", action="store_true", help="show pytest's output of kills")
     args = p.parse_args(argv)
     chosen = [m for m in MUTANTS if args.k in m.name]
     if args.list:
         for m in chosen:
             print(f"{m.name:<40} {m.file:<35} {m.why}")
         return 0
-    results = run(chosen, args.timeout)
-    survived = [m.name for m, outcome, _ in results if outcome == "SURVIVED"]
-    print(f"\n{len(results) - len(survived)} killed, {len(survived)} survived"
-          + (f": {', '.join(survived)}" if survived else ""))
-    return 1 if survived else 0
+    if args.check:
+        bad = 0
+        for m in chosen:
+            path = REPO / "src" / "robustce" / m.file
+            mutated, note = mutate(path.read_text(), m) if path.is_file() else (None, f"{DRIFT}: no {m.file}")
+            if mutated is None or note:
+                bad += mutated is None
+                print(f"{m.name}: {note}")
+        print(f"{len(chosen) - bad} of {len(chosen)} mutants apply")
+        return 1 if bad else 0
+    t0 = time.perf_counter()
+    results = run(chosen, args.timeout, args.verbose)
+    total = time.perf_counter() - t0
+    counts: dict[str, int] = {}
+    for o in results:
+        counts[o.verdict] = counts.get(o.verdict, 0) + 1
+    print(f"\n{len(results)} mutants in {total:.0f} s: "
+          + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(results) + f"\n\nTotal: {total:.0f} s.\n")
+    return 0 if all(o.verdict.startswith("killed") for o in results) else 1
 
 
 if __name__ == "__main__":

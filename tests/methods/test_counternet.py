@@ -247,6 +247,35 @@ def test_vds_rejects_bad_input():
             virtual_data_shift(view, theta, x, y, x, 1 - y, **bad)
 
 
+@pytest.mark.parametrize("norm", ["inf", "l2"])
+@pytest.mark.parametrize("softmax", [False, True])
+def test_vds_delta_stays_in_the_epsilon_ball_and_on_the_shifted_columns(norm, softmax):
+    """The attacker's own output: every step (α = 3ε) overshoots the ε-ball, yet every row of
+    δ lies in the ball of ``norm`` on the projected column, on its boundary (the projection
+    binds), and δ is 0 on the columns the shift mask leaves out. With softmax blocks only the
+    block's δ escapes the ball (the authors' unprojected one-hot part)."""
+    net, x, y, x_cf, y_cf = _mixed_batch()
+    view = _PredictorView(net)
+    theta = {n: p.detach() for n, p in view.named_parameters()}
+    eps = 0.05
+    mask = np.array([True, False, False, False, False, False, False])  # column 1 stays put
+    blocks = [(2, 5)] if softmax else []
+    _, delta = virtual_data_shift(view, theta, x, y, x_cf, y_cf, epsilon=eps, n_steps=5, k=1,
+                                  alpha=3 * eps, norm=norm, shift_mask=mask, softmax_blocks=blocks,
+                                  generator=torch.Generator().manual_seed(0))
+    assert delta.shape == x.shape
+    projected = torch.tensor(mask)
+    assert torch.all(delta[:, 1] == 0) and torch.all(delta[:, 5:] == 0)
+    if softmax:
+        assert torch.all(delta[:, 2:5] != 0)  # the block is shifted whatever the mask says
+    else:
+        assert torch.all(delta[:, 2:] == 0)
+    d = delta[:, projected]
+    size = d.abs().max(dim=1).values if norm == "inf" else d.norm(dim=1)
+    assert torch.all(size <= eps * (1 + 1e-6)), size.max().item()
+    assert torch.all(size >= eps * (1 - 1e-6))  # every step overshoots: the ball binds
+
+
 class _RecordingView(_PredictorView):
     """The predictor view, recording every input it is evaluated on (same parameter names)."""
 

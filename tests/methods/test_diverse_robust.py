@@ -84,6 +84,17 @@ def test_distance_cut(tiny):
     assert _set(res) == [T[1], T[3]]
 
 
+def test_max_candidates_caps_the_distance_cut(tiny):
+    """``max_candidates`` keeps the nearest ones of the cut (radius 0.72: T1–T4 inside)."""
+    res = _explain(tiny, selection="distance", epsilon=0.8, beta=1.0, max_candidates=2)
+    assert _set(res) == [T[1], T[2]]
+    assert res.certificates["n_candidates"].iloc[0] == 2
+    res = _explain(tiny, selection="distance", epsilon=0.8, beta=1.0, max_candidates=3)
+    assert _set(res) == [T[1], T[2], T[3]]
+    res = _explain(tiny, selection="distance", epsilon=0.8, beta=1.0, max_candidates=50)
+    assert res.certificates["n_candidates"].iloc[0] == 4
+
+
 def test_distance_filter(tiny):
     res = _explain(tiny, alpha=6, filter="distance", beta=0.5)  # keep d >= 0.6 from all kept
     assert _set(res) == [T[1], T[3], T[6]]

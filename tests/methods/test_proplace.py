@@ -18,7 +18,7 @@ from robustce.errors import RobustCEError, ValidationError
 from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.proplace import PROPLACE
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
-from robustce.robustness import ParameterShift
+from robustce.robustness import Certifier, CertStatus, ParameterShift
 
 DELTA = 0.05
 
@@ -150,6 +150,46 @@ def test_loop_adds_networks_when_the_first_solution_is_not_robust(moons_setup, m
     assert (one.status[multi] == "timeout").all()
     assert one.to_frame().message[multi].str.contains("max_iterations").all()
     assert (one.status[~multi] == res.status[~multi]).all()
+
+
+class _JustBelowThreshold(Certifier):
+    """The inner Δ-test, except that every proof of robustness comes back ``not_robust`` with
+    a worst case ``value`` just below PROPLACE's threshold σ − t and the nominal network as
+    the evidence added to Δ′ (the outer problem is then unchanged, so the loop cannot
+    converge): the acceptance test must rest on the status, never on how close the worst
+    case came."""
+
+    name = "just_below"
+
+    def __init__(self, real: Certifier, network, value: float):
+        self.real, self.network, self.value, self.calls = real, network, value, 0
+
+    def certify(self, network, X, targets, *, time_limit=None):
+        self.calls += 1
+        c = self.real.certify(network, X, targets, time_limit=time_limit)
+        robust = c.robust
+        status = np.where(robust, CertStatus.NOT_ROBUST, c.status)
+        lower = np.where(robust, self.value, c.lower)
+        evidence = [self.network if r else e for r, e in zip(robust, c.evidence, strict=True)]
+        return dataclasses.replace(c, status=status, lower=lower, evidence=evidence)
+
+
+@pytest.mark.parametrize("worst", ["just_below_threshold", "slightly_negative"])
+def test_outer_loop_never_accepts_a_not_robust_verdict_near_the_threshold(moons_setup, worst):
+    """Issue 38: the loop's acceptance branch with a worst case just below σ − t — still
+    positive (1e-9 below it) or slightly negative (−1e-6) — is a timeout after
+    ``max_iterations``, never a CE."""
+    data, model = moons_setup
+    ex = PROPLACE(model, data, shift=DELTA, k=6, max_iterations=2)
+    value = ex.sigma - ex.t - 1e-9 if worst == "just_below_threshold" else -1e-6
+    fake = _JustBelowThreshold(ex._certifier(), model.network(), value)
+    ex._certifier = lambda: fake  # the inner problem's test only; the vertices stay certified
+    res = ex.explain(data.frame.iloc[:6])
+    active = res.status != "already_target"
+    assert active.sum() >= 3 and fake.calls >= 2 * active.sum()
+    assert (res.status[active] == "timeout").all()
+    assert len(res.counterfactuals) == 0
+    assert res.to_frame().message[active].str.contains("max_iterations").all()
 
 
 def test_multiclass_target():

@@ -72,8 +72,9 @@ def test_exact_roar_on_a_linear_model_is_robust_to_its_delta():
                                    roar_worst_case(W, B, C, dm)[0])
         wc[dm] = roar_worst_case(W, B, C, 0.2)[0]
     # asking for robustness to δ = 0.2 makes the CEs more robust to it (on average: ROAR is
-    # a penalty method, so not every query improves)
-    assert wc[0.2].mean() > wc[0.0].mean()
+    # a penalty method, so not every query improves). The gain is 0.097 here; an optimiser
+    # trained against the best case instead of the worst (+δ‖x'‖₁) gains 0.009.
+    assert wc[0.2].mean() > wc[0.0].mean() + 0.05
 
 
 def test_roar_certificate_is_sound_against_sampled_shifts():

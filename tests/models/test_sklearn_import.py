@@ -298,3 +298,90 @@ def test_additive_formula_holds_exactly_where_the_model_predicts_its_class(germa
             s = z3.Solver()
             s.add(*inp.domain, *fix, *phi)
             assert (s.check() == z3.sat) == (t == int(p))
+
+
+def _flag_and_size_data():
+    """A 0/1 flag (schema: binary), a 2-level ordered size whose alphabetical order is the
+    reverse of its levels (small < large), an integer income; the label uses all three."""
+    rng = np.random.default_rng(0)
+    n = 400
+    flag = rng.integers(0, 2, n)
+    size = rng.choice(["small", "large"], n)
+    income = rng.integers(0, 50, n)
+    y = ((flag == 0) & (income > 20)) | ((size == "large") & (income > 10)) | (income > 40)
+    df = pd.DataFrame({"flag": flag, "size": pd.Categorical(size, ["small", "large"], ordered=True),
+                       "income": income, "label": y.astype(int)})
+    return rc.data.from_frame(df, "label")
+
+
+@pytest.mark.parametrize("clf", [DecisionTreeClassifier(random_state=0),
+                                 RandomForestClassifier(20, max_features=1, random_state=0)])
+def test_tree_splits_on_a_negative_coefficient_column_route_like_the_pipeline(clf):
+    """Issue 38: standard steps give a transformed column that *decreases* with its model-space
+    column — OneHotEncoder's "flag == 0" column is 1 − x on a binary flag, and OrdinalEncoder's
+    alphabetical codes (large = 0, small = 1) run against the levels of a 2-level ordinal —
+    so a tree split there flips direction (``_SplitMap``: x ≥ b goes left). Only such
+    two-valued features reach that branch (every supported scaler has a positive scale), so
+    no valid row lies on its threshold; every valid raw row (all flags × sizes × incomes,
+    both sides of every income threshold) is routed as ``pipe.predict`` routes it."""
+    from sklearn.base import clone
+
+    from robustce.models.sklearn_import import fold_preprocessing
+
+    data = _flag_and_size_data()
+    pre = ColumnTransformer([("flag", OneHotEncoder(), ["flag"]), ("size", OrdinalEncoder(), ["size"]),
+                             ("num", StandardScaler(), ["income"])])
+    pipe = Pipeline([("pre", pre), ("clf", clone(clf))]).fit(data.frame, data.y)
+    _, A, _ = fold_preprocessing(pipe[0], data)
+    negative = [j for j in range(A.shape[0])
+                if np.count_nonzero(A[j]) == 1 and A[j][np.flatnonzero(A[j])[0]] < 0]
+    assert negative == [0, 2]  # "flag == 0" and the ordinal code of size
+    trees = [pipe[-1]] if hasattr(pipe[-1], "tree_") else pipe[-1].estimators_
+    used = set(np.concatenate([t.tree_.feature for t in trees]).tolist())
+    assert set(negative) <= used  # the fitted trees split on both
+    model = from_sklearn(pipe, data)
+    grid = pd.DataFrame([(f, s, i) for f in (0, 1) for s in ("small", "large") for i in range(50)],
+                        columns=["flag", "size", "income"])
+    grid["size"] = pd.Categorical(grid["size"], ["small", "large"], ordered=True)
+    np.testing.assert_array_equal(model.predict(grid), pipe.predict(grid))
+    _same_decisions(model, data.frame)
+
+
+@pytest.mark.parametrize("scaler", ["passthrough", MinMaxScaler(), StandardScaler()],
+                         ids=["passthrough", "minmax", "standard"])
+def test_rows_on_and_beside_every_continuous_tree_threshold_route_like_the_pipeline(scaler):
+    """Every split of a tree on a continuous column, probed at the raw value whose transform
+    is the threshold and at the 4 floats on either side of it: ``x <= t`` in model space sends
+    the row where the pipeline's float32 comparison does (a row exactly on the threshold goes
+    left — the mutation check's sklearn_tree_threshold_off_by_one_float survived without this)."""
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"u": rng.uniform(0, 10, 300), "v": rng.normal(50, 20, 300)})
+    data = rc.data.from_frame(df.assign(label=((df.u > 4) ^ (df.v > 55)).astype(int)), "label")
+    step = scaler if isinstance(scaler, str) else clone(scaler)
+    pipe = Pipeline([("pre", ColumnTransformer([("num", step, ["u", "v"])])),
+                     ("clf", DecisionTreeClassifier(random_state=0))]).fit(data.frame, data.y)
+    model = from_sklearn(pipe, data)
+    Z = pipe[:-1].transform(data.frame)
+    rows, on = [], 0
+    tree = pipe[-1].tree_
+    for f, theta in zip(tree.feature, tree.threshold, strict=True):
+        if f < 0:
+            continue
+        col = ["u", "v"][f]
+        raw = data.frame[col].to_numpy()
+        a = (Z[1, f] - Z[0, f]) / (raw[1] - raw[0])
+        v = (theta - (Z[0, f] - a * raw[0])) / a  # the raw image of the threshold
+        for k in range(-4, 5):
+            w = v
+            for _ in range(abs(k)):
+                w = np.nextafter(w, np.sign(k) * np.inf)
+            row = data.frame.iloc[0].copy()
+            row[col] = w
+            rows.append(row)
+            z = pipe[:-1].transform(pd.DataFrame([row]))[0, f]
+            on += np.float32(z) == np.float32(theta)
+    grid = pd.DataFrame(rows)
+    assert on > 0  # some rows lie exactly on a threshold (in the pipeline's float32)
+    np.testing.assert_array_equal(model.predict(grid), pipe.predict(grid))

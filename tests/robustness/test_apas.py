@@ -14,6 +14,8 @@ from robustce.errors import RobustCEError, ValidationError
 from robustce.models import NetworkModel, ReLUNetwork
 from robustce.models.network import class_margin
 from robustce.robustness import (
+    APASCertifier,
+    CertStatus,
     ParameterShift,
     apas_certify,
     apas_max_delta,
@@ -92,6 +94,27 @@ def test_certify_equals_the_min_over_parameter_shift_samples():
     np.testing.assert_array_equal(res.passed, (m > 0).all(axis=0))
     assert set(res.status) <= {"passed", "failed"}
     assert res.passed.any() and (~res.passed).any()  # both outcomes occur in this set-up
+
+
+def test_certify_fails_every_ce_with_exactly_one_flipped_draw():
+    """Lemma 4's test passes a CE only if *all* n draws keep its class: a CE with a single
+    flipped draw among the n = 1379 fails, like one with many (issue 38: a version tolerating
+    one flip passed every other test). The rows here include several with exactly one flip."""
+    net = _net(2)
+    X = np.random.default_rng(3).normal(size=(400, 3))
+    res = apas_certify(net, X, 0.1, random_state=0)
+    assert res.n == 1379
+    one = res.n_flips == 1
+    assert one.sum() >= 3  # the set-up has them
+    assert not res.passed[one].any()
+    assert (res.status[one] == "failed").all()
+    # the certifier protocol, on the same draws, calls them not robust with the flip as evidence
+    certs = APASCertifier(0.1, random_state=np.random.default_rng(0)).certify(net, X, None)
+    np.testing.assert_array_equal(certs.columns["n_flips"], res.n_flips)
+    assert all(s is CertStatus.NOT_ROBUST for s in certs.status[one])
+    assert all(certs.evidence[i]["n_flips"] == 1 for i in np.flatnonzero(one))
+    # the rows without a flip are exactly the ones that pass
+    np.testing.assert_array_equal(res.passed, res.n_flips == 0)
 
 
 def test_certify_passes_what_intervals_prove_and_fails_what_flips_for_sure():
