@@ -21,7 +21,68 @@ import numpy as np
 
 from robustce.errors import ValidationError
 
-__all__ = ["TreeStack", "TreeView", "float32_threshold", "forest_predict_proba"]
+__all__ = [
+    "SPLIT_MARGIN_ABS",
+    "SPLIT_MARGIN_REL",
+    "TreeStack",
+    "TreeView",
+    "continuous_columns",
+    "float32_threshold",
+    "forest_predict_proba",
+    "raw_column_bounds",
+    "split_margin",
+]
+
+#: relative margin on the raw threshold by which a counterfactual clears a split on a
+#: continuous feature: 2^-21, eight float32 roundings (2^-24) of the raw value at the
+#: threshold — a raw value stored as float32, or a pipeline's scaling, cannot move it back
+SPLIT_MARGIN_REL = 2.0 ** -21
+#: plus this share of the feature's magnitude (``max(|lower|, |upper|)``): float64 rounding
+#: of decoding and of a pipeline's centring (``(v − mean)/scale``) near a threshold at 0
+SPLIT_MARGIN_ABS = 2.0 ** -36
+
+
+def raw_column_bounds(encoder: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per model-space column of a fitted :class:`~robustce.data.Encoder`, the raw
+    ``(lower, upper)`` its scaled values map to (``lower + x·(upper − lower)``); ``(0, 1)``
+    for indicator and level columns."""
+    lower = np.zeros(encoder.n_features_out_)
+    upper = np.ones(encoder.n_features_out_)
+    for b in encoder.blocks_:
+        if b.encoding == "scaled":
+            lower[b.start], upper[b.start] = b.feature.lower, b.feature.upper
+    return lower, upper
+
+
+def continuous_columns(encoder: Any) -> np.ndarray:
+    """Bool per model-space column: a scaled continuous feature (the columns whose decoded
+    raw value is not exact, and which :func:`split_margin` applies to)."""
+    from robustce.data.schema import FeatureKind
+
+    out = np.zeros(encoder.n_features_out_, dtype=bool)
+    for b in encoder.blocks_:
+        if b.encoding == "scaled" and b.feature.kind is FeatureKind.CONTINUOUS:
+            out[b.start] = b.feature.upper > b.feature.lower
+    return out
+
+
+def split_margin(lower: np.ndarray, upper: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The model-space margin by which a point must clear a split ``x <= t`` on a column
+    whose raw values are ``lower + x·(upper − lower)`` so that the raw row, decoded and
+    scored again (re-encoded, or through a pipeline's own scaler, in float32 or float64),
+    is routed to the same side: ``SPLIT_MARGIN_REL·|raw threshold| + SPLIT_MARGIN_ABS·
+    max(|lower|, |upper|)`` in raw units, divided by the range. Arrays broadcast; 0 where
+    the range is 0 or ``t`` is not finite."""
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    span = upper - lower
+    with np.errstate(invalid="ignore", over="ignore"):
+        raw = lower + np.where(np.isfinite(t), t, 0.0) * span
+        m = (SPLIT_MARGIN_REL * np.abs(raw)
+             + SPLIT_MARGIN_ABS * np.maximum(np.abs(lower), np.abs(upper)))
+        out = np.where(span > 0, m / np.where(span > 0, span, 1.0), 0.0)
+    return np.where(np.isfinite(t), out, 0.0)
 
 
 def float32_threshold(threshold: np.ndarray) -> np.ndarray:

@@ -7,7 +7,11 @@ float32 routing). Per column kind of the domain, the test becomes two exact boun
 largest model-space value that goes left (``left_max``) and the smallest that goes right
 (``right_min``), with no value of the column's domain between them:
 
-* continuous: ``left_max = t``, ``right_min = nextafter(t, +inf)``;
+* continuous: ``left_max = t``, ``right_min = nextafter(t, +inf)``; with ``raw_bounds``
+  (MACE passes the encoder's) ``left_max = t − m``, ``right_min = t + m``, ``m`` the
+  :func:`~robustce.models.trees.split_margin` of the split, so that a CE's raw row, decoded
+  and scored again, stays on its side (a column the box fixes — an immutable value — is
+  routed exactly);
 * integer grid ``k / s``: ``left_max = k_max / s`` with ``k_max`` the largest grid step whose
   float64 value is ``<= t``, ``right_min = (k_max + 1) / s``;
 * 0/1 columns (binary, one-hot, thermometer): ``left_max = 0``, ``right_min = 1``.
@@ -50,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robustce.errors import ValidationError
-from robustce.models.trees import TreeStack
+from robustce.models.trees import TreeStack, split_margin
 from robustce.solvers.encodings import DistanceObjective, InputDomain
 from robustce.solvers.milp import MILP
 
@@ -86,7 +90,8 @@ class TreeEnsemble:
     once."""
 
     def __init__(self, trees: Sequence, column_kind: np.ndarray, grid_steps: np.ndarray,
-                 forest: bool = True):
+                 forest: bool = True,
+                 raw_bounds: tuple[np.ndarray, np.ndarray] | None = None):
         if len(trees) == 0:
             raise ValidationError("a tree ensemble needs at least one tree")
         if not forest and len(trees) != 1:
@@ -102,8 +107,14 @@ class TreeEnsemble:
         internal = ~self.is_leaf
         f = self.feature[internal]
         thr = stack.threshold[internal]
+        self.threshold = stack.threshold
         left_max = thr.copy()
         right_min = np.nextafter(thr, np.inf)
+        if raw_bounds is not None:  # continuous columns clear the threshold by its margin
+            real = kind[f] == "continuous"
+            m = split_margin(raw_bounds[0][f[real]], raw_bounds[1][f[real]], thr[real])
+            left_max[real] = thr[real] - m
+            right_min[real] = np.maximum(right_min[real], thr[real] + m)
         grid = kind[f] == "grid"
         k = grid_kmax(steps[f[grid]], thr[grid])
         st = steps[f[grid]].astype(np.float64)
@@ -169,12 +180,20 @@ class TreeEnsemble:
             sid = self.split[nodes]
             lm, rm = lm_all[sid], rm_all[sid]
             r = np.arange(len(nodes))
-            rl = np.flatnonzero(blo[r, f] <= lm)
-            rr = np.flatnonzero(bhi[r, f] >= rm)
+            # a column the box fixes (an immutable value) is routed as the model routes it,
+            # margin or not: that raw value is the query's own
+            t, a, b = self.threshold[nodes], blo[r, f], bhi[r, f]
+            fixed = a == b
+            rl = np.flatnonzero((a <= lm) | (fixed & (a <= t)))
+            rr = np.flatnonzero((b >= rm) | (fixed & (b > t)))
             llo, lhi = blo[rl], bhi[rl]
-            lhi[np.arange(len(rl)), f[rl]] = np.minimum(lhi[np.arange(len(rl)), f[rl]], lm[rl])
+            lhi[np.arange(len(rl)), f[rl]] = np.where(
+                fixed[rl], lhi[np.arange(len(rl)), f[rl]],
+                np.minimum(lhi[np.arange(len(rl)), f[rl]], lm[rl]))
             rlo, rhi = blo[rr], bhi[rr]
-            rlo[np.arange(len(rr)), f[rr]] = np.maximum(rlo[np.arange(len(rr)), f[rr]], rm[rr])
+            rlo[np.arange(len(rr)), f[rr]] = np.where(
+                fixed[rr], rlo[np.arange(len(rr)), f[rr]],
+                np.maximum(rlo[np.arange(len(rr)), f[rr]], rm[rr]))
             kids = np.concatenate([self.left[nodes[rl]], self.right[nodes[rr]]])
             klo, khi = np.concatenate([llo, rlo]), np.concatenate([lhi, rhi])
             visited[kids] = True
