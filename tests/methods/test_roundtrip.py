@@ -194,3 +194,28 @@ def test_original_predict_uses_the_users_estimator_and_module():
     wrapped = rc.models.wrap(DecisionTreeClassifier(max_depth=2).fit(enc.transform(data.frame),
                                                                       data.target), enc)
     assert original_predict(wrapped, data.frame.iloc[:3]) is None
+
+
+@pytest.mark.parametrize("method", ["pft", "mace-milp", "mace-smt"])
+def test_float32_raw_column_keeps_tree_ces_in_their_leaf(method):
+    """A float32 column whose values (about 10 000) are large against its range (1): the raw
+    value the user receives is rounded to float32, 6e-4 of the range. PFT (ε = 1e-4) and MACE
+    clear each threshold by the split margin (2^-21 of it, 5e-3 of the range here), so the
+    decoded row stays in its leaf (before: 3 of 10 rejected by each)."""
+    rng = np.random.default_rng(3)
+    n = 300
+    frame = pd.DataFrame({"a": (1e4 + rng.uniform(0, 1, n)).astype(np.float32),
+                          "b": rng.uniform(0, 1, n)})
+    frame["target"] = ((frame["a"] - 1e4) + frame["b"] + rng.normal(0, 0.1, n) > 1).astype(int)
+    data = rc.datasets.from_frame(frame, target="target")
+    enc = rc.data.Encoder(data.schema).fit(data.frame)
+    est = DecisionTreeClassifier(max_depth=4, random_state=0)
+    model = rc.models.wrap(est.fit(enc.transform(data.frame), data.target), enc)
+    queries = data.frame[model.predict(data.frame) == 0].iloc[:10]
+    explainer = (rc.methods.PlausibleFeatureTweaking(model, epsilon=1e-4) if method == "pft"
+                 else MACE(model, backend=method.split("-")[1], time_limit=30))
+    res = explainer.explain(queries)
+    _assert_clean(res)
+    raw = res.counterfactuals[data.schema.names]
+    assert raw["a"].dtype == np.float32 and len(raw) == 10
+    assert (model.predict(raw) == 1).all()
