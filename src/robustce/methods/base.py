@@ -312,14 +312,15 @@ class Explainer:
 
         Each row is decoded (``inverse_transform``: integers rounded, labels restored) and
         re-encoded; that encoding ``E`` is what :class:`Explanations` stores, and the user
-        receives ``R = inverse_transform(E)``. ``R`` is scored by the model's raw
-        ``predict`` (``transform(R)``, then the forward pass) and, for a model imported from
-        scikit-learn or torch, also by the user's own estimator or module on ``R``.
-        Returns ``(E, ok)``."""
+        receives ``R = inverse_transform(E)``. ``E`` and ``R`` are scored by the model
+        (``E`` and ``transform(R)`` in one forward pass: the two agree but for the last bit
+        of a decoded float) and, for a model imported from scikit-learn or torch, ``R`` also
+        by the user's own estimator or module. Returns ``(E, ok)``."""
         enc = self.encoder
         E = enc._encode(enc.inverse_transform(cfs))
         raw = enc.inverse_transform(E)
-        ok = self.model.predict(enc._encode(raw)) == targets
+        pred = self.model.predict(np.vstack([E, enc._encode(raw)])).reshape(2, len(E))
+        ok = np.all(pred == targets[None, :], axis=0)
         if ok.any():
             own = original_predict(self.model, raw.iloc[np.flatnonzero(ok)])
             if own is not None:
@@ -364,6 +365,7 @@ class Explainer:
             c = np.concatenate([[0], np.cumsum(flags)])
             return c[starts[1:]] - c[starts[:-1]]
 
+        valid &= forward  # a CE the method got wrong is dropped, however it decodes
         n_invalid = per_query(~forward)
         n_trip = per_query(forward & ~valid)
         n_unact = per_query(valid & ~act)
