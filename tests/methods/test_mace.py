@@ -20,7 +20,7 @@ from robustce.data import Feature, Schema, from_frame
 from robustce.data.schema import FeatureKind
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.methods.mace import MACE
-from robustce.models.trees import raw_column_bounds, split_margin
+from robustce.models.trees import SplitMargins
 
 LEVELS = ("low", "mid", "high")
 CATS = ("a", "b", "c")
@@ -102,7 +102,7 @@ def mixed():
 def _tree_grid(model) -> np.ndarray:
     """Every candidate optimum of a tree model: the continuous column at the query value or
     one split margin below / above a threshold (MACE's CEs clear every split by its margin,
-    :func:`~robustce.models.trees.split_margin`); every value of the discrete features. (For
+    :class:`~robustce.models.trees.SplitMargins`); every value of the discrete features. (For
     a tree the nearest point of each leaf box clips the query, so these are exact.)"""
     enc = model.encoder
     thr = np.concatenate([t.threshold[t.feature == 0] for t in model.trees()])
@@ -116,8 +116,7 @@ def _tree_grid(model) -> np.ndarray:
 
 
 def _margin(enc, thr: np.ndarray) -> np.ndarray:
-    lower, upper = raw_column_bounds(enc)
-    return split_margin(lower[0], upper[0], thr)
+    return SplitMargins.of(enc)(np.zeros(len(thr), dtype=np.int64), thr)
 
 
 def _brute_force_tree(model, q: np.ndarray, target: int, norm) -> float:

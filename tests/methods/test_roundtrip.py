@@ -24,7 +24,7 @@ import robustce as rc
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer, original_predict
 from robustce.methods.mace import MACE
-from robustce.models.trees import raw_column_bounds, split_margin
+from robustce.models.trees import SplitMargins
 
 
 def _synthetic(seed: int) -> rc.datasets.Dataset:
@@ -67,8 +67,13 @@ def test_wine_pipeline_accepts_every_mace_ce(backend):
 
 @pytest.mark.parametrize("backend", ["milp", "smt"])
 @pytest.mark.parametrize("kind", ["tree", "forest", "pipeline"])
-def test_synthetic_trees_accept_every_decoded_mace_ce(kind, backend):
-    data = _synthetic(0)
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_synthetic_trees_accept_every_decoded_mace_ce(seed, kind, backend):
+    """Seeds 3 and 7 have a feature whose values are large against their range (91 826.16 to
+    91 826.23; 28 793.925 to 28 793.935): a margin scaled to float32 rounding of such a value
+    would swallow every leaf (MACE 'proved' that no CE exists), and the MILP must route away
+    from a margin zone that its box reaches into (else its CE fails the forward pass)."""
+    data = _synthetic(seed)
     enc = rc.data.Encoder(data.schema).fit(data.frame)
     Xe = enc.transform(data.frame)
     if kind == "pipeline":
@@ -118,7 +123,6 @@ def _threshold_world():
                                                                    data.target)
     model = rc.models.wrap(est, enc)
     t = float(model.trees()[0].threshold[0])
-    lower, upper = raw_column_bounds(enc)
     for k in range(1, 400):
         x = t + k * 1e-14
         back = enc.transform(enc.inverse_transform(np.array([[x, 0.5]])))[0, 0]
@@ -126,7 +130,7 @@ def _threshold_world():
             break
     else:
         raise AssertionError("no model-space point that the round trip moves across t")
-    return data, enc, model, t, x, float(split_margin(lower[0], upper[0], t))
+    return data, enc, model, t, x, float(SplitMargins.of(enc)(np.array([0]), np.array([t]))[0])
 
 
 def test_a_ce_that_decoding_breaks_is_repaired_and_says_so():

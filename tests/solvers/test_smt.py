@@ -125,8 +125,7 @@ def test_continuous_threshold_splits_clear_the_split_margin(world):
     t = 0.3
     m = float(inp.margins(np.array([0]), np.array([t]))[0])
     lower, upper = enc.blocks_[0].feature.lower, enc.blocks_[0].feature.upper
-    assert m == pytest.approx((2.0 ** -21 * abs(lower + t * (upper - lower))
-                               + 2.0 ** -36 * max(abs(lower), abs(upper))) / (upper - lower))
+    assert m == pytest.approx(2.0 ** -40 * max(abs(lower), abs(upper)) / (upper - lower))
     x = X[0].copy()
     for value, left, right in ((t - m, True, False), (np.nextafter(t - m, -np.inf), True, False),
                                (t + m, False, True), (np.nextafter(t + m, np.inf), False, True),

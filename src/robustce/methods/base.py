@@ -45,7 +45,7 @@ from robustce.data.dataset import Dataset
 from robustce.errors import NotFittedError, RobustCEError, ValidationError
 from robustce.explanations import Explanations, QueryResult
 from robustce.models.base import Model
-from robustce.models.trees import continuous_columns, raw_column_bounds, split_margin
+from robustce.models.trees import SplitMargins
 from robustce.utils import check_random_state, package_version
 from robustce.validation import check_integer, check_number
 
@@ -338,7 +338,7 @@ class Explainer:
         the user's own estimator or module when the model was imported). A CE that the
         forward pass accepts in model space but that decoding breaks (a value on a split
         threshold, rounding of an integer) is repaired when moving its changed continuous
-        columns by the split margin (:func:`~robustce.models.trees.split_margin`) away from
+        columns by the split margin (:class:`~robustce.models.trees.SplitMargins`) away from
         the query makes it pass; otherwise it is dropped, and the message says which."""
         sizes = np.array([0 if r.cfs is None else len(r.cfs) for r in batch])
         owner = np.repeat(np.arange(len(batch)), sizes)
@@ -408,11 +408,10 @@ class Explainer:
     def _nudge(self, X: np.ndarray, cfs: np.ndarray) -> np.ndarray:
         """``cfs`` with every changed continuous column moved one split margin further from
         its query row in ``X`` (a CE on a threshold moves into its leaf's box)."""
-        enc = self.encoder
-        lower, upper = raw_column_bounds(enc)
-        step = split_margin(lower, upper, cfs)
+        margins = SplitMargins.of(self.encoder)
+        step = margins(np.arange(cfs.shape[1])[None, :], cfs)
         d = cfs - X
-        move = continuous_columns(enc)[None, :] & (np.abs(d) > ACTION_TOL)
+        move = margins.continuous[None, :] & (np.abs(d) > ACTION_TOL)
         return np.clip(np.where(move, cfs + np.sign(d) * step, cfs), 0.0, 1.0)
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ For a query x̂ with target class t:
 2. **Tweak (FT).** The candidate of a box is x̂ with each *violated* condition fixed, by ε as
    in FT: ``x_f > hi_f`` → ``hi_f − ε``; ``x_f <= lo_f`` → ``lo_f + ε`` (a box narrower than
    2ε gets its midpoint; on a continuous column ε is at least the threshold's
-   :func:`~robustce.models.trees.split_margin`, so the decoded raw row stays in the box).
+   :class:`~robustce.models.trees.SplitMargins`, so the decoded raw row stays in the box).
    Conditions x̂ already satisfies are left alone. For features spread over several columns
    (one-hot categorical, thermometer ordinal) the tweak is made on the feature, not column by
    column: the candidate takes the level nearest to x̂'s (|Δ level| for ordinals; x̂'s own
@@ -54,7 +54,7 @@ from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.minimum_observable import check_actionability, mace_distance, normalise_norm
 from robustce.models.base import model_name
-from robustce.models.trees import TreeView, continuous_columns, raw_column_bounds, split_margin
+from robustce.models.trees import SplitMargins, TreeView
 from robustce.validation import check_number
 
 __all__ = ["PlausibleFeatureTweaking", "leaf_boxes", "tweak_candidates"]
@@ -105,10 +105,10 @@ def tweak_candidates(encoder: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray
         mid = (lo + hi) / 2.0
     # a continuous column clears its threshold by at least the split margin (so the raw row,
     # decoded, stays in the box: features whose values are large against their range)
-    lower, upper = raw_column_bounds(encoder)
-    cont = continuous_columns(encoder)[None, :]
-    eps_hi = np.where(cont, np.maximum(epsilon, split_margin(lower, upper, hi)), epsilon)
-    eps_lo = np.where(cont, np.maximum(epsilon, split_margin(lower, upper, lo)), epsilon)
+    margins = SplitMargins.of(encoder)
+    cols = np.arange(encoder.n_features_out_)[None, :]
+    eps_hi = np.maximum(epsilon, margins(cols, hi))
+    eps_lo = np.maximum(epsilon, margins(cols, lo))
     down = np.where(hi - eps_hi > lo, hi - eps_hi, mid)
     up = np.where(lo + eps_lo <= hi, lo + eps_lo, mid)
     C = np.where(x[None, :] > hi, down, np.where(x[None, :] <= lo, up, x[None, :]))

@@ -42,7 +42,7 @@ from robustce.methods.minimum_observable import (
     normalise_norm,
 )
 from robustce.models.base import Model, model_name
-from robustce.models.trees import raw_column_bounds
+from robustce.models.trees import SplitMargins
 from robustce.solvers import smt
 from robustce.solvers.encodings import (
     DistanceObjective,
@@ -576,7 +576,7 @@ class _TreeMILP:
             dom = encode_input_domain(MILP(), self.mace.encoder)
             self._ensemble = TreeEnsemble(self.mace._parts, dom.column_kind, dom.grid_steps,
                                           forest=self.mace._kind == "forest",
-                                          raw_bounds=raw_column_bounds(self.mace.encoder))
+                                          margins=SplitMargins.of(self.mace.encoder))
         return self._ensemble
 
     def _objective(self, m: MILP, dom: Any, x: np.ndarray, trees: Any) -> DistanceObjective:

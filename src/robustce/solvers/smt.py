@@ -27,14 +27,14 @@ Exactness against float64. Tree thresholds ``t`` (already adjusted by :class:`Tr
 ``x <= t`` reproduces scikit-learn's float32 routing) are compared exactly for the floats the
 model will see: a grid column ``k / R`` by the exact set of grid points whose float64 value is
 ``<= t``, 0/1 columns by their two values, and a real column with the split margin ``m``
-(:func:`~robustce.models.trees.split_margin`, about 2^-21 of the raw threshold) — left iff
-``x <= t − m``, right iff ``x >= t + m`` — so that the raw row the user receives, decoded and
-scored again (re-encoded, or by the user's own pipeline), is routed the same way (a column that
-the query box fixes, an immutable value, is routed exactly). Every counterfactual satisfying
-the formula is therefore routed to the same leaf; the lower bounds of MACE are proven for CEs
-that clear every split by its margin (at most about 2^-21 of a threshold nearer are not
-considered). Network logits are real arithmetic; ``tau > 0`` keeps the float64 forward pass
-on the same side.
+(:class:`~robustce.models.trees.SplitMargins`: 2^-40 of the feature's magnitude, plus 2^-21 of
+the raw threshold on a float32 raw column) — left iff ``x <= t − m``, right iff ``x >= t + m`` —
+so that the raw row the user receives, decoded and scored again (re-encoded, or by the user's
+own pipeline), is routed the same way (a column that the query box fixes, an immutable value,
+is routed exactly). Every counterfactual satisfying the formula is therefore routed to the
+same leaf; the lower bounds of MACE are proven for CEs that clear every split by its margin
+(points within ``m`` of a threshold are not considered). Network logits are real arithmetic;
+``tau > 0`` keeps the float64 forward pass on the same side.
 
 **Distance** (:meth:`SMTInput.distance`): per raw feature ``δ_j = |Δ| / R_j`` (numeric),
 ``|Δ level| / (K_j - 1)`` (ordinal), ``𝕀[≠]`` (categorical, binary; a one-hot group counts
@@ -59,7 +59,7 @@ import z3
 from robustce.data.encoder import Encoder, FeatureBlock
 from robustce.data.schema import Actionability, FeatureKind
 from robustce.errors import SolverError, ValidationError
-from robustce.models.trees import TreeStack, raw_column_bounds, split_margin
+from robustce.models.trees import SplitMargins, TreeStack
 from robustce.solvers.tightening import l1_ball_max
 
 #: smallest model-space change of a real feature that the diversity clause counts as a change
@@ -142,8 +142,7 @@ class SMTInput:
         self._col_block = np.empty(encoder.n_features_out_, dtype=np.int64)
         self._le: dict[tuple[int, float], Any] = {}
         self._gt: dict[tuple[int, float], Any] = {}
-        self._raw_lower, self._raw_upper = raw_column_bounds(encoder)
-        self._real = np.zeros(encoder.n_features_out_, dtype=bool)
+        self._margins = SplitMargins.of(encoder)
         for i, b in enumerate(encoder.blocks_):
             f = b.feature
             name = f"{prefix}_{i}"
@@ -153,7 +152,6 @@ class SMTInput:
                 const = f.upper == f.lower  # a constant feature encodes as 0
                 self.domain += [v == 0] if const else [v >= 0, v <= 1]
                 self.vars.append(_Var(b, v, "real"))
-                self._real[b.start] = not const
             elif b.encoding in ("scaled", "integer_levels"):
                 steps = int(b.n_steps or 0)
                 v = z3.Int(name)
@@ -221,11 +219,9 @@ class SMTInput:
 
     def margins(self, cols: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
         """Per split ``x[col] <= t``, the margin by which a point on a real column must clear
-        it (:func:`~robustce.models.trees.split_margin`; 0 for grid and 0/1 columns, whose
+        it (:class:`~robustce.models.trees.SplitMargins`; 0 for grid and 0/1 columns, whose
         values are exact)."""
-        cols = np.asarray(cols, dtype=np.int64)
-        m = split_margin(self._raw_lower[cols], self._raw_upper[cols], thresholds)
-        return np.where(self._real[cols], m, 0.0)
+        return self._margins(cols, thresholds)
 
     def le(self, col: int, threshold: float) -> z3.BoolRef | bool:
         """Exactly 'the float64 model input of column ``col`` is <= threshold' (a Python bool
