@@ -223,3 +223,20 @@ def test_float32_raw_column_keeps_tree_ces_in_their_leaf(method):
     raw = res.counterfactuals[data.schema.names]
     assert raw["a"].dtype == np.float32 and len(raw) == 10
     assert (model.predict(raw) == 1).all()
+
+
+def test_split_margins_follow_magnitude_range_and_storage():
+    """2^-40 of the feature's magnitude over its range on float64 columns, plus 2^-21 of the
+    raw threshold on float32 ones; 0 on integer and indicator columns."""
+    frame = pd.DataFrame({"a": np.array([1e4 + 0.5, 1e4 + 2.5]),
+                          "b": np.array([1e4 + 0.5, 1e4 + 2.5], dtype=np.float32),
+                          "n": [1, 5], "c": ["x", "y"], "target": [0, 1]})
+    data = rc.datasets.from_frame(frame, target="target")
+    enc = rc.data.Encoder(data.schema).fit(data.frame)
+    margins = SplitMargins.of(enc)
+    m = margins(np.arange(enc.n_features_out_), np.full(enc.n_features_out_, 0.5))
+    a, b = enc.block("a").start, enc.block("b").start
+    assert m[a] == pytest.approx(2.0 ** -40 * (1e4 + 2.5) / 2.0, rel=1e-12)
+    assert m[b] == pytest.approx(2.0 ** -21 * (1e4 + 1.5) / 2.0 + m[a], rel=1e-12)
+    others = np.setdiff1d(np.arange(enc.n_features_out_), [a, b])
+    assert np.all(m[others] == 0.0)
