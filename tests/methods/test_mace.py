@@ -20,6 +20,7 @@ from robustce.data import Feature, Schema, from_frame
 from robustce.data.schema import FeatureKind
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.methods.mace import MACE
+from robustce.models.trees import SplitMargins
 
 LEVELS = ("low", "mid", "high")
 CATS = ("a", "b", "c")
@@ -99,12 +100,14 @@ def mixed():
 
 
 def _tree_grid(model) -> np.ndarray:
-    """Every candidate optimum of a tree model: the continuous column at the query value or at
-    a threshold / the next float above it; every value of the discrete features. (For a tree
-    the nearest point of each leaf box clips the query, so these are exact.)"""
+    """Every candidate optimum of a tree model: the continuous column at the query value or
+    one split margin below / above a threshold (MACE's CEs clear every split by its margin,
+    :class:`~robustce.models.trees.SplitMargins`); every value of the discrete features. (For
+    a tree the nearest point of each leaf box clips the query, so these are exact.)"""
     enc = model.encoder
     thr = np.concatenate([t.threshold[t.feature == 0] for t in model.trees()])
-    c1 = np.unique(np.clip(np.concatenate([thr, np.nextafter(thr, np.inf), [0.0, 1.0]]), 0, 1))
+    m = _margin(enc, thr)
+    c1 = np.unique(np.clip(np.concatenate([thr - m, thr + m, [0.0, 1.0]]), 0, 1))
     frame = pd.DataFrame(list(itertools.product(range(7), LEVELS, CATS, (0, 1))),
                          columns=["n", "level", "cat", "flag"])
     frame.insert(0, "c1", 0.0)
@@ -112,11 +115,18 @@ def _tree_grid(model) -> np.ndarray:
     return np.repeat(G, len(c1), axis=0), np.tile(c1, len(G))
 
 
+def _margin(enc, thr: np.ndarray) -> np.ndarray:
+    return SplitMargins.of(enc)(np.zeros(len(thr), dtype=np.int64), thr)
+
+
 def _brute_force_tree(model, q: np.ndarray, target: int, norm) -> float:
     G, c1 = _tree_grid(model)
     G = np.vstack([G, G])
     G[:, 0] = np.concatenate([c1, np.full(len(c1), q[0])])  # and the query's own value
     ok = model.predict(G) == target
+    thr = np.concatenate([t.threshold[t.feature == 0] for t in model.trees()])
+    gap = np.abs(G[:, [0]] - thr[None, :]) - _margin(model.encoder, thr)[None, :]
+    ok &= np.all(gap >= -1e-14, axis=1)  # clears every split (up to the rounding of t ± m)
     enc = model.encoder
     ok &= np.all(G[:, enc.immutable_mask_] == q[enc.immutable_mask_], axis=1)
     ok &= np.all(G[:, enc.increasing_mask_] >= q[enc.increasing_mask_], axis=1)

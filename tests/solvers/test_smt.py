@@ -117,15 +117,23 @@ def test_grid_threshold_is_exact_for_float64():
                 assert _grid_kmax(steps, float(tt)) == expect
 
 
-def test_continuous_threshold_splits_float64_exactly(world):
+def test_continuous_threshold_splits_clear_the_split_margin(world):
+    """A real column goes left iff x <= t − m and right iff x >= t + m (m the split margin,
+    so a decoded raw row keeps its side); the points between satisfy neither."""
     enc, X, _ = world
     inp = SMTInput(enc)
     t = 0.3
+    m = float(inp.margins(np.array([0]), np.array([t]))[0])
+    lower, upper = enc.blocks_[0].feature.lower, enc.blocks_[0].feature.upper
+    assert m == pytest.approx(2.0 ** -40 * max(abs(lower), abs(upper)) / (upper - lower))
     x = X[0].copy()
-    for value, left in ((t, True), (np.nextafter(t, np.inf), False), (np.nextafter(t, -np.inf), True)):
+    for value, left, right in ((t - m, True, False), (np.nextafter(t - m, -np.inf), True, False),
+                               (t + m, False, True), (np.nextafter(t + m, np.inf), False, True),
+                               (t, False, False), (np.nextafter(t, np.inf), False, False),
+                               (np.nextafter(t - m, np.inf), False, False)):
         x[0] = value
         assert _holds(inp, x, inp.le(0, t)) is left
-        assert _holds(inp, x, inp.gt(0, t)) is (not left)
+        assert _holds(inp, x, inp.gt(0, t)) is right
 
 
 def _grid_points(enc: rc.data.Encoder, X: np.ndarray, n: int, seed: int) -> np.ndarray:

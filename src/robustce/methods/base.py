@@ -10,9 +10,12 @@ methods:
    binary: the other class);
 3. marks queries already in the target class (status ``already_target``, no exception);
 4. calls the method's hook on the remaining queries, batch-first;
-5. **re-validates every returned CE**: projected to a valid encoding, checked against
-   immutable / monotone features, and checked by a plain forward pass of the model — CEs that
-   fail are dropped and the message says so;
+5. **re-validates every returned CE**: projected to a valid encoding, decoded to the raw row
+   the user receives and re-encoded (the stored encoding is that raw row's), checked against
+   immutable / monotone features, and checked by the model's raw ``predict`` of that row —
+   and by the user's own estimator or module for imported models. A CE that only the raw
+   round trip breaks is repaired (moved off its split threshold) or dropped; CEs that fail
+   are dropped and the message says which;
 6. packs results, certificates, timings and metadata into :class:`Explanations`.
 
 Subclasses implement either ``_explain_batch(X, targets)`` (vectorised methods) or
@@ -42,10 +45,11 @@ from robustce.data.dataset import Dataset
 from robustce.errors import NotFittedError, ParameterError, RobustCEError, ValidationError
 from robustce.explanations import Explanations, QueryResult
 from robustce.models.base import Model
+from robustce.models.trees import SplitMargins
 from robustce.utils import check_random_state, package_version
 from robustce.validation import check_integer, check_number
 
-__all__ = ["Explainer", "QueryResult", "Trainable", "resolve_class"]
+__all__ = ["Explainer", "QueryResult", "Trainable", "original_predict", "resolve_class"]
 
 ACTION_TOL = 1e-7
 MAX_JOBS = 4096  # |n_jobs| cap: joblib passes it to C ints and spawns up to that many workers
@@ -322,25 +326,71 @@ class Explainer:
         ok &= np.all(d[:, enc.decreasing_mask_] <= tol, axis=1)
         return ok
 
+    def _round_trip(self, cfs: np.ndarray, targets: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """The raw rows a user receives for the model-space CEs ``cfs`` and whether they
+        keep their target class — one vectorised pass over all rows.
+
+        Each row is decoded (``inverse_transform``: integers rounded, labels restored) and
+        re-encoded; that encoding ``E`` is what :class:`Explanations` stores, and the user
+        receives ``R = inverse_transform(E)``. ``E`` and ``R`` are scored by the model
+        (``E`` and ``transform(R)`` in one forward pass: the two agree but for the last bit
+        of a decoded float) and, for a model imported from scikit-learn or torch, ``R`` also
+        by the user's own estimator or module. Returns ``(E, ok)``."""
+        enc = self.encoder
+        E = enc._encode(enc.inverse_transform(cfs))
+        raw = enc.inverse_transform(E)
+        pred = self.model.predict(np.vstack([E, enc._encode(raw)])).reshape(2, len(E))
+        ok = np.all(pred == targets[None, :], axis=0)
+        if ok.any():
+            own = original_predict(self.model, raw.iloc[np.flatnonzero(ok)])
+            if own is not None:
+                ok[ok] = own == targets[ok]
+        return E, ok
+
     def _revalidate(self, X: np.ndarray, targets: np.ndarray, batch: list[QueryResult]
                     ) -> list[QueryResult]:
-        """Project every CE, check actionability and the forward pass — one vectorised pass
-        over all CEs of all queries — and drop the CEs that fail."""
+        """Project every CE, take it through the raw round trip (:meth:`_round_trip`),
+        check actionability and the forward pass — one vectorised pass over all CEs of all
+        queries — and repair or drop the CEs that fail.
+
+        The invariant: a kept CE is stored as the encoding of the raw row the user receives,
+        and that raw row gets its target class from the model's raw ``predict`` (and from
+        the user's own estimator or module when the model was imported). A CE that the
+        forward pass accepts in model space but that decoding breaks (a value on a split
+        threshold, rounding of an integer) is repaired when moving its changed continuous
+        columns by the split margin (:class:`~robustce.models.trees.SplitMargins`) away from
+        the query makes it pass; otherwise it is dropped, and the message says which."""
         sizes = np.array([0 if r.cfs is None else len(r.cfs) for r in batch])
         owner = np.repeat(np.arange(len(batch)), sizes)
+        repaired = np.zeros(int(sizes.sum()), bool)
         if sizes.sum():
             cfs = self.encoder.project(np.vstack([r.cfs for r in batch if r.cfs is not None
                                                   and len(r.cfs)]))
-            valid = self.model.predict(cfs) == targets[owner]
+            tgt = targets[owner]
+            forward = self.model.predict(cfs) == tgt
+            cfs, valid = self._round_trip(cfs, tgt)
+            fix = np.flatnonzero(forward & ~valid)
+            if len(fix):
+                cand = self.encoder.project(self._nudge(X[owner[fix]], cfs[fix]))
+                cand, ok = self._round_trip(cand, tgt[fix])
+                cfs[fix[ok]] = cand[ok]
+                valid[fix[ok]] = True
+                repaired[fix[ok]] = True
             act = self.actionable(X[owner], cfs)
         else:
             cfs, valid, act = np.zeros((0, X.shape[1])), np.zeros(0, bool), np.zeros(0, bool)
+            forward = np.zeros(0, bool)
         starts = np.concatenate([[0], np.cumsum(sizes)])
         def per_query(flags: np.ndarray) -> np.ndarray:
             c = np.concatenate([[0], np.cumsum(flags)])
             return c[starts[1:]] - c[starts[:-1]]
 
-        n_invalid, n_unact = per_query(~valid), per_query(valid & ~act)
+        valid &= forward  # a CE the method got wrong is dropped, however it decodes
+        n_invalid = per_query(~forward)
+        n_trip = per_query(forward & ~valid)
+        n_unact = per_query(valid & ~act)
+        n_fixed = per_query(repaired & act)
         keep = valid & act
         out = []
         for j, r in enumerate(batch):
@@ -352,13 +402,20 @@ class Explainer:
                 out.append(r)
                 continue
             sl = slice(starts[j], starts[j + 1])
-            if n_invalid[j] == 0 and n_unact[j] == 0:  # the common case: all CEs pass
-                r.cfs = cfs[sl]
+            if n_invalid[j] == 0 and n_trip[j] == 0 and n_unact[j] == 0 and n_fixed[j] == 0:
+                r.cfs = cfs[sl]  # the common case: all CEs pass as they are
                 out.append(r)
                 continue
             notes = [r.message] if r.message else []
             if n_invalid[j]:
                 notes.append(f"{int(n_invalid[j])} CE(s) failed the forward-pass check and were dropped")
+            if n_trip[j]:
+                notes.append(f"{int(n_trip[j])} CE(s) lost the target class once decoded to raw "
+                             "values (the raw round trip) and were dropped")
+            if n_fixed[j]:
+                notes.append(f"{int(n_fixed[j])} CE(s) lost the target class once decoded to raw "
+                             "values and were repaired (moved off a split threshold by its "
+                             "margin)")
             if n_unact[j]:
                 notes.append(f"{int(n_unact[j])} CE(s) broke actionability and were dropped")
             kept = cfs[sl][keep[sl]]
@@ -368,6 +425,15 @@ class Explainer:
             else:
                 out.append(QueryResult(r.status, kept, r.certificate, r.time, "; ".join(notes)))
         return out
+
+    def _nudge(self, X: np.ndarray, cfs: np.ndarray) -> np.ndarray:
+        """``cfs`` with every changed continuous column moved one split margin further from
+        its query row in ``X`` (a CE on a threshold moves into its leaf's box)."""
+        margins = SplitMargins.of(self.encoder)
+        step = margins(np.arange(cfs.shape[1])[None, :], cfs)
+        d = cfs - X
+        move = margins.continuous[None, :] & (np.abs(d) > ACTION_TOL)
+        return np.clip(np.where(move, cfs + np.sign(d) * step, cfs), 0.0, 1.0)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -408,6 +474,25 @@ def resolve_class(value: Any, class_names: tuple[Any, ...]) -> int:
         raise ValidationError(f"target_class {value!r} is not a class of the model; its "
                               f"classes are {mapping}")
     return labels.index(str(value))
+
+
+def original_predict(model: Model, raw: pd.DataFrame) -> np.ndarray | None:
+    """Class indices (0..K-1) that the *user's own* model behind ``model`` predicts on the raw
+    rows ``raw``: the scikit-learn estimator or pipeline of a ``from_sklearn`` model, the torch
+    module of a ``from_torch`` model (through its scikit-learn preprocessor when it has one);
+    None for models robustce evaluates itself (its own MLP, ``wrap``-ped estimators, which
+    ``predict`` already runs)."""
+    if not len(raw):
+        return np.zeros(0, dtype=np.int64)
+    if callable(getattr(model, "estimator_predict", None)):
+        return np.asarray(model.estimator_predict(raw), dtype=np.int64)
+    if callable(getattr(model, "module_predict", None)):
+        pre = getattr(model, "preprocessor", None)
+        if pre is None and getattr(model, "preprocessing", None) is not None:
+            return None  # a folded preprocessor that was not kept: predict already runs it
+        return np.asarray(model.module_predict(raw if pre is not None else
+                                               model.encoder._encode(raw), pre), dtype=np.int64)
+    return None
 
 
 class Trainable:

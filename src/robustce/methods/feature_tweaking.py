@@ -10,11 +10,13 @@ For a query x̂ with target class t:
    over each tree) and cached.
 2. **Tweak (FT).** The candidate of a box is x̂ with each *violated* condition fixed, by ε as
    in FT: ``x_f > hi_f`` → ``hi_f − ε``; ``x_f <= lo_f`` → ``lo_f + ε`` (a box narrower than
-   2ε gets its midpoint). Conditions x̂ already satisfies are left alone. For features spread
-   over several columns (one-hot categorical, thermometer ordinal) the tweak is made on the
-   feature, not column by column: the candidate takes the level nearest to x̂'s (|Δ level| for
-   ordinals; x̂'s own category, else the first allowed one, for categoricals) among the levels
-   whose encoding satisfies the box's conditions on that block (x̂'s level if none does).
+   2ε gets its midpoint; on a continuous column ε is at least the threshold's
+   :class:`~robustce.models.trees.SplitMargins`, so the decoded raw row stays in the box).
+   Conditions x̂ already satisfies are left alone. For features spread over several columns
+   (one-hot categorical, thermometer ordinal) the tweak is made on the feature, not column by
+   column: the candidate takes the level nearest to x̂'s (|Δ level| for ordinals; x̂'s own
+   category, else the first allowed one, for categoricals) among the levels whose encoding
+   satisfies the box's conditions on that block (x̂'s level if none does).
 3. **Projection (the "P").** Each candidate is mapped to a plausible encoded row: the
    actionability (the schema's, with the ``actionability`` overrides) resets immutable features
    to x̂ and features moved the forbidden way (increase- / decrease-only) to x̂; then
@@ -52,7 +54,7 @@ from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.minimum_observable import check_actionability, mace_distance, normalise_norm
 from robustce.models.base import model_name
-from robustce.models.trees import TreeView
+from robustce.models.trees import SplitMargins, TreeView
 from robustce.validation import check_number
 
 __all__ = ["PlausibleFeatureTweaking", "leaf_boxes", "tweak_candidates"]
@@ -101,8 +103,14 @@ def tweak_candidates(encoder: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray
     acts = acts or {}
     with np.errstate(invalid="ignore"):
         mid = (lo + hi) / 2.0
-    down = np.where(hi - epsilon > lo, hi - epsilon, mid)
-    up = np.where(lo + epsilon <= hi, lo + epsilon, mid)
+    # a continuous column clears its threshold by at least the split margin (so the raw row,
+    # decoded, stays in the box: features whose values are large against their range)
+    margins = SplitMargins.of(encoder)
+    cols = np.arange(encoder.n_features_out_)[None, :]
+    eps_hi = np.maximum(epsilon, margins(cols, hi))
+    eps_lo = np.maximum(epsilon, margins(cols, lo))
+    down = np.where(hi - eps_hi > lo, hi - eps_hi, mid)
+    up = np.where(lo + eps_lo <= hi, lo + eps_lo, mid)
     C = np.where(x[None, :] > hi, down, np.where(x[None, :] <= lo, up, x[None, :]))
     for b in encoder.blocks_:
         s = b.slice

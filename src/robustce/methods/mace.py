@@ -42,6 +42,7 @@ from robustce.methods.minimum_observable import (
     normalise_norm,
 )
 from robustce.models.base import Model, model_name
+from robustce.models.trees import SplitMargins
 from robustce.solvers import smt
 from robustce.solvers.encodings import (
     DistanceObjective,
@@ -574,7 +575,8 @@ class _TreeMILP:
         if self._ensemble is None:
             dom = encode_input_domain(MILP(), self.mace.encoder)
             self._ensemble = TreeEnsemble(self.mace._parts, dom.column_kind, dom.grid_steps,
-                                          forest=self.mace._kind == "forest")
+                                          forest=self.mace._kind == "forest",
+                                          margins=SplitMargins.of(self.mace.encoder))
         return self._ensemble
 
     def _objective(self, m: MILP, dom: Any, x: np.ndarray, trees: Any) -> DistanceObjective:

@@ -517,8 +517,8 @@ class _SplitMap:
     def prepare(self, js: np.ndarray, thetas: np.ndarray, float32: bool) -> None:
         """Splits on an integer feature: the fitted threshold can equal a grid value's
         transformed image up to rounding, so ask the pipeline's own transform (one batched
-        call) which of the two grid values around it go left, and put the model-space
-        threshold halfway between them."""
+        call) which of the two grid values around it go left — with scikit-learn's own test
+        (:func:`_goes_left`) — and put the model-space threshold halfway between them."""
         if self.transform is None:
             return
         todo = []
@@ -549,8 +549,7 @@ class _SplitMap:
             frame[f.name] = frame[f.name].astype(self.base[f.name].dtype)
         Z = self.transform(frame)
         for i, (j, th, k, f, n0) in enumerate(todo):
-            z = Z[2 * i:2 * i + 2, j]
-            go = (z.astype(np.float32) if float32 else z) <= th
+            go = _goes_left(Z[2 * i:2 * i + 2, j], th, float32)
             n0c = np.clip(n0, f.lower, f.upper)
             cut = n0c + 1.5 if go.all() else (n0c + 0.5 if go[0] else n0c - 0.5)
             t = (cut - f.lower) / (f.upper - f.lower)
@@ -600,6 +599,18 @@ class _SplitMap:
         elif block.encoding == "binary":
             x[block.start] = float(k)
         return x
+
+
+def _goes_left(z: np.ndarray, theta: float, float32: bool) -> np.ndarray:
+    """scikit-learn's split test on transformed values ``z`` (float64), bit for bit: its trees
+    store ``X`` as float32 and compare that value, widened back to float64, with the float64
+    threshold (``float32`` True); HistGradientBoosting compares float64 values. (Comparing the
+    float32 array with the threshold directly would, under NumPy 2, round the threshold to
+    float32 instead and misroute the values between the two.)"""
+    z = np.asarray(z, dtype=np.float64)
+    if float32:
+        z = z.astype(np.float32).astype(np.float64)
+    return z <= np.float64(theta)
 
 
 def _mapped_tree(feature_in: np.ndarray, thr_raw: np.ndarray, left: np.ndarray,

@@ -133,6 +133,9 @@ class TorchNetworkModel(NetworkModel):
     """A torch Sequential folded into a :class:`ReLUNetwork` over model space."""
 
     kind = "network"
+    #: the user's fitted scikit-learn preprocessor on raw frames (None: the module takes
+    #: model space); explainers score every returned CE with ``module_predict`` through it
+    preprocessor: Any = None
 
     def __init__(self, network: ReLUNetwork, encoder: Encoder, class_names: Any, module: Any,
                  preprocessing: tuple[np.ndarray, np.ndarray] | None):
@@ -184,4 +187,6 @@ def from_torch(module: Any, encoder: Encoder | Any,
             class_names = data_or_schema.class_names
         else:
             class_names = tuple(range(net.n_classes))
-    return TorchNetworkModel(net, enc, tuple(class_names), module, preprocessing)
+    model = TorchNetworkModel(net, enc, tuple(class_names), module, preprocessing)
+    model.preprocessor = None if isinstance(encoder, Encoder) else encoder
+    return model

@@ -21,7 +21,90 @@ import numpy as np
 
 from robustce.errors import ValidationError
 
-__all__ = ["TreeStack", "TreeView", "float32_threshold", "forest_predict_proba"]
+__all__ = [
+    "SPLIT_MARGIN_ABS",
+    "SPLIT_MARGIN_F32",
+    "SplitMargins",
+    "TreeStack",
+    "TreeView",
+    "float32_threshold",
+    "forest_predict_proba",
+    "split_margin",
+]
+
+#: margin on a split of a continuous feature, as a share of the feature's magnitude
+#: ``max(|lower|, |upper|)``: 2^-40, 4096 float64 roundings — what decoding a model-space value
+#: to raw (``lower + x·(upper − lower)``), re-encoding it, and a pipeline's own float64 scaling
+#: (``(v − mean)/scale``, the fold of it) can move a value. scikit-learn's float32 rounding of
+#: the *transformed* value needs no margin: thresholds reproduce it exactly
+#: (:func:`float32_threshold`, and the import's threshold mapping)
+SPLIT_MARGIN_ABS = 2.0 ** -40
+#: plus, on a raw column stored as float32 (or narrower), this share of the raw threshold:
+#: 2^-21, eight float32 roundings (2^-24) of the raw value the user receives
+SPLIT_MARGIN_F32 = 2.0 ** -21
+
+
+def split_margin(lower: np.ndarray, upper: np.ndarray, t: np.ndarray,
+                 rel: np.ndarray | float = 0.0) -> np.ndarray:
+    """The model-space margin by which a point must clear a split ``x <= t`` on a column
+    whose raw values are ``lower + x·(upper − lower)`` so that the raw row, decoded and scored
+    again (re-encoded, or by a pipeline's own scaler), is routed to the same side:
+    ``rel·|raw threshold| + SPLIT_MARGIN_ABS·max(|lower|, |upper|)`` in raw units (``rel``:
+    :data:`SPLIT_MARGIN_F32` for float32 raw columns, else 0), divided by the range. Arrays
+    broadcast; 0 where the range is 0 or ``t`` is not finite."""
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    span = upper - lower
+    with np.errstate(invalid="ignore", over="ignore"):
+        raw = lower + np.where(np.isfinite(t), t, 0.0) * span
+        m = rel * np.abs(raw) + SPLIT_MARGIN_ABS * np.maximum(np.abs(lower), np.abs(upper))
+        out = np.where(span > 0, m / np.where(span > 0, span, 1.0), 0.0)
+    return np.where(np.isfinite(t), out, 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class SplitMargins:
+    """The split margins of an encoder's model-space columns (one place for every tree method
+    and for the base class's repair): ``margins(cols, t)`` is :func:`split_margin` on each
+    continuous column — scaled to its raw range and magnitude, and to float32 rounding where
+    the raw column is float32 — and 0 on grid (integer), 0/1 and level columns, whose decoded
+    values are exact."""
+
+    lower: np.ndarray  # (d,) raw value at model-space 0
+    upper: np.ndarray  # (d,) raw value at model-space 1
+    rel: np.ndarray  # (d,) SPLIT_MARGIN_F32 on float32 raw columns, else 0
+    continuous: np.ndarray  # (d,) bool: a scaled continuous feature with a range
+
+    @classmethod
+    def of(cls, encoder: Any) -> SplitMargins:
+        """The margins of a fitted :class:`~robustce.data.Encoder`."""
+        import pandas as pd
+
+        from robustce.data.schema import FeatureKind
+
+        d = encoder.n_features_out_
+        lower, upper, rel = np.zeros(d), np.ones(d), np.zeros(d)
+        cont = np.zeros(d, dtype=bool)
+        for b in encoder.blocks_:
+            f = b.feature
+            if b.encoding != "scaled":
+                continue
+            lower[b.start], upper[b.start] = f.lower, f.upper
+            cont[b.start] = f.kind is FeatureKind.CONTINUOUS and f.upper > f.lower
+            try:
+                dt = pd.api.types.pandas_dtype(f.dtype) if f.dtype else None
+            except TypeError:
+                dt = None
+            if isinstance(dt, np.dtype) and dt.kind == "f" and dt.itemsize <= 4:
+                rel[b.start] = SPLIT_MARGIN_F32
+        return cls(lower, upper, rel, cont)
+
+    def __call__(self, cols: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Margin of each split ``x[cols] <= t`` (arrays broadcast together)."""
+        cols = np.asarray(cols, dtype=np.int64)
+        m = split_margin(self.lower[cols], self.upper[cols], t, self.rel[cols])
+        return np.where(self.continuous[cols], m, 0.0)
 
 
 def float32_threshold(threshold: np.ndarray) -> np.ndarray:

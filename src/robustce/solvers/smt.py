@@ -25,12 +25,16 @@ models, raw feature variables linked to model space, and the distance formula (e
 
 Exactness against float64. Tree thresholds ``t`` (already adjusted by :class:`TreeView` so that
 ``x <= t`` reproduces scikit-learn's float32 routing) are compared exactly for the floats the
-model will see: a scaled column goes left iff ``x <= t`` and right iff ``x >= nextafter(t, +inf)``
-(no float64 lies between), a grid column ``k / R`` by the exact set of grid points whose float64
-value is ``<= t``, and 0/1 columns by their two values. Every float64 counterfactual therefore
-satisfies the formula iff the model routes it to the same leaf; real points between two
-consecutive floats are excluded, which leaves lower bounds sound. Network logits are real
-arithmetic; ``tau > 0`` keeps the float64 forward pass on the same side.
+model will see: a grid column ``k / R`` by the exact set of grid points whose float64 value is
+``<= t``, 0/1 columns by their two values, and a real column with the split margin ``m``
+(:class:`~robustce.models.trees.SplitMargins`: 2^-40 of the feature's magnitude, plus 2^-21 of
+the raw threshold on a float32 raw column) — left iff ``x <= t − m``, right iff ``x >= t + m`` —
+so that the raw row the user receives, decoded and scored again (re-encoded, or by the user's
+own pipeline), is routed the same way (a column that the query box fixes, an immutable value,
+is routed exactly). Every counterfactual satisfying the formula is therefore routed to the
+same leaf; the lower bounds of MACE are proven for CEs that clear every split by its margin
+(points within ``m`` of a threshold are not considered). Network logits are real arithmetic;
+``tau > 0`` keeps the float64 forward pass on the same side.
 
 **Distance** (:meth:`SMTInput.distance`): per raw feature ``δ_j = |Δ| / R_j`` (numeric),
 ``|Δ level| / (K_j - 1)`` (ordinal), ``𝕀[≠]`` (categorical, binary; a one-hot group counts
@@ -55,7 +59,7 @@ import z3
 from robustce.data.encoder import Encoder, FeatureBlock
 from robustce.data.schema import Actionability, FeatureKind
 from robustce.errors import SolverError, ValidationError
-from robustce.models.trees import TreeStack
+from robustce.models.trees import SplitMargins, TreeStack
 from robustce.solvers.tightening import l1_ball_max
 
 #: smallest model-space change of a real feature that the diversity clause counts as a change
@@ -138,6 +142,7 @@ class SMTInput:
         self._col_block = np.empty(encoder.n_features_out_, dtype=np.int64)
         self._le: dict[tuple[int, float], Any] = {}
         self._gt: dict[tuple[int, float], Any] = {}
+        self._margins = SplitMargins.of(encoder)
         for i, b in enumerate(encoder.blocks_):
             f = b.feature
             name = f"{prefix}_{i}"
@@ -212,6 +217,12 @@ class SMTInput:
                 terms.append(expr)
         return z3.Sum(terms)
 
+    def margins(self, cols: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+        """Per split ``x[col] <= t``, the margin by which a point on a real column must clear
+        it (:class:`~robustce.models.trees.SplitMargins`; 0 for grid and 0/1 columns, whose
+        values are exact)."""
+        return self._margins(cols, thresholds)
+
     def le(self, col: int, threshold: float) -> z3.BoolRef | bool:
         """Exactly 'the float64 model input of column ``col`` is <= threshold' (a Python bool
         when the column's domain decides it). Cached per (column, threshold)."""
@@ -227,7 +238,7 @@ class SMTInput:
         if v.sort == "real":
             if v.block.feature.upper == v.block.feature.lower:
                 return 0.0 <= t
-            return v.var <= rational(t)
+            return v.var <= rational(t - float(self.margins(np.array([col]), np.array([t]))[0]))
         if v.sort == "grid":
             kmax = _grid_kmax(v.steps, t)
             if kmax < 0:
@@ -255,7 +266,8 @@ class SMTInput:
         if v.sort == "real":
             if v.block.feature.upper == v.block.feature.lower:
                 return 0.0 > t
-            return v.var >= rational(float(np.nextafter(t, np.inf)))
+            m = float(self.margins(np.array([col]), np.array([t]))[0])
+            return v.var >= rational(max(float(np.nextafter(t, np.inf)), t + m))
         le = self.le(col, t)
         return (not le) if isinstance(le, bool) else z3.Not(le)
 
@@ -527,14 +539,18 @@ def _tree_stack(trees: Sequence[Any]) -> TreeStack:
 
 
 def _reachable(stack: TreeStack, lo: np.ndarray, hi: np.ndarray,
-               prune: Callable[[np.ndarray, np.ndarray], Any] | None
+               prune: Callable[[np.ndarray, np.ndarray], Any] | None,
+               margin: np.ndarray | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Breadth-first over all trees at once, one level per numpy pass: the nodes reachable in
     the box ``[lo, hi]`` as entries (entry ``k < n_trees`` is tree ``k``'s root). Returns the
     node of every entry and, per entry, the entry of its only child when the box decides the
     test (``forced``) or of its left / right child when it does not (-1: none, or pruned).
     Without ``prune`` a child keeps its parent's box; with it the child's box is narrowed by
-    the test and ``prune(lo, hi)`` (one bool per box row) may drop it."""
+    the test and ``prune(lo, hi)`` (one bool per box row) may drop it. ``margin`` (per stack
+    node, :meth:`SMTInput.margins`): a box decides a test only when it clears the threshold
+    by it (``hi <= t − m`` / ``lo >= t + m``), or when it fixes the column (an immutable
+    value is routed as the model routes it)."""
     node = stack.roots.copy()
     d = len(lo)
     LO = np.broadcast_to(np.asarray(lo, np.float64), (len(node), d)).copy()
@@ -550,8 +566,13 @@ def _reachable(stack: TreeStack, lo: np.ndarray, hi: np.ndarray,
             break
         rows = np.arange(len(node))
         f, t = stack.feature[node], stack.threshold[node]
-        go_left = HI[rows, f] <= t
-        go_right = ~go_left & (LO[rows, f] > t)
+        m = margin[node] if margin is not None else np.zeros(len(node))
+        a, b = LO[rows, f], HI[rows, f]
+        fixed = a == b
+        lm = t - m
+        rm = np.where(m > 0, t + m, np.nextafter(t, np.inf))
+        go_left = (b <= lm) | (fixed & (b <= t))
+        go_right = ~go_left & ((a >= rm) | (fixed & (a > t)))
         split = ~(go_left | go_right)
         new_node = [np.where(go_left, stack.left[node], stack.right[node])[~split]]
         new_lo, new_hi = [LO[~split]], [HI[~split]]
@@ -562,9 +583,9 @@ def _reachable(stack: TreeStack, lo: np.ndarray, hi: np.ndarray,
             if prune is not None:
                 clo, chi = clo.copy(), chi.copy()
                 if side == 1:
-                    chi[np.arange(len(s)), f[s]] = t[s]
+                    chi[np.arange(len(s)), f[s]] = lm[s]
                 else:
-                    clo[np.arange(len(s)), f[s]] = t[s]
+                    clo[np.arange(len(s)), f[s]] = rm[s]
                 keep = ~np.asarray(prune(clo, chi), dtype=bool) if len(s) else np.zeros(0, bool)
             else:
                 keep = np.ones(len(s), dtype=bool)
@@ -599,7 +620,10 @@ def _leaf_paths_all(trees: Sequence[Any], inp: SMTInput, lo: np.ndarray, hi: np.
     (:func:`_reachable`); the conditions are then built depth-first, right branch first, and
     an input-domain test that is never true drops its branch."""
     stack = _tree_stack(trees)
-    node, forced, lchild, rchild = _reachable(stack, lo, hi, prune)
+    inner = stack.left >= 0
+    margin = np.zeros(len(stack.feature))
+    margin[inner] = inp.margins(stack.feature[inner], stack.threshold[inner])
+    node, forced, lchild, rchild = _reachable(stack, lo, hi, prune, margin)
     feat, thr, left = stack.feature, stack.threshold, stack.left
     out: list[list[tuple[int, z3.BoolRef | bool]]] = []
     for k in range(len(stack.roots)):

@@ -7,7 +7,12 @@ float32 routing). Per column kind of the domain, the test becomes two exact boun
 largest model-space value that goes left (``left_max``) and the smallest that goes right
 (``right_min``), with no value of the column's domain between them:
 
-* continuous: ``left_max = t``, ``right_min = nextafter(t, +inf)``;
+* continuous: ``left_max = t``, ``right_min = nextafter(t, +inf)``; with ``margins``
+  (MACE passes the encoder's :class:`~robustce.models.trees.SplitMargins`) ``left_max = t − m``,
+  ``right_min = t + m``, so that a CE's raw row, decoded and scored again, stays on its side.
+  A node whose box reaches into the margin zone of a side it cannot clear gets that side as
+  an excluded (dead) child, so the encoding routes away from it; a column the box fixes — an
+  immutable value — is routed exactly;
 * integer grid ``k / s``: ``left_max = k_max / s`` with ``k_max`` the largest grid step whose
   float64 value is ``<= t``, ``right_min = (k_max + 1) / s``;
 * 0/1 columns (binary, one-hot, thermometer): ``left_max = 0``, ``right_min = 1``.
@@ -50,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robustce.errors import ValidationError
-from robustce.models.trees import TreeStack
+from robustce.models.trees import SplitMargins, TreeStack
 from robustce.solvers.encodings import DistanceObjective, InputDomain
 from robustce.solvers.milp import MILP
 
@@ -86,7 +91,7 @@ class TreeEnsemble:
     once."""
 
     def __init__(self, trees: Sequence, column_kind: np.ndarray, grid_steps: np.ndarray,
-                 forest: bool = True):
+                 forest: bool = True, margins: SplitMargins | None = None):
         if len(trees) == 0:
             raise ValidationError("a tree ensemble needs at least one tree")
         if not forest and len(trees) != 1:
@@ -102,8 +107,14 @@ class TreeEnsemble:
         internal = ~self.is_leaf
         f = self.feature[internal]
         thr = stack.threshold[internal]
+        self.threshold = stack.threshold
         left_max = thr.copy()
         right_min = np.nextafter(thr, np.inf)
+        if margins is not None:  # continuous columns clear the threshold by its margin
+            real = kind[f] == "continuous"
+            m = margins(f[real], thr[real])
+            left_max[real] = thr[real] - m
+            right_min[real] = np.maximum(right_min[real], thr[real] + m)
         grid = kind[f] == "grid"
         k = grid_kmax(steps[f[grid]], thr[grid])
         st = steps[f[grid]].astype(np.float64)
@@ -147,12 +158,16 @@ class TreeEnsemble:
     # --- partial evaluation -----------------------------------------------------------------
     def _reach(self, lo: np.ndarray, hi: np.ndarray,
                prune: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
-               ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-        """Nodes whose box meets ``[lo, hi]`` (``visited``), those dropped by ``prune``, and
-        the internal nodes expanded, level by level (for the bottom-up pass)."""
+               ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
+        """Nodes whose box meets ``[lo, hi]`` (``visited``), those dropped by ``prune``, the
+        internal nodes expanded, level by level (for the bottom-up pass), and the
+        ``excluded`` children: those whose side the box reaches only inside the split's
+        margin zone (``t − m < x <= t`` or ``t < x < t + m``) — no CE may lie there, so the
+        encoding must route away from them (:meth:`_states` makes them dead)."""
         n = len(self.feature)
         visited = np.zeros(n, dtype=bool)
         pruned = np.zeros(n, dtype=bool)
+        excluded = np.zeros(n, dtype=bool)
         visited[self.roots] = True
         levels: list[np.ndarray] = []
         nodes = self.roots.copy()
@@ -169,12 +184,24 @@ class TreeEnsemble:
             sid = self.split[nodes]
             lm, rm = lm_all[sid], rm_all[sid]
             r = np.arange(len(nodes))
-            rl = np.flatnonzero(blo[r, f] <= lm)
-            rr = np.flatnonzero(bhi[r, f] >= rm)
+            # a column the box fixes (an immutable value) is routed as the model routes it,
+            # margin or not: that raw value is the query's own
+            t, a, b = self.threshold[nodes], blo[r, f], bhi[r, f]
+            fixed = a == b
+            go_l, go_r = (a <= lm) | (fixed & (a <= t)), (b >= rm) | (fixed & (b > t))
+            # sides the box reaches only inside the margin zone: excluded
+            ex = np.concatenate([self.left[nodes[(a <= t) & ~go_l]],
+                                 self.right[nodes[(b > t) & ~go_r]]])
+            visited[ex] = excluded[ex] = pruned[ex] = True
+            rl, rr = np.flatnonzero(go_l), np.flatnonzero(go_r)
             llo, lhi = blo[rl], bhi[rl]
-            lhi[np.arange(len(rl)), f[rl]] = np.minimum(lhi[np.arange(len(rl)), f[rl]], lm[rl])
+            lhi[np.arange(len(rl)), f[rl]] = np.where(
+                fixed[rl], lhi[np.arange(len(rl)), f[rl]],
+                np.minimum(lhi[np.arange(len(rl)), f[rl]], lm[rl]))
             rlo, rhi = blo[rr], bhi[rr]
-            rlo[np.arange(len(rr)), f[rr]] = np.maximum(rlo[np.arange(len(rr)), f[rr]], rm[rr])
+            rlo[np.arange(len(rr)), f[rr]] = np.where(
+                fixed[rr], rlo[np.arange(len(rr)), f[rr]],
+                np.maximum(rlo[np.arange(len(rr)), f[rr]], rm[rr]))
             kids = np.concatenate([self.left[nodes[rl]], self.right[nodes[rr]]])
             klo, khi = np.concatenate([llo, rlo]), np.concatenate([lhi, rhi])
             visited[kids] = True
@@ -184,13 +211,15 @@ class TreeEnsemble:
                 keep = ~drop
                 kids, klo, khi = kids[keep], klo[keep], khi[keep]
             nodes, blo, bhi = kids, klo, khi
-        return visited, pruned, levels
+        return visited, pruned, levels, excluded
 
     def _states(self, vote: np.ndarray, visited: np.ndarray, pruned: np.ndarray,
-                levels: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+                levels: list[np.ndarray], excluded: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
         """Bottom-up: per node EMPTY (outside the box), DC (every point farther than the
-        incumbent: don't care), DEAD (a single tree's non-target leaves only), UNI (one vote
-        for every point that matters) or MIXED, and the vote of UNI nodes."""
+        incumbent: don't care), DEAD (a single tree's non-target leaves only, or a side the
+        box reaches only inside a split's margin zone: ``excluded``), UNI (one vote for every
+        point that matters) or MIXED, and the vote of UNI nodes."""
         state = np.zeros(len(self.feature), dtype=np.int8)
         v = vote.copy()
         leaf = self.is_leaf & visited & ~pruned
@@ -199,6 +228,8 @@ class TreeEnsemble:
         else:
             state[leaf] = np.where(vote[leaf, 0] > 0.5, _UNI, _DEAD)
         state[pruned] = _DC
+        if excluded is not None:
+            state[excluded] = _DEAD  # inside a margin zone: routed away from, never a CE
         for nodes in reversed(levels):
             a, b = self.left[nodes], self.right[nodes]
             sa, sb = state[a], state[b]
@@ -372,8 +403,8 @@ def encode_tree_ensemble(milp: MILP, ensemble: TreeEnsemble, domain: InputDomain
         ub = np.where(sign > 0, 1.0, 0.0)
         add([q, lit], [np.ones(len(q)), sign], np.full(len(q), -np.inf), ub)
 
-    visited, pruned, levels = ensemble._reach(lo, hi, prune)
-    state, v = ensemble._states(votes, visited, pruned, levels)
+    visited, pruned, levels, excluded = ensemble._reach(lo, hi, prune)
+    state, v = ensemble._states(votes, visited, pruned, levels, excluded)
     roots = ensemble.roots
     if np.any(state[roots] < _UNI):  # some tree has no leaf of interest in the box
         empty = np.zeros(0, dtype=np.int64)
