@@ -14,11 +14,16 @@ from robustce.data import download as dl
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(f"_tool_{name}", REPO / "tools" / f"{name}.py")
+def _load_file(name: str, path: Path):
+    """A module from a file that is not importable by name (tools/, a conftest.py)."""
+    spec = importlib.util.spec_from_file_location(f"_fresh_clone_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _tool(name: str):
+    return _load_file(name, REPO / "tools" / f"{name}.py")
 
 
 def test_fetch_data_offline_fails_with_one_line(tmp_path, capsys):
@@ -74,16 +79,12 @@ def test_diabetes_helper_skips_naming_the_path_without_data(tmp_path, monkeypatc
     """The conftest helper behind ``free_diabetes_setup`` skips (it errored: finding 6)."""
     monkeypatch.setenv("ROBUSTCE_DATA", str(tmp_path))
     monkeypatch.setenv("ROBUSTCE_CACHE", str(tmp_path / "cache"))
-    spec = importlib.util.spec_from_file_location("_methods_conftest",
-                                                  REPO / "tests" / "methods" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _load_file("methods_conftest", REPO / "tests" / "methods" / "conftest.py")
     with pytest.raises(pytest.skip.Exception, match=str(tmp_path)):
         module._free_diabetes()
 
 
 def test_an_empty_data_folder_counts_as_missing(tmp_path):
     """``shared_datasets`` skips on an empty folder, not only on a missing one."""
-    import conftest
-
+    conftest = _load_file("conftest", REPO / "tests" / "conftest.py")
     assert len(conftest.missing_files(tmp_path)) == len(dl.checksums())
