@@ -309,7 +309,7 @@ class Explainer:
         owner = np.repeat(np.arange(len(batch)), sizes)
         if sizes.sum():
             cfs = self.encoder.project(np.vstack([r.cfs for r in batch if r.cfs is not None
-                                                  and len(r.cfs)]))
+                                                  and len(r.cfs)]), *self.encoder.domain(X[owner]))
             valid = self.model.predict(cfs) == targets[owner]
             act = self.actionable(X[owner], cfs)
         else:
