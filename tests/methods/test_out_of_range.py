@@ -40,7 +40,7 @@ PARAMS: dict[str, dict] = {
 #: methods whose ``found`` CEs carry an exact Δ-robustness claim at SHIFT
 CERTIFIED = {"milp_robust", "robust_nearest_neighbour", "wachter_robust", "proto_robust",
              "proplace"}
-#: need another model class, or an optional extra
+#: need another model class (tested below on a logistic regression and a forest)
 NOT_ON_MLP = {"ar", "pft"}
 HONEST = {"found", "infeasible", "not_found", "timeout", "no_robust_point"}
 
@@ -120,8 +120,12 @@ def test_every_method_explains_an_applicant_beyond_the_training_range(method, wo
             model = explainer.model
         else:
             explainer = build_explainer(method, model, data, seed=0, **params)
-        with pytest.warns(OutOfRangeWarning, match="outside the range seen in training"):
-            res = explainer.explain(applicants)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = explainer.explain(applicants)
+    once = [w for w in caught if issubclass(w.category, OutOfRangeWarning)]
+    assert len(once) == 1  # one warning per call, naming the features
+    assert "['income', 'debts', 'age', 'tenure']" in str(once[0].message)
     status = res.status.to_dict()
     assert set(status.values()) <= HONEST | {"already_target"}, res.to_frame()[["status", "message"]]
     cfs = res.counterfactuals
@@ -182,6 +186,42 @@ def test_neighbour_search_keeps_the_group_of_a_far_applicant(method, world):
         res = build_explainer(method, model, data, seed=0, **params).explain(far)
     assert res.status[7] == "found"
     assert (res.counterfactuals["tenure"] == 2).all()
+
+
+@pytest.fixture(scope="module")
+def sklearn_models(world):
+    """A logistic regression and a 5-tree forest on the world's encoder."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    data, model, _ = world
+    X = model.encoder.transform(data.frame)
+    rf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, data.y)
+    return {"lr": rc.models.wrap(LogisticRegression().fit(X, data.y), model.encoder),
+            "forest": rc.models.wrap(rf, model.encoder)}
+
+
+@pytest.mark.parametrize("method,kind", [("ar", "lr"), ("pft", "forest"), ("mace", "lr"),
+                                         ("milp_nearest", "lr"), ("minimum_observable", "forest")])
+def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sklearn_models):
+    """AR's integer program models the unit box: beyond it, ``not_found`` with the reason
+    (never a false ``infeasible``); the others search the query's domain."""
+    data, _, applicants = world
+    model = sklearn_models[kind]
+    with pytest.warns(OutOfRangeWarning):
+        res = build_explainer(method, model, data, seed=0).explain(applicants)
+    status = res.status
+    assert set(status) <= HONEST | {"already_target"}
+    if method == "ar":
+        assert (status == "not_found").all()
+        assert "outside the training range" in res.to_frame().loc[101, "message"]
+    if method in ("mace", "milp_nearest"):  # LR: a CE exists for every applicant
+        assert (status == "found").all()  # the LR's first incumbent once emptied the box of 102
+    cfs = res.counterfactuals
+    if len(cfs):
+        np.testing.assert_array_equal(cfs["tenure"].to_numpy(),
+                                      applicants.loc[cfs["query_id"].to_numpy(), "tenure"].to_numpy())
+        assert (model.predict(res.counterfactuals_encoded) == 1).all()
 
 
 def test_mace_smt_backend_says_the_query_is_beyond_its_domain(world):

@@ -482,17 +482,19 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
         raise ValidationError(
             f"space must be a fitted Encoder, a model with one, or a number of columns; got "
             f"{type(space).__name__}")
-    lo = np.zeros(d) if lower is None else np.asarray(lower, dtype=np.float64).reshape(-1).copy()
-    hi = np.ones(d) if upper is None else np.asarray(upper, dtype=np.float64).reshape(-1).copy()
-    if lo.shape[0] != d or hi.shape[0] != d:
-        raise ValidationError(f"lower/upper must have {d} entries")
     q = None
     if query is not None:
         q = np.asarray(query, dtype=np.float64).reshape(-1)
         if q.shape[0] != d or not np.isfinite(q).all():
             raise ValidationError(f"query must be a finite vector of {d} model-space values")
+    box_lo, box_hi = np.zeros(d), np.ones(d)
+    if encoder is not None and q is not None:
+        box_lo, box_hi = encoder.domain(q)
+    lo = box_lo if lower is None else np.asarray(lower, dtype=np.float64).reshape(-1).copy()
+    hi = box_hi if upper is None else np.asarray(upper, dtype=np.float64).reshape(-1).copy()
+    if lo.shape[0] != d or hi.shape[0] != d:
+        raise ValidationError(f"lower/upper must have {d} entries")
     if encoder is not None:
-        box_lo, box_hi = encoder.domain(q) if q is not None else (0.0, 1.0)
         lo, hi = np.maximum(lo, box_lo), np.minimum(hi, box_hi)
     if encoder is not None:
         st = _domain_structure(encoder, d)
