@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEMO_OUT ?= robustce-demo
 
-.PHONY: install demo test test-all lint bench mutants
+.PHONY: install demo test test-all test-nodata data lint bench mutants
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -24,6 +24,16 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"
+
+# A fresh clone's view: the modules that read benchmark data, with ROBUSTCE_DATA at an empty
+# folder; their data tests must skip (naming the path), never error.
+test-nodata: $(STAMP)
+	@empty=$$(mktemp -d) && trap 'rm -rf "$$empty"' EXIT && \
+	ROBUSTCE_DATA="$$empty" $(PY) -m pytest -q -x -rfE -p no:cacheprovider $$($(PY) tools/data_tests.py)
+
+# Fetch (into the cache) and verify every benchmark dataset; one line per dataset.
+data: $(STAMP)
+	@$(PY) tools/fetch_data.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks tools

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import urllib.error
 from pathlib import Path
@@ -43,15 +44,30 @@ def _robustce_offline_data(tmp_path_factory):
         yield SHARED_DATASETS
 
 
+@functools.cache
+def missing_files(folder: Path) -> tuple[str, ...]:
+    """The offline copy's files (every path with a recorded checksum) absent from ``folder``;
+    a missing folder lacks them all, an empty one (a fresh clone's) too."""
+    from robustce.data.download import checksums
+
+    return tuple(rel for rel in sorted(checksums()) if not (folder / rel).is_file())
+
+
 @pytest.fixture
 def shared_datasets() -> Path:
-    """The offline dataset folder; skips the test when it is absent."""
-    if not SHARED_DATASETS.is_dir():
-        pytest.skip(f"offline datasets not found at {SHARED_DATASETS}")
+    """The offline dataset folder; skips the test, naming the path, unless it holds the whole
+    offline copy."""
+    missing = missing_files(SHARED_DATASETS)
+    if missing:
+        pytest.skip(f"offline datasets not found at {SHARED_DATASETS} ({len(missing)} files "
+                    f"missing, e.g. {missing[0]})")
     return SHARED_DATASETS
 
 
 def pytest_report_header(config):
-    present = "present" if SHARED_DATASETS.is_dir() else "MISSING"
+    if not SHARED_DATASETS.is_dir():
+        present = "MISSING"
+    else:
+        present = "present" if not missing_files(SHARED_DATASETS) else "INCOMPLETE"
     source = "from ROBUSTCE_DATA" if USER_DATASETS else "default; set ROBUSTCE_DATA to change"
     return f"robustce datasets: {SHARED_DATASETS} ({present}, {source})"

@@ -447,12 +447,17 @@ def _explain_chunks(explainer: Any, queries: Any, target: int, *, progress: bool
 def _stand_in_model(train: Any, hidden: tuple[int, ...]) -> Any:
     """A throwaway one-epoch MLP of the same shape on a few rows of each class: building the
     explainer on it validates the method's parameters before the real training."""
+    import warnings
+
     import numpy as np
 
+    from robustce.errors import ConstantModelWarning
     from robustce.models import MLP
 
     rows = np.concatenate([np.flatnonzero(train.y == k)[:10] for k in np.unique(train.y)])
-    return MLP(hidden, epochs=1, random_state=0).fit(train.subset(np.sort(rows)))
+    with warnings.catch_warnings():  # a throwaway model: what it learned does not matter
+        warnings.simplefilter("ignore", ConstantModelWarning)
+        return MLP(hidden, epochs=1, random_state=0).fit(train.subset(np.sort(rows)))
 
 
 def _check_explanations_out(out: str) -> Any:

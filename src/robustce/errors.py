@@ -56,3 +56,17 @@ class ConfigError(ValidationError):
 
 class ParameterError(ValidationError, TypeError):
     """A constructor was given a keyword it does not take (the message names the valid ones)."""
+
+
+class RobustCEWarning(UserWarning):
+    """Base class of the warnings robustce issues on purpose (filter them by this class)."""
+
+
+class ConstantModelWarning(RobustCEWarning):
+    """A fitted (or imported) model predicts one class for every training row: it learned
+    nothing that separates the classes, and every explainer will report ``infeasible``."""
+
+
+class OutOfRangeWarning(RobustCEWarning):
+    """Inputs lie outside a feature's *observed* (training) range. Accepted — only declared
+    bounds are hard — but the model extrapolates there."""

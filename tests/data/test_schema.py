@@ -143,7 +143,7 @@ def test_infer_schema_errors(frame):
 
 
 def test_validate_messages(frame):
-    schema = infer_schema(frame)
+    schema = infer_schema(frame, bounds={"age": (25, 61)})  # declared: a hard domain
     schema.validate(frame)
     cases = [
         (frame.drop(columns=["city", "age"]), r"missing columns: \['age', 'city'\]"),
@@ -165,20 +165,24 @@ def test_validate_messages(frame):
     with pytest.raises(ValidationError, match="expected a pandas DataFrame"):
         schema.validate(frame.to_numpy())
     schema.validate(frame.assign(age=[25, 40, 99, 33]), check_bounds=False)
+    infer_schema(frame).validate(frame.assign(age=[25, 40, 99, 33]))  # observed: information
 
 
 def test_validate_names_the_first_bad_column_in_feature_order(frame):
     """Numeric columns are checked on one array; with several bad columns the message still
     names the first one in the schema's order, with its own problem."""
-    schema = infer_schema(frame)
+    declared = {"age": (25, 61)}
+    schema = infer_schema(frame, bounds=declared)
     two_bad = frame.assign(age=[25, 40, 99, 33], income=[np.inf, 1.0, 2.0, 3.0])
     with pytest.raises(ValidationError, match=r"column 'age' has values outside its bounds"):
         schema.validate(two_bad)
-    reordered = infer_schema(frame[["income", "age", "flag", "city", "edu", "member", "whole"]])
+    reordered = infer_schema(frame[["income", "age", "flag", "city", "edu", "member", "whole"]],
+                             bounds=declared)
     with pytest.raises(ValidationError, match="'income' has infinite values"):
         reordered.validate(two_bad)
     # a bad category before a bad number: the category is named
-    early = infer_schema(frame[["city", "age", "income", "flag", "edu", "member", "whole"]])
+    early = infer_schema(frame[["city", "age", "income", "flag", "edu", "member", "whole"]],
+                         bounds=declared)
     with pytest.raises(ValidationError, match="column 'city' has unseen categories"):
         early.validate(two_bad.assign(city=["a", "b", "zz", "c"]))
 

@@ -41,12 +41,11 @@ def adult_setup():
     return train, test, model
 
 
-
 def _free_diabetes():
     """Diabetes with its three immutable features made free (the loader marks continuous
     features immutable, so no training point shares a query's values and neighbour-based
-    methods have no candidates), a small 10-5 MLP."""
-    data = rc.datasets.load("diabetes")
+    methods have no candidates), a small 10-5 MLP. Skips when diabetes is unavailable."""
+    data = _load("diabetes")
     act = {name: "free" for name in data.schema.immutable}
     data = dataclasses.replace(data, schema=data.schema.with_actionability(**act))
     train, test = data.split(test_size=0.25, random_state=0)

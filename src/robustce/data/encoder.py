@@ -8,12 +8,18 @@
 * binary: one column, 0 for ``categories[0]`` and 1 for ``categories[1]``.
 
 Non-negative model inputs make the interval encoding of a ReLU network exact, which is why model
-space is the unit box. The encoder also exposes what solvers need: one :class:`FeatureBlock` per
+space is the unit box. Features whose bounds are an *observed* range (``Feature.observed``:
+inferred from training data) are scaled on that range too, but a value beyond it is accepted
+(with an :class:`~robustce.errors.OutOfRangeWarning`) and encodes outside [0, 1]; a search for
+a counterfactual then ranges over :meth:`Encoder.domain` — the unit box widened, per query, to
+hold the query's own value — and certificates stay sound (the first layer's interval is
+sign-aware). The encoder also exposes what solvers need: one :class:`FeatureBlock` per
 feature (its column slice, kind, actionability, integer grid) and per-column masks.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,7 +36,7 @@ from robustce.data.schema import (
     level_codes,
     numeric_values,
 )
-from robustce.errors import NotFittedError, ValidationError
+from robustce.errors import NotFittedError, OutOfRangeWarning, ValidationError
 
 __all__ = ["Encoder", "FeatureBlock"]
 
@@ -176,6 +182,29 @@ class Encoder:
         return np.ones(self.n_features_out_)
 
     @property
+    def observed_columns_(self) -> np.ndarray:
+        """Indices of the scaled columns of features with an observed (soft) range."""
+        self._check_fitted()
+        return np.array([b.start for b in self.blocks_
+                         if b.encoding == "scaled" and b.feature.observed], dtype=np.int64)
+
+    def domain(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The search box in model space for each query of ``X`` ((n, d), or (d,) for one):
+        ``[0, 1]`` per column, widened on columns of observed-range features to hold the
+        query's own value (an applicant beyond the training range keeps that value
+        reachable). Pass it to :meth:`project` (``project(C, *enc.domain(X))``) and to solvers
+        as input bounds."""
+        arr = self.check_array(X, name="queries")
+        lo, hi = np.zeros_like(arr), np.ones_like(arr)
+        cols = self.observed_columns_
+        if cols.size:
+            lo[:, cols] = np.minimum(0.0, arr[:, cols])
+            hi[:, cols] = np.maximum(1.0, arr[:, cols])
+        if np.ndim(X) == 1:
+            return lo[0], hi[0]
+        return lo, hi
+
+    @property
     def feature_of_column_(self) -> np.ndarray:
         """For each encoded column, the index of its raw feature."""
         self._check_fitted()
@@ -199,7 +228,23 @@ class Encoder:
         """Encode raw rows; raises :class:`ValidationError` naming bad columns/values."""
         self._check_fitted()
         self.schema.validate(frame)
-        return self._encode(frame)
+        X = self._encode(frame)
+        self._warn_outside_observed(X)
+        return X
+
+    def _warn_outside_observed(self, X: np.ndarray) -> None:
+        """One :class:`OutOfRangeWarning` naming the observed-range features that ``X`` (an
+        encoding) leaves [0, 1] on."""
+        cols = self.observed_columns_
+        if not cols.size or not len(X):
+            return
+        sub = X[:, cols]
+        out = (sub < 0.0).any(axis=0) | (sub > 1.0).any(axis=0)
+        if out.any():
+            names = [self.columns_[c] for c in cols[out]]
+            warnings.warn(OutOfRangeWarning(
+                f"values outside the range seen in training for {names}: accepted (the range "
+                "is observed, not declared), but the model extrapolates there"), stacklevel=3)
 
     def _encode(self, frame: pd.DataFrame) -> np.ndarray:
         """Encode a frame already validated against the schema."""
@@ -261,9 +306,12 @@ class Encoder:
         for i, b in enumerate(self.blocks_):
             f = b.feature
             if b.encoding == "scaled":
-                v = f.lower + np.clip(X[:, b.start], 0, 1) * (f.upper - f.lower)
+                x = X[:, b.start]
+                v = f.lower + np.clip(x, 0, 1) * (f.upper - f.lower)
                 # clip again: lower + 1.0 * (upper - lower) can exceed upper by one ulp
                 v = np.clip(v, f.lower, f.upper)
+                if f.observed:  # a soft range: values beyond it decode to themselves
+                    v = np.where((x < 0) | (x > 1), f.lower + x * (f.upper - f.lower), v)
                 out[:, i] = np.round(v) if f.kind is FeatureKind.INTEGER else v
             elif b.encoding == "binary":
                 out[:, i] = X[:, b.start] >= 0.5
@@ -329,18 +377,25 @@ class Encoder:
                                      np.array(binary, dtype=np.int64), tuple(onehot), tuple(thermo))
         return self._plan
 
-    def project(self, X: Any) -> np.ndarray:
+    def project(self, X: Any, lower: Any = None, upper: Any = None) -> np.ndarray:
         """Nearest valid encoding of each row (clip, snap integers to their grid, one-hot by
         argmax, thermometer made monotone). Pure numpy, one operation per kind of column
-        (a loop only over one-hot and thermometer blocks); used after gradient search."""
+        (a loop only over one-hot and thermometer blocks); used after gradient search.
+
+        ``lower`` / ``upper``: the box to clip to, per column ((d,)) or per row ((n, d)),
+        default ``[0, 1]``; give :meth:`domain` of the queries so that a query's own value
+        beyond an observed range stays valid."""
         self._check_fitted()
         plan = self._projection_plan()
-        X = np.clip(self.check_array(X), 0.0, 1.0)
+        X = self.check_array(X)
+        lo = np.broadcast_to(0.0 if lower is None else np.asarray(lower, dtype=np.float64), X.shape)
+        hi = np.broadcast_to(1.0 if upper is None else np.asarray(upper, dtype=np.float64), X.shape)
+        X = np.clip(X, lo, hi)
         out = X.copy()
         if len(plan.grid):
             out[:, plan.grid] = np.round(X[:, plan.grid] * plan.steps) / plan.steps
-        if len(plan.zero):
-            out[:, plan.zero] = 0.0
+        if len(plan.zero):  # 0, unless the box excludes it (a query beyond a one-value range)
+            out[:, plan.zero] = np.clip(0.0, lo[:, plan.zero], hi[:, plan.zero])
         if len(plan.binary):
             out[:, plan.binary] = X[:, plan.binary] >= 0.5
         rows = np.arange(len(X))

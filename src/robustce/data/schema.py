@@ -8,6 +8,11 @@ A :class:`Schema` is an ordered tuple of :class:`Feature` records. Kinds:
 * ``categorical`` — unordered labels (``categories``);
 * ``binary`` — exactly two values (``categories`` = (value encoded 0, value encoded 1)).
 
+Bounds of numeric features are *declared* (a hard domain: a value outside is an error) or
+*observed* (``observed=True``: the range of the training data, as :func:`infer_schema` reads
+it — information, not a rule: values outside are accepted, with an
+:class:`~robustce.errors.OutOfRangeWarning` from the encoder, and encode outside [0, 1]).
+
 Actionability (how a counterfactual may move a feature): ``free``, ``immutable``,
 ``increase`` (only up) and ``decrease`` (only down). Monotone actionability needs an order, so
 it is refused for categoricals.
@@ -69,7 +74,9 @@ def _plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Feature:
-    """One raw feature. ``dtype`` is the raw pandas dtype, kept for exact round trips."""
+    """One raw feature. ``dtype`` is the raw pandas dtype, kept for exact round trips.
+    ``observed``: the numeric bounds are the training data's range (soft), not a declared
+    domain (hard); see the module docstring."""
 
     name: str
     kind: FeatureKind
@@ -78,6 +85,7 @@ class Feature:
     categories: tuple[Any, ...] | None = None
     actionability: Actionability = Actionability.FREE
     dtype: str | None = None
+    observed: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", _member(FeatureKind, self.kind, self.name, "kind"))
@@ -100,6 +108,7 @@ class Feature:
             object.__setattr__(self, "upper", hi)
             if self.categories is not None:
                 raise SchemaError(f"feature {self.name!r} ({self.kind}) takes no categories")
+            object.__setattr__(self, "observed", bool(self.observed))
         else:
             cats = self.categories
             if cats is None and self.kind is FeatureKind.BINARY:
@@ -116,6 +125,8 @@ class Feature:
             object.__setattr__(self, "categories", cats)
             if self.lower is not None or self.upper is not None:
                 raise SchemaError(f"feature {self.name!r} ({self.kind}) takes no numeric bounds")
+            if self.observed:
+                raise SchemaError(f"feature {self.name!r} ({self.kind}) has no numeric range")
         if self.kind is FeatureKind.CATEGORICAL and self.actionability in (
             Actionability.INCREASE,
             Actionability.DECREASE,
@@ -137,6 +148,8 @@ class Feature:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind.value}
         if self.kind.is_numeric:
             out["lower"], out["upper"] = self.lower, self.upper
+            if self.observed:
+                out["observed"] = True
         else:
             out["categories"] = list(self.categories or ())
         out["actionability"] = self.actionability.value
@@ -146,7 +159,8 @@ class Feature:
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> Feature:
-        unknown = set(spec) - {"name", "kind", "lower", "upper", "categories", "actionability", "dtype"}
+        unknown = set(spec) - {"name", "kind", "lower", "upper", "categories", "actionability", "dtype",
+                               "observed"}
         if unknown:
             raise SchemaError(f"feature spec has unknown keys {sorted(unknown)}")
         if "name" not in spec or "kind" not in spec:
@@ -160,6 +174,7 @@ class Feature:
             categories=tuple(cats) if cats is not None else None,
             actionability=spec.get("actionability", "free"),
             dtype=spec.get("dtype"),
+            observed=bool(spec.get("observed", False)),
         )
 
 
@@ -208,6 +223,11 @@ class Schema:
     def immutable(self) -> list[str]:
         return [f.name for f in self.features if f.immutable]
 
+    @property
+    def observed(self) -> list[str]:
+        """Numeric features whose bounds are an observed range (soft), not declared."""
+        return [f.name for f in self.features if f.observed]
+
     # --- derivation ---------------------------------------------------------------------
     def replace(self, name: str, **changes: Any) -> Schema:
         """A copy with feature ``name`` changed (e.g. ``actionability="immutable"``)."""
@@ -230,7 +250,8 @@ class Schema:
 
     # --- validation ---------------------------------------------------------------------
     def validate(self, frame: pd.DataFrame, *, check_bounds: bool = True) -> None:
-        """Raise :class:`ValidationError` naming the first problem of ``frame``."""
+        """Raise :class:`ValidationError` naming the first problem of ``frame``. Only declared
+        bounds are checked (``check_bounds``); observed ranges are not a domain."""
         if not isinstance(frame, pd.DataFrame):
             raise ValidationError(f"expected a pandas DataFrame, got {type(frame).__name__}")
         missing = [n for n in self.names if n not in frame.columns]
@@ -259,7 +280,7 @@ class Schema:
                     raise ValidationError(f"column {f.name!r} has infinite values")
                 if f.kind is FeatureKind.INTEGER and not np.all(values == np.round(values)):
                     raise ValidationError(f"column {f.name!r} is integer but has fractional values")
-                if check_bounds and len(values):
+                if check_bounds and len(values) and not f.observed:
                     lo, hi = values.min(), values.max()
                     if lo < f.lower or hi > f.upper:
                         raise ValidationError(
@@ -294,8 +315,8 @@ class Schema:
         if integer.any() and not np.all(values[:, integer] == np.round(values[:, integer])):
             return False
         if check_bounds and len(values):
-            lower = np.array([f.lower for f in num], dtype=float)
-            upper = np.array([f.upper for f in num], dtype=float)
+            lower = np.array([-np.inf if f.observed else f.lower for f in num], dtype=float)
+            upper = np.array([np.inf if f.observed else f.upper for f in num], dtype=float)
             if np.any(values.min(axis=0) < lower) or np.any(values.max(axis=0) > upper):
                 return False
         return True
@@ -318,7 +339,7 @@ class Schema:
         rows = []
         for f in self.features:
             if f.kind.is_numeric:
-                domain = f"[{f.lower:g}, {f.upper:g}]"
+                domain = f"[{f.lower:g}, {f.upper:g}]" + (" observed" if f.observed else "")
             else:
                 cats = [str(c) for c in f.categories or ()]
                 domain = "{" + ", ".join(cats[:6]) + (", …" if len(cats) > 6 else "") + "}"
@@ -386,9 +407,11 @@ def infer_schema(
     Rules: bool columns and columns with exactly the two values {0, 1} are binary; pandas
     ordered categoricals are ordinal; strings/objects/categoricals are categorical; integer
     dtypes, and float columns whose values are all whole numbers, are integer; other numbers
-    are continuous. Bounds are the observed min/max. Every rule can be overridden: ``kinds``
-    forces a kind, ``ordinal`` gives ordered levels, ``categories`` the label set, ``bounds``
-    the numeric range; ``immutable``/``increasing``/``decreasing`` set actionability.
+    are continuous. Bounds are the observed min/max, marked ``observed`` (values outside them
+    are accepted later, with a warning). Every rule can be overridden: ``kinds`` forces a kind,
+    ``ordinal`` gives ordered levels, ``categories`` the label set, ``bounds`` a *declared*
+    numeric domain (values outside it are errors); ``immutable``/``increasing``/``decreasing``
+    set actionability.
     """
     if not isinstance(frame, pd.DataFrame):
         raise ValidationError(f"expected a pandas DataFrame, got {type(frame).__name__}")
@@ -457,7 +480,7 @@ def infer_schema(
                 raise SchemaError(f"column {name!r} is empty; give its bounds")
             feats.append(
                 Feature(name, kind, lower=lo, upper=hi, actionability=action.get(name, "free"),
-                        dtype=dtype)
+                        dtype=dtype, observed=name not in bounds)
             )
             continue
         if name in ordinal:

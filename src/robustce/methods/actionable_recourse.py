@@ -368,6 +368,14 @@ class ActionableRecourse(Explainer):
 
     # --- explain ---------------------------------------------------------------------------
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
+        beyond = (x < 0.0) | (x > 1.0)
+        if beyond.any():  # the IP's exact product q · stay holds for q in [0, 1] only
+            names = sorted({self.encoder.columns_[c] for c in np.flatnonzero(beyond)})
+            return QueryResult("not_found", None, {"distance": math.nan, "ip_status": None,
+                                                   "plausible": None}, message=(
+                f"the query lies outside the training range on {names}, beyond the integer "
+                "program's domain [0, 1]; no claim is made (MILPNearest or MACE search a "
+                "domain that holds it)"))
         cf, res = self.solve_ip(x, target)
         status = res.status
         cert: dict[str, Any] = {"distance": math.nan, "ip_status": status.value,

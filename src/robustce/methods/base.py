@@ -366,13 +366,14 @@ class Explainer:
         repaired = np.zeros(int(sizes.sum()), bool)
         if sizes.sum():
             cfs = self.encoder.project(np.vstack([r.cfs for r in batch if r.cfs is not None
-                                                  and len(r.cfs)]))
+                                                  and len(r.cfs)]), *self.encoder.domain(X[owner]))
             tgt = targets[owner]
             forward = self.model.predict(cfs) == tgt
             cfs, valid = self._round_trip(cfs, tgt)
             fix = np.flatnonzero(forward & ~valid)
             if len(fix):
-                cand = self.encoder.project(self._nudge(X[owner[fix]], cfs[fix]))
+                cand = self.encoder.project(self._nudge(X[owner[fix]], cfs[fix]),
+                                            *self.encoder.domain(X[owner[fix]]))
                 cand, ok = self._round_trip(cand, tgt[fix])
                 cfs[fix[ok]] = cand[ok]
                 valid[fix[ok]] = True
@@ -433,7 +434,7 @@ class Explainer:
         step = margins(np.arange(cfs.shape[1])[None, :], cfs)
         d = cfs - X
         move = margins.continuous[None, :] & (np.abs(d) > ACTION_TOL)
-        return np.clip(np.where(move, cfs + np.sign(d) * step, cfs), 0.0, 1.0)
+        return np.where(move, cfs + np.sign(d) * step, cfs)  # the caller projects to the domain
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -1,5 +1,7 @@
 """The feasible set of a gradient search in model space, shared by the gradient explainers
-(``Wachter``, ``ROAR``, ``RBR``): the box [0, 1]^d, immutable columns fixed at the query,
+(``Wachter``, ``ROAR``, ``RBR``): the box [0, 1]^d (per query, the encoder's
+:meth:`~robustce.data.Encoder.domain`: widened to the query's own value beyond an observed
+range), immutable columns fixed at the query,
 increase-only columns ≥ the query, decrease-only columns ≤ it. ``FeasibleSet`` projects onto
 it (torch in place inside an optimisation loop, or numpy), and :func:`distance_weights` turns a
 ``distance_weights`` parameter into per-column weights of the L1 proximity term.
@@ -27,14 +29,16 @@ class FeasibleSet:
     """Actionability constraints of an encoder as projections (see the module docstring)."""
 
     def __init__(self, encoder: Encoder):
+        self.encoder = encoder
+        self.observed = encoder.observed_columns_
         self.free = ~encoder.immutable_mask_
         self.inc = encoder.increasing_mask_
         self.dec = encoder.decreasing_mask_
 
     def project_np(self, Z: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Copy of ``Z`` (n, d) clipped to [0, 1] and projected onto the constraints of the
-        queries ``X`` (n, d)."""
-        Z = np.clip(Z, 0.0, 1.0)
+        """Copy of ``Z`` (n, d) clipped to the queries' domain (see the module docstring) and
+        projected onto the constraints of the queries ``X`` (n, d)."""
+        Z = np.clip(Z, *self.encoder.domain(X))
         Z[:, self.inc] = np.maximum(Z[:, self.inc], X[:, self.inc])
         Z[:, self.dec] = np.minimum(Z[:, self.dec], X[:, self.dec])
         Z[:, ~self.free] = X[:, ~self.free]
@@ -45,7 +49,14 @@ class FeasibleSet:
         (a tensor of the same shape); call under ``torch.no_grad()``."""
         import torch
 
-        var.clamp_(0.0, 1.0)
+        if self.observed.size:  # the box of each query: [0, 1] widened to its own value
+            lo, hi = torch.zeros_like(var), torch.ones_like(var)
+            cols = torch.as_tensor(self.observed)
+            lo[:, cols] = X[:, cols].clamp(max=0.0).to(var.dtype)
+            hi[:, cols] = X[:, cols].clamp(min=1.0).to(var.dtype)
+            var.copy_(torch.minimum(torch.maximum(var, lo), hi))
+        else:
+            var.clamp_(0.0, 1.0)
         if self.inc.any():
             inc = torch.as_tensor(self.inc)
             var[:, inc] = torch.maximum(var[:, inc], X[:, inc])

@@ -135,7 +135,7 @@ def tweak_candidates(encoder: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray
         else:
             reset = np.any(diff > 0, axis=1)
         C[reset, s] = x[s]
-    C = encoder.project(C)
+    C = encoder.project(C, *encoder.domain(np.broadcast_to(x, C.shape)))
     # rounding cannot cross x̂'s own grid value, so the monotone resets above still hold;
     # clipping and immutables are exact as x̂ is itself a valid encoding
     return C

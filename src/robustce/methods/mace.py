@@ -370,6 +370,12 @@ class MACE(Explainer):
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         if self._milp is not None:
             return self._explain_milp(x, target)
+        beyond = (x < 0.0) | (x > 1.0)
+        if beyond.any():  # the z3 encoding's domain is the unit box: no claim about x
+            names = sorted({self.encoder.columns_[c] for c in np.flatnonzero(beyond)})
+            return QueryResult("not_found", None, {"epsilon": self._eps}, message=(
+                f"the query lies outside the training range on {names}, beyond the SMT "
+                "backend's domain; backend='milp' searches a domain that holds it"))
         deadline = time.perf_counter() + self.time_limit
         stats = {"calls": 0, "time": 0.0}
         cfs: list[np.ndarray] = []
@@ -664,7 +670,7 @@ class _TreeMILP:
             return _Stage(True, res)
         cf = None
         if res.has_solution:
-            cf = enc.project(trees.decode(res.values, dom, x)[None])[0]
+            cf = enc.project(trees.decode(res.values, dom, x)[None], dom.lower, dom.upper)[0]
         return _Stage(False, res, cf)
 
     def _nearest(self, x: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:

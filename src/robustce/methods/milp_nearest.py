@@ -612,7 +612,7 @@ class MILPNearest(Explainer):
             return None, None
         lower = float(res.bound)
         xs = np.clip(res.values[dom.index], dom.lower, dom.upper)
-        near = self.encoder.project(xs[None])[0]
+        near = self.encoder.project(xs[None], dom.lower, dom.upper)[0]
         J, y = _jacobian(self._network, near)
         if J.shape[0] == 1:
             grad = J[0] * (1.0 if target == 1 else -1.0)
@@ -703,7 +703,7 @@ class MILPNearest(Explainer):
                 f"proven infeasible: no actionable point has target-class margin >= {tau:g}")})
         if res.has_solution and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
             xs = np.clip(res.values[x], dom.lower, dom.upper)
-            xs = self.encoder.project(xs[None])[0]
+            xs = self.encoder.project(xs[None], dom.lower, dom.upper)[0]
             return _Nearest("found", xs, optimal=st is SolveStatus.OPTIMAL, **base)
         if st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
             return _Nearest("timeout", None, **base)

@@ -130,7 +130,9 @@ class NearestNeighbour(Explainer):
 
     def _scale(self) -> float:
         """L: the group-id coordinate's step; larger than any within-group distance for
-        queries in [-1, 2]^d and candidates in [0, 1]^d (per coordinate ≤ 2)."""
+        queries in [-1, 2]^d and candidates in [0, 1]^d (per coordinate ≤ 2). Queries beyond
+        (applicants far outside the training range) are searched per group
+        (:meth:`_search_group`)."""
         return 4.0 * (int(self._mutable().sum()) + 1)
 
     def index(self, target_class: int) -> _ClassIndex:
@@ -179,10 +181,10 @@ class NearestNeighbour(Explainer):
 
     # --- search -----------------------------------------------------------------------------
     def _check_model_space(self, X: np.ndarray) -> None:
-        """Mutable columns of encoded queries lie (near) model space [0, 1]^d."""
-        mutable = self._mutable()
-        if np.any(X[:, mutable] < -1.0) or np.any(X[:, mutable] > 2.0):
-            raise ValidationError("queries must lie in model space [0, 1]^d")
+        """Encoded queries are finite (any value: an applicant beyond the training range
+        encodes outside [0, 1]; far beyond it, :meth:`_search` searches per group)."""
+        if not np.isfinite(X).all():
+            raise ValidationError("queries must be finite model-space rows")
 
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
         self._check_model_space(X)
@@ -222,7 +224,13 @@ class NearestNeighbour(Explainer):
             return out
         enc = self.encoder
         monotone = enc.increasing_mask_.any() or enc.decreasing_mask_.any()
-        coords = np.column_stack([X[:, self._mutable()], self._scale() * groups])
+        mut = self._mutable()
+        if enc.immutable_mask_.any():  # beyond [-1, 2] the group coordinate may not separate
+            far = todo[((X[todo][:, mut] < -1.0) | (X[todo][:, mut] > 2.0)).any(axis=1)]
+            for i in far:
+                out[i] = self._search_group(idx, X[i], int(groups[i]), nb, monotone)
+            todo = np.setdiff1d(todo, far)
+        coords = np.column_stack([X[:, mut], self._scale() * groups])
         m = len(idx.X)
         if not (monotone or enc.immutable_mask_.any()) and \
                 type(self)._admissible is NearestNeighbour._admissible:
@@ -262,6 +270,24 @@ class NearestNeighbour(Explainer):
                 settled[s:s + step] = done
             todo = todo[~settled]
             k *= 2
+        return out
+
+    def _search_group(self, idx: _ClassIndex, x: np.ndarray, group: int, nb: int,
+                      monotone: bool) -> np.ndarray:
+        """:meth:`_search` for one query far outside the training range (an applicant beyond
+        it): every candidate of its group, reachable and admissible, nearest first."""
+        out = np.full(nb, -1, dtype=np.int64)
+        pos = np.flatnonzero(idx.group == group)
+        if pos.size == 0:
+            return out
+        ok = np.ones((1, pos.size), dtype=bool)
+        if monotone:
+            ok = self._reachable(x[None], idx.X, pos[None])
+        pos = pos[self._admissible(idx, pos[None], ok)[0]]
+        mut = self._mutable()
+        dist = np.linalg.norm(idx.X[pos][:, mut] - x[mut], ord=self.distance_.minkowski_p, axis=1)
+        keep = pos[np.argsort(dist, kind="stable")[:nb]]
+        out[:len(keep)] = keep
         return out
 
     def _admissible(self, idx: _ClassIndex, nbr: np.ndarray, ok: np.ndarray) -> np.ndarray:

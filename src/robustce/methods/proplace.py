@@ -254,7 +254,7 @@ class PROPLACE(Explainer):
                     note, f"outer MILP: {res.status.value} (the certified vertices should be "
                           f"feasible) {res.message}"))
             xs = np.clip(res.values[outer.x_cols], outer.lower, outer.upper)
-            cf = self.encoder.project(xs[None])[0]
+            cf = self.encoder.project(xs[None], outer.lower, outer.upper)[0]
             test = self._certifier().certify(self._network, cf[None], np.array([target]),
                                              time_limit=max(min(self.certify_time_limit, left()), 1e-3))
             status = CertStatus(test.status[0])

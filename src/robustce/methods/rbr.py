@@ -288,7 +288,7 @@ class RBR(Explainer):
         cand = self.feasible_.project_np(pts[idx], np.broadcast_to(x, (k, d)))
         lam = np.linspace(0.0, 1.0, self.n_line)
         seg = x[None, None, :] + lam[None, :, None] * (cand - x)[:, None, :]  # (k, L, d)
-        seg = self.encoder.project(seg.reshape(-1, d)).reshape(seg.shape)
+        seg = self.encoder.project(seg.reshape(-1, d), *self.encoder.domain(x)).reshape(seg.shape)
         ok = (self.model.predict(seg.reshape(-1, d)) == target).reshape(k, -1)
         if not ok.any():
             return None
@@ -305,7 +305,8 @@ class RBR(Explainer):
         v /= np.linalg.norm(v, axis=1, keepdims=True)
         v *= self.perturb_radius * rng.random(self.n_samples)[:, None] ** (1.0 / q)
         out = np.repeat(xb[None, :], self.n_samples, axis=0)
-        out[:, free] = np.clip(out[:, free] + v, 0.0, 1.0)
+        lo, hi = self.encoder.domain(xb)
+        out[:, free] = np.clip(out[:, free] + v, lo[free], hi[free])
         return out
 
     # --- search ---------------------------------------------------------------------------------
@@ -344,7 +345,7 @@ class RBR(Explainer):
                                                       np.stack(labels), radius[idx])
             finally:
                 torch.set_num_threads(threads)
-            cf = self.encoder.project(cf)
+            cf = self.encoder.project(cf, *self.encoder.domain(X[idx]))
             valid = (self.model.predict(cf) == targets[idx]) & self.actionable(X[idx], cf)
             p = int(self.feasible_.free.sum())
             for j, i in enumerate(idx):

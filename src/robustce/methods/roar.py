@@ -195,7 +195,8 @@ class ROAR(Explainer):
               else 0.75 * np.sqrt(max(int(free.sum()), 1)) * self.lime_scale)
         m = self.lime_samples
         noise = rng.normal(0.0, self.lime_scale, size=(n, m, d)) * free
-        Z = np.clip(X[:, None, :] + noise, 0.0, 1.0)
+        lo, hi = self.encoder.domain(X)
+        Z = np.clip(X[:, None, :] + noise, lo[:, None, :], hi[:, None, :])
         Z[:, 0, :] = X  # the query itself is one of the samples (as in LIME)
         flat = Z.reshape(n * m, d)
         logits = self.model.logits(flat).reshape(n, m, -1).transpose(1, 0, 2)  # (m, n, K)
@@ -305,7 +306,7 @@ class ROAR(Explainer):
     def _check_round(self, X: np.ndarray, targets: np.ndarray, active: np.ndarray,
                      current: np.ndarray, best: list, done: np.ndarray) -> None:
         """Project the round's points to valid encodings and keep the valid, actionable ones."""
-        cand = self.encoder.project(current[active])
+        cand = self.encoder.project(current[active], *self.encoder.domain(X[active]))
         ok = (self.model.predict(cand) == targets[active]) & self.actionable(X[active], cand)
         for j in np.flatnonzero(ok):
             best[active[j]] = cand[j]

@@ -180,7 +180,7 @@ class RobX(NearestNeighbour):
                     pts.append((1.0 - a_grid)[:, None] * b[None] + a_grid[:, None] * s[None])
                     a_of.append(a_grid)
             owner = np.concatenate(owners)
-            P = self.encoder.project(np.vstack(pts))
+            P = self.encoder.project(np.vstack(pts), *self.encoder.domain(X[owner]))
             A = np.concatenate(a_of)
             tgt = targets[owner]
             ok = (self.model.predict(P) == tgt) & self.actionable(X[owner], P)

@@ -175,7 +175,7 @@ class Wachter(Explainer):
         start = X.copy()
         if self.init_noise > 0:
             noise = rng.normal(0.0, self.init_noise, size=X.shape) * free
-            start = self._constrain_np(np.clip(X + noise, 0.0, 1.0), X)
+            start = self._constrain_np(X + noise, X)
         flat = self._flat_start(start, targets)
         lam = np.full(n, self.lam_init, dtype=np.float64)
         n_iter = np.zeros(n, dtype=np.int64)
@@ -210,7 +210,7 @@ class Wachter(Explainer):
             var = torch.tensor(start, dtype=torch.float64, requires_grad=True)
             inp = var
             if self.straight_through:
-                proj = torch.as_tensor(self.encoder.project(start))
+                proj = torch.as_tensor(self.encoder.project(start, *self.encoder.domain(start)))
                 inp = var + (proj - var).detach()
             m = torch_class_margin(self.model.torch_logits(inp), targets)
             (grad,) = torch.autograd.grad(m.sum(), var, allow_unused=True)
@@ -246,6 +246,7 @@ class Wachter(Explainer):
                 if rnd > 0:
                     lam[active] = np.minimum(lam[active] * self.lam_schedule, MAX_LAMBDA)
                 xa = torch.as_tensor(X[active], dtype=torch.float64)
+                box = enc.domain(X[active])  # [0, 1], widened to a query beyond its range
                 lam_t = torch.as_tensor(lam[active], dtype=torch.float64)
                 ta = targets[active]
                 kap_t = torch.as_tensor(kappa[active], dtype=torch.float64)
@@ -256,7 +257,7 @@ class Wachter(Explainer):
                 for it in range(self.max_iter):
                     inp = var
                     if self.straight_through:
-                        proj = torch.as_tensor(enc.project(var.detach().numpy()))
+                        proj = torch.as_tensor(enc.project(var.detach().numpy(), *box))
                         inp = var + (proj - var).detach()
                     logits = self.model.torch_logits(inp)
                     m = torch_class_margin(logits, ta)
@@ -274,7 +275,7 @@ class Wachter(Explainer):
                         self.feasible_.project_(var, xa)
                     n_iter[active[live]] += 1
                     if (it + 1) % self.check_every == 0 or it + 1 == self.max_iter:
-                        cand = enc.project(var.detach().numpy())
+                        cand = enc.project(var.detach().numpy(), *box)
                         ok = live & (self.model.predict(cand) == ta) & self.actionable(X[active], cand)
                         if required is not None:
                             ok &= class_margin(self.model.logits(cand), ta) >= required[active]

@@ -8,6 +8,7 @@ logit > 0); K-class models have K logits.
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -15,10 +16,24 @@ import numpy as np
 import pandas as pd
 
 from robustce.data.encoder import Encoder
-from robustce.errors import NotFittedError, UnsupportedModelError
+from robustce.errors import ConstantModelWarning, NotFittedError, UnsupportedModelError
 from robustce.models.network import ReLUNetwork, class_margin
 
-__all__ = ["Model", "model_name"]
+__all__ = ["Model", "model_name", "warn_if_constant"]
+
+
+def warn_if_constant(predictions: Any, what: str, hint: str = "") -> bool:
+    """Warn (:class:`~robustce.errors.ConstantModelWarning`) when ``predictions`` — a model's
+    labels for its own training rows — are one class throughout; returns whether it warned."""
+    pred = np.asarray(predictions).reshape(-1)
+    if len(pred) < 2 or np.unique(pred).size > 1:
+        return False
+    label = pred[0].item() if hasattr(pred[0], "item") else pred[0]
+    warnings.warn(ConstantModelWarning(
+        f"{what} predicts class {label!r} for every one of its {len(pred)} training rows: it "
+        "has not learned to tell the classes apart, so explainers will find no counterfactuals"
+        + (f". {hint[0].upper()}{hint[1:]}" if hint else "")), stacklevel=3)
+    return True
 
 
 class Model(ABC):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from torch import nn
 from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.errors import NotFittedError, ValidationError
-from robustce.models.base import Model
+from robustce.models.base import Model, warn_if_constant
 from robustce.models.network import ReLUNetwork
 from robustce.models.persistence import register_model, save_model
 from robustce.utils import check_random_state
@@ -46,6 +47,9 @@ _THREADS_STATE = {"users": 0, "before": 1}
 
 ORDINAL_ENCODINGS = ("thermometer", "integer")
 MAX_WIDTH = 100_000  # widest hidden layer accepted (a typo like 10**9 would exhaust memory)
+MAX_EPOCHS = 1000  # default cap when training until the loss stops improving
+PATIENCE = 10  # epochs without an improvement of TOL in the mean training loss before stopping
+TOL = 1e-4
 
 
 def check_two_classes(y: np.ndarray, what: str = "the training data") -> None:
@@ -100,7 +104,10 @@ class MLP(Model):
         self,
         hidden_layers: Sequence[int] = (20, 10),
         *,
-        epochs: int = 50,
+        epochs: int | None = None,
+        max_epochs: int = MAX_EPOCHS,
+        patience: int = PATIENCE,
+        tol: float = TOL,
         batch_size: int = 64,
         lr: float = 1e-3,
         weight_decay: float = 0.0,
@@ -109,6 +116,9 @@ class MLP(Model):
     ):
         self.hidden_layers = hidden_layers
         self.epochs = epochs
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.tol = tol
         self.batch_size = batch_size
         self.lr = lr
         self.weight_decay = weight_decay
@@ -125,7 +135,11 @@ class MLP(Model):
         for h in hidden:
             check_integer(h, "hidden_layers entries", low=1, high=MAX_WIDTH)
         self.hidden_layers = tuple(int(h) for h in hidden)
-        check_integer(self.epochs, "epochs", low=1)
+        if self.epochs is not None:
+            check_integer(self.epochs, "epochs", low=1)
+        check_integer(self.max_epochs, "max_epochs", low=1)
+        check_integer(self.patience, "patience", low=1)
+        check_number(self.tol, "tol", low=0)
         check_integer(self.batch_size, "batch_size", low=1)
         check_number(self.lr, "lr", low=0, low_open=True)
         check_number(self.weight_decay, "weight_decay", low=0)
@@ -138,6 +152,9 @@ class MLP(Model):
         return {
             "hidden_layers": list(self.hidden_layers),
             "epochs": self.epochs,
+            "max_epochs": self.max_epochs,
+            "patience": self.patience,
+            "tol": self.tol,
             "batch_size": self.batch_size,
             "lr": self.lr,
             "weight_decay": self.weight_decay,
@@ -165,7 +182,16 @@ class MLP(Model):
             torch.manual_seed(seed)
             self.module_ = _build_module(X.shape[1], self.hidden_layers, n_out)
         self._train(X, data.y, self.epochs, seed)
+        warn_if_constant(self.predict(X), "the MLP", self._constant_hint())
         return self
+
+    def _constant_hint(self) -> str:
+        if self.epochs is not None:
+            return (f"it trained for a fixed epochs={self.epochs}; leave epochs unset to train "
+                    "until the training loss stops improving, or raise lr")
+        return (f"it trained {self.n_epochs_} epochs (patience={self.patience}, "
+                f"max_epochs={self.max_epochs}); try a larger lr, max_epochs or patience, or "
+                "class weights for imbalanced data")
 
     def fit_more(self, data: Dataset | tuple[np.ndarray, np.ndarray], epochs: int,
                  random_state: int | None = None, lr: float | None = None) -> MLP:
@@ -179,8 +205,11 @@ class MLP(Model):
         self._train(X, y, int(epochs), seed, lr=lr)
         return self
 
-    def _train(self, X: np.ndarray, y: np.ndarray, epochs: int, seed: int,
+    def _train(self, X: np.ndarray, y: np.ndarray, epochs: int | None, seed: int,
                lr: float | None = None) -> None:
+        """``epochs`` passes over the data; ``None``: until the epoch's mean training loss has
+        not improved by ``tol`` for ``patience`` epochs, at most ``max_epochs``. Records
+        ``n_epochs_`` and ``loss_curve_`` (mean training loss per epoch)."""
         if len(X) == 0:
             raise ValidationError("cannot train on an empty dataset")
         module = self.module_
@@ -197,8 +226,11 @@ class MLP(Model):
             opt = torch.optim.Adam(module.parameters(), lr=lr or self.lr,
                                    weight_decay=self.weight_decay, **extra)
             module.train()
-            for _ in range(epochs):
+            curve: list[float] = []
+            best, stale = math.inf, 0
+            for _ in range(int(self.max_epochs) if epochs is None else epochs):
                 perm = torch.randperm(len(Xt), generator=gen)
+                total = 0.0
                 for s in range(0, len(Xt), bs):
                     idx = perm[s:s + bs]
                     out = module(Xt[idx])
@@ -206,7 +238,18 @@ class MLP(Model):
                     opt.zero_grad()
                     loss.backward()
                     opt.step()
+                    total += float(loss.detach()) * len(idx)
+                curve.append(total / len(Xt))
+                if epochs is None:
+                    if curve[-1] < best - self.tol:
+                        best, stale = curve[-1], 0
+                    else:
+                        stale += 1
+                        if stale >= self.patience:
+                            break
             module.eval()
+        self.n_epochs_ = len(curve)
+        self.loss_curve_ = curve
         self._network = None
 
     # --- inference ----------------------------------------------------------------------

@@ -45,7 +45,7 @@ from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.data.schema import Feature, FeatureKind, Schema, infer_schema
 from robustce.errors import NotFittedError, UnsupportedModelError, ValidationError
-from robustce.models.base import Model
+from robustce.models.base import Model, warn_if_constant
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
@@ -922,8 +922,11 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
     base = (frame[columns].iloc[:1].reset_index(drop=True) if frame is not None
             else encoder.inverse_transform(np.zeros((1, basis.d)))[columns])
     oracle = (lambda fr: _transform(pre, fr), base) if pre else (None, None)
-    return _build(final, final_label, A, c, encoder, basis, tuple(class_names), estimator,
-                  columns, oracle)
+    model = _build(final, final_label, A, c, encoder, basis, tuple(class_names), estimator,
+                   columns, oracle)
+    if frame is not None:  # training data given: say so if the estimator learned one class
+        warn_if_constant(estimator.predict(frame[columns]), f"the imported {type(final).__name__}")
+    return model
 
 
 def _build(final: Any, label: str, A: np.ndarray, c: np.ndarray, encoder: Encoder,

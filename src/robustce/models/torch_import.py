@@ -27,6 +27,7 @@ from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.data.schema import Schema
 from robustce.errors import UnsupportedModelError, ValidationError
+from robustce.models.base import warn_if_constant
 from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
 
@@ -189,4 +190,7 @@ def from_torch(module: Any, encoder: Encoder | Any,
             class_names = tuple(range(net.n_classes))
     model = TorchNetworkModel(net, enc, tuple(class_names), module, preprocessing)
     model.preprocessor = None if isinstance(encoder, Encoder) else encoder
+    frame = data_or_schema.frame if isinstance(data_or_schema, Dataset) else data_or_schema
+    if isinstance(frame, pd.DataFrame):  # training data given: is the module constant on it?
+        warn_if_constant(model.predict(frame), "the imported torch module")
     return model

@@ -214,7 +214,10 @@ class DeltaMILP:
         """Worst case for one counterfactual. Binary: one MILP. K classes: one MILP per
         competitor ``j`` (objective ``lo_t − hi_j``), in order of their interval bounds, skipping
         those whose bound cannot beat the incumbent. ``decide_only``: each MILP only decides the
-        sign (cutoff at ``tol``, stop at the first incumbent ≤ 0)."""
+        sign (cutoff at ``tol``, stop at the first incumbent ≤ ``−tol``). An incumbent that
+        only ties (margin in (−tol, 0], e.g. every logit equal where all last-layer neurons are
+        off) does not decide: its witness need not flip the prediction, so the search goes on
+        (to that competitor's optimum, then the other competitors)."""
         t0 = time.perf_counter()
         milp, enc = self._model_for(x, bounds)
         k = self.net.n_outputs
@@ -227,7 +230,7 @@ class DeltaMILP:
         failed: SolveStatus | None = None
         message = ""
         for j, term_lb in jobs:
-            if term_lb >= best_val or (decide_only and best_val <= 0):
+            if term_lb >= best_val or (decide_only and best_val <= -tol):
                 lower = min(lower, term_lb)  # cannot change the answer
                 continue
             remaining = deadline_s - (time.perf_counter() - t0)
@@ -241,7 +244,7 @@ class DeltaMILP:
             else:
                 milp.set_objective([enc.out_lower[t], enc.out_upper[j]], [1.0, -1.0], sense="min")
             if decide_only:
-                res = milp.solve(time_limit=remaining, cutoff=tol, target=0.0)
+                res = milp.solve(time_limit=remaining, cutoff=tol, target=-tol)
             else:
                 cut = best_val + 1e-9 if math.isfinite(best_val) else None
                 res = milp.solve(time_limit=remaining, cutoff=cut)

@@ -37,7 +37,10 @@ class MaxDeltaResult:
     fails); ``upper`` — the smallest δ tested that was not proven (inf when capped);
     ``status`` — ``"ok"``, ``"not_robust"`` (a witness flips it at δ_init), ``"undecided"``
     (the test at δ_init timed out or was inconclusive: 0 is proven, nothing more is known),
-    ``"capped"`` (robust at ``delta_max``), ``"error"`` (unusable row);
+    ``"capped"`` (robust at ``delta_max``), ``"round_limit"`` (``max_rounds`` ran out before
+    the bracket closed: ``delta`` is proven but only a *lower* bound of the largest robust δ,
+    ``upper`` is inf while still doubling), ``"error"`` (unusable row). The names match
+    :func:`~robustce.robustness.apas_max_delta`'s;
     ``n_tests`` / ``n_milp`` / ``n_timeouts`` — exact tests run, of which decided by a MILP,
     of which timed out."""
 
@@ -77,6 +80,8 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
     delta_max : cap on δ; a counterfactual still robust there gets status ``capped``.
     biases : whether the shift moves biases too.
     time_limit : seconds per exact test (per counterfactual and candidate δ).
+    max_rounds : cap on the tests per counterfactual; rows still open then get status
+        ``round_limit`` (their δ is proven, but only a lower bound of the maximum).
     """
     check_number(delta_init, "delta_init", low=0, low_open=True)
     check_number(delta_max, "delta_max", low=0, low_open=True)
@@ -133,6 +138,7 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
                 active[i] = False
             else:
                 cand[i] = 0.5 * (lo[i] + hi[i])
+    status[active] = "round_limit"  # still open: δ is proven, not maximal
     meta = {"delta_init": d0, "delta_max": dmax, "biases": biases, "solver": solver,
             "time_limit": time_limit, "rounds": rounds, "tol": tol, "p": "inf"}
     return MaxDeltaResult(lo, hi, status, n_tests, n_milp, n_to, t, time.perf_counter() - t0, meta)

@@ -511,8 +511,10 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
     ``space``: a fitted :class:`~robustce.data.Encoder` (structured domain), a model with an
     ``encoder``, or an int ``d`` (plain box, default ``[0, 1]^d``). With a ``query`` (1-D,
     model space) and ``actionability``, immutable features are fixed to the query and
-    increase-/decrease-only features bounded by it. ``lower`` / ``upper`` (per column)
-    intersect the box. ``integer_grid=False`` leaves grid columns continuous (kind still
+    increase-/decrease-only features bounded by it. The box is ``[0, 1]^d`` — with an encoder
+    and a query, the encoder's :meth:`~robustce.data.Encoder.domain` of the query (widened to
+    hold a value beyond an observed range). ``lower`` / ``upper`` (per column) intersect it.
+    ``integer_grid=False`` leaves grid columns continuous (kind still
     ``"grid"``, no step variable): for models that only compare a grid column with grid-
     aligned bounds (tree splits), the caller rounds afterwards.
     """
@@ -526,17 +528,20 @@ def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None,
         raise ValidationError(
             f"space must be a fitted Encoder, a model with one, or a number of columns; got "
             f"{type(space).__name__}")
-    lo = np.zeros(d) if lower is None else np.asarray(lower, dtype=np.float64).reshape(-1).copy()
-    hi = np.ones(d) if upper is None else np.asarray(upper, dtype=np.float64).reshape(-1).copy()
-    if encoder is not None:
-        lo, hi = np.maximum(lo, 0.0), np.minimum(hi, 1.0)
-    if lo.shape[0] != d or hi.shape[0] != d:
-        raise ValidationError(f"lower/upper must have {d} entries")
     q = None
     if query is not None:
         q = np.asarray(query, dtype=np.float64).reshape(-1)
         if q.shape[0] != d or not np.isfinite(q).all():
             raise ValidationError(f"query must be a finite vector of {d} model-space values")
+    box_lo, box_hi = np.zeros(d), np.ones(d)
+    if encoder is not None and q is not None:
+        box_lo, box_hi = encoder.domain(q)
+    lo = box_lo if lower is None else np.asarray(lower, dtype=np.float64).reshape(-1).copy()
+    hi = box_hi if upper is None else np.asarray(upper, dtype=np.float64).reshape(-1).copy()
+    if lo.shape[0] != d or hi.shape[0] != d:
+        raise ValidationError(f"lower/upper must have {d} entries")
+    if encoder is not None:
+        lo, hi = np.maximum(lo, box_lo), np.minimum(hi, box_hi)
     if encoder is not None:
         st = _domain_structure(encoder, d)
         kind, steps, fixed = st.kind.copy(), st.steps, st.fixed.copy()

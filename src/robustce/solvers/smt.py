@@ -338,7 +338,7 @@ class SMTInput:
         ``x`` (used to prune tree nodes and to bound network neurons)."""
         overrides = dict(overrides or {})
         x = np.asarray(x, dtype=np.float64)
-        lo, hi = np.zeros(len(x)), np.ones(len(x))
+        lo, hi = self.encoder.domain(x)  # [0, 1], widened to a query beyond an observed range
         for v in self.vars:
             b = v.block
             act = Actionability(overrides.get(b.name, b.actionability))

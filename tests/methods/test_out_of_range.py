@@ -1,0 +1,256 @@
+"""Applicants outside the training range (issue 29, finding 4).
+
+A model built from a user's DataFrame (``from_frame``) knows each number's *observed* range,
+not a declared domain. An applicant beyond it must be scored and explained by every method —
+found, or another honest status, never a ValidationError — with a warning naming the
+features; the query's own out-of-range values stay reachable (immutable ones are kept), and
+Δ-certificates stay sound for encoded inputs outside [0, 1]."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import robustce as rc
+from robustce.errors import OutOfRangeWarning, ValidationError
+from robustce.methods.registry import available_methods, build_explainer, trains_own_model
+from robustce.models.network import class_margin
+from robustce.robustness import ParameterShift, exact_worst_case
+
+SHIFT = 0.01
+#: small, fast settings per registry name (defaults elsewhere)
+PARAMS: dict[str, dict] = {
+    "milp_robust": dict(shift=SHIFT, time_limit=20),
+    "robust_nearest_neighbour": dict(shift=SHIFT),
+    "wachter_robust": dict(shift=SHIFT, max_iter=200, time_limit=20),
+    "proto_robust": dict(shift=SHIFT, max_iter=200, time_limit=20),
+    "proplace": dict(shift=SHIFT, k=10, time_limit=30),
+    "apas": dict(delta=SHIFT, n=200, time_limit=20),
+    "roar": dict(max_iter=100, lime_samples=200),
+    "rbr": dict(max_iter=100, n_samples=100),
+    "wachter": dict(max_iter=300),
+    "diverse_robust": dict(n_counterfactuals=2, max_candidates=100),
+    "mace": dict(time_limit=30),
+    "counternet": dict(epochs=20, hidden=[[16, 8], [8], [8]], progress=False),
+    "rocoursenet": dict(epochs=5, hidden=[[16, 8], [8], [8]], n_steps=2, progress=False),
+}
+#: methods whose ``found`` CEs carry an exact Δ-robustness claim at SHIFT
+CERTIFIED = {"milp_robust", "robust_nearest_neighbour", "wachter_robust", "proto_robust",
+             "proplace"}
+#: need another model class (tested below on a logistic regression and a forest)
+NOT_ON_MLP = {"ar", "pft"}
+HONEST = {"found", "infeasible", "not_found", "timeout", "no_robust_point"}
+
+
+def _frame(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    frame = pd.DataFrame({"income": rng.uniform(10, 90, n), "debts": rng.integers(0, 6, n),
+                          "age": rng.uniform(20, 60, n), "tenure": rng.integers(0, 4, n)})
+    frame["y"] = ((frame.income - 8 * frame.debts + 0.2 * frame.age
+                   + rng.normal(0, 4, n)) > 40).astype(int)
+    return frame
+
+
+@pytest.fixture(scope="module")
+def world():
+    """(train, model, applicants): an MLP on a from_frame table (observed ranges: income
+    [10, 90], debts 0..5, age [20, 60], tenure 0..3, tenure immutable), and rejected applicants
+    beyond them (one with an immutable tenure no training row has)."""
+    data = rc.datasets.from_frame(_frame(400, np.random.default_rng(0)), "y", immutable=["tenure"])
+    assert set(data.schema.observed) == {"income", "debts", "age", "tenure"}
+    model = rc.models.MLP((12, 6), epochs=150, lr=1e-2, random_state=0).fit(data)
+    applicants = pd.DataFrame({"income": [5.0, 60.0, 40.0], "debts": [1, 8, 4],
+                               "age": [70.0, 35.0, 15.0], "tenure": [1, 5, 0]},
+                              index=[101, 102, 103])
+    with pytest.warns(OutOfRangeWarning, match=r"\['income', 'debts', 'age', 'tenure'\]"):
+        pred = model.predict(applicants)
+    assert (pred == 0).all()
+    return data, model, applicants
+
+
+def test_declared_bounds_stay_hard():
+    frame = _frame(50, np.random.default_rng(1))
+    data = rc.datasets.from_frame(frame, "y", bounds={"income": (0.0, 100.0)})
+    assert data.schema.observed == ["debts", "age", "tenure"]
+    enc = rc.data.Encoder(data.schema).fit(data.frame)
+    bad = data.frame.head(1).assign(income=120.0)
+    with pytest.raises(ValidationError, match="column 'income' has values outside its bounds"):
+        enc.transform(bad)
+    schema = rc.data.Schema.from_dict(data.schema.to_dict())  # the distinction round-trips
+    assert schema == data.schema and schema.observed == ["debts", "age", "tenure"]
+
+
+def test_out_of_range_values_encode_beyond_the_unit_box_and_decode_back(world):
+    _, model, applicants = world
+    enc = model.encoder
+    with pytest.warns(OutOfRangeWarning):
+        X = enc.transform(applicants)
+    assert X.min() < 0 and X.max() > 1
+    pd.testing.assert_frame_equal(enc.inverse_transform(X, index=applicants.index), applicants,
+                                  check_dtype=False)
+    lo, hi = enc.domain(X)
+    assert (lo <= X).all() and (X <= hi).all() and (lo <= 0).all() and (hi >= 1).all()
+    np.testing.assert_array_equal(enc.project(X, lo, hi), X)  # the query is a valid point
+    assert enc.project(X).min() >= 0  # the plain unit box clips, as before
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutOfRangeWarning)
+        model.predict(world[0].frame)  # training rows: no warning
+
+
+def _methods() -> list[str]:
+    try:
+        import dice_ml  # noqa: F401
+    except ImportError:
+        skip = {"dice"}
+    else:
+        skip = set()
+    return [m for m in available_methods() if m not in NOT_ON_MLP | skip]
+
+
+@pytest.mark.parametrize("method", _methods())
+def test_every_method_explains_an_applicant_beyond_the_training_range(method, world):
+    data, model, applicants = world
+    params = dict(PARAMS.get(method, {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        if trains_own_model(method):
+            explainer = build_explainer(method, None, data, seed=0, **params)
+            model = explainer.model
+        else:
+            explainer = build_explainer(method, model, data, seed=0, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = explainer.explain(applicants)
+    once = [w for w in caught if issubclass(w.category, OutOfRangeWarning)]
+    assert len(once) == 1  # one warning per call, naming the features
+    assert "['income', 'debts', 'age', 'tenure']" in str(once[0].message)
+    status = res.status.to_dict()
+    assert set(status.values()) <= HONEST | {"already_target"}, res.to_frame()[["status", "message"]]
+    cfs = res.counterfactuals
+    if len(cfs) == 0:
+        return
+    owner = cfs["query_id"].to_numpy()
+    raw = cfs[data.schema.names].set_axis(range(len(cfs)))
+    targets = res.target_class.loc[owner].to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        assert (model.predict(raw) == targets).all()  # the raw row the user receives
+    np.testing.assert_array_equal(raw["tenure"].to_numpy(), applicants.loc[owner, "tenure"].to_numpy())
+    if method in CERTIFIED:
+        _check_sampled(model, res, ParameterShift(SHIFT))
+
+
+def _check_sampled(model, res, shift, n: int = 3000) -> None:
+    """No sampled network of Δ flips a CE certified Δ-robust (evidence independent of the
+    MILP, for inputs outside [0, 1])."""
+    C = res.counterfactuals_encoded
+    owner = res.counterfactuals["query_id"].to_numpy()
+    t = res.target_class.loc[owner].to_numpy()
+    z = shift.sample(model.network(), n, random_state=0).forward(C)
+    for j in range(len(C)):
+        assert (class_margin(z[:, j], int(t[j])) > 0).all(), f"a sampled network flips CE {j}"
+
+
+def test_mace_on_a_tree_explains_an_applicant_beyond_the_training_range(world):
+    from sklearn.tree import DecisionTreeClassifier
+
+    data, model, applicants = world
+    enc = model.encoder
+    tree = DecisionTreeClassifier(max_depth=4, random_state=0).fit(enc.transform(data.frame), data.y)
+    wrapped = rc.models.wrap(tree, enc)
+    with pytest.warns(OutOfRangeWarning):
+        res = rc.methods.MACE(wrapped, data, time_limit=30).explain(applicants)
+        pred = wrapped.predict(applicants)
+    assert set(res.status) <= HONEST | {"already_target"}
+    found = res.status.index[res.status == "found"]
+    assert len(found) == int((pred == 0).sum())  # a tree's regions are boxes: always reachable
+    cfs = res.counterfactuals
+    # the encoded CEs; the raw round trip of a CE placed on a split threshold is finding 1's
+    assert (wrapped.predict(res.counterfactuals_encoded) == 1).all()
+    np.testing.assert_array_equal(cfs["tenure"].to_numpy(),
+                                  applicants.loc[cfs["query_id"].to_numpy(), "tenure"].to_numpy())
+
+
+@pytest.mark.parametrize("method", ["nearest_neighbour", "robust_nearest_neighbour", "robx"])
+def test_neighbour_search_keeps_the_group_of_a_far_applicant(method, world):
+    """Encoded far beyond [-1, 2] the KD-tree's group coordinate no longer separates the
+    immutable groups (under ℓ∞ a neighbour of another group is nearer); the group's own
+    candidates are searched instead."""
+    data, model, _ = world
+    far = pd.DataFrame({"income": [-5000.0], "debts": [2], "age": [30.0], "tenure": [2]},
+                       index=[7])
+    params = {**PARAMS.get(method, {}), "norm": "linf"}
+    with pytest.warns(OutOfRangeWarning):
+        res = build_explainer(method, model, data, seed=0, **params).explain(far)
+    assert res.status[7] == "found"
+    assert (res.counterfactuals["tenure"] == 2).all()
+
+
+@pytest.fixture(scope="module")
+def sklearn_models(world):
+    """A logistic regression and a 5-tree forest on the world's encoder."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    data, model, _ = world
+    X = model.encoder.transform(data.frame)
+    rf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, data.y)
+    return {"lr": rc.models.wrap(LogisticRegression().fit(X, data.y), model.encoder),
+            "forest": rc.models.wrap(rf, model.encoder)}
+
+
+@pytest.mark.parametrize("method,kind", [("ar", "lr"), ("pft", "forest"), ("mace", "lr"),
+                                         ("milp_nearest", "lr"), ("minimum_observable", "forest")])
+def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sklearn_models):
+    """AR's integer program models the unit box: beyond it, ``not_found`` with the reason
+    (never a false ``infeasible``); the others search the query's domain."""
+    data, _, applicants = world
+    model = sklearn_models[kind]
+    with pytest.warns(OutOfRangeWarning):
+        res = build_explainer(method, model, data, seed=0).explain(applicants)
+    status = res.status
+    assert set(status) <= HONEST | {"already_target"}
+    if method == "ar":
+        assert (status == "not_found").all()
+        assert "outside the training range" in res.to_frame().loc[101, "message"]
+    if method in ("mace", "milp_nearest"):  # LR: a CE exists for every applicant
+        assert (status == "found").all()  # the LR's first incumbent once emptied the box of 102
+    cfs = res.counterfactuals
+    if len(cfs):
+        np.testing.assert_array_equal(cfs["tenure"].to_numpy(),
+                                      applicants.loc[cfs["query_id"].to_numpy(), "tenure"].to_numpy())
+        assert (model.predict(res.counterfactuals_encoded) == 1).all()
+
+
+def test_mace_smt_backend_says_the_query_is_beyond_its_domain(world):
+    """The z3 encoding ranges over the unit box: no infeasibility claim about a query outside."""
+    data, model, applicants = world
+    with pytest.warns(OutOfRangeWarning):
+        res = rc.methods.MACE(model, data, backend="smt", time_limit=10).explain(applicants)
+    assert (res.status == "not_found").all()
+    assert "outside the training range on ['age', 'income']" in res.to_frame().loc[101, "message"]
+    assert "backend='milp'" in res.to_frame().loc[101, "message"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_certificates_are_sound_beyond_the_unit_box(seed):
+    """Inputs of any sign and size: every `robust` verdict survives sampled weight shifts;
+    every `not_robust` witness lies in Δ and flips."""
+    rng = np.random.default_rng(seed)
+    net = rc.models.ReLUNetwork([(rng.normal(size=(6, 3)), rng.normal(size=6)),
+                                 (rng.normal(size=(4, 6)), rng.normal(size=4)),
+                                 (rng.normal(size=(1, 4)), rng.normal(size=1))])
+    X = rng.uniform(-2.0, 3.0, size=(40, 3))
+    shift = ParameterShift(0.1)
+    res = exact_worst_case(net, X, shift, target_class=None)
+    z = shift.sample(net, 2000, random_state=seed).forward(X)
+    for i in np.flatnonzero(res.robust):
+        assert (class_margin(z[:, i], int(res.target_class[i])) > 0).all()
+        assert res.value[i] > 0
+    for i in np.flatnonzero(res.not_robust):
+        w = res.witness[i]
+        assert shift.contains(net, w, atol=1e-9)
+        assert w.predict(X[i:i + 1])[0] != res.target_class[i]
+    assert res.robust.any()
