@@ -254,3 +254,28 @@ def test_exact_certificates_are_sound_beyond_the_unit_box(seed):
         assert shift.contains(net, w, atol=1e-9)
         assert w.predict(X[i:i + 1])[0] != res.target_class[i]
     assert res.robust.any()
+
+
+def test_a_pipeline_imported_with_its_training_frame_scores_and_explains_beyond_its_range():
+    """``from_sklearn(pipe, X_train)`` reads each numeric column's range from ``X_train``: an
+    observed range (soft), as ``from_frame``'s — so an applicant beyond it is scored and
+    explained, and the user's own pipeline accepts the CE."""
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"income": rng.uniform(10, 100, 300), "debt": rng.uniform(0, 50, 300)})
+    y = (X.income - X.debt > 40).astype(int)
+    pipe = Pipeline([("s", StandardScaler()),
+                     ("m", MLPClassifier((8,), max_iter=2000, random_state=0))]).fit(X, y)
+    model = rc.models.from_sklearn(pipe, X)
+    assert set(model.encoder.schema.observed) == {"income", "debt"}
+    applicant = pd.DataFrame({"income": [5.0], "debt": [80.0]})  # both beyond the data
+    with pytest.warns(OutOfRangeWarning, match=r"\['income', 'debt'\]"):
+        assert model.predict(applicant)[0] == pipe.predict(applicant)[0] == 0
+    data = rc.datasets.from_frame(X.assign(y=y), "y")
+    with pytest.warns(OutOfRangeWarning):
+        result = rc.methods.MILPRobust(model, data, shift=0.01, target_class=1).explain(applicant)
+    assert result.status.tolist() == ["found"]
+    assert (pipe.predict(result.counterfactuals[["income", "debt"]]) == 1).all()

@@ -241,7 +241,7 @@ def _schema_from(columns: list[str], roles: _Roles, frame: pd.DataFrame | None) 
                 whole = pd.api.types.is_integer_dtype(col) or bool(np.all(v == np.round(v)))
                 kind = FeatureKind.INTEGER if whole else FeatureKind.CONTINUOUS
                 feats.append(Feature(name, kind, lower=float(v.min()), upper=float(v.max()),
-                                     dtype=dtype))
+                                     dtype=dtype, observed=True))  # the data's range: soft
             elif name in roles.bounds:
                 lo, hi = roles.bounds[name]
                 feats.append(Feature(name, FeatureKind.CONTINUOUS, lower=lo, upper=hi))
