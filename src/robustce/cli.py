@@ -194,8 +194,9 @@ def _add_explain(sub: Any) -> None:
                           "--write-schema`")
     p.add_argument("--hidden", default="20,10", metavar="H1,H2",
                    help="hidden layer sizes of the MLP trained without --model (default 20,10)")
-    p.add_argument("--epochs", type=int, default=50, metavar="N",
-                   help="training epochs of the MLP trained without --model (default 50)")
+    p.add_argument("--epochs", type=int, default=None, metavar="N",
+                   help="training epochs of the MLP trained without --model (default: until "
+                        "the training loss stops improving, at most 1000)")
     p.add_argument("--seed", type=int, default=0, help="split, training and method seed (default 0)")
     p.add_argument("--test-size", type=float, default=0.2, help="test share of the split (default 0.2)")
     p.add_argument("--out", metavar="DIR", required=True, help="Explanations directory to write")
@@ -347,7 +348,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
     except ValueError:
         raise _user_error(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
-    if not hidden or min(hidden) < 1 or args.epochs < 1:
+    if not hidden or min(hidden) < 1 or (args.epochs is not None and args.epochs < 1):
         raise _user_error("--hidden needs positive layer sizes and --epochs a positive integer")
     if args.queries is not None and args.queries < 1:
         raise _user_error(f"--queries must be a positive integer, got {args.queries}")
