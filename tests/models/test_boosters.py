@@ -86,7 +86,9 @@ def _assert_exact(model, est, frame):
     final = est.steps[-1][1] if isinstance(est, Pipeline) else est
     Z = est[:-1].transform(frame) if isinstance(est, Pipeline) else frame
     X = model.encoder.transform(frame)
-    np.testing.assert_array_equal(_view_leaves(model, final, X), _booster_leaves(final, Z))
+    mine = _view_leaves(model, final, X)
+    # pred_leaf lists every tree; predictions use those up to the best iteration (the view's)
+    np.testing.assert_array_equal(mine, _booster_leaves(final, Z)[:, :mine.shape[1]])
     atol = XGB_ATOL if isinstance(final, xgb.XGBClassifier) else 1e-12
     np.testing.assert_allclose(model.predict_proba(X), est.predict_proba(frame), rtol=0, atol=atol)
     np.testing.assert_array_equal(model.predict(X), model.estimator_predict(frame))
@@ -120,6 +122,27 @@ def test_bare_view_equals_the_booster_on_every_training_row(credit, make, classe
     num = df[["u", "income", "years"]]
     clf = make().fit(num, y if classes == 2 else y3)
     model = from_sklearn(clf, num)
+    _assert_exact(model, clf, num)
+
+
+@pytest.mark.filterwarnings("ignore:The argument 'eval_set' is deprecated")
+@pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
+def test_early_stopping_keeps_the_trees_the_booster_predicts_with(credit, make):
+    """After early stopping both wrappers predict with the best iteration's trees only."""
+    df, y, _ = credit
+    num = df[["u", "income", "years"]]
+    if make is _xgb:
+        clf = make(n_estimators=200, early_stopping_rounds=3, learning_rate=0.5)
+        clf.fit(num.iloc[:300], y[:300], eval_set=[(num.iloc[300:], y[300:])], verbose=False)
+        best = clf.best_iteration
+    else:
+        clf = make(n_estimators=200, learning_rate=0.5)
+        clf.fit(num.iloc[:300], y[:300], eval_set=[(num.iloc[300:], y[300:])],
+                callbacks=[lgb.early_stopping(3, verbose=False)])
+        best = clf.best_iteration_ - 1
+    assert best + 1 < 200
+    model = from_sklearn(clf, num)
+    assert len(model.additive_trees().trees) == best + 1
     _assert_exact(model, clf, num)
 
 
@@ -217,14 +240,16 @@ def test_lightgbm_categorical_splits_on_a_pandas_category_column(credit):
 
 
 @pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
-def test_mace_and_nearest_neighbour_ces_are_accepted_by_the_users_pipeline(credit, make):
+def test_mace_nearest_neighbour_and_model_agnostic_ces_are_accepted_by_the_users_pipeline(credit, make):
     df, y, _ = credit
     pipe = _pipe(make(n_estimators=10), df, y)
     model = from_sklearn(pipe, df)
     queries = df[pipe.predict(df) == 0].iloc[:3]
     data = rc.data.from_frame(df.assign(label=y), "label")
     for res in (MACE(model, norm="l1", time_limit=30, backend="smt").explain(queries),
-                NearestNeighbour(model, data).explain(queries)):
+                NearestNeighbour(model, data).explain(queries),
+                *(getattr(rc.methods, m)(model, data).explain(queries)
+                  for m in ("DiverseRobust", "RobX", "MinimumObservable"))):
         assert (res.status == "found").all()
         cfs = res.counterfactuals
         raw = cfs[list(df.columns)]

@@ -186,11 +186,12 @@ def _xgb_parse(final: Any, label: str) -> _Parsed:
     except Exception:  # xgboost raises sklearn's NotFittedError
         raise NotFittedError(f"{label} ({type(final).__name__}) is not fitted") from None
     parsed = xgboost_trees(_xgb_dump(final), label)
-    # the scikit-learn wrapper predicts with the best iteration after early stopping
+    # the scikit-learn wrapper predicts up to the best iteration whenever one is recorded
     per_round = max(1, len(parsed.trees) // max(1, booster.num_boosted_rounds()))
-    best = None
-    if getattr(final, "early_stopping_rounds", None) is not None:
-        best = getattr(final, "best_iteration", None)
+    try:
+        best = final.best_iteration
+    except AttributeError:
+        best = None
     trees = parsed.trees if best is None else parsed.trees[:(int(best) + 1) * per_round]
     names = booster.feature_names
     return _Parsed(trees, parsed.baseline, parsed.n_features,
