@@ -221,7 +221,8 @@ def test_lightgbm_categorical_splits_on_a_pandas_category_column(credit):
     cat["housing"] = cat["housing"].astype("category")
     rng = np.random.default_rng(2)
     cat["region"] = pd.Categorical(rng.choice(list("abcdefg"), len(cat)))
-    y = (cat["region"].isin(["b", "d", "e"]) ^ (cat.u > 0.7)).astype(int).to_numpy()
+    cat["owner"] = pd.Categorical(rng.choice(["yes", "no"], len(cat)))  # 2 levels
+    y = (cat["region"].isin(["b", "d", "e"]) ^ (cat.u > 0.7) ^ (cat.owner == "yes")).astype(int).to_numpy()
     clf = _lgb(min_data_per_group=5, cat_smooth=1.0, n_estimators=20).fit(cat, y)
     dump = clf.booster_.dump_model()
     assert sum(t["num_cat"] for t in dump["tree_info"]) > 0  # categorical splits were learned
@@ -232,6 +233,36 @@ def test_lightgbm_categorical_splits_on_a_pandas_category_column(credit):
     grid = pd.concat([cat.iloc[[3]]] * 7, ignore_index=True)
     grid["region"] = pd.Categorical(list("abcdefg"), categories=cat["region"].cat.categories)
     _assert_exact(model, clf, grid)
+    # decoded rows keep the category dtype and levels, so the booster reads the same codes
+    decoded = model.raw_rows(model.encoder.transform(grid))
+    np.testing.assert_array_equal(clf.predict(decoded), clf.predict(grid))
+    # MACE (SMT) through the categorical splits: every CE accepted by the booster itself
+    queries = cat[clf.predict(cat) == 0].iloc[:3]
+    res = MACE(model, norm="l1", time_limit=30, backend="smt").explain(queries)
+    assert (res.status == "found").all()
+    targets = res.target_class.loc[res.counterfactuals["query_id"]].to_numpy()
+    np.testing.assert_array_equal(clf.predict(res.counterfactuals[list(cat.columns)]), targets)
+
+
+def test_lightgbm_categorical_splits_on_ordinal_codes_in_a_pipeline(credit):
+    """``categorical_feature`` on an OrdinalEncoder's codes: with the column declared
+    categorical (a Dataset) each code set becomes a set of one-hot levels; read as ordinal
+    from the frame alone (thermometer levels), a non-interval set is refused with the hint."""
+    from sklearn.preprocessing import OrdinalEncoder
+
+    df = credit[0].copy()
+    df["region"] = np.random.default_rng(3).choice(list("abcdefg"), len(df))
+    y = (df.region.isin(["b", "d", "e"]) ^ (df.u > 0.7)).astype(int).to_numpy()
+    pre = ColumnTransformer([("cat", OrdinalEncoder(), ["region", "housing"]),
+                             ("num", StandardScaler(), ["u", "income", "years"])])
+    clf = _lgb(min_data_per_group=5, cat_smooth=1.0, categorical_feature=[0, 1])
+    pipe = Pipeline([("pre", pre), ("clf", clf)]).fit(df, y)
+    assert sum(t["num_cat"] for t in pipe[-1].booster_.dump_model()["tree_info"]) > 0
+    model = from_sklearn(pipe, rc.data.from_frame(df.assign(label=y), "label"))
+    assert model.encoder.block("region").encoding == "onehot"
+    _assert_exact(model, pipe, df)
+    with pytest.raises(UnsupportedModelError, match="declare 'region' kind 'categorical'"):
+        from_sklearn(pipe, df)
 
 
 # ----------------------------------------------------------------------------------------

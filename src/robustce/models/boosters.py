@@ -367,9 +367,12 @@ class _BoosterSplits:
                 return [block.start + m - 1], 0.5, False
             if not left[0] and left[m:].all():
                 return [block.start + m - 1], 0.5, True
+        hint = (f"; declare {block.feature.name!r} kind 'categorical' in the schema (pass a "
+                "Dataset or Schema) so that its levels are one-hot"
+                if block.encoding == "thermometer" else "")
         raise UnsupportedModelError(
             f"{s.label}: a categorical split on {block.feature.name!r} is not one set of "
-            f"{block.encoding} levels; not supported")
+            f"{block.encoding} levels; not supported{hint}")
 
 
 def _to_model_space(parsed: _Parsed, split: _SplitMap) -> AdditiveTrees:
@@ -423,7 +426,8 @@ def _category_fold(columns: list[str], levels: dict[str, list[Any]], data_or_sch
     if missing or len(schema.names) != len(columns):
         raise UnsupportedModelError(
             f"the booster takes columns {columns}, the schema has {list(schema.names)}")
-    schema.validate(frame[list(schema.names)]) if frame is not None else None
+    if frame is not None:
+        schema.validate(frame[list(schema.names)])
     encoder = Encoder(schema).fit()
     basis = _Basis(encoder)
     A, c = np.zeros((len(columns), basis.d)), np.zeros(len(columns))
