@@ -125,6 +125,32 @@ def test_bare_view_equals_the_booster_on_every_training_row(credit, make, classe
     _assert_exact(model, clf, num)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: xgb.XGBRFClassifier(n_estimators=8, max_depth=3, random_state=0, n_jobs=1),
+    lambda: _xgb(objective="multi:softmax"),
+    lambda: _xgb(booster="gbtree", num_parallel_tree=3, n_estimators=4),
+    lambda: _lgb(boosting_type="rf", bagging_freq=1, bagging_fraction=0.7),
+    lambda: _lgb(sigmoid=0.4),
+    lambda: _lgb(boosting_type="goss"),
+], ids=["xgb-rf", "xgb-softmax", "xgb-parallel-trees", "lgb-rf", "lgb-sigmoid", "lgb-goss"])
+def test_booster_variants_are_exact(credit, make):
+    """Random-forest modes (XGBRFClassifier: parallel trees in one round; LightGBM ``rf``:
+    ``average_output``), ``multi:softmax``, several parallel trees per round, LightGBM's
+    ``sigmoid`` scale on the logit, GOSS sampling."""
+    df, y, y3 = credit
+    num = df[["u", "income", "years"]]
+    clf = make()
+    softmax = getattr(clf, "objective", None) == "multi:softmax"
+    clf.fit(num, y3 if softmax else y)
+    model = from_sklearn(clf, num)
+    if softmax:  # no predict_proba: leaves and decisions
+        X = model.encoder.transform(num)
+        np.testing.assert_array_equal(_view_leaves(model, clf, X), _booster_leaves(clf, num))
+        np.testing.assert_array_equal(model.predict(X), clf.predict(num))
+    else:
+        _assert_exact(model, clf, num)
+
+
 @pytest.mark.filterwarnings("ignore:The argument 'eval_set' is deprecated")
 @pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
 def test_early_stopping_keeps_the_trees_the_booster_predicts_with(credit, make):
