@@ -304,6 +304,8 @@ def test_mace_nearest_neighbour_and_model_agnostic_ces_are_accepted_by_the_users
     queries = df[pipe.predict(df) == 0].iloc[:3]
     data = rc.data.from_frame(df.assign(label=y), "label")
     for res in (MACE(model, norm="l1", time_limit=30, backend="smt").explain(queries),
+                MACE(model, norm="l1", time_limit=30, backend="milp").explain(queries),
+                MACE(model, norm="l1", time_limit=30, backend="smt", hint="milp").explain(queries),
                 NearestNeighbour(model, data).explain(queries),
                 *(getattr(rc.methods, m)(model, data).explain(queries)
                   for m in ("DiverseRobust", "RobX", "MinimumObservable"))):
@@ -313,6 +315,95 @@ def test_mace_nearest_neighbour_and_model_agnostic_ces_are_accepted_by_the_users
         targets = res.target_class.loc[cfs["query_id"]].to_numpy()
         np.testing.assert_array_equal(pipe.predict(raw), targets)
         np.testing.assert_array_equal(model.estimator_predict(raw), targets)
+
+
+def _brute_force_nearest(model, x: np.ndarray, target: int) -> float:
+    """MACE's ℓ1 distance from ``x`` to the nearest point the ensemble puts in ``target``,
+    by enumerating every combination of one leaf per tree: the leaves' boxes intersected
+    (closed: the infimum over each box), the summed scores decide, the nearest point of a
+    box is ``x`` clipped to it."""
+    import itertools
+
+    from robustce.methods.mace import mace_distance
+
+    ens = model.additive_trees()
+    boxes = []
+    for tree in ens.trees:
+        per = []
+        for leaf, path in tree.paths():
+            lo, hi = np.zeros(ens.n_features), np.ones(ens.n_features)
+            for f, t, went_left in path:
+                if went_left:
+                    hi[f] = min(hi[f], t)
+                else:
+                    lo[f] = max(lo[f], t)
+            per.append((lo, hi, float(tree.value[leaf, 0])))
+        boxes.append(per)
+    best = np.inf
+    for combo in itertools.product(*boxes):
+        lo = np.max([b[0] for b in combo], axis=0)
+        hi = np.min([b[1] for b in combo], axis=0)
+        if np.any(lo > hi):
+            continue
+        z = ens.baseline.copy()
+        for (_, _, v), k in zip(combo, ens.output, strict=True):
+            z[k] += v
+        cls = int(z[0] > 0) if len(z) == 1 else int(np.argmax(z))
+        if cls == target:
+            best = min(best, float(mace_distance(model.encoder, x, np.clip(x, lo, hi)[None])[0]))
+    return best
+
+
+@pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_mace_milp_backend_on_boosters_matches_brute_force_and_smt(make, classes):
+    """MACE(backend="milp") encodes a booster as trees with per-class leaf scores
+    (``AdditiveTrees.vote_trees``) in the forest MILP: on tiny ensembles over two columns
+    whose model space is raw, its optimum equals the nearest CE found by enumerating every
+    combination of leaves (within ε), it agrees with the SMT backend, and the pipeline's own
+    booster accepts every CE."""
+    rng = np.random.default_rng(4)
+    n = 300
+    df = pd.DataFrame({"u": rng.uniform(size=n), "v": rng.uniform(size=n)})
+    df.iloc[0], df.iloc[1] = (0.0, 0.0), (1.0, 1.0)
+    y = (df.u + df.v > 1).astype(int).to_numpy()
+    if classes == 3:
+        y = y + (df.u > 0.8).to_numpy().astype(int)
+    clf = make(n_estimators=3 if classes == 2 else 2)  # at most 4^6 leaf combinations
+    clf.set_params(**({"num_leaves": 4} if make is _lgb else {"max_depth": 2}))
+    clf.fit(df, y)
+    model = from_sklearn(clf, df)
+    assert model.additive_trees().vote_trees()[0].n_classes == max(classes, 2)
+    X = model.encoder.transform(df)
+    np.testing.assert_array_equal(X, df.to_numpy())  # model space is raw
+    queries = df[model.predict(df) == 0].iloc[:4]
+    eps = 1e-3
+    milp = MACE(model, norm="l1", epsilon=eps, backend="milp", target_class=1,
+                time_limit=30).explain(queries)
+    smt = MACE(model, norm="l1", epsilon=eps, backend="smt", target_class=1,
+               time_limit=30).explain(queries)
+    assert (milp.status == "found").all() and (smt.status == "found").all()
+    cfs = milp.counterfactuals
+    np.testing.assert_array_equal(clf.predict(cfs[["u", "v"]]), np.ones(len(cfs), dtype=int))
+    for q in queries.index:
+        brute = _brute_force_nearest(model, model.encoder.transform(queries.loc[[q]])[0], 1)
+        a, b = milp.certificates.loc[q], smt.certificates.loc[q]
+        assert a["delta_min"] <= brute + 1e-9
+        assert brute <= a["delta_max"] <= brute + eps
+        assert max(a["delta_min"], b["delta_min"]) <= min(a["delta_max"], b["delta_max"]) + 1e-9
+
+
+def test_vote_trees_sum_to_the_logits(credit):
+    df, y, y3 = credit
+    for labels in (y, y3):
+        pipe = _pipe(_xgb(n_estimators=5), df, labels)
+        ens = from_sklearn(pipe, df).additive_trees()
+        X = from_sklearn(pipe, df).encoder.transform(df)
+        score = sum(t.value[t.apply(X)] for t in ens.vote_trees())
+        z = ens.logits(X)
+        expect = np.column_stack([np.zeros(len(z)), z[:, 0]]) if z.shape[1] == 1 else z
+        np.testing.assert_allclose(score, expect, atol=1e-12)
+        np.testing.assert_array_equal(np.argmax(score, axis=1), ens.predict(X))
 
 
 # ----------------------------------------------------------------------------------------
