@@ -241,6 +241,27 @@ def test_boosters_trained_with_missing_values_are_exact_on_complete_rows(credit,
     _assert_exact(model, clf, probe[list(num.columns)])
 
 
+@pytest.mark.parametrize("make, reachable", [
+    (lambda: _xgb(missing=5.0), True),  # income takes the value 5
+    (lambda: _xgb(missing=-999.0), False),  # below every column's range
+    (lambda: _lgb(zero_as_missing=True), True),  # u takes 0
+], ids=["xgb-missing-in-range", "xgb-missing-out-of-range", "lgb-zero-as-missing"])
+def test_values_the_booster_reads_as_missing(credit, make, reachable):
+    """A non-NaN ``missing`` value (XGBoost) or zero-as-missing (LightGBM) sends that value the
+    default way: refused where valid rows reach it against a threshold, exact where they
+    cannot (rows with the value are routed as the booster routes them)."""
+    df, y, _ = credit
+    num = df[["u", "income", "years"]].astype(float)
+    num.iloc[2:40, 1] = 5.0
+    num.iloc[40:80, 2] = 0.0
+    clf = make().fit(num, y)
+    if reachable:
+        with pytest.raises(UnsupportedModelError, match="as missing"):
+            from_sklearn(clf, num)
+    else:
+        _assert_exact(from_sklearn(clf, num), clf, num)
+
+
 def test_lightgbm_categorical_splits_on_a_pandas_category_column(credit):
     df, _, _ = credit
     cat = df.copy()

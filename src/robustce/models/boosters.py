@@ -24,9 +24,10 @@ booster's own dump and rebuilds every tree over robustce's model space, exactly:
 **Missing values.** robustce's model space has no NaN (schemas reject missing values), so the
 view is exact on complete rows: a booster trained on data with NaNs imports, and every
 complete row is routed as the booster routes it; the direction a missing value would take
-(``default_left``) is not part of the view. LightGBM's ``missing_type "Zero"`` (``zero_as_missing``)
-sends values in ``[-1e-35, 1e-35]`` the default way; a node where that disagrees with its
-threshold is refused.
+(``default_left``) is not part of the view. A value the booster itself reads as missing —
+XGBoost's ``missing`` when it is not NaN, LightGBM's ``zero_as_missing`` (``|z| <= 1e-35``) —
+goes the default way; where that is against a split's threshold and valid rows can take the
+value, the import is refused (out of the columns' range it is harmless).
 
 Refused with :class:`~robustce.errors.UnsupportedModelError` naming the reason: regression,
 ranking and other non-classification objectives, custom (callable) objectives, the ``dart``
@@ -39,7 +40,7 @@ unfitted estimator does in :func:`~robustce.models.from_sklearn`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,7 @@ from robustce.models.boosting import AdditiveTrees
 from robustce.models.sklearn_import import (
     ImportedBoostedModel,
     _Basis,
+    _box_range,
     _fold_preprocessing,
     _mapped_tree,
     _plain,
@@ -63,7 +65,7 @@ from robustce.models.sklearn_import import (
     _transform,
 )
 
-__all__ = ["BoosterTree", "import_booster", "is_booster", "lightgbm_trees", "xgboost_trees"]
+__all__ = ["BoosterDump", "BoosterTree", "import_booster", "is_booster", "lightgbm_trees", "xgboost_trees"]
 
 _XGB_OBJECTIVES = ("binary:logistic", "multi:softprob", "multi:softmax")
 #: LightGBM's ``kZeroThreshold``: with ``missing_type "Zero"``, ``|z| <= 1e-35f`` is missing
@@ -95,12 +97,19 @@ class BoosterTree:
 
 
 @dataclass(frozen=True)
-class _Parsed:
+class BoosterDump:
+    """A booster's classifier as read from its dump: the trees over its own inputs, the
+    baseline logits, and what the import checks against the columns it is given."""
+
     trees: list[BoosterTree]
     baseline: np.ndarray  # (n_logits,)
     n_features: int
     feature_names: list[str] | None  # None when fitted on an unnamed array
     pandas_categorical: list[list[Any]] | None  # LightGBM's levels of its category columns
+    #: per input, an interval of values a split treats as *missing* and sends its default
+    #: way, against its threshold (XGBoost's ``missing`` value, LightGBM's zero-as-missing):
+    #: the view cannot express it, so the import refuses when the input can take such a value
+    conflicts: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------------------
@@ -119,8 +128,9 @@ def _xgb_vector(text: Any) -> np.ndarray:
     return np.array([float(v) for v in s.split(",") if v.strip()], dtype=np.float64)
 
 
-def xgboost_trees(model: dict[str, Any], label: str) -> _Parsed:
-    """Parse an XGBoost JSON model (``save_raw("json")``) of a classifier."""
+def xgboost_trees(model: dict[str, Any], label: str, missing: float = np.nan) -> BoosterDump:
+    """Parse an XGBoost JSON model (``save_raw("json")``) of a classifier. ``missing``: the
+    value the booster reads as missing (the wrapper's ``missing``; NaN by default)."""
     learner = model["learner"]
     booster = learner["gradient_booster"]
     name = booster.get("name")
@@ -151,6 +161,8 @@ def xgboost_trees(model: dict[str, Any], label: str) -> _Parsed:
         baseline = np.broadcast_to(base, (n_logits,)).astype(np.float64)
     gbt = booster["model"]
     info = [int(k) for k in gbt["tree_info"]]
+    m32 = np.float32(missing)
+    conflicts: dict[int, tuple[float, float]] = {}
     trees = []
     for tree, k in zip(gbt["trees"], info, strict=True):
         left = np.asarray(tree["left_children"], dtype=np.int64)
@@ -165,13 +177,20 @@ def xgboost_trees(model: dict[str, Any], label: str) -> _Parsed:
         leaf = left < 0
         if not np.isfinite(cond[~leaf]).all():
             raise UnsupportedModelError(f"{label}: a tree has a NaN or infinite split threshold")
+        if np.isfinite(m32):  # float32(z) == missing goes the default way
+            default = np.asarray(tree["default_left"], dtype=bool)
+            feats = np.asarray(tree["split_indices"], dtype=np.int64)
+            against = ~leaf & (default != (m32 < cond))
+            around = (float(np.nextafter(m32, np.float32(-np.inf))),
+                      float(np.nextafter(m32, np.float32(np.inf))))
+            conflicts.update({int(j): around for j in feats[against]})
         # left iff float32(z) < s  ⟺  float32(z) <= the float32 just below s
         below = np.nextafter(cond, np.float32(-np.inf)).astype(np.float64)
         trees.append(BoosterTree(
             np.where(leaf, -1, np.asarray(tree["split_indices"], dtype=np.int64)),
             np.where(leaf, np.nan, below), left, right,
             np.where(leaf, cond.astype(np.float64), 0.0), (None,) * len(left), k, True))
-    return _Parsed(trees, baseline, int(param["num_feature"]), None, None)
+    return BoosterDump(trees, baseline, int(param["num_feature"]), None, None, conflicts)
 
 
 def _xgb_check(final: Any, label: str) -> None:
@@ -179,13 +198,14 @@ def _xgb_check(final: Any, label: str) -> None:
         raise UnsupportedModelError(f"{label}: a custom (callable) objective is not supported")
 
 
-def _xgb_parse(final: Any, label: str) -> _Parsed:
+def _xgb_parse(final: Any, label: str) -> BoosterDump:
     _xgb_check(final, label)
     try:
         booster = final.get_booster()
     except Exception:  # xgboost raises sklearn's NotFittedError
         raise NotFittedError(f"{label} ({type(final).__name__}) is not fitted") from None
-    parsed = xgboost_trees(_xgb_dump(final), label)
+    missing = getattr(final, "missing", np.nan)
+    parsed = xgboost_trees(_xgb_dump(final), label, np.nan if missing is None else float(missing))
     # the scikit-learn wrapper predicts up to the best iteration whenever one is recorded
     per_round = max(1, len(parsed.trees) // max(1, booster.num_boosted_rounds()))
     try:
@@ -194,8 +214,7 @@ def _xgb_parse(final: Any, label: str) -> _Parsed:
         best = None
     trees = parsed.trees if best is None else parsed.trees[:(int(best) + 1) * per_round]
     names = booster.feature_names
-    return _Parsed(trees, parsed.baseline, parsed.n_features,
-                   list(names) if names is not None else None, None)
+    return replace(parsed, trees=trees, feature_names=list(names) if names is not None else None)
 
 
 # ----------------------------------------------------------------------------------------
@@ -208,7 +227,7 @@ def _lgb_dump(final: Any) -> dict[str, Any]:
     return final.booster_.dump_model()
 
 
-def lightgbm_trees(dump: dict[str, Any], label: str) -> _Parsed:
+def lightgbm_trees(dump: dict[str, Any], label: str) -> BoosterDump:
     """Parse a LightGBM ``dump_model()`` of a binary or multi-class classifier."""
     objective = str(dump.get("objective", ""))
     head = objective.split(" ")[0]
@@ -231,15 +250,19 @@ def lightgbm_trees(dump: dict[str, Any], label: str) -> _Parsed:
     infos = dump["tree_info"]
     if dump.get("average_output"):
         scale /= max(1, len(infos) // per_iter)
-    trees = [_lgb_tree(t["tree_structure"], i % per_iter, scale, label) for i, t in enumerate(infos)]
+    conflicts: dict[int, tuple[float, float]] = {}
+    trees = [_lgb_tree(t["tree_structure"], i % per_iter, scale, label, conflicts)
+             for i, t in enumerate(infos)]
     names = [str(n) for n in dump.get("feature_names", [])]
-    return _Parsed(trees, np.zeros(n_logits), int(dump["max_feature_idx"]) + 1, names,
-                   dump.get("pandas_categorical"))
+    return BoosterDump(trees, np.zeros(n_logits), int(dump["max_feature_idx"]) + 1, names,
+                       dump.get("pandas_categorical"), conflicts)
 
 
-def _lgb_tree(root: dict[str, Any], output: int, scale: float, label: str) -> BoosterTree:
+def _lgb_tree(root: dict[str, Any], output: int, scale: float, label: str,
+              conflicts: dict[int, tuple[float, float]]) -> BoosterTree:
     """Flatten a dumped tree: internal node ``split_index`` is node ``split_index``, leaf
-    ``leaf_index`` node ``n_internal + leaf_index`` (so ``pred_leaf`` maps directly)."""
+    ``leaf_index`` node ``n_internal + leaf_index`` (so ``pred_leaf`` maps directly).
+    Zero-as-missing splits that send zero against their threshold go into ``conflicts``."""
     internal: list[dict[str, Any]] = []
     leaves: list[dict[str, Any]] = []
     stack = [root]
@@ -282,17 +305,15 @@ def _lgb_tree(root: dict[str, Any], output: int, scale: float, label: str) -> Bo
         if not np.isfinite(t):
             raise UnsupportedModelError(f"{label}: a tree has a NaN or infinite split threshold")
         if node.get("missing_type") == "Zero":
-            # |z| <= 1e-35 goes the default way; refuse where that is not the threshold's way
+            # |z| <= 1e-35 goes the default way: a conflict where that is not the threshold's way
             agrees = t >= _LGB_ZERO if node.get("default_left") else t < -_LGB_ZERO
             if not agrees:
-                raise UnsupportedModelError(
-                    f"{label}: a split treats zero as missing (zero_as_missing) and sends it "
-                    "against its threshold; not one axis-aligned split")
+                conflicts[int(node["split_feature"])] = (-_LGB_ZERO, _LGB_ZERO)
         threshold[i] = t
     return BoosterTree(feature, threshold, left, right, value, tuple(cats), output, False)
 
 
-def _lgb_parse(final: Any, label: str) -> _Parsed:
+def _lgb_parse(final: Any, label: str) -> BoosterDump:
     if callable(getattr(final, "objective", None)):
         raise UnsupportedModelError(f"{label}: a custom (callable) objective is not supported")
     try:
@@ -310,8 +331,7 @@ def _lgb_parse(final: Any, label: str) -> _Parsed:
     names = parsed.feature_names
     if names is not None and names == [f"Column_{i}" for i in range(len(names))]:
         names = None  # fitted on an unnamed array
-    return _Parsed(parsed.trees, parsed.baseline, parsed.n_features, names,
-                   parsed.pandas_categorical)
+    return replace(parsed, feature_names=names)
 
 
 # ----------------------------------------------------------------------------------------
@@ -375,7 +395,7 @@ class _BoosterSplits:
             f"{block.encoding} levels; not supported{hint}")
 
 
-def _to_model_space(parsed: _Parsed, split: _SplitMap) -> AdditiveTrees:
+def _to_model_space(parsed: BoosterDump, split: _SplitMap) -> AdditiveTrees:
     sets: list[frozenset[int]] = []
     views, output = [], []
     for tree in parsed.trees:
@@ -448,6 +468,22 @@ def _category_fold(columns: list[str], levels: dict[str, list[Any]], data_or_sch
 # ----------------------------------------------------------------------------------------
 
 
+def _check_conflicts(parsed: BoosterDump, A: np.ndarray, c: np.ndarray,
+                     columns: list[str] | None, what: str) -> None:
+    """Refuse when an input can take a value some split treats as missing against its
+    threshold: its range over the unit box (every valid row) meets the conflict interval."""
+    if not parsed.conflicts:
+        return
+    lo, hi = _box_range(A, c)
+    for j, (a, b) in sorted(parsed.conflicts.items()):
+        if a <= hi[j] and lo[j] <= b:
+            name = f"column {columns[j]!r}" if columns is not None else f"input {j}"
+            raise UnsupportedModelError(
+                f"{what}: a split on {name} treats the values in [{a:.9g}, {b:.9g}] as missing "
+                "(XGBoost's `missing`, LightGBM's zero_as_missing) and sends them against its "
+                "threshold; valid rows reach them and the tree view cannot express that")
+
+
 def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final_label: str,
                    data_or_schema: Any, class_names: Any = None) -> ImportedBoostedModel:
     """The :func:`~robustce.models.from_sklearn` path for XGBoost and LightGBM classifiers
@@ -502,6 +538,7 @@ def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final
         raise UnsupportedModelError(
             f"{what} takes {parsed.n_features} features but is given {A.shape[0]} "
             f"({'after the preprocessing' if pre else 'columns'})")
+    _check_conflicts(parsed, A, c, columns if not pre else None, what)
     classes = np.asarray(final.classes_)
     n_logits = len(parsed.baseline)
     if (len(classes) == 2) != (n_logits == 1) or (len(classes) > 2 and len(classes) != n_logits):
