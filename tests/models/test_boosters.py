@@ -454,6 +454,16 @@ def test_unsupported_boosters_are_refused_naming_the_reason(credit, est, match):
         from_sklearn(clf, num)
 
 
+def test_raw_boosters_are_refused_asking_for_the_wrapper(credit):
+    df, y, _ = credit
+    num = df[["u", "income", "years"]]
+    for clf in (_xgb(n_estimators=2), _lgb(n_estimators=2)):
+        clf.fit(num, y)
+        raw = clf.get_booster() if isinstance(clf, xgb.XGBClassifier) else clf.booster_
+        with pytest.raises(UnsupportedModelError, match="scikit-learn wrapper"):
+            from_sklearn(raw, num)
+
+
 def test_rankers_are_refused(credit):
     df, y, _ = credit
     num = df[["u", "income", "years"]]

@@ -193,17 +193,13 @@ def xgboost_trees(model: dict[str, Any], label: str, missing: float = np.nan) ->
     return BoosterDump(trees, baseline, int(param["num_feature"]), None, None, conflicts)
 
 
-def _xgb_check(final: Any, label: str) -> None:
+def _xgb_parse(final: Any, label: str) -> BoosterDump:
     if callable(getattr(final, "objective", None)):
         raise UnsupportedModelError(f"{label}: a custom (callable) objective is not supported")
-
-
-def _xgb_parse(final: Any, label: str) -> BoosterDump:
-    _xgb_check(final, label)
     try:
         booster = final.get_booster()
     except Exception:  # xgboost raises sklearn's NotFittedError
-        raise NotFittedError(f"{label} ({type(final).__name__}) is not fitted") from None
+        raise NotFittedError(f"{label} is not fitted") from None
     missing = getattr(final, "missing", np.nan)
     parsed = xgboost_trees(_xgb_dump(final), label, np.nan if missing is None else float(missing))
     # the scikit-learn wrapper predicts up to the best iteration whenever one is recorded
@@ -319,7 +315,7 @@ def _lgb_parse(final: Any, label: str) -> BoosterDump:
     try:
         booster = final.booster_
     except Exception:  # lightgbm raises its LGBMNotFittedError
-        raise NotFittedError(f"{label} ({type(final).__name__}) is not fitted") from None
+        raise NotFittedError(f"{label} is not fitted") from None
     params = booster.params or {}
     boosting = str(params.get("boosting", getattr(final, "boosting_type", "gbdt")))
     if boosting == "dart" or getattr(final, "boosting_type", "gbdt") == "dart":
@@ -490,6 +486,14 @@ def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final
     (``final``, bare or the last step of ``estimator`` after the steps ``pre``)."""
     what = f"{final_label} ({type(final).__name__})"
     module = type(final).__module__.split(".")[0]
+    if module == "xgboost":
+        from xgboost import XGBModel as wrapper
+    else:
+        from lightgbm import LGBMModel as wrapper
+    if not isinstance(final, wrapper):
+        raise UnsupportedModelError(
+            f"{what} is not supported; pass the scikit-learn wrapper (XGBClassifier, "
+            "LGBMClassifier) the model was fitted with")
     if "Ranker" in type(final).__name__:
         raise UnsupportedModelError(f"{what}: ranking models are not supported; only classifiers")
     if "Regressor" in type(final).__name__:
