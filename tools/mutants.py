@@ -393,6 +393,42 @@ MUTANTS: tuple[Mutant, ...] = (
            """                    in_map = (np.diag(s), 0 * t)""",
            ("tests/models/test_torch_import.py",),
            "a BatchNorm on the inputs loses its shift when folded into the next Linear"),
+    # XGBoost / LightGBM import (models/boosters.py) and boosted trees in MACE's MILP
+    Mutant("xgb_split_not_strict", "models/boosters.py",
+           """            np.where(leaf, np.nan, below), left, right,""",
+           """            np.where(leaf, np.nan, cond.astype(np.float64)), left, right,""",
+           ("tests/models/test_boosters.py::test_rows_on_and_beside_every_threshold_reach_the_"
+            "boosters_leaves",),
+           "an XGBoost row exactly on a split condition goes left (XGBoost: float32(z) < s)"),
+    Mutant("lgb_split_in_float32", "models/boosters.py",
+           """    return BoosterTree(feature, threshold, left, right, value, tuple(cats), output, False)""",
+           """    return BoosterTree(feature, threshold, left, right, value, tuple(cats), output, True)""",
+           ("tests/models/test_boosters.py::test_rows_on_and_beside_every_threshold_reach_the_"
+            "boosters_leaves",),
+           "LightGBM's float64 thresholds compared in float32: rows beside a threshold misrouted"),
+    Mutant("xgb_base_score_as_margin", "models/boosters.py",
+           """        baseline = np.array([np.log(p) - np.log1p(-p)])""",
+           """        baseline = np.array([p])""",
+           ("tests/models/test_boosters.py::test_bare_view_equals_the_booster_on_every_training_row",),
+           "XGBoost ≥ 2's base_score (a probability) used as the intercept logit"),
+    Mutant("lgb_category_set_inverted", "models/boosters.py",
+           """        left = np.array([v >= 0 and int(v) in codes for v in code])""",
+           """        left = np.array([v >= 0 and int(v) not in codes for v in code])""",
+           ("tests/models/test_boosters.py::test_lightgbm_categorical_splits_on_a_pandas_category"
+            "_column",),
+           "a LightGBM categorical split sends the listed categories right"),
+    Mutant("xgb_missing_value_ignored", "models/boosters.py",
+           """            conflicts.update({int(j): around for j in feats[against]})""",
+           """            conflicts.update({})""",
+           ("tests/models/test_boosters.py::test_values_the_booster_reads_as_missing",),
+           "rows holding XGBoost's `missing` value are imported though the booster routes them "
+           "the default way"),
+    Mutant("boosted_vote_drops_baseline", "models/boosting.py",
+           """            values[int(mine[0]) if len(mine) else 0][:, column(k)] += self.baseline[k]""",
+           """            values[int(mine[0]) if len(mine) else 0][:, column(k)] += 0.0""",
+           ("tests/models/test_boosters.py::test_mace_milp_backend_on_boosters_matches_brute_force_and_smt",
+            "tests/models/test_boosters.py::test_vote_trees_sum_to_the_logits"),
+           "MACE's MILP on a boosted model forgets the intercept: CEs and bounds for another model"),
 )
 
 

@@ -78,7 +78,9 @@ class MACE(Explainer):
     epsilon : accuracy ε > 0 of the binary search: ``delta_max − delta_min <= epsilon``.
     backend : "auto" (default), "smt" (z3; the paper's method) or "milp": one MILP on HiGHS with the same
         distance and constraints — δ_max is the incumbent's distance, δ_min the solver's
-        proven bound / J; one CE per query. Trees and forests: :class:`_TreeMILP`
+        proven bound / J; one CE per query. Trees, forests and boosted trees (scikit-learn's,
+        XGBoost, LightGBM: the summed leaf scores of
+        :meth:`~robustce.models.AdditiveTrees.vote_trees` as the vote): :class:`_TreeMILP`
         (:mod:`robustce.solvers.tree_encoding`; any norm, actionability overrides; a forest's
         target must win the summed vote by 1e-6 against rivals that win ties, so δ_min is
         proven for CEs with that margin). Logistic regression and ReLU MLPs:
@@ -96,7 +98,7 @@ class MACE(Explainer):
     tau : margin by which the target class must win (None = 1e-6 for logit models, whose
         float64 forward pass must agree with exact arithmetic; 0 for trees and forests, which
         are encoded exactly, ties resolved as scikit-learn does).
-    hint : None (default) or "milp" (SMT backend; trees and forests, or logistic regression
+    hint : None (default) or "milp" (SMT backend; trees, forests and boosted trees, or logistic regression
         and ReLU MLPs with one norm and the schema's actionability): the MILP backend's
         incumbent for the first CE, checked by a plain ``predict``, becomes δ_max, and
         Algorithm 1's first SAT call asks for a CE within δ_max − ε — an unsatisfiable answer
@@ -198,12 +200,12 @@ class MACE(Explainer):
         if one_ce and self._n_cf != 1:
             raise ValidationError("backend='milp' returns one CE per query; use backend='smt' "
                                   "for diverse CEs")
-        if self._kind in ("tree", "forest"):
+        if self._kind in ("tree", "forest", "boosted"):
             return _TreeMILP(self, hint=not one_ce)
         if self._kind != "network":
             raise UnsupportedModelError(
-                "backend='milp' covers decision trees, random forests, logistic regression and "
-                f"ReLU MLPs; use backend='smt' for {self._kind} models")
+                "backend='milp' covers decision trees, random forests, boosted trees, logistic "
+                f"regression and ReLU MLPs; use backend='smt' for {self._kind} models")
         if len(self._norm) != 1:
             raise ValidationError("backend='milp' takes one norm ('l0', 'l1' or 'linf'), not a "
                                   "weighted combination; use backend='smt'")
@@ -571,7 +573,7 @@ class _TreeMILP:
     def __init__(self, mace: MACE, hint: bool = False):
         self.mace = mace
         self.hint = hint
-        forest = mace._kind == "forest"
+        forest = mace._kind in ("forest", "boosted")
         self.tau = max(mace._tau, _TREE_VOTE_MARGIN) if forest else mace._tau
         self._weak = mace._tau
         self._ensemble: TreeEnsemble | None = None
@@ -580,8 +582,11 @@ class _TreeMILP:
         """The trees with their splits resolved against the encoder's column kinds (once)."""
         if self._ensemble is None:
             dom = encode_input_domain(MILP(), self.mace.encoder)
-            self._ensemble = TreeEnsemble(self.mace._parts, dom.column_kind, dom.grid_steps,
-                                          forest=self.mace._kind == "forest",
+            kind, parts = self.mace._kind, self.mace._parts
+            # boosted: per-class leaf scores whose summed argmax is the model's decision
+            trees = parts.vote_trees() if kind == "boosted" else parts
+            self._ensemble = TreeEnsemble(trees, dom.column_kind, dom.grid_steps,
+                                          forest=kind != "tree",
                                           margins=SplitMargins.of(self.mace.encoder))
         return self._ensemble
 

@@ -69,3 +69,23 @@ class AdditiveTrees:
     def predict(self, X: np.ndarray) -> np.ndarray:
         z = self.logits(X)
         return (z[:, 0] > 0).astype(np.int64) if z.shape[1] == 1 else np.argmax(z, axis=1)
+
+    def vote_trees(self) -> list[TreeView]:
+        """The ensemble as trees whose leaves hold per-class scores, so that the argmax (first
+        maximum) of their *sum* is :meth:`predict` — the form of a soft-voting forest that a
+        tree encoding takes. Binary: the scores ``[0, z]`` (class 1 iff ``z > 0``); K logits:
+        each tree adds its leaf value to its own class. The baseline of each logit is added
+        to every node of the first tree that adds to it (of the first tree, for a logit
+        without trees), so that it is counted exactly once."""
+        n_cls = 2 if self.n_logits == 1 else self.n_logits
+        column = (lambda k: 1) if self.n_logits == 1 else (lambda k: int(k))
+        values = []
+        for tree, k in zip(self.trees, self.output, strict=True):
+            v = np.zeros((tree.n_nodes, n_cls))
+            v[:, column(k)] = tree.value[:, 0]
+            values.append(v)
+        for k in range(self.n_logits):
+            mine = np.flatnonzero(self.output == k)
+            values[int(mine[0]) if len(mine) else 0][:, column(k)] += self.baseline[k]
+        return [TreeView(t.feature, t.threshold, t.left, t.right, v, t.n_features)
+                for t, v in zip(self.trees, values, strict=True)]

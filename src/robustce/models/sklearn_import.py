@@ -30,7 +30,8 @@ Supported transformers: ``ColumnTransformer`` (with ``remainder``), nested ``Pip
 ``"passthrough"`` and ``"drop"``. Final estimators: ``LogisticRegression`` and other linear
 classifiers, ``MLPClassifier(activation="relu")``, ``DecisionTreeClassifier``,
 ``ExtraTreeClassifier``, ``RandomForestClassifier``, ``ExtraTreesClassifier``,
-``GradientBoostingClassifier`` and ``HistGradientBoostingClassifier`` (numeric splits).
+``GradientBoostingClassifier`` and ``HistGradientBoostingClassifier`` (numeric splits);
+``XGBClassifier`` and ``LGBMClassifier`` through :mod:`robustce.models.boosters`.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ SUPPORTED_TRANSFORMERS = (
 SUPPORTED_ESTIMATORS = (
     "LogisticRegression (and other linear classifiers), MLPClassifier(activation='relu'), "
     "DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier, "
-    "GradientBoostingClassifier, HistGradientBoostingClassifier"
+    "GradientBoostingClassifier, HistGradientBoostingClassifier, XGBClassifier, LGBMClassifier"
 )
 
 
@@ -901,6 +902,11 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
         final_label = f"step {final_name!r}"
     else:
         pre, final, final_label = [], estimator, "the estimator"
+    from robustce.models import boosters
+
+    if boosters.is_booster(final):  # XGBoost / LightGBM: read from the booster's own dump
+        return boosters.import_booster(estimator, pre, final, final_label, data_or_schema,
+                                       class_names)
     if not is_classifier(final):
         raise UnsupportedModelError(
             f"{final_label} ({type(final).__name__}) is not a classifier; supported: "
