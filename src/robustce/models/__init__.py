@@ -1,6 +1,7 @@
 """Models: the model protocol, the PyTorch MLP, scikit-learn adapters, tree views, the
 ReLU-network view, save/load and retraining families (model-shift protocols)."""
 
+from robustce.models import boosters  # noqa: F401  (registers XGBoost/LightGBM with from_sklearn)
 from robustce.models.base import Model
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.families import (

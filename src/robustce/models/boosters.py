@@ -63,6 +63,7 @@ from robustce.models.sklearn_import import (
     _schema_from,
     _SplitMap,
     _transform,
+    register_final_importer,
 )
 
 __all__ = ["BoosterDump", "BoosterTree", "import_booster", "is_booster", "lightgbm_trees", "xgboost_trees"]
@@ -563,3 +564,6 @@ def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final
     if frame is not None:
         warn_if_constant(estimator.predict(frame[columns]), f"the imported {type(final).__name__}")
     return model
+
+
+register_final_importer(is_booster, import_booster)

@@ -36,6 +36,7 @@ classifiers, ``MLPClassifier(activation="relu")``, ``DecisionTreeClassifier``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -880,6 +881,17 @@ def fold_preprocessing(preprocessor: Any,
     return encoder, A, c
 
 
+#: Final estimators that another module imports (``(accepts(final), build(estimator, pre,
+#: final, label, data_or_schema, class_names))``): :mod:`robustce.models.boosters` registers
+#: XGBoost and LightGBM here, so that it can build on this module without a circle.
+_FINAL_IMPORTERS: list[tuple[Callable[[Any], bool], Callable[..., Model]]] = []
+
+
+def register_final_importer(accepts: Callable[[Any], bool], build: Callable[..., Model]) -> None:
+    """Let :func:`from_sklearn` hand final estimators that ``accepts`` to ``build``."""
+    _FINAL_IMPORTERS.append((accepts, build))
+
+
 def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema | None = None,
                  *, class_names: Any = None) -> Model:
     """A robustce model of a fitted scikit-learn classifier or ``Pipeline`` on raw DataFrames.
@@ -902,11 +914,9 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
         final_label = f"step {final_name!r}"
     else:
         pre, final, final_label = [], estimator, "the estimator"
-    from robustce.models import boosters
-
-    if boosters.is_booster(final):  # XGBoost / LightGBM: read from the booster's own dump
-        return boosters.import_booster(estimator, pre, final, final_label, data_or_schema,
-                                       class_names)
+    for accepts, build in _FINAL_IMPORTERS:  # XGBoost / LightGBM (models/boosters.py)
+        if accepts(final):
+            return build(estimator, pre, final, final_label, data_or_schema, class_names)
     if not is_classifier(final):
         raise UnsupportedModelError(
             f"{final_label} ({type(final).__name__}) is not a classifier; supported: "
