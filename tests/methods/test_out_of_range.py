@@ -43,6 +43,10 @@ CERTIFIED = {"milp_robust", "robust_nearest_neighbour", "wachter_robust", "proto
 #: need another model class (tested below on a logistic regression and a forest)
 NOT_ON_MLP = {"ar", "pft"}
 HONEST = {"found", "infeasible", "not_found", "timeout", "no_robust_point"}
+#: methods that search the query's own box (no candidate set from the data, nothing trained):
+#: a CE exists for every applicant of the world (income, debts and age are free), so each must
+#: be found — never `not_found` because the query lies beyond a unit-box domain
+SEARCH_THE_BOX = {"mace", "milp_nearest", "dice"}
 
 
 def _frame(n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -128,6 +132,10 @@ def test_every_method_explains_an_applicant_beyond_the_training_range(method, wo
     assert "['income', 'debts', 'age', 'tenure']" in str(once[0].message)
     status = res.status.to_dict()
     assert set(status.values()) <= HONEST | {"already_target"}, res.to_frame()[["status", "message"]]
+    messages = res.to_frame()["message"].fillna("").astype(str)
+    assert not messages.str.contains("beyond the .* domain", regex=True).any(), messages
+    if method in SEARCH_THE_BOX:
+        assert set(status.values()) == {"found"}, res.to_frame()[["status", "message"]]
     cfs = res.counterfactuals
     if len(cfs) == 0:
         return
@@ -202,7 +210,8 @@ def sklearn_models(world):
 
 
 @pytest.mark.parametrize("method,kind", [("ar", "lr"), ("pft", "forest"), ("mace", "lr"),
-                                         ("milp_nearest", "lr"), ("minimum_observable", "forest")])
+                                         ("mace", "forest"), ("milp_nearest", "lr"),
+                                         ("minimum_observable", "forest")])
 def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sklearn_models):
     """AR's integer program models the unit box: beyond it, ``not_found`` with the reason
     (never a false ``infeasible``); the others search the query's domain."""
@@ -215,7 +224,8 @@ def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sk
     if method == "ar":
         assert (status == "not_found").all()
         assert "outside the training range" in res.to_frame().loc[101, "message"]
-    if method in ("mace", "milp_nearest"):  # LR: a CE exists for every applicant
+    if method in ("mace", "milp_nearest"):  # a CE exists for every applicant (the
+        # forest's MACE: backend "auto" picks z3, which searches the query's box too)
         assert (status == "found").all()  # the LR's first incumbent once emptied the box of 102
     cfs = res.counterfactuals
     if len(cfs):
@@ -224,14 +234,82 @@ def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sk
         assert (model.predict(res.counterfactuals_encoded) == 1).all()
 
 
-def test_mace_smt_backend_says_the_query_is_beyond_its_domain(world):
-    """The z3 encoding ranges over the unit box: no infeasibility claim about a query outside."""
+def test_mace_smt_backend_searches_beyond_the_training_range(world):
+    """The z3 encoding ranges over each query's box (Encoder.domain): an applicant beyond the
+    training range gets a CE from the SMT backend too (it answered `not_found`, "beyond the
+    SMT backend's domain", before), accepted by the raw model, its immutable value kept."""
     data, model, applicants = world
     with pytest.warns(OutOfRangeWarning):
-        res = rc.methods.MACE(model, data, backend="smt", time_limit=10).explain(applicants)
-    assert (res.status == "not_found").all()
-    assert "outside the training range on ['age', 'income']" in res.to_frame().loc[101, "message"]
-    assert "backend='milp'" in res.to_frame().loc[101, "message"]
+        res = rc.methods.MACE(model, data, backend="smt", time_limit=30).explain(applicants)
+    assert (res.status == "found").all(), res.to_frame()[["status", "message"]]
+    raw = res.counterfactuals
+    owner = raw["query_id"].to_numpy()
+    with pytest.warns(OutOfRangeWarning):
+        assert (model.predict(raw[data.schema.names].set_axis(range(len(raw)))) == 1).all()
+    np.testing.assert_array_equal(raw["tenure"].to_numpy(), applicants.loc[owner, "tenure"].to_numpy())
+
+
+#: applicants for the tree ensembles: beyond the range on income, debts, age and the immutable
+#: tenure, and one far beyond on a free feature (income 400: its nearest CE lies beyond d = 1)
+_TREE_APPLICANTS = pd.DataFrame({"income": [5.0, 60.0, 40.0, 400.0], "debts": [1, 8, 4, 9],
+                                 "age": [70.0, 35.0, 15.0, 30.0], "tenure": [1, 5, 0, 2]},
+                                index=[101, 102, 103, 104])
+
+
+@pytest.mark.parametrize("kind", ["tree", "forest"])
+@pytest.mark.parametrize("norm", ["l1", "linf", "l0"])
+def test_mace_smt_and_milp_backends_agree_beyond_the_training_range(kind, norm, world):
+    """Both backends search the query's box: their optima agree within ε, z3's bracket
+    [δ_min, δ_max] holds the MILP's optimum, every CE is accepted by the raw model and by the
+    user's own scikit-learn estimator (on the encoding of the raw row), immutables are kept —
+    and δ_min is a lower bound by brute force: no sampled point of the query's box that the
+    model puts in the target class and that keeps the immutable value lies nearer."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    from robustce.methods.minimum_observable import mace_distance
+
+    data, mlp, _ = world
+    enc = mlp.encoder
+    X = enc.transform(data.frame)
+    est = (DecisionTreeClassifier(max_depth=4, random_state=0) if kind == "tree"
+           else RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0)).fit(X, data.y)
+    model = rc.models.wrap(est, enc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        Q = enc.transform(_TREE_APPLICANTS)
+        todo = _TREE_APPLICANTS[model.predict(Q) == 0]
+        assert len(todo) >= 3
+        res = {b: rc.methods.MACE(model, data, backend=b, norm=norm, time_limit=30,
+                                  target_class=1).explain(todo) for b in ("smt", "milp")}
+    eps = 1e-3
+    smt_, milp_ = res["smt"].to_frame(), res["milp"].to_frame()
+    assert (smt_["status"] == "found").all() and (milp_["status"] == "found").all(), smt_
+    for q in todo.index:
+        lo, hi, opt = smt_.loc[q, "delta_min"], smt_.loc[q, "delta_max"], milp_.loc[q, "delta_max"]
+        assert lo <= opt + 1e-9 and opt <= hi + 1e-9 and hi - lo <= eps + 1e-12, (q, lo, hi, opt)
+    rng = np.random.default_rng(0)
+    for r in res.values():
+        raw = r.counterfactuals
+        owner = raw["query_id"].to_numpy()
+        rows = raw[data.schema.names].set_axis(range(len(raw)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OutOfRangeWarning)
+            assert (model.predict(rows) == 1).all()
+            assert (est.predict(enc.transform(rows)) == 1).all()  # the user's own estimator
+        np.testing.assert_array_equal(rows["tenure"].to_numpy(), todo.loc[owner, "tenure"].to_numpy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        Qt = enc.transform(todo)
+    tenure = enc.blocks_[data.schema.names.index("tenure")].start
+    for i, q in enumerate(todo.index):
+        lo, hi = enc.domain(Qt[i])
+        S = enc.project(rng.uniform(lo, hi, size=(20000, len(lo))), lo, hi)
+        S[:, tenure] = Qt[i, tenure]
+        hit = model.predict(S) == 1
+        assert hit.any()
+        d = mace_distance(enc, Qt[i], S[hit], {norm: 1.0})
+        assert d.min() >= smt_.loc[q, "delta_min"] - 1e-9, (q, d.min(), smt_.loc[q, "delta_min"])
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -279,3 +357,4 @@ def test_a_pipeline_imported_with_its_training_frame_scores_and_explains_beyond_
         result = rc.methods.MILPRobust(model, data, shift=0.01, target_class=1).explain(applicant)
     assert result.status.tolist() == ["found"]
     assert (pipe.predict(result.counterfactuals[["income", "debt"]]) == 1).all()
+
