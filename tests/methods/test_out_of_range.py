@@ -355,6 +355,7 @@ def test_a_pipeline_imported_with_its_training_frame_scores_and_explains_beyond_
     assert result.status.tolist() == ["found"]
     assert (pipe.predict(result.counterfactuals[["income", "debt"]]) == 1).all()
 
+
 def test_ar_searches_the_box_of_an_applicant_beyond_the_training_range(world, sklearn_models):
     """AR's answer beyond the range is the cheapest combination of its grid actions and stays:
     no cheaper than MACE's certified optimum (δ_min), the out-of-range values it does not act
@@ -382,3 +383,61 @@ def test_ar_searches_the_box_of_an_applicant_beyond_the_training_range(world, sk
         assert (model.estimator.predict(enc.transform(rows)) == 1).all()
     np.testing.assert_array_equal(rows["tenure"].to_numpy(), applicants.loc[owner, "tenure"].to_numpy())
 
+
+def test_diverse_robust_line_search_keeps_an_out_of_range_immutable_value(world):
+    """A candidate that shares the query's immutable value beyond the training range (the data
+    given to the explainer reaches further than the model's training frame): the bisection's
+    midpoints are projected into the query's box, so the value is kept and the point returned
+    lies on the segment (it was clipped to the unit box, and the CE lost to actionability)."""
+    data, model, applicants = world
+    wide = _frame(200, np.random.default_rng(5)).assign(tenure=5)
+    data2 = rc.datasets.from_frame(pd.concat([_frame(400, np.random.default_rng(0)), wide],
+                                             ignore_index=True), "y", immutable=["tenure"])
+    enc = model.encoder
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        explainer = rc.methods.DiverseRobust(model, data2, n_counterfactuals=2, max_candidates=100)
+        x = enc.transform(applicants.loc[[102]])
+        W = enc.transform(wide.drop(columns="y"))
+    C = W[model.predict(W) == 1][:5]
+    assert len(C)
+    X = np.repeat(x, len(C), axis=0)
+    out = explainer.line_search(X, C, np.ones(len(C), dtype=np.int64))
+    tenure = enc.blocks_[data.schema.names.index("tenure")].start
+    np.testing.assert_array_equal(out[:, tenure], X[:, tenure])
+    assert (model.predict(out) == 1).all()
+    assert (explainer.distance_(out, X) <= explainer.distance_(C, X) + 1e-12).all()
+
+
+def test_dice_keeps_an_out_of_range_value_when_it_checks_its_answer(world):
+    """DiCE's answer keeps the query's income beyond the range and is accepted only there: its
+    check projects into the query's box (it clipped to the unit box: `not_found`)."""
+    pytest.importorskip("dice_ml")
+    from types import SimpleNamespace
+
+    from sklearn.linear_model import LogisticRegression
+
+    data, mlp, _ = world
+    enc = mlp.encoder
+    lr = LogisticRegression().fit(enc.transform(data.frame), data.y)
+    # target iff 5·income − debts − 6 > 0 (model space): never at income <= 1
+    lr.coef_, lr.intercept_ = np.array([[5.0, -1.0, 0.0, 0.0]]), np.array([-6.0])
+    applicant = pd.DataFrame({"income": [110.0], "debts": [5], "age": [40.0], "tenure": [1]},
+                             index=[7])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        m = rc.models.wrap(lr, enc)
+        x = enc.transform(applicant)[0]
+    assert x[0] > 1.2 and m.predict(x[None])[0] == 0
+    cf = x.copy()
+    cf[1] = 0.0  # no debts
+    assert m.predict(cf[None])[0] == 1 and m.predict(enc.project(cf[None]))[0] == 0
+    explainer = rc.methods.DiCE(m, data, n_counterfactuals=1)
+    answer = pd.DataFrame(cf[None], columns=explainer._columns)
+    fake = SimpleNamespace(generate_counterfactuals=lambda *a, **k: SimpleNamespace(
+        cf_examples_list=[SimpleNamespace(final_cfs_df=answer, final_cfs_df_sparse=None)]))
+    explainer._explainer = fake
+    with pytest.warns(OutOfRangeWarning):
+        res = explainer.explain(applicant)
+    assert res.status[7] == "found", res.to_frame()[["status", "message"]]
+    assert res.counterfactuals["income"].iloc[0] == pytest.approx(110.0)
