@@ -43,6 +43,10 @@ CERTIFIED = {"milp_robust", "robust_nearest_neighbour", "wachter_robust", "proto
 #: need another model class (tested below on a logistic regression and a forest)
 NOT_ON_MLP = {"ar", "pft"}
 HONEST = {"found", "infeasible", "not_found", "timeout", "no_robust_point"}
+#: methods that search the query's own box (no candidate set from the data, nothing trained):
+#: a CE exists for every applicant of the world (income, debts and age are free), so each must
+#: be found — never `not_found` because the query lies beyond a unit-box domain
+SEARCH_THE_BOX = {"mace", "milp_nearest", "dice"}
 
 
 def _frame(n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -128,6 +132,10 @@ def test_every_method_explains_an_applicant_beyond_the_training_range(method, wo
     assert "['income', 'debts', 'age', 'tenure']" in str(once[0].message)
     status = res.status.to_dict()
     assert set(status.values()) <= HONEST | {"already_target"}, res.to_frame()[["status", "message"]]
+    messages = res.to_frame()["message"].fillna("").astype(str)
+    assert not messages.str.contains("beyond the .* domain", regex=True).any(), messages
+    if method in SEARCH_THE_BOX:
+        assert set(status.values()) == {"found"}, res.to_frame()[["status", "message"]]
     cfs = res.counterfactuals
     if len(cfs) == 0:
         return
@@ -202,20 +210,19 @@ def sklearn_models(world):
 
 
 @pytest.mark.parametrize("method,kind", [("ar", "lr"), ("pft", "forest"), ("mace", "lr"),
-                                         ("milp_nearest", "lr"), ("minimum_observable", "forest")])
+                                         ("mace", "forest"), ("milp_nearest", "lr"),
+                                         ("minimum_observable", "forest")])
 def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sklearn_models):
-    """AR's integer program models the unit box: beyond it, ``not_found`` with the reason
-    (never a false ``infeasible``); the others search the query's domain."""
+    """Every one searches the query's domain; AR's integer program ranges over the query's
+    box (it answered ``not_found``, "beyond the integer program's domain", before)."""
     data, _, applicants = world
     model = sklearn_models[kind]
     with pytest.warns(OutOfRangeWarning):
         res = build_explainer(method, model, data, seed=0).explain(applicants)
     status = res.status
     assert set(status) <= HONEST | {"already_target"}
-    if method == "ar":
-        assert (status == "not_found").all()
-        assert "outside the training range" in res.to_frame().loc[101, "message"]
-    if method in ("mace", "milp_nearest"):  # LR: a CE exists for every applicant
+    if method in ("ar", "mace", "milp_nearest"):  # a CE exists for every applicant (the
+        # forest's MACE: backend "auto" picks z3, which searches the query's box too)
         assert (status == "found").all()  # the LR's first incumbent once emptied the box of 102
     cfs = res.counterfactuals
     if len(cfs):
@@ -224,14 +231,82 @@ def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sk
         assert (model.predict(res.counterfactuals_encoded) == 1).all()
 
 
-def test_mace_smt_backend_says_the_query_is_beyond_its_domain(world):
-    """The z3 encoding ranges over the unit box: no infeasibility claim about a query outside."""
+def test_mace_smt_backend_searches_beyond_the_training_range(world):
+    """The z3 encoding ranges over each query's box (Encoder.domain): an applicant beyond the
+    training range gets a CE from the SMT backend too (it answered `not_found`, "beyond the
+    SMT backend's domain", before), accepted by the raw model, its immutable value kept."""
     data, model, applicants = world
     with pytest.warns(OutOfRangeWarning):
-        res = rc.methods.MACE(model, data, backend="smt", time_limit=10).explain(applicants)
-    assert (res.status == "not_found").all()
-    assert "outside the training range on ['age', 'income']" in res.to_frame().loc[101, "message"]
-    assert "backend='milp'" in res.to_frame().loc[101, "message"]
+        res = rc.methods.MACE(model, data, backend="smt", time_limit=30).explain(applicants)
+    assert (res.status == "found").all(), res.to_frame()[["status", "message"]]
+    raw = res.counterfactuals
+    owner = raw["query_id"].to_numpy()
+    with pytest.warns(OutOfRangeWarning):
+        assert (model.predict(raw[data.schema.names].set_axis(range(len(raw)))) == 1).all()
+    np.testing.assert_array_equal(raw["tenure"].to_numpy(), applicants.loc[owner, "tenure"].to_numpy())
+
+
+#: applicants for the tree ensembles: beyond the range on income, debts, age and the immutable
+#: tenure, and one far beyond on a free feature (income 400: its nearest CE lies beyond d = 1)
+_TREE_APPLICANTS = pd.DataFrame({"income": [5.0, 60.0, 40.0, 400.0], "debts": [1, 8, 4, 9],
+                                 "age": [70.0, 35.0, 15.0, 30.0], "tenure": [1, 5, 0, 2]},
+                                index=[101, 102, 103, 104])
+
+
+@pytest.mark.parametrize("kind", ["tree", "forest"])
+@pytest.mark.parametrize("norm", ["l1", "linf", "l0"])
+def test_mace_smt_and_milp_backends_agree_beyond_the_training_range(kind, norm, world):
+    """Both backends search the query's box: their optima agree within ε, z3's bracket
+    [δ_min, δ_max] holds the MILP's optimum, every CE is accepted by the raw model and by the
+    user's own scikit-learn estimator (on the encoding of the raw row), immutables are kept —
+    and δ_min is a lower bound by brute force: no sampled point of the query's box that the
+    model puts in the target class and that keeps the immutable value lies nearer."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    from robustce.methods.minimum_observable import mace_distance
+
+    data, mlp, _ = world
+    enc = mlp.encoder
+    X = enc.transform(data.frame)
+    est = (DecisionTreeClassifier(max_depth=4, random_state=0) if kind == "tree"
+           else RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0)).fit(X, data.y)
+    model = rc.models.wrap(est, enc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        Q = enc.transform(_TREE_APPLICANTS)
+        todo = _TREE_APPLICANTS[model.predict(Q) == 0]
+        assert len(todo) >= 3
+        res = {b: rc.methods.MACE(model, data, backend=b, norm=norm, time_limit=30,
+                                  target_class=1).explain(todo) for b in ("smt", "milp")}
+    eps = 1e-3
+    smt_, milp_ = res["smt"].to_frame(), res["milp"].to_frame()
+    assert (smt_["status"] == "found").all() and (milp_["status"] == "found").all(), smt_
+    for q in todo.index:
+        lo, hi, opt = smt_.loc[q, "delta_min"], smt_.loc[q, "delta_max"], milp_.loc[q, "delta_max"]
+        assert lo <= opt + 1e-9 and opt <= hi + 1e-9 and hi - lo <= eps + 1e-12, (q, lo, hi, opt)
+    rng = np.random.default_rng(0)
+    for r in res.values():
+        raw = r.counterfactuals
+        owner = raw["query_id"].to_numpy()
+        rows = raw[data.schema.names].set_axis(range(len(raw)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OutOfRangeWarning)
+            assert (model.predict(rows) == 1).all()
+            assert (est.predict(enc.transform(rows)) == 1).all()  # the user's own estimator
+        np.testing.assert_array_equal(rows["tenure"].to_numpy(), todo.loc[owner, "tenure"].to_numpy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        Qt = enc.transform(todo)
+    tenure = enc.blocks_[data.schema.names.index("tenure")].start
+    for i, q in enumerate(todo.index):
+        lo, hi = enc.domain(Qt[i])
+        S = enc.project(rng.uniform(lo, hi, size=(20000, len(lo))), lo, hi)
+        S[:, tenure] = Qt[i, tenure]
+        hit = model.predict(S) == 1
+        assert hit.any()
+        d = mace_distance(enc, Qt[i], S[hit], {norm: 1.0})
+        assert d.min() >= smt_.loc[q, "delta_min"] - 1e-9, (q, d.min(), smt_.loc[q, "delta_min"])
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -279,3 +354,90 @@ def test_a_pipeline_imported_with_its_training_frame_scores_and_explains_beyond_
         result = rc.methods.MILPRobust(model, data, shift=0.01, target_class=1).explain(applicant)
     assert result.status.tolist() == ["found"]
     assert (pipe.predict(result.counterfactuals[["income", "debt"]]) == 1).all()
+
+
+def test_ar_searches_the_box_of_an_applicant_beyond_the_training_range(world, sklearn_models):
+    """AR's answer beyond the range is the cheapest combination of its grid actions and stays:
+    no cheaper than MACE's certified optimum (δ_min), the out-of-range values it does not act
+    on kept, accepted by the raw model and the user's own LogisticRegression."""
+    data, _, applicants = world
+    model = sklearn_models["lr"]
+    enc = model.encoder
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        ar = rc.methods.ActionableRecourse(model, data).explain(applicants)
+        mace = rc.methods.MACE(model, data, backend="smt", time_limit=30).explain(applicants)
+        X = enc.transform(applicants)
+    assert (ar.status == "found").all(), ar.to_frame()[["status", "message"]]
+    assert (ar.to_frame()["distance"] >= mace.to_frame()["delta_min"] - 1e-9).all()
+    C = ar.counterfactuals_encoded
+    owner = ar.counterfactuals["query_id"].to_numpy()
+    pos = applicants.index.get_indexer(owner)
+    outside = (C < 0) | (C > 1)  # AR's grid lies in the training range: only stays out there
+    assert outside.any()
+    np.testing.assert_array_equal(C[outside], X[pos][outside])
+    rows = ar.counterfactuals[data.schema.names].set_axis(range(len(C)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        assert (model.predict(rows) == 1).all()
+        assert (model.estimator.predict(enc.transform(rows)) == 1).all()
+    np.testing.assert_array_equal(rows["tenure"].to_numpy(), applicants.loc[owner, "tenure"].to_numpy())
+
+
+def test_diverse_robust_line_search_keeps_an_out_of_range_immutable_value(world):
+    """A candidate that shares the query's immutable value beyond the training range (the data
+    given to the explainer reaches further than the model's training frame): the bisection's
+    midpoints are projected into the query's box, so the value is kept and the point returned
+    lies on the segment (it was clipped to the unit box, and the CE lost to actionability)."""
+    data, model, applicants = world
+    wide = _frame(200, np.random.default_rng(5)).assign(tenure=5)
+    data2 = rc.datasets.from_frame(pd.concat([_frame(400, np.random.default_rng(0)), wide],
+                                             ignore_index=True), "y", immutable=["tenure"])
+    enc = model.encoder
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        explainer = rc.methods.DiverseRobust(model, data2, n_counterfactuals=2, max_candidates=100)
+        x = enc.transform(applicants.loc[[102]])
+        W = enc.transform(wide.drop(columns="y"))
+    C = W[model.predict(W) == 1][:5]
+    assert len(C)
+    X = np.repeat(x, len(C), axis=0)
+    out = explainer.line_search(X, C, np.ones(len(C), dtype=np.int64))
+    tenure = enc.blocks_[data.schema.names.index("tenure")].start
+    np.testing.assert_array_equal(out[:, tenure], X[:, tenure])
+    assert (model.predict(out) == 1).all()
+    assert (explainer.distance_(out, X) <= explainer.distance_(C, X) + 1e-12).all()
+
+
+def test_dice_keeps_an_out_of_range_value_when_it_checks_its_answer(world):
+    """DiCE's answer keeps the query's income beyond the range and is accepted only there: its
+    check projects into the query's box (it clipped to the unit box: `not_found`)."""
+    pytest.importorskip("dice_ml")
+    from types import SimpleNamespace
+
+    from sklearn.linear_model import LogisticRegression
+
+    data, mlp, _ = world
+    enc = mlp.encoder
+    lr = LogisticRegression().fit(enc.transform(data.frame), data.y)
+    # target iff 5·income − debts − 6 > 0 (model space): never at income <= 1
+    lr.coef_, lr.intercept_ = np.array([[5.0, -1.0, 0.0, 0.0]]), np.array([-6.0])
+    applicant = pd.DataFrame({"income": [110.0], "debts": [5], "age": [40.0], "tenure": [1]},
+                             index=[7])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfRangeWarning)
+        m = rc.models.wrap(lr, enc)
+        x = enc.transform(applicant)[0]
+    assert x[0] > 1.2 and m.predict(x[None])[0] == 0
+    cf = x.copy()
+    cf[1] = 0.0  # no debts
+    assert m.predict(cf[None])[0] == 1 and m.predict(enc.project(cf[None]))[0] == 0
+    explainer = rc.methods.DiCE(m, data, n_counterfactuals=1)
+    answer = pd.DataFrame(cf[None], columns=explainer._columns)
+    fake = SimpleNamespace(generate_counterfactuals=lambda *a, **k: SimpleNamespace(
+        cf_examples_list=[SimpleNamespace(final_cfs_df=answer, final_cfs_df_sparse=None)]))
+    explainer._explainer = fake
+    with pytest.warns(OutOfRangeWarning):
+        res = explainer.explain(applicant)
+    assert res.status[7] == "found", res.to_frame()[["status", "message"]]
+    assert res.counterfactuals["income"].iloc[0] == pytest.approx(110.0)

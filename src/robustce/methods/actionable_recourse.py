@@ -25,7 +25,9 @@ Here, per model-space column of the training data (``data``):
 * binary, one-hot and thermometer columns: {0, 1} (AR sees a one-hot model's columns as
   independent 0/1 variables).
 
-The query's own value is always feasible (action 0, the "stay" binary), on the grid or not.
+The query's own value is always feasible (action 0, the "stay" binary), on the grid or not —
+also beyond the training range: such a query's program ranges over its own box
+(:meth:`robustce.data.Encoder.domain`), the grid staying AR's percentile grid.
 Actionability (the schema's, with ``actionability`` overrides as in MACE / MO): immutable
 features have only the zero action, increase-only (decrease-only) features only grid values
 ``>=`` (``<=``) the query's, column by column.
@@ -249,19 +251,26 @@ class ActionableRecourse(Explainer):
         A = W[target][None, :] - W[rivals]
         return A, self.tau - (b[target] - b[rivals])
 
-    def _program(self, target: int) -> _Program:
-        if target in self._programs:
+    def _program(self, target: int, lower: np.ndarray | None = None,
+                 upper: np.ndarray | None = None) -> _Program:
+        """The IP for ``target`` over the column box ``[lower, upper]`` (default the unit box:
+        built once per target and cached; a query beyond the training range gets its own
+        program over its box, :meth:`~robustce.data.Encoder.domain`, uncached)."""
+        unit_box = lower is None and upper is None
+        if unit_box and target in self._programs:
             return self._programs[target]
         enc = self.encoder
         d, J = enc.n_features_out_, len(enc.blocks_)
+        L = np.zeros(d) if lower is None else np.minimum(0.0, np.asarray(lower, dtype=np.float64))
+        U = np.ones(d) if upper is None else np.maximum(1.0, np.asarray(upper, dtype=np.float64))
         units = self.units_
         m = MILP(self.solver_, time_limit=self.time_limit)
         sizes = np.array([len(u.values) for u in units])
         z = m.add_vars(int(sizes.sum()), 0, 1, "B")
         stay = m.add_vars(len(units), 0, 1, "B")
-        q = m.add_vars(d, 0, 1, "C")
-        p = m.add_vars(d, 0, 1, "C")
-        val = m.add_vars(d, 0, 1, "C")
+        q = m.add_vars(d, L, U, "C")
+        p = m.add_vars(d, L, U, "C")
+        val = m.add_vars(d, L, U, "C")
         dist = m.add_vars(d, 0, np.inf, "C")
         unit_of_col = np.empty(d, dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes)])
@@ -281,13 +290,15 @@ class ActionableRecourse(Explainer):
         m.add_constrs_coo(r, c, v, d, 0.0, 0.0)
         cols = np.arange(d)
         s_of = stay[unit_of_col]
-        # McCormick envelope of p = q · stay (exact: stay binary, q in [0, 1])
-        m.add_constrs_coo(np.r_[cols, cols], np.r_[p, s_of], np.r_[np.ones(d), -np.ones(d)], d,
-                          -np.inf, 0.0)
-        m.add_constrs_coo(np.r_[cols, cols], np.r_[p, q], np.r_[np.ones(d), -np.ones(d)], d,
-                          -np.inf, 0.0)
-        m.add_constrs_coo(np.r_[cols, cols, cols], np.r_[p, q, s_of],
-                          np.r_[np.ones(d), -np.ones(d), -np.ones(d)], d, -1.0, np.inf)
+        # McCormick envelope of p = q · stay (exact: stay binary, q in [L, U] with L <= 0 <= U;
+        # on the unit box: p <= s, p <= q, p >= q + s - 1, p >= 0)
+        one = np.ones(d)
+        m.add_constrs_coo(np.r_[cols, cols], np.r_[p, s_of], np.r_[one, -U], d, -np.inf, 0.0)
+        m.add_constrs_coo(np.r_[cols, cols], np.r_[p, s_of], np.r_[one, -L], d, 0.0, np.inf)
+        m.add_constrs_coo(np.r_[cols, cols, cols], np.r_[p, q, s_of], np.r_[one, -one, -L], d,
+                          -np.inf, -L)
+        m.add_constrs_coo(np.r_[cols, cols, cols], np.r_[p, q, s_of], np.r_[one, -one, -U], d,
+                          -U, np.inf)
         # dist_j >= |val_j − x_j|: right-hand sides set per query
         abs1 = m.add_constrs_coo(np.r_[cols, cols], np.r_[dist, val],
                                  np.r_[np.ones(d), -np.ones(d)], d, 0.0, np.inf)
@@ -319,7 +330,8 @@ class ActionableRecourse(Explainer):
             obj_vals.append(np.full(J, self._norm["l0"] / J))
         m.set_objective(np.concatenate(obj_cols), np.concatenate(obj_vals))
         prog = _Program(m, z, stay, q, (abs1, abs2))
-        self._programs[target] = prog
+        if unit_box:
+            self._programs[target] = prog
         return prog
 
     def allowed(self, x: np.ndarray) -> list[np.ndarray]:
@@ -342,8 +354,13 @@ class ActionableRecourse(Explainer):
 
     def solve_ip(self, x: np.ndarray, target: int) -> tuple[np.ndarray | None, Any]:
         """AR's answer for one query (model space; None without a solution) and the solver's
-        :class:`~robustce.solvers.milp.SolveResult`."""
-        prog = self._program(int(target))
+        :class:`~robustce.solvers.milp.SolveResult`. A query beyond the training range is
+        searched over its own box (its out-of-range values stay reachable: the stay action)."""
+        x = np.asarray(x, dtype=np.float64)
+        if ((x < 0.0) | (x > 1.0)).any():
+            prog = self._program(int(target), *self.encoder.domain(x))
+        else:
+            prog = self._program(int(target))
         m = prog.milp
         ok = np.concatenate(self.allowed(x))
         m.set_var_bounds(prog.z, np.zeros(len(ok)), ok.astype(np.float64))
@@ -368,14 +385,6 @@ class ActionableRecourse(Explainer):
 
     # --- explain ---------------------------------------------------------------------------
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
-        beyond = (x < 0.0) | (x > 1.0)
-        if beyond.any():  # the IP's exact product q · stay holds for q in [0, 1] only
-            names = sorted({self.encoder.columns_[c] for c in np.flatnonzero(beyond)})
-            return QueryResult("not_found", None, {"distance": math.nan, "ip_status": None,
-                                                   "plausible": None}, message=(
-                f"the query lies outside the training range on {names}, beyond the integer "
-                "program's domain [0, 1]; no claim is made (MILPNearest or MACE search a "
-                "domain that holds it)"))
         cf, res = self.solve_ip(x, target)
         status = res.status
         cert: dict[str, Any] = {"distance": math.nan, "ip_status": status.value,
@@ -390,7 +399,7 @@ class ActionableRecourse(Explainer):
                                                             f"{res.message}".strip())
         enc = self.encoder
         cert["distance"] = float(mace_distance(enc, x, cf[None], self._norm)[0])
-        off = np.abs(enc.project(cf[None])[0] - cf) > _VALID_TOL
+        off = np.abs(enc.project(cf[None], *enc.domain(x))[0] - cf) > _VALID_TOL
         valid = not off.any()
         cert["plausible"] = valid
         if not valid:

@@ -224,7 +224,8 @@ class DiCE(Explainer):
             return QueryResult("not_found", certificate={"n_returned": 0},
                                message="dice-ml returned no counterfactual")
         C = cfs[self._columns].to_numpy(dtype=np.float64)
-        if not (self.model.predict(self.encoder.project(C)) == target).any():
+        # projected into the query's box: a query value beyond the training range is kept
+        if not (self.model.predict(self.encoder.project(C, *self.encoder.domain(x))) == target).any():
             # the gradient method returns its last iterates when none converged
             return QueryResult("not_found", certificate={"n_returned": int(len(C))},
                                message=f"dice-ml returned {len(C)} point(s), none in the "

@@ -17,7 +17,9 @@ For a query x whose model class is l and target class t, with d the chosen norm:
    it the target class, lo otherwise; stop when d(lo, hi) ≤ γ. The result is the last hi that
    passed the test, so it is *never* an invalid point, and the class changes between it and a
    point at most γ away on the segment. Mixed-type data: every midpoint is projected to a
-   valid encoding before it is tested, and the projection of hi is returned.
+   valid encoding (within the query's box, :meth:`~robustce.data.Encoder.domain`, so a value
+   beyond the training range is kept) before it is tested, and the projection of hi is
+   returned.
    ``minimise=False`` returns the survivors themselves.
 
 Everything is batch-first: one KD-tree query per target class for all queries, the filter runs
@@ -223,6 +225,8 @@ class DiverseRobust(Explainer):
         lo = np.array(X, dtype=np.float64, copy=True)
         hi = np.array(C, dtype=np.float64, copy=True)
         best = hi.copy()
+        # each query's own box: an out-of-range (immutable) value of the query is kept
+        box_lo, box_hi = self.encoder.domain(lo)
         d = lo.shape[1]
         gap = self._dist(lo, hi)
         active = np.flatnonzero(gap > self.gamma)
@@ -250,7 +254,12 @@ class DiverseRobust(Explainer):
                 a, b = ca, cb
             gaps = self._dist(brackets[0], brackets[1])  # (n, 2^(depth+1) − 2)
             flat = mids.reshape(-1, d)
-            tests = self.encoder.project(flat) if self._needs_projection else flat
+            if self._needs_projection:
+                m = mids.shape[1]
+                tests = self.encoder.project(flat, np.repeat(box_lo[active], m, axis=0),
+                                             np.repeat(box_hi[active], m, axis=0))
+            else:
+                tests = flat
             passed = (self.model.predict(tests) == np.repeat(targets[active], mids.shape[1])
                       ).reshape(n, -1)
             tests = tests.reshape(mids.shape)

@@ -327,7 +327,7 @@ class MACE(Explainer):
             lo, hi = np.maximum(lo, blo), np.minimum(hi, bhi)
         box = (lo, hi)
         s = z3.Solver()
-        s.add(*inp.domain)
+        s.add(*inp.domain_at(x))  # the query's box: beyond [0, 1] where x is
         s.add(*inp.actionability(x, self._acts))
         prune = None if delta is None else self._pruner(x, delta)
         if self._kind == "tree":
@@ -372,12 +372,6 @@ class MACE(Explainer):
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         if self._milp is not None:
             return self._explain_milp(x, target)
-        beyond = (x < 0.0) | (x > 1.0)
-        if beyond.any():  # the z3 encoding's domain is the unit box: no claim about x
-            names = sorted({self.encoder.columns_[c] for c in np.flatnonzero(beyond)})
-            return QueryResult("not_found", None, {"epsilon": self._eps}, message=(
-                f"the query lies outside the training range on {names}, beyond the SMT "
-                "backend's domain; backend='milp' searches a domain that holds it"))
         deadline = time.perf_counter() + self.time_limit
         stats = {"calls": 0, "time": 0.0}
         cfs: list[np.ndarray] = []
@@ -450,7 +444,7 @@ class MACE(Explainer):
         gallop = True  # small balls first
         seed = self._seed(x, target, previous)
         best: np.ndarray | None = None
-        high = 1.0  # d <= 1 always (Algorithm 1 starts here)
+        high = 1.0  # d <= 1 on the unit box (Algorithm 1 starts here); beyond it, ask(None)
         if seed is not None:
             best, high = seed, self._distance(x, seed)
         hinted = False

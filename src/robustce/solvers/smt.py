@@ -132,7 +132,12 @@ class SMTResult:
 
 class SMTInput:
     """z3 variables for the raw features of ``encoder``'s schema and the model-space columns
-    they define. ``domain`` holds the type and range constraints (plausibility, part i)."""
+    they define. ``domain`` holds the type and range constraints (plausibility, part i) of the
+    unit box; :meth:`domain_at` those of one query's box (:meth:`Encoder.domain
+    <robustce.data.Encoder.domain>`: a column of an observed-range feature widened to hold
+    the query's own value, so an applicant beyond the training range is searched from where
+    it stands). The column tests (:meth:`le`, :meth:`gt`) are exact on every box: a test is
+    decided without a formula only where the declared range decides it."""
 
     def __init__(self, encoder: Encoder, prefix: str = "x"):
         encoder._check_fitted()
@@ -143,7 +148,11 @@ class SMTInput:
         self._le: dict[tuple[int, float], Any] = {}
         self._gt: dict[tuple[int, float], Any] = {}
         self._margins = SplitMargins.of(encoder)
+        #: per raw feature: its range is observed (soft), so a query may lie beyond it
+        self._soft = np.zeros(len(encoder.blocks_), dtype=bool)
+        soft_cols = set(encoder.observed_columns_.tolist())
         for i, b in enumerate(encoder.blocks_):
+            self._soft[i] = b.start in soft_cols
             f = b.feature
             name = f"{prefix}_{i}"
             self._col_block[b.slice] = i
@@ -167,6 +176,38 @@ class SMTInput:
     @property
     def n_features(self) -> int:
         return len(self.vars)
+
+    def domain_at(self, x: np.ndarray) -> list[z3.BoolRef]:
+        """The type and range constraints of query ``x``'s search box: :attr:`domain`, with
+        each observed-range column widened to the query's own value (a real column to
+        ``[min(0, x_j), max(1, x_j)]``, a grid column to the grid steps between
+        ``min(0, k)`` and ``max(steps, k)``, k the query's step)."""
+        x = np.asarray(x, dtype=np.float64)
+        if not self._soft.any():
+            return list(self.domain)
+        lo, hi = self.encoder.domain(x)
+        vals = self.values(x)
+        out: list[z3.BoolRef] = []
+        for i, v in enumerate(self.vars):
+            b = v.block
+            if not self._soft[i] or (v.sort == "real" and b.feature.upper == b.feature.lower):
+                out += self._domain_of(v)
+            elif v.sort == "real":
+                out += [v.var >= rational(float(lo[b.start])), v.var <= rational(float(hi[b.start]))]
+            else:  # grid
+                out += [v.var >= min(0, vals[i]), v.var <= max(v.steps, vals[i])]
+        return out
+
+    def _domain_of(self, v: _Var) -> list[z3.BoolRef]:
+        """The unit box's constraints on one variable (as in :attr:`domain`)."""
+        f = v.block.feature
+        if v.sort == "real":
+            return [v.var == 0] if f.upper == f.lower else [v.var >= 0, v.var <= 1]
+        if v.sort == "grid":
+            return [v.var >= 0, v.var <= v.steps]
+        if v.sort == "level":
+            return [v.var >= 0, v.var <= f.n_levels - 1]
+        return []
 
     # --- model-space columns -------------------------------------------------------------
     def _indicator(self, col: int) -> z3.BoolRef:
@@ -240,6 +281,9 @@ class SMTInput:
                 return 0.0 <= t
             return v.var <= rational(t - float(self.margins(np.array([col]), np.array([t]))[0]))
         if v.sort == "grid":
+            if self._soft[self._col_block[col]] and v.steps:
+                # the query's box may reach beyond [0, steps]: no shortcut from the range
+                return v.var <= _grid_kmax_unbounded(v.steps, t)
             kmax = _grid_kmax(v.steps, t)
             if kmax < 0:
                 return False
@@ -357,21 +401,24 @@ class SMTInput:
         distances δ_j to the query ``x`` are all <= ``radius`` (widened by a few ulps, so it
         is a sound superset; used to prune trees and bound neurons along the bisection)."""
         x = np.asarray(x, dtype=np.float64)
-        lo, hi = np.zeros(len(x)), np.ones(len(x))
+        lo, hi = self.encoder.domain(x)  # the query's box (the unit box, widened)
         if not math.isfinite(radius):
             return lo, hi
         for v, val in zip(self.vars, self.values(x), strict=True):
             b = v.block
             if v.sort == "real":
-                lo[b.start] = max(0.0, float(np.nextafter(np.nextafter(val - radius, -np.inf), -np.inf)))
-                hi[b.start] = min(1.0, float(np.nextafter(np.nextafter(val + radius, np.inf), np.inf)))
+                lo[b.start] = max(lo[b.start],
+                                  float(np.nextafter(np.nextafter(val - radius, -np.inf), -np.inf)))
+                hi[b.start] = min(hi[b.start],
+                                  float(np.nextafter(np.nextafter(val + radius, np.inf), np.inf)))
             elif v.sort == "bool" or b.encoding == "onehot":
                 if radius < 1.0:
                     lo[b.slice] = hi[b.slice] = x[b.slice]
             else:
                 span = v.steps if v.sort == "grid" else v.steps - 1
                 reach = int(math.floor(radius * span)) + 1 if span > 0 else 0
-                k_lo, k_hi = max(0, val - reach), min(span, val + reach)
+                k_lo = max(min(0, val), val - reach)  # within the query's box
+                k_hi = min(max(span, val), val + reach)
                 if v.sort == "grid":
                     if span > 0:
                         lo[b.start], hi[b.start] = np.float64(k_lo) / span, np.float64(k_hi) / span
@@ -450,13 +497,15 @@ class SMTInput:
 
     # --- reading a solution --------------------------------------------------------------
     def decode(self, model: z3.ModelRef) -> np.ndarray:
-        """The model-space row (float64, as the encoder would encode it) of a z3 model."""
+        """The model-space row (float64, as the encoder would encode it) of a z3 model (a
+        declared range's column clipped to [0, 1] against float rounding; an observed one's
+        kept, as its box may reach beyond)."""
         x = np.zeros(self.encoder.n_features_out_)
-        for v in self.vars:
+        for i, v in enumerate(self.vars):
             b = v.block
             val = model.eval(v.var, model_completion=True)
             if v.sort == "real":
-                x[b.start] = min(max(_to_float(val), 0.0), 1.0)
+                x[b.start] = _to_float(val) if self._soft[i] else min(max(_to_float(val), 0.0), 1.0)
             elif v.sort == "grid":
                 k = int(val.as_long())
                 x[b.start] = np.float64(k) / v.steps if v.steps else 0.0
@@ -480,6 +529,19 @@ def _grid_kmax(steps: int, t: float) -> int:
     while k + 1 <= steps and np.float64(k + 1) / steps <= t:
         k += 1
     while k >= 0 and np.float64(k) / steps > t:
+        k -= 1
+    return k
+
+
+def _grid_kmax_unbounded(steps: int, t: float) -> int:
+    """Largest integer k (of any sign) whose float64 model input ``k / steps`` is <= t
+    (``steps`` > 0, ``t`` finite or not: ±inf give a step beyond any box)."""
+    if not math.isfinite(t):
+        return 2**62 if t > 0 else -(2**62)
+    k = int(math.floor(t * steps))
+    while np.float64(k + 1) / steps <= t:
+        k += 1
+    while np.float64(k) / steps > t:
         k -= 1
     return k
 
