@@ -10,7 +10,11 @@ For a query ``q`` and target class ``t`` it solves
            margin_t(network(x)) >= tau,
 
 with the ReLU network encoded exactly (big-M from interval bounds over the query's actionable
-box; stable neurons without binaries). The optimum is certified by the solver: ``optimal`` in
+box; stable neurons without binaries). Decision trees, random forests / extra trees and
+boosted trees (scikit-learn's GradientBoosting / HistGradientBoosting, XGBoost, LightGBM) are
+encoded by the one tree MILP that MACE's MILP backend uses
+(:func:`robustce.solvers.tree_encoding.encode_tree_ensemble`; see
+:meth:`MILPNearest._nearest_trees`). The optimum is certified by the solver: ``optimal`` in
 the certificate means the distance is minimal within the MIP gap.
 
 Speed without giving up exactness (``docs/certification.md``, "Fast nearest-CE MILPs"): with
@@ -59,6 +63,13 @@ from robustce.solvers.encodings import (
 )
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
 from robustce.solvers.tightening import TightenedBounds, l1_ball_layer_bounds, lp_tighten_bounds
+from robustce.solvers.tree_encoding import (
+    TreeEnsemble,
+    distance_pruner,
+    encode_tree_ensemble,
+    ensemble_of,
+    tree_parts,
+)
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["MILPNearest", "column_weights", "feature_distance"]
@@ -177,6 +188,25 @@ def _jacobian(net: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return J, h
 
 
+#: summed-vote margin by which a tree model's target must beat the rivals that win ties: HiGHS's
+#: tolerances cannot express a strict inequality (the tree solves run at feasibility 1e-9)
+_TREE_VOTE_MARGIN = 1e-6
+
+
+def _leaves(ens: TreeEnsemble, X: np.ndarray) -> np.ndarray:
+    """(n, n_trees) global node ids of the leaves each row of ``X`` reaches in ``ens``
+    (its float64 routing ``x[f] <= threshold``, all trees at once)."""
+    node = np.repeat(ens.roots[None, :], len(X), axis=0)
+    rows = np.arange(len(X))[:, None]
+    while True:
+        inner = ~ens.is_leaf[node]
+        if not inner.any():
+            return node
+        f = np.where(inner, ens.feature[node], 0)
+        go_left = X[rows, f] <= ens.threshold[node]
+        node = np.where(inner, np.where(go_left, ens.left[node], ens.right[node]), node)
+
+
 @dataclass
 class _Nearest:
     status: str  # found / infeasible / timeout / error
@@ -195,10 +225,24 @@ class MILPNearest(Explainer):
 
     Parameters
     ----------
-    model : a ReLU MLP (or any model with a ``network()`` view); ``data`` is not needed.
+    model : a ReLU MLP (or any model with a ``network()`` view), a decision tree, a random
+        forest / extra trees, or a boosted model (scikit-learn GradientBoosting /
+        HistGradientBoosting, XGBoost, LightGBM; ``model.kind`` "tree", "forest",
+        "boosted"); ``data`` is not needed. Tree models are encoded by
+        :func:`robustce.solvers.tree_encoding.encode_tree_ensemble` (the ensemble built by
+        :func:`~robustce.solvers.tree_encoding.ensemble_of`, as in MACE's MILP backend):
+        one binary per distinct split, ordered along each column (Kantchelian et al. 2016),
+        a flow per tree that sends one unit to exactly one leaf consistent with them
+        (Mišić 2020; the leaf-consistency of Parmentier & Vidal 2021), and the summed leaf
+        scores against every rival class. Every split is cleared by the encoder's
+        :class:`~robustce.models.trees.SplitMargins`, so a CE's decoded raw row stays in
+        its leaves.
     norm : "l1" (default), "l0" or "linf" — see the module docstring.
     tau : validity margin: the CE's target margin must be at least ``tau`` (> 0; guards
-        against solver tolerances so that the forward pass agrees).
+        against solver tolerances so that the forward pass agrees). Networks only: a tree
+        model's encoding is exact, and its summed vote (leaf probabilities, or a booster's
+        logits) must beat the rivals that win ties by 1e-6 and the others by 0 (a booster's
+        by 1e-6 either way, as MACE's MILP backend).
     weights : optional per-column distance weights (default :func:`column_weights`).
     tie_break : weight of the L1 distance added to the ``l0`` / ``linf`` objectives.
     solver : "highs" (default) or "gurobi".
@@ -235,7 +279,8 @@ class MILPNearest(Explainer):
     bound : the solver's proven lower bound on the optimal objective.
     gap : relative MIP gap at the end of the solve.
     optimal : True when the solver proved optimality (within ``mip_gap``).
-    margin : target margin of the CE under the model (forward pass).
+    margin : target margin of the CE under the model (forward pass; for tree models the
+        summed vote of the target minus that of its strongest rival).
     solver, solver_status : backend and its final status.
 
     Statuses: ``found`` (optimal, or the best incumbent when the time limit hit — then
@@ -288,7 +333,16 @@ class MILPNearest(Explainer):
                 raise ValidationError(f"weights must be {d} non-negative finite numbers")
         #: the distance minimised and reported (certificate ``distance``)
         self.distance_ = Distance(self.norm, weights=self.weights, space="raw")
-        self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
+        parts = tree_parts(self.model)
+        #: tree models: the tree ensemble (:func:`~robustce.solvers.tree_encoding.ensemble_of`)
+        self._ensemble_: TreeEnsemble | None = None
+        self._tree_kind_: str | None = None
+        if parts is not None:
+            self._tree_kind_ = parts[0]
+            self._ensemble_ = ensemble_of(parts[0], parts[1], self.encoder)
+            self._network = None
+        else:
+            self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
         self._l1_ = Distance("l1", weights=self.weights, space="raw")
         self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._ranked_: tuple[tuple[int, bytes], np.ndarray] | None = None
@@ -303,6 +357,21 @@ class MILPNearest(Explainer):
             w.flags.writeable = False
             self._w_ = w
         return self._w_
+
+    def _margins(self, X: np.ndarray, target: int) -> np.ndarray:
+        """Per row of ``X`` (model space), the target margin: a network's
+        :func:`~robustce.models.network.class_margin` of its logits; a tree model's summed
+        vote (:meth:`TreeEnsemble.votes` over the leaves reached) of the target minus its
+        strongest rival's (a single tree: +1 if its leaf's argmax is the target, else −1)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if self._ensemble_ is None:
+            return class_margin(self._network.forward(X), int(target))
+        ens = self._ensemble_
+        leaves = _leaves(ens, X)
+        if not ens.forest:
+            return np.where(ens.votes(int(target))[leaves[:, 0], 0] > 0.5, 1.0, -1.0)
+        v = ens.votes(int(target))[leaves].sum(axis=1)  # (n, rivals): target − rival
+        return v.min(axis=1)
 
     # --- the MILP -------------------------------------------------------------------------
     # --- the incumbent ----------------------------------------------------------------------
@@ -320,7 +389,7 @@ class MILPNearest(Explainer):
         t = int(target)
         if t not in self._candidates_:
             X = self.encoder.transform(self.data.frame)
-            margin = class_margin(self._network.forward(X), t)
+            margin = self._margins(X, t)
             keep = np.flatnonzero(margin > 0)
             order = keep[np.argsort(-margin[keep], kind="stable")]
             self._candidates_[t] = (np.ascontiguousarray(X[order]), margin[order])
@@ -367,7 +436,8 @@ class MILPNearest(Explainer):
                 P[:, :, cont] = q[cont] + lam[None, :, None] * (near[:, None, cont] - q[cont])
                 pts.append(P.reshape(-1, len(q)))
         cont = self._continuous_columns(with_grid=True)
-        for start in [q] + ([] if seeds is None else list(np.atleast_2d(seeds))):
+        for start in ([q] if self._ensemble_ is None else []) + (
+                [] if seeds is None else list(np.atleast_2d(seeds))):
             if start is not q:
                 pts.append(start[None])
             step = self._linear_steps(q, int(target), tau, cont, start=start)
@@ -379,7 +449,13 @@ class MILPNearest(Explainer):
         if not pts:
             return None
         P = np.vstack(pts)
-        P = P[class_margin(self._network.forward(P), int(target)) >= tau]
+        if self._ensemble_ is not None:
+            # a tree model's incumbent is the raw row the user gets (decoded and encoded
+            # again), so that its routing, not only the model-space point's, is checked
+            enc = self.encoder
+            P = enc.transform(enc.inverse_transform(P))
+            P = P[self.actionable(q, P, tol=0.0)]
+        P = P[self._margins(P, int(target)) >= tau]
         if len(P) == 0:
             return None
         zp = self._objective_values(q, P)
@@ -646,6 +722,8 @@ class MILPNearest(Explainer):
                  seeds: np.ndarray | None = None) -> _Nearest:
         """Solve the nearest-CE MILP for one query with validity margin ``tau`` (``seeds``:
         see :meth:`incumbent`)."""
+        if self._ensemble_ is not None:
+            return self._nearest_trees(q, target, time_limit)
         inc = self.incumbent(q, target, tau, seeds)
         seeded = seeds is not None
         m = self._new_milp(time_limit, warm=inc is not None, seeded=seeded)
@@ -709,6 +787,86 @@ class MILPNearest(Explainer):
             return _Nearest("timeout", None, **base)
         return _Nearest("error", None, **{**base, "message": f"solver: {st.value} {res.message}"})
 
+    def _tree_margins(self, target: int) -> tuple[float, float]:
+        """The summed-vote margins a tree model's CE must reach against the rivals listed
+        before / after ``target`` (those before win ties): 1e-6 / 0 for trees and forests,
+        1e-6 / 1e-6 for boosters (logits summed in float32 by the booster itself; MACE's
+        MILP backend asks the same)."""
+        strict = _TREE_VOTE_MARGIN
+        return strict, (strict if self._tree_kind_ == "boosted" else 0.0)
+
+    def _nearest_trees(self, q: np.ndarray, target: int, time_limit: float) -> _Nearest:
+        """The nearest CE of a tree model: one MILP — the actionable input domain (grid
+        columns continuous: splits compare them with grid points only, and the decoded point
+        is the query clipped to the range its splits leave, a grid point), the distance
+        objective tightened by the split literals (:meth:`TreeEncoding.tighten`), the
+        ensemble (:func:`encode_tree_ensemble`). With an incumbent (the nearest valid,
+        actionable training point or a point on its segment to the query, objective ``z₀``)
+        the solve is cut off at ``z₀``, under ``l1`` / ``linf`` every column is bounded by
+        its box, and tree nodes all of whose points are farther than ``z₀`` are dropped
+        (:func:`distance_pruner`): every point that can beat ``z₀`` is kept. A cut-off
+        proves the incumbent optimal."""
+        strict, weak = self._tree_margins(target)
+        inc = self.incumbent(q, target, max(strict, weak))
+        m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
+                 threads=self.threads, feasibility_tol=1e-9, presolve=False)
+        t0 = time.perf_counter()
+        try:
+            dom = encode_input_domain(m, self.encoder, q, actionability=True,
+                                      integer_grid=False)
+        except ValidationError as exc:
+            return _Nearest("infeasible", None, message=f"no actionable point: {exc}")
+        prune = cutoff = None
+        if inc is not None:
+            cutoff = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
+            if self.norm in ("l1", "linf"):
+                lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
+                                       dom.column_kind, dom.grid_steps)
+                dom = restrict_domain(m, dom, lo, hi)
+            enc = self.encoder
+            prune = distance_pruner(q, self._weights(), enc.feature_of_column_,
+                                    len(enc.blocks_), {self.norm: 1.0}, cutoff)
+        trees = encode_tree_ensemble(m, self._ensemble_, dom, int(target),
+                                     margin_strict=strict, margin_weak=weak, prune=prune)
+        found_inc = {} if inc is None else {
+            "objective": inc.objective, "bound": inc.objective, "gap": 0.0, "optimal": True,
+            "solver_status": SolveStatus.CUTOFF.value,
+            "message": "the nearest valid training point is optimal"}
+        if trees.infeasible:  # no leaf of interest within the box (or nearer than z₀)
+            t = time.perf_counter() - t0
+            if inc is not None:
+                return _Nearest("found", inc.x.copy(), time=t, **found_inc)
+            return _Nearest("infeasible", None, bound=math.inf, time=t,
+                            solver_status=SolveStatus.INFEASIBLE.value, message=(
+                                "proven infeasible: no actionable point is in the target class"))
+        obj = encode_distance(m, dom, q, self.distance_, self.encoder, tie_break=self.tie_break)
+        trees.tighten(m, obj, q)
+        obj.set_as_objective(m)
+        left = time_limit - (time.perf_counter() - t0)
+        res = m.solve(time_limit=max(left, 1e-3), cutoff=cutoff)
+        st = res.status
+        base = {"objective": res.objective, "bound": res.bound, "gap": res.gap,
+                "solver_status": st.value, "time": res.time, "message": res.message}
+        if inc is not None and (st in (SolveStatus.CUTOFF, SolveStatus.INFEASIBLE) or (
+                not res.has_solution and st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT))):
+            if st is SolveStatus.TIME_LIMIT or st is SolveStatus.LIMIT:
+                return _Nearest("found", inc.x.copy(), **{
+                    **found_inc, "bound": res.bound, "gap": res.gap, "optimal": False,
+                    "solver_status": st.value, "time": res.time, "message": res.message})
+            # nothing beats the cutoff (with every such point kept): the incumbent is optimal
+            return _Nearest("found", inc.x.copy(), **{**found_inc, "time": res.time})
+        if st is SolveStatus.INFEASIBLE:
+            return _Nearest("infeasible", None, **{**base, "message": (
+                "proven infeasible: no actionable point is in the target class")})
+        if res.has_solution and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT,
+                                       SolveStatus.LIMIT):
+            cf = self.encoder.project(trees.decode(res.values, dom, q)[None], dom.lower,
+                                      dom.upper)[0]
+            return _Nearest("found", cf, optimal=st is SolveStatus.OPTIMAL, **base)
+        if st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
+            return _Nearest("timeout", None, **base)
+        return _Nearest("error", None, **{**base, "message": f"solver: {st.value} {res.message}"})
+
     def _certificate(self, q: np.ndarray, target: int, r: _Nearest) -> dict[str, Any]:
         cert: dict[str, Any] = {
             "distance": math.nan, "bound": r.bound, "gap": r.gap, "optimal": r.optimal,
@@ -716,7 +874,7 @@ class MILPNearest(Explainer):
         }
         if r.cf is not None:
             cert["distance"] = float(self.distance_.rowwise(q, r.cf[None], self.encoder)[0])
-            cert["margin"] = float(class_margin(self._network.forward(r.cf[None]), target)[0])
+            cert["margin"] = float(self._margins(r.cf[None], target)[0])
         return cert
 
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
