@@ -191,6 +191,9 @@ def _jacobian(net: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 #: summed-vote margin by which a tree model's target must beat the rivals that win ties: HiGHS's
 #: tolerances cannot express a strict inequality (the tree solves run at feasibility 1e-9)
 _TREE_VOTE_MARGIN = 1e-6
+#: under ``l1``, the first tree MILP below an incumbent asks for a CE within this share of its
+#: objective, then the radius doubles (MACE's MILP backend does the same)
+_TREE_FIRST_RADIUS = 1.0 / 32
 
 
 def _leaves(ens: TreeEnsemble, X: np.ndarray) -> np.ndarray:
@@ -795,30 +798,31 @@ class MILPNearest(Explainer):
         strict = _TREE_VOTE_MARGIN
         return strict, (strict if self._tree_kind_ == "boosted" else 0.0)
 
-    def _nearest_trees(self, q: np.ndarray, target: int, time_limit: float) -> _Nearest:
-        """The nearest CE of a tree model: one MILP — the actionable input domain (grid
-        columns continuous: splits compare them with grid points only, and the decoded point
-        is the query clipped to the range its splits leave, a grid point), the distance
-        objective tightened by the split literals (:meth:`TreeEncoding.tighten`), the
-        ensemble (:func:`encode_tree_ensemble`). With an incumbent (the nearest valid,
-        actionable training point or a point on its segment to the query, objective ``z₀``)
-        the solve is cut off at ``z₀``, under ``l1`` / ``linf`` every column is bounded by
-        its box, and tree nodes all of whose points are farther than ``z₀`` are dropped
-        (:func:`distance_pruner`): every point that can beat ``z₀`` is kept. A cut-off
-        proves the incumbent optimal."""
+    def _tree_stage(self, q: np.ndarray, target: int, cutoff: float | None, floor: float,
+                    time_limit: float) -> tuple[str, Any, np.ndarray | None]:
+        """One tree MILP for ``q``: the actionable input domain (grid columns continuous:
+        splits compare them with grid points only, and the decoded point is the query clipped
+        to the range its splits leave, a grid point), the distance objective tightened by the
+        split literals (:meth:`TreeEncoding.tighten`), the ensemble
+        (:func:`encode_tree_ensemble`). With a ``cutoff`` the solve is cut off there, under
+        ``l1`` / ``linf`` every column is bounded by its box (:func:`incumbent_box`), and
+        tree nodes all of whose points are farther than it are dropped
+        (:func:`distance_pruner`) — every point whose objective beats it is kept; ``floor``
+        (> 0): the row ``objective >= floor``, a bound proven before. Returns ``("cut", res,
+        None)`` — proven: no point's objective is below ``cutoff`` —, ``("empty", None,
+        None)`` — no actionable point at all —, or ``("solved", res, cf)`` with the decoded
+        point (None when the solver has none)."""
         strict, weak = self._tree_margins(target)
-        inc = self.incumbent(q, target, max(strict, weak))
+        t0 = time.perf_counter()
         m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                  threads=self.threads, feasibility_tol=1e-9, presolve=False)
-        t0 = time.perf_counter()
         try:
             dom = encode_input_domain(m, self.encoder, q, actionability=True,
                                       integer_grid=False)
-        except ValidationError as exc:
-            return _Nearest("infeasible", None, message=f"no actionable point: {exc}")
-        prune = cutoff = None
-        if inc is not None:
-            cutoff = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
+        except ValidationError:
+            return "empty", None, None
+        prune = None
+        if cutoff is not None:
             if self.norm in ("l1", "linf"):
                 lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
                                        dom.column_kind, dom.grid_steps)
@@ -828,44 +832,98 @@ class MILPNearest(Explainer):
                                     len(enc.blocks_), {self.norm: 1.0}, cutoff)
         trees = encode_tree_ensemble(m, self._ensemble_, dom, int(target),
                                      margin_strict=strict, margin_weak=weak, prune=prune)
-        found_inc = {} if inc is None else {
-            "objective": inc.objective, "bound": inc.objective, "gap": 0.0, "optimal": True,
-            "solver_status": SolveStatus.CUTOFF.value,
-            "message": "the nearest valid training point is optimal"}
-        if trees.infeasible:  # no leaf of interest within the box (or nearer than z₀)
-            t = time.perf_counter() - t0
-            if inc is not None:
-                return _Nearest("found", inc.x.copy(), time=t, **found_inc)
-            return _Nearest("infeasible", None, bound=math.inf, time=t,
-                            solver_status=SolveStatus.INFEASIBLE.value, message=(
-                                "proven infeasible: no actionable point is in the target class"))
+        if trees.infeasible:  # no leaf of interest within the box (or nearer than the cutoff)
+            return ("cut", None, None) if cutoff is not None else ("empty", None, None)
         obj = encode_distance(m, dom, q, self.distance_, self.encoder, tie_break=self.tie_break)
         trees.tighten(m, obj, q)
         obj.set_as_objective(m)
+        if floor > 0:
+            m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
+                              floor - obj.constant, np.inf)
         left = time_limit - (time.perf_counter() - t0)
         res = m.solve(time_limit=max(left, 1e-3), cutoff=cutoff)
-        st = res.status
-        base = {"objective": res.objective, "bound": res.bound, "gap": res.gap,
-                "solver_status": st.value, "time": res.time, "message": res.message}
-        if inc is not None and (st in (SolveStatus.CUTOFF, SolveStatus.INFEASIBLE) or (
-                not res.has_solution and st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT))):
-            if st is SolveStatus.TIME_LIMIT or st is SolveStatus.LIMIT:
-                return _Nearest("found", inc.x.copy(), **{
-                    **found_inc, "bound": res.bound, "gap": res.gap, "optimal": False,
-                    "solver_status": st.value, "time": res.time, "message": res.message})
-            # nothing beats the cutoff (with every such point kept): the incumbent is optimal
-            return _Nearest("found", inc.x.copy(), **{**found_inc, "time": res.time})
-        if st is SolveStatus.INFEASIBLE:
-            return _Nearest("infeasible", None, **{**base, "message": (
-                "proven infeasible: no actionable point is in the target class")})
-        if res.has_solution and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT,
-                                       SolveStatus.LIMIT):
+        if res.status is SolveStatus.CUTOFF or (res.status is SolveStatus.INFEASIBLE
+                                                 and cutoff is not None):
+            return "cut", res, None
+        cf = None
+        if res.has_solution:
             cf = self.encoder.project(trees.decode(res.values, dom, q)[None], dom.lower,
                                       dom.upper)[0]
-            return _Nearest("found", cf, optimal=st is SolveStatus.OPTIMAL, **base)
-        if st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
-            return _Nearest("timeout", None, **base)
-        return _Nearest("error", None, **{**base, "message": f"solver: {st.value} {res.message}"})
+        return "solved", res, cf
+
+    def _tree_radii(self, z0: float) -> list[float]:
+        """Under ``l1``, the radii of the solves below an incumbent of objective ``z0``:
+        ``z0/32, z0/16, …`` while below ``z0`` (as MACE's MILP backend gallops: in a small
+        ball most trees shrink to a few leaves). ``l0`` / ``linf`` (whose objective adds a
+        tie-break term, so a cut-off below ``z0`` proves nothing about the distance): none."""
+        if self.norm != "l1" or not z0 > 0:
+            return []
+        out, r = [], z0 * _TREE_FIRST_RADIUS
+        while r < z0 * (1.0 - 1e-9):
+            out.append(r)
+            r *= 2.0
+        return out
+
+    def _nearest_trees(self, q: np.ndarray, target: int, time_limit: float) -> _Nearest:
+        """The nearest CE of a tree model. With an incumbent (the nearest valid, actionable
+        training point or a point on its segment to the query, its raw row checked; objective
+        ``z₀``) the MILPs of :meth:`_tree_stage` are asked for CEs within radii that grow
+        (:meth:`_tree_radii`), each one's ball cut off at its radius: a cut-off proves that
+        nothing lies within it (the next stage gets that bound as a row); the first stage
+        with a solution holds the optimum, since every nearer point lies in its ball. The
+        last stage is cut off at ``z₀``: its cut-off proves the incumbent optimal. Without
+        an incumbent, one MILP over the whole actionable box."""
+        strict, weak = self._tree_margins(target)
+        inc = self.incumbent(q, target, max(strict, weak))
+        t0 = time.perf_counter()
+        spent, low = 0.0, 0.0
+        stages: list[float | None] = [None]
+        if inc is not None:
+            z0 = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
+            stages = [*self._tree_radii(inc.objective), z0]
+        for k, cutoff in enumerate(stages):
+            left = time_limit - (time.perf_counter() - t0)
+            if left <= 0:
+                break
+            kind, res, cf = self._tree_stage(q, target, cutoff, low, left)
+            spent += 0.0 if res is None else res.time
+            last = k == len(stages) - 1
+            if kind == "empty":
+                return _Nearest("infeasible", None, bound=math.inf, time=spent,
+                                solver_status=SolveStatus.INFEASIBLE.value,
+                                message="no actionable point: the actionable box is empty")
+            if kind == "cut":
+                if last:  # nothing beats the incumbent
+                    assert inc is not None
+                    return _Nearest("found", inc.x.copy(), objective=inc.objective,
+                                    bound=inc.objective, gap=0.0, optimal=True,
+                                    solver_status=SolveStatus.CUTOFF.value, time=spent,
+                                    message="the nearest valid training point is optimal")
+                low = float(cutoff)
+                continue
+            st = res.status
+            bound = max(low, res.bound) if math.isfinite(res.bound) else low
+            base = {"objective": res.objective, "bound": bound, "gap": res.gap,
+                    "solver_status": st.value, "time": spent, "message": res.message}
+            if st is SolveStatus.INFEASIBLE:  # no cutoff: the whole box
+                return _Nearest("infeasible", None, **{**base, "message": (
+                    "proven infeasible: no actionable point is in the target class")})
+            if cf is not None and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT,
+                                         SolveStatus.LIMIT):
+                return _Nearest("found", cf, optimal=st is SolveStatus.OPTIMAL, **base)
+            if st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
+                low = bound
+                break
+            return _Nearest("error", None, **{**base, "message": f"solver: {st.value} "
+                                                                  f"{res.message}"})
+        if inc is None:
+            return _Nearest("timeout", None, bound=low, time=spent,
+                            solver_status=SolveStatus.TIME_LIMIT.value,
+                            message="time limit before a CE was found")
+        gap = max(inc.objective - low, 0.0) / max(abs(inc.objective), 1e-12)
+        return _Nearest("found", inc.x.copy(), objective=inc.objective, bound=low, gap=gap,
+                        optimal=False, solver_status=SolveStatus.TIME_LIMIT.value, time=spent,
+                        message="time limit: the nearest valid training point")
 
     def _certificate(self, q: np.ndarray, target: int, r: _Nearest) -> dict[str, Any]:
         cert: dict[str, Any] = {
