@@ -293,6 +293,9 @@ class MILPNearest(Explainer):
 
     name: ClassVar[str] = "milp_nearest"
     _ball_bounds: ClassVar[bool] = True
+    #: tree models go through the tree MILP (False in subclasses whose search is for networks
+    #: only: they keep raising UnsupportedModelError for trees)
+    _tree_models: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
 
@@ -336,7 +339,7 @@ class MILPNearest(Explainer):
                 raise ValidationError(f"weights must be {d} non-negative finite numbers")
         #: the distance minimised and reported (certificate ``distance``)
         self.distance_ = Distance(self.norm, weights=self.weights, space="raw")
-        parts = tree_parts(self.model)
+        parts = tree_parts(self.model) if self._tree_models else None
         #: tree models: the tree ensemble (:func:`~robustce.solvers.tree_encoding.ensemble_of`)
         self._ensemble_: TreeEnsemble | None = None
         self._tree_kind_: str | None = None
