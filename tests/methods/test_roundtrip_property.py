@@ -35,10 +35,11 @@ NETWORKS = {"mlp", "lr", "pipeline", "torch"}
 SUPPORTED: dict[str, set[str]] = {
     **{m: set(KINDS) for m in ("nearest_neighbour", "roar", "rbr", "robx", "diverse_robust",
                                "dice", "mace", "minimum_observable")},
-    **{m: NETWORKS for m in ("wachter", "wachter_robust", "proto_robust", "milp_nearest",
-                             "milp_robust", "robust_nearest_neighbour", "proplace", "apas")},
+    **{m: NETWORKS for m in ("wachter", "wachter_robust", "proto_robust", "milp_robust",
+                             "robust_nearest_neighbour", "proplace", "apas")},
+    "milp_nearest": set(KINDS),
     "ar": {"lr", "pipeline"},
-    "pft": {"tree", "forest"},
+    "pft": {"tree", "forest", "gb", "hgb"},
     "counternet": set(),
     "rocoursenet": set(),
 }

@@ -1,13 +1,15 @@
-"""``PlausibleFeatureTweaking`` (PFT): Tolomei et al.'s feature tweaking (KDD 2017) for trees
-and forests, with the candidates projected onto plausible values before the nearest valid one
-is chosen — the PFT baseline of MACE (Karimi et al. 2020, §5).
+"""``PlausibleFeatureTweaking`` (PFT): Tolomei et al.'s feature tweaking (KDD 2017) for trees,
+forests and boosted trees, with the candidates projected onto plausible values before the
+nearest valid one is chosen — the PFT baseline of MACE (Karimi et al. 2020, §5).
 
 For a query x̂ with target class t:
 
 1. **Paths.** Every root-to-leaf path of every tree whose leaf predicts t (argmax of the leaf's
-   class distribution) is a box ``lo < x <= hi`` in model space (our trees go left iff
-   ``x[f] <= threshold``). The boxes are found once per explainer and target (level by level
-   over each tree) and cached.
+   class distribution; in a boosted model — :class:`~robustce.models.boosting.AdditiveTrees` —
+   a leaf that moves the score towards t: a positive value added to t's logit, or a negative
+   one added to a rival's, the binary logit counting as class 1's) is a box ``lo < x <= hi``
+   in model space (our trees go left iff ``x[f] <= threshold``). The boxes are found once per
+   explainer and target (level by level over each tree) and cached.
 2. **Tweak (FT).** The candidate of a box is x̂ with each *violated* condition fixed, by ε as
    in FT: ``x_f > hi_f`` → ``hi_f − ε``; ``x_f <= lo_f`` → ``lo_f + ε`` (a box narrower than
    2ε gets its midpoint; on a continuous column ε is at least the threshold's
@@ -55,6 +57,7 @@ from robustce.methods.base import Explainer
 from robustce.methods.minimum_observable import check_actionability, mace_distance, normalise_norm
 from robustce.models.base import model_name
 from robustce.models.trees import SplitMargins, TreeView
+from robustce.solvers.tree_encoding import tree_parts
 from robustce.validation import check_number
 
 __all__ = ["PlausibleFeatureTweaking", "leaf_boxes", "tweak_candidates"]
@@ -63,10 +66,12 @@ __all__ = ["PlausibleFeatureTweaking", "leaf_boxes", "tweak_candidates"]
 _CHUNK = 20_000
 
 
-def leaf_boxes(tree: TreeView, target: int) -> tuple[np.ndarray, np.ndarray]:
+def leaf_boxes(tree: TreeView, target: int, hit: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)``, each of shape ``(n_leaves, n_features)``: the boxes ``lo < x <= hi`` of
-    the leaves of ``tree`` whose class distribution has its argmax at ``target`` (``-inf`` /
-    ``+inf`` where a path does not test a feature). Vectorised level by level."""
+    the leaves of ``tree`` whose class distribution has its argmax at ``target`` (or, given
+    ``hit``, a bool per node, the leaves it marks) (``-inf`` / ``+inf`` where a path does not
+    test a feature). Vectorised level by level."""
     d = tree.n_features
     nodes = np.array([0], dtype=np.int64)
     lo = np.full((1, d), -np.inf)
@@ -75,9 +80,10 @@ def leaf_boxes(tree: TreeView, target: int) -> tuple[np.ndarray, np.ndarray]:
     while len(nodes):
         leaf = tree.is_leaf[nodes]
         if leaf.any():
-            hit = leaf & (np.argmax(tree.value[nodes], axis=1) == target)
-            out_lo.append(lo[hit])
-            out_hi.append(hi[hit])
+            ok = leaf & (np.argmax(tree.value[nodes], axis=1) == target if hit is None
+                         else hit[nodes])
+            out_lo.append(lo[ok])
+            out_hi.append(hi[ok])
         inner = ~leaf
         nodes, lo, hi = nodes[inner], lo[inner], hi[inner]
         if not len(nodes):
@@ -154,8 +160,10 @@ class PlausibleFeatureTweaking(Explainer):
 
     Parameters
     ----------
-    model : a decision tree or random forest (``kind`` "tree" or "forest", with ``trees()``);
-        others raise :class:`~robustce.errors.UnsupportedModelError`.
+    model : a decision tree, a random forest (``kind`` "tree" or "forest", with ``trees()``) or
+        a boosted model (``kind`` "boosted": scikit-learn GradientBoosting /
+        HistGradientBoosting, XGBoost, LightGBM, with ``additive_trees()``); others raise
+        :class:`~robustce.errors.UnsupportedModelError`.
     data : not used (accepted for a uniform signature).
     norm : "l1" (default), "l0", "linf" or a mapping ``{"l0": α, "l1": β, "linf": γ}`` summing
         to 1 — :func:`~robustce.methods.minimum_observable.mace_distance`.
@@ -187,18 +195,28 @@ class PlausibleFeatureTweaking(Explainer):
         self._norm = normalise_norm(self.norm)
         self._acts = check_actionability(self.encoder, self.actionability)
         self._eps = float(check_number(self.epsilon, "epsilon", low=0, low_open=True, high=0.5))
-        kind = getattr(self.model, "kind", None)
-        if kind not in ("tree", "forest") or not hasattr(self.model, "trees"):
-            raise UnsupportedModelError("PlausibleFeatureTweaking needs a decision tree or random "
-                                        f"forest, got {model_name(self.model)}")
-        self._trees = self.model.trees()
+        parts = tree_parts(self.model)
+        if parts is None:
+            raise UnsupportedModelError("PlausibleFeatureTweaking needs a decision tree, random "
+                                        f"forest or boosted trees, got {model_name(self.model)}")
+        self._additive = parts[1] if parts[0] == "boosted" else None
+        self._trees = parts[1].trees if parts[0] == "boosted" else parts[1]
         self._boxes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def boxes(self, target: int) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` of every target-class leaf over all trees; cached per target."""
         t = int(target)
         if t not in self._boxes:
-            parts = [leaf_boxes(tree, t) for tree in self._trees]
+            ens = self._additive
+            if ens is None:
+                parts = [leaf_boxes(tree, t) for tree in self._trees]
+            else:  # boosted: the leaves that move the summed score towards t
+                binary = ens.n_logits == 1
+                parts = []
+                for tree, k in zip(ens.trees, ens.output, strict=True):
+                    v = tree.value[:, 0]
+                    ours = (t == 1) if binary else (int(k) == t)
+                    parts.append(leaf_boxes(tree, t, hit=(v > 0) if ours else (v < 0)))
             self._boxes[t] = (np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts]))
         return self._boxes[t]
 

@@ -42,7 +42,6 @@ from robustce.methods.minimum_observable import (
     normalise_norm,
 )
 from robustce.models.base import Model, model_name
-from robustce.models.trees import SplitMargins
 from robustce.solvers import smt
 from robustce.solvers.encodings import (
     DistanceObjective,
@@ -51,7 +50,12 @@ from robustce.solvers.encodings import (
     restrict_domain,
 )
 from robustce.solvers.milp import MILP, SolveStatus
-from robustce.solvers.tree_encoding import TreeEnsemble, encode_tree_ensemble
+from robustce.solvers.tree_encoding import (
+    TreeEnsemble,
+    distance_pruner,
+    encode_tree_ensemble,
+    ensemble_of,
+)
 from robustce.validation import check_choice, check_integer, check_number
 
 __all__ = ["MACE", "mace_distance", "normalise_norm"]
@@ -296,22 +300,9 @@ class MACE(Explainer):
         ``lo``, ``hi``: one box (1-D, returns a bool) or a stack of boxes (2-D, one bool
         per row)."""
         enc = self.encoder
-        w = self._omega
         J = len(enc.blocks_)
-        owner = np.zeros((len(w), J))
-        owner[np.arange(len(w)), enc.feature_of_column_] = 1.0
-        norm = self._norm
-        limit = delta * (1 + 1e-12) + 1e-15
-
-        def prune(lo: np.ndarray, hi: np.ndarray) -> Any:
-            gap = w * np.maximum(0.0, np.maximum(lo - x, x - hi))
-            per = np.atleast_2d(gap) @ owner  # per raw feature
-            lb = (norm.get("l1", 0.0) * per.sum(axis=1) + norm.get("linf", 0.0) * per.max(axis=1)
-                  + norm.get("l0", 0.0) * np.count_nonzero(per, axis=1)) / J
-            out = lb > limit
-            return bool(out[0]) if np.ndim(lo) == 1 else out
-
-        return prune
+        return distance_pruner(x, self._omega, enc.feature_of_column_, J, self._norm,
+                               delta * (1 + 1e-12) + 1e-15, scale=1.0 / J)
 
     def _solver(self, x: np.ndarray, target: int, delta: float | None,
                 extra: list[z3.BoolRef]) -> tuple[z3.Solver, smt.SMTInput, z3.ArithRef]:
@@ -575,13 +566,7 @@ class _TreeMILP:
     def ensemble(self) -> TreeEnsemble:
         """The trees with their splits resolved against the encoder's column kinds (once)."""
         if self._ensemble is None:
-            dom = encode_input_domain(MILP(), self.mace.encoder)
-            kind, parts = self.mace._kind, self.mace._parts
-            # boosted: per-class leaf scores whose summed argmax is the model's decision
-            trees = parts.vote_trees() if kind == "boosted" else parts
-            self._ensemble = TreeEnsemble(trees, dom.column_kind, dom.grid_steps,
-                                          forest=kind != "tree",
-                                          margins=SplitMargins.of(self.mace.encoder))
+            self._ensemble = ensemble_of(self.mace._kind, self.mace._parts, self.mace.encoder)
         return self._ensemble
 
     def _objective(self, m: MILP, dom: Any, x: np.ndarray, trees: Any) -> DistanceObjective:

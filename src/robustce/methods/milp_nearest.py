@@ -10,7 +10,11 @@ For a query ``q`` and target class ``t`` it solves
            margin_t(network(x)) >= tau,
 
 with the ReLU network encoded exactly (big-M from interval bounds over the query's actionable
-box; stable neurons without binaries). The optimum is certified by the solver: ``optimal`` in
+box; stable neurons without binaries). Decision trees, random forests / extra trees and
+boosted trees (scikit-learn's GradientBoosting / HistGradientBoosting, XGBoost, LightGBM) are
+encoded by the one tree MILP that MACE's MILP backend uses
+(:func:`robustce.solvers.tree_encoding.encode_tree_ensemble`; see
+:meth:`MILPNearest._nearest_trees`). The optimum is certified by the solver: ``optimal`` in
 the certificate means the distance is minimal within the MIP gap.
 
 Speed without giving up exactness (``docs/certification.md``, "Fast nearest-CE MILPs"): with
@@ -59,6 +63,13 @@ from robustce.solvers.encodings import (
 )
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
 from robustce.solvers.tightening import TightenedBounds, l1_ball_layer_bounds, lp_tighten_bounds
+from robustce.solvers.tree_encoding import (
+    TreeEnsemble,
+    distance_pruner,
+    encode_tree_ensemble,
+    ensemble_of,
+    tree_parts,
+)
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["MILPNearest", "column_weights", "feature_distance"]
@@ -177,6 +188,28 @@ def _jacobian(net: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return J, h
 
 
+#: summed-vote margin by which a tree model's target must beat the rivals that win ties: HiGHS's
+#: tolerances cannot express a strict inequality (the tree solves run at feasibility 1e-9)
+_TREE_VOTE_MARGIN = 1e-6
+#: under ``l1``, the first tree MILP below an incumbent asks for a CE within this share of its
+#: objective, then the radius doubles (MACE's MILP backend does the same)
+_TREE_FIRST_RADIUS = 1.0 / 32
+
+
+def _leaves(ens: TreeEnsemble, X: np.ndarray) -> np.ndarray:
+    """(n, n_trees) global node ids of the leaves each row of ``X`` reaches in ``ens``
+    (its float64 routing ``x[f] <= threshold``, all trees at once)."""
+    node = np.repeat(ens.roots[None, :], len(X), axis=0)
+    rows = np.arange(len(X))[:, None]
+    while True:
+        inner = ~ens.is_leaf[node]
+        if not inner.any():
+            return node
+        f = np.where(inner, ens.feature[node], 0)
+        go_left = X[rows, f] <= ens.threshold[node]
+        node = np.where(inner, np.where(go_left, ens.left[node], ens.right[node]), node)
+
+
 @dataclass
 class _Nearest:
     status: str  # found / infeasible / timeout / error
@@ -195,10 +228,24 @@ class MILPNearest(Explainer):
 
     Parameters
     ----------
-    model : a ReLU MLP (or any model with a ``network()`` view); ``data`` is not needed.
+    model : a ReLU MLP (or any model with a ``network()`` view), a decision tree, a random
+        forest / extra trees, or a boosted model (scikit-learn GradientBoosting /
+        HistGradientBoosting, XGBoost, LightGBM; ``model.kind`` "tree", "forest",
+        "boosted"); ``data`` is not needed. Tree models are encoded by
+        :func:`robustce.solvers.tree_encoding.encode_tree_ensemble` (the ensemble built by
+        :func:`~robustce.solvers.tree_encoding.ensemble_of`, as in MACE's MILP backend):
+        one binary per distinct split, ordered along each column (Kantchelian et al. 2016),
+        a flow per tree that sends one unit to exactly one leaf consistent with them
+        (Mišić 2020; the leaf-consistency of Parmentier & Vidal 2021), and the summed leaf
+        scores against every rival class. Every split is cleared by the encoder's
+        :class:`~robustce.models.trees.SplitMargins`, so a CE's decoded raw row stays in
+        its leaves.
     norm : "l1" (default), "l0" or "linf" — see the module docstring.
     tau : validity margin: the CE's target margin must be at least ``tau`` (> 0; guards
-        against solver tolerances so that the forward pass agrees).
+        against solver tolerances so that the forward pass agrees). Networks only: a tree
+        model's encoding is exact, and its summed vote (leaf probabilities, or a booster's
+        logits) must beat the rivals that win ties by 1e-6 and the others by 0 (a booster's
+        by 1e-6 either way, as MACE's MILP backend).
     weights : optional per-column distance weights (default :func:`column_weights`).
     tie_break : weight of the L1 distance added to the ``l0`` / ``linf`` objectives.
     solver : "highs" (default) or "gurobi".
@@ -235,7 +282,8 @@ class MILPNearest(Explainer):
     bound : the solver's proven lower bound on the optimal objective.
     gap : relative MIP gap at the end of the solve.
     optimal : True when the solver proved optimality (within ``mip_gap``).
-    margin : target margin of the CE under the model (forward pass).
+    margin : target margin of the CE under the model (forward pass; for tree models the
+        summed vote of the target minus that of its strongest rival).
     solver, solver_status : backend and its final status.
 
     Statuses: ``found`` (optimal, or the best incumbent when the time limit hit — then
@@ -245,6 +293,9 @@ class MILPNearest(Explainer):
 
     name: ClassVar[str] = "milp_nearest"
     _ball_bounds: ClassVar[bool] = True
+    #: tree models go through the tree MILP (False in subclasses whose search is for networks
+    #: only: they keep raising UnsupportedModelError for trees)
+    _tree_models: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
 
@@ -288,7 +339,16 @@ class MILPNearest(Explainer):
                 raise ValidationError(f"weights must be {d} non-negative finite numbers")
         #: the distance minimised and reported (certificate ``distance``)
         self.distance_ = Distance(self.norm, weights=self.weights, space="raw")
-        self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
+        parts = tree_parts(self.model) if self._tree_models else None
+        #: tree models: the tree ensemble (:func:`~robustce.solvers.tree_encoding.ensemble_of`)
+        self._ensemble_: TreeEnsemble | None = None
+        self._tree_kind_: str | None = None
+        if parts is not None:
+            self._tree_kind_ = parts[0]
+            self._ensemble_ = ensemble_of(parts[0], parts[1], self.encoder)
+            self._network = None
+        else:
+            self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
         self._l1_ = Distance("l1", weights=self.weights, space="raw")
         self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._ranked_: tuple[tuple[int, bytes], np.ndarray] | None = None
@@ -303,6 +363,21 @@ class MILPNearest(Explainer):
             w.flags.writeable = False
             self._w_ = w
         return self._w_
+
+    def _margins(self, X: np.ndarray, target: int) -> np.ndarray:
+        """Per row of ``X`` (model space), the target margin: a network's
+        :func:`~robustce.models.network.class_margin` of its logits; a tree model's summed
+        vote (:meth:`TreeEnsemble.votes` over the leaves reached) of the target minus its
+        strongest rival's (a single tree: +1 if its leaf's argmax is the target, else −1)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if self._ensemble_ is None:
+            return class_margin(self._network.forward(X), int(target))
+        ens = self._ensemble_
+        leaves = _leaves(ens, X)
+        if not ens.forest:
+            return np.where(ens.votes(int(target))[leaves[:, 0], 0] > 0.5, 1.0, -1.0)
+        v = ens.votes(int(target))[leaves].sum(axis=1)  # (n, rivals): target − rival
+        return v.min(axis=1)
 
     # --- the MILP -------------------------------------------------------------------------
     # --- the incumbent ----------------------------------------------------------------------
@@ -320,7 +395,7 @@ class MILPNearest(Explainer):
         t = int(target)
         if t not in self._candidates_:
             X = self.encoder.transform(self.data.frame)
-            margin = class_margin(self._network.forward(X), t)
+            margin = self._margins(X, t)
             keep = np.flatnonzero(margin > 0)
             order = keep[np.argsort(-margin[keep], kind="stable")]
             self._candidates_[t] = (np.ascontiguousarray(X[order]), margin[order])
@@ -367,7 +442,8 @@ class MILPNearest(Explainer):
                 P[:, :, cont] = q[cont] + lam[None, :, None] * (near[:, None, cont] - q[cont])
                 pts.append(P.reshape(-1, len(q)))
         cont = self._continuous_columns(with_grid=True)
-        for start in [q] + ([] if seeds is None else list(np.atleast_2d(seeds))):
+        for start in ([q] if self._ensemble_ is None else []) + (
+                [] if seeds is None else list(np.atleast_2d(seeds))):
             if start is not q:
                 pts.append(start[None])
             step = self._linear_steps(q, int(target), tau, cont, start=start)
@@ -379,7 +455,13 @@ class MILPNearest(Explainer):
         if not pts:
             return None
         P = np.vstack(pts)
-        P = P[class_margin(self._network.forward(P), int(target)) >= tau]
+        if self._ensemble_ is not None:
+            # a tree model's incumbent is the raw row the user gets (decoded and encoded
+            # again), so that its routing, not only the model-space point's, is checked
+            enc = self.encoder
+            P = enc.transform(enc.inverse_transform(P))
+            P = P[self.actionable(q, P, tol=0.0)]
+        P = P[self._margins(P, int(target)) >= tau]
         if len(P) == 0:
             return None
         zp = self._objective_values(q, P)
@@ -646,6 +728,8 @@ class MILPNearest(Explainer):
                  seeds: np.ndarray | None = None) -> _Nearest:
         """Solve the nearest-CE MILP for one query with validity margin ``tau`` (``seeds``:
         see :meth:`incumbent`)."""
+        if self._ensemble_ is not None:
+            return self._nearest_trees(q, target, time_limit)
         inc = self.incumbent(q, target, tau, seeds)
         seeded = seeds is not None
         m = self._new_milp(time_limit, warm=inc is not None, seeded=seeded)
@@ -709,6 +793,141 @@ class MILPNearest(Explainer):
             return _Nearest("timeout", None, **base)
         return _Nearest("error", None, **{**base, "message": f"solver: {st.value} {res.message}"})
 
+    def _tree_margins(self, target: int) -> tuple[float, float]:
+        """The summed-vote margins a tree model's CE must reach against the rivals listed
+        before / after ``target`` (those before win ties): 1e-6 / 0 for trees and forests,
+        1e-6 / 1e-6 for boosters (logits summed in float32 by the booster itself; MACE's
+        MILP backend asks the same)."""
+        strict = _TREE_VOTE_MARGIN
+        return strict, (strict if self._tree_kind_ == "boosted" else 0.0)
+
+    def _tree_stage(self, q: np.ndarray, target: int, cutoff: float | None, floor: float,
+                    time_limit: float) -> tuple[str, Any, np.ndarray | None]:
+        """One tree MILP for ``q``: the actionable input domain (grid columns continuous:
+        splits compare them with grid points only, and the decoded point is the query clipped
+        to the range its splits leave, a grid point), the distance objective tightened by the
+        split literals (:meth:`TreeEncoding.tighten`), the ensemble
+        (:func:`encode_tree_ensemble`). With a ``cutoff`` the solve is cut off there, under
+        ``l1`` / ``linf`` every column is bounded by its box (:func:`incumbent_box`), and
+        tree nodes all of whose points are farther than it are dropped
+        (:func:`distance_pruner`) — every point whose objective beats it is kept; ``floor``
+        (> 0): the row ``objective >= floor``, a bound proven before. Returns ``("cut", res,
+        None)`` — proven: no point's objective is below ``cutoff`` —, ``("empty", None,
+        None)`` — no actionable point at all —, or ``("solved", res, cf)`` with the decoded
+        point (None when the solver has none)."""
+        strict, weak = self._tree_margins(target)
+        t0 = time.perf_counter()
+        m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
+                 threads=self.threads, feasibility_tol=1e-9, presolve=False)
+        try:
+            dom = encode_input_domain(m, self.encoder, q, actionability=True,
+                                      integer_grid=False)
+        except ValidationError:
+            return "empty", None, None
+        prune = None
+        if cutoff is not None:
+            if self.norm in ("l1", "linf"):
+                lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
+                                       dom.column_kind, dom.grid_steps)
+                dom = restrict_domain(m, dom, lo, hi)
+            enc = self.encoder
+            prune = distance_pruner(q, self._weights(), enc.feature_of_column_,
+                                    len(enc.blocks_), {self.norm: 1.0}, cutoff)
+        trees = encode_tree_ensemble(m, self._ensemble_, dom, int(target),
+                                     margin_strict=strict, margin_weak=weak, prune=prune)
+        if trees.infeasible:  # no leaf of interest within the box (or nearer than the cutoff)
+            return ("cut", None, None) if cutoff is not None else ("empty", None, None)
+        obj = encode_distance(m, dom, q, self.distance_, self.encoder, tie_break=self.tie_break)
+        trees.tighten(m, obj, q)
+        obj.set_as_objective(m)
+        if floor > 0:
+            m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
+                              floor - obj.constant, np.inf)
+        left = time_limit - (time.perf_counter() - t0)
+        res = m.solve(time_limit=max(left, 1e-3), cutoff=cutoff)
+        if res.status is SolveStatus.CUTOFF or (res.status is SolveStatus.INFEASIBLE
+                                                 and cutoff is not None):
+            return "cut", res, None
+        cf = None
+        if res.has_solution:
+            cf = self.encoder.project(trees.decode(res.values, dom, q)[None], dom.lower,
+                                      dom.upper)[0]
+        return "solved", res, cf
+
+    def _tree_radii(self, z0: float) -> list[float]:
+        """Under ``l1``, the radii of the solves below an incumbent of objective ``z0``:
+        ``z0/32, z0/16, …`` while below ``z0`` (as MACE's MILP backend gallops: in a small
+        ball most trees shrink to a few leaves). ``l0`` / ``linf`` (whose objective adds a
+        tie-break term, so a cut-off below ``z0`` proves nothing about the distance): none."""
+        if self.norm != "l1" or not z0 > 0:
+            return []
+        out, r = [], z0 * _TREE_FIRST_RADIUS
+        while r < z0 * (1.0 - 1e-9):
+            out.append(r)
+            r *= 2.0
+        return out
+
+    def _nearest_trees(self, q: np.ndarray, target: int, time_limit: float) -> _Nearest:
+        """The nearest CE of a tree model. With an incumbent (the nearest valid, actionable
+        training point or a point on its segment to the query, its raw row checked; objective
+        ``z₀``) the MILPs of :meth:`_tree_stage` are asked for CEs within radii that grow
+        (:meth:`_tree_radii`), each one's ball cut off at its radius: a cut-off proves that
+        nothing lies within it (the next stage gets that bound as a row); the first stage
+        with a solution holds the optimum, since every nearer point lies in its ball. The
+        last stage is cut off at ``z₀``: its cut-off proves the incumbent optimal. Without
+        an incumbent, one MILP over the whole actionable box."""
+        strict, weak = self._tree_margins(target)
+        inc = self.incumbent(q, target, max(strict, weak))
+        t0 = time.perf_counter()
+        spent, low = 0.0, 0.0
+        stages: list[float | None] = [None]
+        if inc is not None:
+            z0 = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
+            stages = [*self._tree_radii(inc.objective), z0]
+        for k, cutoff in enumerate(stages):
+            left = time_limit - (time.perf_counter() - t0)
+            if left <= 0:
+                break
+            kind, res, cf = self._tree_stage(q, target, cutoff, low, left)
+            spent += 0.0 if res is None else res.time
+            last = k == len(stages) - 1
+            if kind == "empty":
+                return _Nearest("infeasible", None, bound=math.inf, time=spent,
+                                solver_status=SolveStatus.INFEASIBLE.value,
+                                message="no actionable point: the actionable box is empty")
+            if kind == "cut":
+                if last:  # nothing beats the incumbent
+                    assert inc is not None
+                    return _Nearest("found", inc.x.copy(), objective=inc.objective,
+                                    bound=inc.objective, gap=0.0, optimal=True,
+                                    solver_status=SolveStatus.CUTOFF.value, time=spent,
+                                    message="the nearest valid training point is optimal")
+                low = float(cutoff)
+                continue
+            st = res.status
+            bound = max(low, res.bound) if math.isfinite(res.bound) else low
+            base = {"objective": res.objective, "bound": bound, "gap": res.gap,
+                    "solver_status": st.value, "time": spent, "message": res.message}
+            if st is SolveStatus.INFEASIBLE:  # no cutoff: the whole box
+                return _Nearest("infeasible", None, **{**base, "message": (
+                    "proven infeasible: no actionable point is in the target class")})
+            if cf is not None and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT,
+                                         SolveStatus.LIMIT):
+                return _Nearest("found", cf, optimal=st is SolveStatus.OPTIMAL, **base)
+            if st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
+                low = bound
+                break
+            return _Nearest("error", None, **{**base, "message": f"solver: {st.value} "
+                                                                  f"{res.message}"})
+        if inc is None:
+            return _Nearest("timeout", None, bound=low, time=spent,
+                            solver_status=SolveStatus.TIME_LIMIT.value,
+                            message="time limit before a CE was found")
+        gap = max(inc.objective - low, 0.0) / max(abs(inc.objective), 1e-12)
+        return _Nearest("found", inc.x.copy(), objective=inc.objective, bound=low, gap=gap,
+                        optimal=False, solver_status=SolveStatus.TIME_LIMIT.value, time=spent,
+                        message="time limit: the nearest valid training point")
+
     def _certificate(self, q: np.ndarray, target: int, r: _Nearest) -> dict[str, Any]:
         cert: dict[str, Any] = {
             "distance": math.nan, "bound": r.bound, "gap": r.gap, "optimal": r.optimal,
@@ -716,7 +935,7 @@ class MILPNearest(Explainer):
         }
         if r.cf is not None:
             cert["distance"] = float(self.distance_.rowwise(q, r.cf[None], self.encoder)[0])
-            cert["margin"] = float(class_margin(self._network.forward(r.cf[None]), target)[0])
+            cert["margin"] = float(self._margins(r.cf[None], target)[0])
         return cert
 
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:

@@ -76,6 +76,7 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     reachable and the first unreachable one that gives a Δ-robust CE); ``timeout``; ``error``.
     """
 
+    _tree_models: ClassVar[bool] = False  # the Δ-test shifts a network's weights
     name: ClassVar[str] = "milp_robust"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "p", "delta_status", "worst_case_margin", "tau", "rounds", "optimal",

@@ -49,17 +49,22 @@ MILP routed it; grid and 0/1 columns are exact once rounded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from robustce.errors import ValidationError
 from robustce.models.trees import SplitMargins, TreeStack
-from robustce.solvers.encodings import DistanceObjective, InputDomain
+from robustce.solvers.encodings import DistanceObjective, InputDomain, encode_input_domain
 from robustce.solvers.milp import MILP
 
-__all__ = ["TreeEncoding", "TreeEnsemble", "encode_tree_ensemble", "grid_kmax"]
+__all__ = ["TREE_KINDS", "TreeEncoding", "TreeEnsemble", "distance_pruner", "encode_tree_ensemble",
+           "ensemble_of", "grid_kmax", "tree_parts"]
+
+#: model kinds (``model.kind``) whose decision :class:`TreeEnsemble` encodes exactly
+TREE_KINDS = ("tree", "forest", "boosted")
 
 # node states of the partial evaluation (bottom-up)
 _EMPTY, _DC, _DEAD, _UNI, _MIXED = 0, 1, 2, 3, 4
@@ -248,6 +253,62 @@ class TreeEnsemble:
             v[nodes[take_a]] = v[a[take_a]]
             v[nodes[take_b]] = v[b[take_b]]
         return state, v
+
+
+def tree_parts(model: Any) -> tuple[str, Any] | None:
+    """``(kind, parts)`` of a tree model: a decision tree's or a forest's
+    :class:`~robustce.models.TreeView` list (``model.trees()``), a boosted model's
+    :class:`~robustce.models.boosting.AdditiveTrees` (``model.additive_trees()``); None for
+    any other model."""
+    kind = getattr(model, "kind", None)
+    if kind in ("tree", "forest") and hasattr(model, "trees"):
+        return kind, model.trees()
+    if kind == "boosted" and hasattr(model, "additive_trees"):
+        return kind, model.additive_trees()
+    return None
+
+
+def ensemble_of(kind: str, parts: Any, encoder: Any) -> TreeEnsemble:
+    """The one :class:`TreeEnsemble` of a tree model (``kind``, ``parts`` as
+    :func:`tree_parts` returns them) over ``encoder``'s model space, with the encoder's
+    :class:`~robustce.models.trees.SplitMargins` (a CE's raw row, decoded and scored again,
+    stays in its leaves). A boosted model enters as its vote trees
+    (:meth:`~robustce.models.boosting.AdditiveTrees.vote_trees`: the summed per-class scores'
+    argmax is its decision), so one soft-vote encoding covers forests and boosters alike.
+    Shared by MACE's MILP backend and :class:`~robustce.methods.MILPNearest`."""
+    if kind not in TREE_KINDS:
+        raise ValidationError(f"kind must be one of {TREE_KINDS}, got {kind!r}")
+    dom = encode_input_domain(MILP(), encoder)
+    trees = parts.vote_trees() if kind == "boosted" else parts
+    return TreeEnsemble(trees, dom.column_kind, dom.grid_steps, forest=kind != "tree",
+                        margins=SplitMargins.of(encoder))
+
+
+def distance_pruner(query: np.ndarray, weights: np.ndarray, feature_of_column: np.ndarray,
+                    n_features: int, norm: Mapping[str, float], limit: float,
+                    scale: float = 1.0) -> Callable[[np.ndarray, np.ndarray], Any]:
+    """``prune(lo, hi)`` for :func:`encode_tree_ensemble`: True when every point whose
+    columns lie in ``[lo, hi]`` is farther than ``limit`` from ``query`` under the raw-space
+    distance ``scale · Σ_k norm[k] · dist_k`` (``k`` in l1 / linf / l0; per raw feature, the
+    sum of ``weights[j] |x_j − q_j|`` over its columns). The bound is the distance of the
+    box's nearest corner: each column's weighted gap to the query bounds its feature's
+    distance from below. ``lo``, ``hi``: one box (1-D, returns a bool) or a stack (2-D, one
+    bool per row)."""
+    x = np.asarray(query, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    owner = np.zeros((len(w), int(n_features)))
+    owner[np.arange(len(w)), np.asarray(feature_of_column)] = 1.0
+    a1, ainf, a0 = (float(norm.get(k, 0.0)) for k in ("l1", "linf", "l0"))
+
+    def prune(lo: np.ndarray, hi: np.ndarray) -> Any:
+        gap = w * np.maximum(0.0, np.maximum(lo - x, x - hi))
+        per = np.atleast_2d(gap) @ owner  # per raw feature
+        lb = (a1 * per.sum(axis=1) + ainf * per.max(axis=1)
+              + a0 * np.count_nonzero(per, axis=1)) * scale
+        out = lb > limit
+        return bool(out[0]) if np.ndim(lo) == 1 else out
+
+    return prune
 
 
 @dataclass
