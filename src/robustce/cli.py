@@ -625,7 +625,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
                            progress=not args.no_progress, retry_errors=args.retry_errors,
                            resume=not args.fresh)
     print(result.format())
-    for line in [*result.class_notes(), *result.notes()]:
+    extra = [*result.class_notes(), *result.notes()]  # notes() reads every cell: once
+    for line in extra:
         print(f"note: {line}", file=sys.stderr)
     _report_failures(result.errors, lambda err: err["cell"])
     for reason, cells in result.skip_reasons().items():
@@ -636,7 +637,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         paths = write_report(result.table(), out, title=f"robustce benchmark — {config.name}",
                              notes=[f"seeds: {config.seeds}",
                                     "mean ± std over seeds and queries with a CE; coverage per seed",
-                                    *result.class_notes(), *result.notes()])
+                                    *extra])
         print(f"report: {paths['html']}")
     print(f"results: {out}")
     return 1 if result.errors else EXIT_OK

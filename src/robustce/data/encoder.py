@@ -105,6 +105,7 @@ class _ProjectionPlan:
     binary: np.ndarray
     onehot: tuple[tuple[int, int], ...]  # (start, stop) per block
     thermo: tuple[tuple[int, int], ...]
+    observed: np.ndarray  # scaled columns of observed-range (soft) features
 
 
 class Encoder:
@@ -185,8 +186,7 @@ class Encoder:
     def observed_columns_(self) -> np.ndarray:
         """Indices of the scaled columns of features with an observed (soft) range."""
         self._check_fitted()
-        return np.array([b.start for b in self.blocks_
-                         if b.encoding == "scaled" and b.feature.observed], dtype=np.int64)
+        return self._projection_plan().observed
 
     def domain(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """The search box in model space for each query of ``X`` ((n, d), or (d,) for one):
@@ -353,7 +353,8 @@ class Encoder:
         return out
 
     def _projection_plan(self) -> _ProjectionPlan:
-        """The column groups :meth:`project` treats alike (built once per fit)."""
+        """The column groups :meth:`project` and :meth:`domain` treat alike (built once per
+        fit)."""
         plan = getattr(self, "_plan", None)
         if plan is not None and plan.blocks is self.blocks_:
             return plan
@@ -372,9 +373,11 @@ class Encoder:
                 onehot.append((b.start, b.stop))
             elif b.encoding == "thermometer":
                 thermo.append((b.start, b.stop))
+        observed = [b.start for b in self.blocks_ if b.encoding == "scaled" and b.feature.observed]
         self._plan = _ProjectionPlan(self.blocks_, np.array(grid, dtype=np.int64),
                                      np.array(steps, dtype=float), np.array(zero, dtype=np.int64),
-                                     np.array(binary, dtype=np.int64), tuple(onehot), tuple(thermo))
+                                     np.array(binary, dtype=np.int64), tuple(onehot), tuple(thermo),
+                                     np.array(observed, dtype=np.int64))
         return self._plan
 
     def project(self, X: Any, lower: Any = None, upper: Any = None) -> np.ndarray:

@@ -193,12 +193,14 @@ def run_demo(out_dir: str | Path = "robustce-demo", *, quick: bool = False,
                  "data, explained by MACE (nearest CE under MACE's normalised ℓ1, within "
                  "ε = 1e-3 of the optimum, certified) and MO (the nearest reachable training "
                  "point the model accepts).")
-    notes.extend([*result.class_notes(), *result.notes(), *trees.notes()])
+    cell_notes = [*result.notes(), *trees.notes()]  # each reads every cell: once
+    notes.extend([*result.class_notes(), *cell_notes])
     own_uncovered = quick and any(trains_own_model(m) for _, m in result.coverage_reasons())
+    own_note = (f"--quick trains CounterNet and RoCourseNet for {OWN_EPOCHS[True]} epochs, "
+                "too few for their explainer head to reach the target class; "
+                f"`robustce demo` without --quick trains {OWN_EPOCHS[False]}.")
     if own_uncovered:
-        notes.append(f"--quick trains CounterNet and RoCourseNet for {OWN_EPOCHS[True]} epochs, "
-                     "too few for their explainer head to reach the target class; "
-                     f"`robustce demo` without --quick trains {OWN_EPOCHS[False]}.")
+        notes.append(own_note)
     for err in [*result.errors, *trees.errors]:
         notes.append(f"{err['method']}: failed — {err.get('error', '?')}")
     paths = write_report(table, out, title="robustce demo — synthetic loan applications",
@@ -213,10 +215,10 @@ def run_demo(out_dir: str | Path = "robustce-demo", *, quick: bool = False,
           file=stream)
     print(format_table(tree_table), file=stream)
     print(file=stream)
-    for line in [*result.notes(), *trees.notes()]:
+    for line in cell_notes:
         print(f"note: {line}", file=stream)
     if own_uncovered:
-        print(f"note: {notes[-1]}", file=stream)
+        print(f"note: {own_note}", file=stream)
     for err in [*result.errors, *trees.errors]:
         print(f"warning: {err['method']} failed: {err.get('error', '?')}", file=stream)
     print(f"report:       {paths['html']}", file=stream)

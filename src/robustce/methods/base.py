@@ -365,15 +365,16 @@ class Explainer:
         owner = np.repeat(np.arange(len(batch)), sizes)
         repaired = np.zeros(int(sizes.sum()), bool)
         if sizes.sum():
+            box = self.encoder.domain(X[owner])  # each CE's search box: its query's
             cfs = self.encoder.project(np.vstack([r.cfs for r in batch if r.cfs is not None
-                                                  and len(r.cfs)]), *self.encoder.domain(X[owner]))
+                                                  and len(r.cfs)]), *box)
             tgt = targets[owner]
             forward = self.model.predict(cfs) == tgt
             cfs, valid = self._round_trip(cfs, tgt)
             fix = np.flatnonzero(forward & ~valid)
             if len(fix):
                 cand = self.encoder.project(self._nudge(X[owner[fix]], cfs[fix]),
-                                            *self.encoder.domain(X[owner[fix]]))
+                                            box[0][fix], box[1][fix])
                 cand, ok = self._round_trip(cand, tgt[fix])
                 cfs[fix[ok]] = cand[ok]
                 valid[fix[ok]] = True

@@ -34,7 +34,13 @@ from robustce.distance import L0_TOL, Distance
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
-from robustce.methods.milp_nearest import MILPNearest, _Nearest, incumbent_box
+from robustce.methods.milp_nearest import (  # the tree MILP's vote margin and first radius
+    _TREE_FIRST_RADIUS,
+    _TREE_VOTE_MARGIN,
+    MILPNearest,
+    _Nearest,
+    incumbent_box,
+)
 from robustce.methods.minimum_observable import (
     MinimumObservable,
     check_actionability,
@@ -55,6 +61,8 @@ from robustce.solvers.tree_encoding import (
     distance_pruner,
     encode_tree_ensemble,
     ensemble_of,
+    solve_tree_stage,
+    tree_parts,
 )
 from robustce.validation import check_choice, check_integer, check_number
 
@@ -484,11 +492,9 @@ def _model_parts(model: Model) -> tuple[str, Any]:
     """("tree" | "forest", [TreeView, ...]), ("boosted", AdditiveTrees) or ("network",
     [(W, b), ...]); else
     :class:`UnsupportedModelError` naming the model."""
-    kind = getattr(model, "kind", None)
-    if kind in ("tree", "forest") and hasattr(model, "trees"):
-        return kind, model.trees()
-    if kind == "boosted" and hasattr(model, "additive_trees"):
-        return kind, model.additive_trees()
+    parts = tree_parts(model)
+    if parts is not None:
+        return parts
     try:
         net = model.network()
     except UnsupportedModelError as exc:
@@ -499,13 +505,6 @@ def _model_parts(model: Model) -> tuple[str, Any]:
                        for W, b in net.weights]
 
 
-#: vote margin (on the sum over trees) by which a forest's target class must beat the rivals
-#: that win ties, in the MILP backend: HiGHS's tolerances cannot express a strict inequality
-#: (the solve runs with feasibility tolerance 1e-9, far below it)
-_TREE_VOTE_MARGIN = 1e-6
-#: the first MILP of a query asks for a CE within this share of the seed's distance, then the
-#: radius doubles (for ℓ0 alone: one more changed feature per stage)
-_TREE_FIRST_RADIUS = 1.0 / 32
 #: with ``hint="milp"``, the MILP's share of the query's remaining time (z3 proves with the
 #: rest), and the most a stage below the last may take: one that cannot decide within it is
 #: skipped (no CE found, nothing proven; z3 is often faster at the proofs just below the
@@ -641,21 +640,11 @@ class _TreeMILP:
         if self.hint and trees.n_nodes > _HINT_MAX_NODES:
             return _Stage(False, too_big=True)
         obj = self._objective(m, dom, x, trees)
-        obj.set_as_objective(m)
-        if floor > 0:
-            # valid (the stages before proved that nothing is nearer), and it lifts the LP
-            # bound at once (adult forest, ℓ1: 8 vs 22 s on the slowest stage of a query)
-            m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
-                              floor - obj.constant, np.inf)
-        left = time_limit - (time.perf_counter() - t0)
-        res = m.solve(time_limit=max(left, 1e-3), cutoff=cutoff)
-        if res.status is SolveStatus.CUTOFF or (res.status is SolveStatus.INFEASIBLE
-                                                 and delta is not None):
-            return _Stage(True, res)
-        cf = None
-        if res.has_solution:
-            cf = enc.project(trees.decode(res.values, dom, x)[None], dom.lower, dom.upper)[0]
-        return _Stage(False, res, cf)
+        # the floor row is valid (the stages before proved that nothing is nearer) and lifts
+        # the LP bound at once (adult forest, ℓ1: 8 vs 22 s on the slowest stage of a query)
+        cut, res, cf = solve_tree_stage(m, trees, obj, dom, x, enc, floor=floor, cutoff=cutoff,
+                                        time_left=time_limit - (time.perf_counter() - t0))
+        return _Stage(cut, res, cf)
 
     def _nearest(self, x: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
         mc = self.mace

@@ -68,6 +68,7 @@ from robustce.solvers.tree_encoding import (
     distance_pruner,
     encode_tree_ensemble,
     ensemble_of,
+    solve_tree_stage,
     tree_parts,
 )
 from robustce.validation import check_bool, check_choice, check_integer, check_number
@@ -191,8 +192,9 @@ def _jacobian(net: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 #: summed-vote margin by which a tree model's target must beat the rivals that win ties: HiGHS's
 #: tolerances cannot express a strict inequality (the tree solves run at feasibility 1e-9)
 _TREE_VOTE_MARGIN = 1e-6
-#: under ``l1``, the first tree MILP below an incumbent asks for a CE within this share of its
-#: objective, then the radius doubles (MACE's MILP backend does the same)
+#: the first tree MILP below an incumbent asks for a CE within this share of its objective,
+#: then the radius doubles (MACE's MILP backend: for ℓ0 alone, one more changed feature per
+#: stage)
 _TREE_FIRST_RADIUS = 1.0 / 32
 
 
@@ -839,20 +841,10 @@ class MILPNearest(Explainer):
             return ("cut", None, None) if cutoff is not None else ("empty", None, None)
         obj = encode_distance(m, dom, q, self.distance_, self.encoder, tie_break=self.tie_break)
         trees.tighten(m, obj, q)
-        obj.set_as_objective(m)
-        if floor > 0:
-            m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
-                              floor - obj.constant, np.inf)
-        left = time_limit - (time.perf_counter() - t0)
-        res = m.solve(time_limit=max(left, 1e-3), cutoff=cutoff)
-        if res.status is SolveStatus.CUTOFF or (res.status is SolveStatus.INFEASIBLE
-                                                 and cutoff is not None):
-            return "cut", res, None
-        cf = None
-        if res.has_solution:
-            cf = self.encoder.project(trees.decode(res.values, dom, q)[None], dom.lower,
-                                      dom.upper)[0]
-        return "solved", res, cf
+        cut, res, cf = solve_tree_stage(m, trees, obj, dom, q, self.encoder, floor=floor,
+                                        cutoff=cutoff,
+                                        time_left=time_limit - (time.perf_counter() - t0))
+        return ("cut", res, None) if cut else ("solved", res, cf)
 
     def _tree_radii(self, z0: float) -> list[float]:
         """Under ``l1``, the radii of the solves below an incumbent of objective ``z0``:

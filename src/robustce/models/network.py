@@ -304,14 +304,6 @@ class ReLUNetwork:
         A, c = self.input_map
         return X @ A.T + c
 
-    def core(self) -> ReLUNetwork:
-        """This network without its input map (``self`` when it has none): the parameterised
-        part, taking :meth:`map_inputs` of model-space rows."""
-        if self.input_map is None:
-            return self
-        return ReLUNetwork(self.layers, activations=self.activations,
-                           shift_scale=self.shift_scale)
-
     def with_layers(self, layers: Sequence[tuple[np.ndarray, np.ndarray]]) -> ReLUNetwork:
         """A network of the same structure (activations, input map, shift scale) with other
         parameters ``layers`` (e.g. a realisation in Δ)."""
@@ -497,11 +489,6 @@ class IntervalNetwork:
         self.activations: tuple[str, ...] = (
             ("relu",) * (len(layers) - 1) if activations is None else tuple(activations))
         self.input_map = input_map
-
-    @property
-    def relu_only(self) -> bool:
-        """Whether every hidden layer is a ReLU (the plain case)."""
-        return all(a == "relu" for a in self.activations)
 
     @classmethod
     def point(cls, network: Any) -> IntervalNetwork:

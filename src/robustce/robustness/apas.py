@@ -201,9 +201,8 @@ def _sampled_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.nda
     flips = np.zeros(N, dtype=np.int64)
     if N == 0:
         return min_m, flips
-    weights = net.weights if net.plain else net.layers
-    if not net.plain:
-        X = net.map_inputs(X)
+    weights = net.layers  # the parameters Δ ranges over (== weights for a plain network)
+    X = net.map_inputs(X)
     n_params = sum(W.size + (b.size if biases else 0) for W, b in weights)
     width = max(1, max(W.shape[0] for W, _ in weights))
     row_chunk = min(N, 4096)

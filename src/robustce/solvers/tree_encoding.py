@@ -58,10 +58,10 @@ import numpy as np
 from robustce.errors import ValidationError
 from robustce.models.trees import SplitMargins, TreeStack
 from robustce.solvers.encodings import DistanceObjective, InputDomain, encode_input_domain
-from robustce.solvers.milp import MILP
+from robustce.solvers.milp import MILP, SolveStatus
 
 __all__ = ["TREE_KINDS", "TreeEncoding", "TreeEnsemble", "distance_pruner", "encode_tree_ensemble",
-           "ensemble_of", "grid_kmax", "tree_parts"]
+           "ensemble_of", "grid_kmax", "solve_tree_stage", "tree_parts"]
 
 #: model kinds (``model.kind``) whose decision :class:`TreeEnsemble` encodes exactly
 TREE_KINDS = ("tree", "forest", "boosted")
@@ -533,6 +533,32 @@ def encode_tree_ensemble(milp: MILP, ensemble: TreeEnsemble, domain: InputDomain
                                          margin - const, np.inf)
     return TreeEncoding(ensemble.split_col[used], ensemble.split_left_max[used],
                         ensemble.split_right_min[used], split_var, vote_rows, n_nodes)
+
+
+def solve_tree_stage(milp: MILP, trees: TreeEncoding, objective: DistanceObjective,
+                     domain: InputDomain, query: np.ndarray, encoder: Any, *, floor: float,
+                     cutoff: float | None, time_left: float
+                     ) -> tuple[bool, Any, np.ndarray | None]:
+    """Solve one nearest-CE stage over an encoded ensemble (MILPNearest's and MACE's tree
+    MILPs): ``objective`` minimised, with the row ``objective >= floor`` when ``floor > 0``
+    (a bound proven by earlier stages; it lifts the LP bound at once), cut off at ``cutoff``.
+
+    Returns ``(cut, result, cf)``: ``cut`` — proven that no point's objective is below the
+    cutoff (a cut-off, or infeasibility under one); else the solver's result and the decoded
+    point projected into the domain (None when the solver has no solution)."""
+    objective.set_as_objective(milp)
+    if floor > 0:
+        milp.add_constrs_coo(np.zeros(len(objective.cols), dtype=np.int64), objective.cols,
+                             objective.coefs, 1, floor - objective.constant, np.inf)
+    res = milp.solve(time_limit=max(time_left, 1e-3), cutoff=cutoff)
+    if res.status is SolveStatus.CUTOFF or (res.status is SolveStatus.INFEASIBLE
+                                             and cutoff is not None):
+        return True, res, None
+    cf = None
+    if res.has_solution:
+        cf = encoder.project(trees.decode(res.values, domain, query)[None], domain.lower,
+                             domain.upper)[0]
+    return False, res, cf
 
 
 def _link_splits(milp: MILP, ensemble: TreeEnsemble, domain: InputDomain, sid: np.ndarray,
