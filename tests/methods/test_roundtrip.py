@@ -240,3 +240,18 @@ def test_split_margins_follow_magnitude_range_and_storage():
     assert m[b] == pytest.approx(2.0 ** -21 * (1e4 + 1.5) / 2.0 + m[a], rel=1e-12)
     others = np.setdiff1d(np.arange(enc.n_features_out_), [a, b])
     assert np.all(m[others] == 0.0)
+
+
+def test_split_margins_are_computed_once_per_fit():
+    """One :class:`SplitMargins` per fitted encoder (every tree method's repair and encoding
+    shares it, read-only); a refit computes them again."""
+    frame = pd.DataFrame({"a": [0.5, 2.5, 9.0], "n": [1, 5, 3], "target": [0, 1, 1]})
+    data = rc.datasets.from_frame(frame, target="target")
+    enc = rc.data.Encoder(data.schema).fit(data.frame)
+    margins = SplitMargins.of(enc)
+    assert SplitMargins.of(enc) is margins
+    assert not margins.lower.flags.writeable and not margins.continuous.flags.writeable
+    enc.fit(data.frame)
+    again = SplitMargins.of(enc)
+    assert again is not margins and np.array_equal(again.upper, margins.upper)
+    assert SplitMargins.of(enc) is again
