@@ -47,21 +47,28 @@ def _boosters() -> dict[str, Any]:
     return out
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
+def _adult_pipeline(ds: Any, clf: Any) -> Any:
+    """``clf`` behind a ``ColumnTransformer`` (``OneHotEncoder`` on the string columns,
+    ``StandardScaler`` on the numbers), fitted on the raw adult frame ``ds``."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    ds = rc.datasets.load("adult")
-    X, y = ds.frame, ds.y
+    X = ds.frame
     cat = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
     num = [c for c in X.columns if c not in cat]
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), cat),
+                             ("num", StandardScaler(), num)])
+    return Pipeline([("pre", pre), ("clf", clf)]).fit(X, ds.y)
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    ds = rc.datasets.load("adult")
+    X = ds.frame
     n = 6 if quick else 20
     rows = []
     for name, clf in _boosters().items():
-        pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), cat),
-                                 ("num", StandardScaler(), num)])
-        pipe = Pipeline([("pre", pre), ("clf", clf)]).fit(X, y)
+        pipe = _adult_pipeline(ds, clf)
         t0 = time.perf_counter()
         model = rc.models.from_sklearn(pipe, ds)
         t_import = time.perf_counter() - t0
@@ -112,24 +119,16 @@ def _nearest_row(name: str, model: Any, data: Any, queries: pd.DataFrame, accept
 
 def run_milp_nearest(quick: bool = False, time_limit: float = 30.0) -> list[dict[str, Any]]:
     """MILPNearest on the XGBoost adult pipeline and on a 100-tree forest on diabetes."""
-    from sklearn.compose import ColumnTransformer
     from sklearn.ensemble import RandomForestClassifier
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
     n = 4 if quick else 10
     rows = []
     boosters = _boosters()
     if "xgboost" in boosters:
         ds = rc.datasets.load("adult")
-        X, y = ds.frame, ds.y
-        cat = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
-        num = [c for c in X.columns if c not in cat]
-        pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), cat),
-                                 ("num", StandardScaler(), num)])
-        pipe = Pipeline([("pre", pre), ("clf", boosters["xgboost"])]).fit(X, y)
+        pipe = _adult_pipeline(ds, boosters["xgboost"])
         model = rc.models.from_sklearn(pipe, ds)
-        queries = X[model.predict(X) == 0].iloc[:n]
+        queries = ds.frame[model.predict(ds.frame) == 0].iloc[:n]
         rows.append(_nearest_row("a 100-tree depth-4 xgboost adult pipeline", model, ds,
                                  queries, pipe.predict, time_limit))
     ds = rc.datasets.load("diabetes")

@@ -469,3 +469,24 @@ def test_with_kinds_retypes_features_and_keeps_actionability():
         data.with_kinds({"years_employed": "categorical"})  # an unordered kind cannot increase
     with pytest.raises(ValidationError, match="'debt' is integer but has fractional values"):
         data.with_kinds({"debt": "integer"})  # the frame is checked against the new schema
+
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("loan", {"years": [2007, 1990]}), ("loan", {"years": 1995}),
+    ("compas", {}), ("compas", {"split": "train"}), ("diabetes", {}),
+])
+def test_files_for_names_the_files_a_loader_reads(name, params):
+    from robustce.data.loaders import files_for
+
+    files = files_for(name, params)
+    assert list(files) == list(rc.datasets.load(name, **params).meta["files"])
+
+
+def test_files_for_rejects_what_the_loader_rejects():
+    from robustce.data.loaders import files_for
+
+    with pytest.raises(ValidationError, match="years must be within"):
+        files_for("loan", {"years": [1980]})
+    with pytest.raises(ValidationError, match="split must be"):
+        files_for("compas", {"split": "all"})

@@ -64,3 +64,19 @@ def test_reports_name_the_classes_by_label(tmp_path):
     result = run_benchmark(cfg, tmp_path, progress=False)
     assert result.class_notes() == ["synthetic_loan: rows predicted rejected, explained toward "
                                     "approved"]
+
+
+def _cell(coverage, seed, reasons=None):
+    return {"ok": True, "dataset": "moons", "method": "mace", "seed": seed, "coverage": coverage,
+            "reasons": reasons or {}}
+
+
+def test_zero_coverage_reasons_need_every_cell_at_zero_in_any_order():
+    from robustce.evaluation.results import BenchmarkResult
+
+    zero = _cell(0.0, 0, {"timeout: time limit": 3})
+    covered = _cell(0.5, 1)
+    for cells in ([zero, covered], [covered, zero], [zero, covered, zero], [covered, zero, zero]):
+        assert BenchmarkResult(None, cells).coverage_reasons() == {}, cells
+    both = BenchmarkResult(None, [zero, _cell(0.0, 1, {"timeout: time limit": 2})])
+    assert both.coverage_reasons() == {("moons", "mace"): {"timeout: time limit": 5}}

@@ -441,3 +441,27 @@ def test_dice_keeps_an_out_of_range_value_when_it_checks_its_answer(world):
         res = explainer.explain(applicant)
     assert res.status[7] == "found", res.to_frame()[["status", "message"]]
     assert res.counterfactuals["income"].iloc[0] == pytest.approx(110.0)
+
+
+def test_torch_projector_is_the_numpy_projection():
+    """:meth:`FeasibleSet.projector` (the gradient methods' in-place projection, the queries'
+    boxes computed once per loop) agrees with :meth:`FeasibleSet.project_np`: box widened to
+    each query's own out-of-range value, one-sided columns, immutables fixed."""
+    import torch
+
+    from robustce.methods.feasible import FeasibleSet
+
+    data = rc.datasets.from_frame(_frame(100, np.random.default_rng(0)), "y",
+                                  bounds={"age": (0.0, 100.0)}, immutable=["tenure"],
+                                  increasing=["age"], decreasing=["debts"])
+    enc = rc.data.Encoder(data.schema).fit(data.frame)
+    feasible = FeasibleSet(enc)
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-0.5, 1.5, (20, enc.n_features_out_))
+    X[:, enc.block("age").start] = rng.uniform(0, 1, 20)  # declared bounds: inside
+    project = feasible.projector(torch.as_tensor(X))
+    for _ in range(2):  # the same projector, step after step
+        Z = rng.uniform(-1.0, 2.0, X.shape)
+        var = torch.tensor(Z)
+        project(var)
+        np.testing.assert_array_equal(var.numpy(), feasible.project_np(Z.copy(), X))

@@ -186,6 +186,23 @@ def test_round_trip_runs_once_per_batch(monkeypatch):
     assert calls["inverse"] <= 4  # round trip (2) + the Explanations' decode (+ queries)
 
 
+def test_revalidation_scores_a_batch_in_one_predict(monkeypatch):
+    """The forward pass of the CEs and the model's scores of their round trip: one stacked
+    ``predict`` for all CEs of all queries."""
+    data, enc, model, t, x, m = _threshold_world()
+    queries = data.frame[model.predict(data.frame) == 0].iloc[:5]
+    explainer = _OnThreshold(model, rows=[[0.99, 0.5], [0.98, 0.4], [0.2, 0.4]])
+    X, targets = enc.transform(queries), np.ones(len(queries), dtype=np.int64)
+    batch = explainer._explain_batch(X, targets)
+    calls = []
+    original = model.predict
+    monkeypatch.setattr(model, "predict", lambda A: calls.append(len(A)) or original(A))
+    out = explainer._revalidate(X, targets, batch)
+    assert calls == [3 * 15]  # 15 CEs: projected, re-encoded, and their raw rows re-encoded
+    assert all(r.status == "found" and len(r.cfs) == 2 for r in out)
+    assert all("forward-pass" in r.message for r in out)  # [0.2, 0.4] is on the wrong side
+
+
 def test_original_predict_uses_the_users_estimator_and_module():
     d = load_wine(as_frame=True)
     X, y = d.data, (d.target == 0).astype(int)
@@ -240,3 +257,18 @@ def test_split_margins_follow_magnitude_range_and_storage():
     assert m[b] == pytest.approx(2.0 ** -21 * (1e4 + 1.5) / 2.0 + m[a], rel=1e-12)
     others = np.setdiff1d(np.arange(enc.n_features_out_), [a, b])
     assert np.all(m[others] == 0.0)
+
+
+def test_split_margins_are_computed_once_per_fit():
+    """One :class:`SplitMargins` per fitted encoder (every tree method's repair and encoding
+    shares it, read-only); a refit computes them again."""
+    frame = pd.DataFrame({"a": [0.5, 2.5, 9.0], "n": [1, 5, 3], "target": [0, 1, 1]})
+    data = rc.datasets.from_frame(frame, target="target")
+    enc = rc.data.Encoder(data.schema).fit(data.frame)
+    margins = SplitMargins.of(enc)
+    assert SplitMargins.of(enc) is margins
+    assert not margins.lower.flags.writeable and not margins.continuous.flags.writeable
+    enc.fit(data.frame)
+    again = SplitMargins.of(enc)
+    assert again is not margins and np.array_equal(again.upper, margins.upper)
+    assert SplitMargins.of(enc) is again

@@ -99,6 +99,21 @@ def credit():
     return _credit()
 
 
+@pytest.fixture(scope="module")
+def numbers(credit):
+    """The numeric columns of :func:`credit` (a bare booster's inputs) and its labels."""
+    df, y, y3 = credit
+    return df[["u", "income", "years"]], y, y3
+
+
+def _patch_dump(monkeypatch, clf, edit) -> None:
+    """Import ``clf`` from its dump as changed by ``edit(dump)`` (a copy)."""
+    name = "_xgb_dump" if isinstance(clf, xgb.XGBClassifier) else "_lgb_dump"
+    dump = copy.deepcopy(getattr(bmod, name)(clf))
+    edit(dump)
+    monkeypatch.setattr(bmod, name, lambda final: dump)
+
+
 # ----------------------------------------------------------------------------------------
 # Exact equality
 # ----------------------------------------------------------------------------------------
@@ -117,9 +132,8 @@ def test_pipeline_view_equals_the_booster_on_every_training_row(credit, make, cl
 
 @pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
 @pytest.mark.parametrize("classes", [2, 3])
-def test_bare_view_equals_the_booster_on_every_training_row(credit, make, classes):
-    df, y, y3 = credit
-    num = df[["u", "income", "years"]]
+def test_bare_view_equals_the_booster_on_every_training_row(numbers, make, classes):
+    num, y, y3 = numbers
     clf = make().fit(num, y if classes == 2 else y3)
     model = from_sklearn(clf, num)
     _assert_exact(model, clf, num)
@@ -133,12 +147,11 @@ def test_bare_view_equals_the_booster_on_every_training_row(credit, make, classe
     lambda: _lgb(sigmoid=0.4),
     lambda: _lgb(boosting_type="goss"),
 ], ids=["xgb-rf", "xgb-softmax", "xgb-parallel-trees", "lgb-rf", "lgb-sigmoid", "lgb-goss"])
-def test_booster_variants_are_exact(credit, make):
+def test_booster_variants_are_exact(numbers, make):
     """Random-forest modes (XGBRFClassifier: parallel trees in one round; LightGBM ``rf``:
     ``average_output``), ``multi:softmax``, several parallel trees per round, LightGBM's
     ``sigmoid`` scale on the logit, GOSS sampling."""
-    df, y, y3 = credit
-    num = df[["u", "income", "years"]]
+    num, y, y3 = numbers
     clf = make()
     softmax = getattr(clf, "objective", None) == "multi:softmax"
     clf.fit(num, y3 if softmax else y)
@@ -153,10 +166,9 @@ def test_booster_variants_are_exact(credit, make):
 
 @pytest.mark.filterwarnings("ignore:The argument 'eval_set' is deprecated")
 @pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
-def test_early_stopping_keeps_the_trees_the_booster_predicts_with(credit, make):
+def test_early_stopping_keeps_the_trees_the_booster_predicts_with(numbers, make):
     """After early stopping both wrappers predict with the best iteration's trees only."""
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
+    num, y, _ = numbers
     if make is _xgb:
         clf = make(n_estimators=200, early_stopping_rounds=3, learning_rate=0.5)
         clf.fit(num.iloc[:300], y[:300], eval_set=[(num.iloc[300:], y[300:])], verbose=False)
@@ -200,13 +212,12 @@ def _threshold_rows(final, base: pd.DataFrame, col: str, j: int) -> pd.DataFrame
 
 
 @pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
-def test_rows_on_and_beside_every_threshold_reach_the_boosters_leaves(credit, make):
+def test_rows_on_and_beside_every_threshold_reach_the_boosters_leaves(numbers, make):
     """Column ``u`` spans exactly [0, 1], so its model-space value is the raw value bit for
     bit: the view's plain ``x <= t`` must reproduce XGBoost's ``float32(x) < s`` and LightGBM's
     float64 ``x <= t`` on the threshold, on its float64 and float32 neighbours and on both
     sides of every float32 rounding midpoint."""
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
+    num, y, _ = numbers
     clf = make(n_estimators=40).fit(num, y)
     model = from_sklearn(clf, num)
     rows = _threshold_rows(clf, num.iloc[[5]], "u", 0)
@@ -221,12 +232,12 @@ def test_rows_on_and_beside_every_threshold_reach_the_boosters_leaves(credit, ma
 
 @pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
 @pytest.mark.parametrize("classes", [2, 3])
-def test_boosters_trained_with_missing_values_are_exact_on_complete_rows(credit, make, classes):
+def test_boosters_trained_with_missing_values_are_exact_on_complete_rows(numbers, make, classes):
     """robustce's model space has no NaN: a booster trained with missing values imports, and
     every complete row (the training rows without NaN, and random rows of the schema) is
     routed as the booster routes it; where a NaN would go (``default_left``) is not modelled."""
-    df, y, y3 = credit
-    num = df[["u", "income", "years"]].astype(float)
+    num, y, y3 = numbers
+    num = num.astype(float)
     rng = np.random.default_rng(1)
     holes = num.mask(rng.uniform(size=num.shape) < 0.15)
     clf = make().fit(holes, y if classes == 2 else y3)
@@ -246,12 +257,12 @@ def test_boosters_trained_with_missing_values_are_exact_on_complete_rows(credit,
     (lambda: _xgb(missing=-999.0), False),  # below every column's range
     (lambda: _lgb(zero_as_missing=True), True),  # u takes 0
 ], ids=["xgb-missing-in-range", "xgb-missing-out-of-range", "lgb-zero-as-missing"])
-def test_values_the_booster_reads_as_missing(credit, make, reachable):
+def test_values_the_booster_reads_as_missing(numbers, make, reachable):
     """A non-NaN ``missing`` value (XGBoost) or zero-as-missing (LightGBM) sends that value the
     default way: refused where valid rows reach it against a threshold, exact where they
     cannot (rows with the value are routed as the booster routes them)."""
-    df, y, _ = credit
-    num = df[["u", "income", "years"]].astype(float)
+    num, y, _ = numbers
+    num = num.astype(float)
     num.iloc[2:40, 1] = 5.0
     num.iloc[40:80, 2] = 0.0
     clf = make().fit(num, y)
@@ -417,9 +428,9 @@ def test_mace_milp_backend_on_boosters_matches_brute_force_and_smt(make, classes
 def test_vote_trees_sum_to_the_logits(credit):
     df, y, y3 = credit
     for labels in (y, y3):
-        pipe = _pipe(_xgb(n_estimators=5), df, labels)
-        ens = from_sklearn(pipe, df).additive_trees()
-        X = from_sklearn(pipe, df).encoder.transform(df)
+        model = from_sklearn(_pipe(_xgb(n_estimators=5), df, labels), df)
+        ens = model.additive_trees()
+        X = model.encoder.transform(df)
         score = sum(t.value[t.apply(X)] for t in ens.vote_trees())
         z = ens.logits(X)
         expect = np.column_stack([np.zeros(len(z)), z[:, 0]]) if z.shape[1] == 1 else z
@@ -446,17 +457,15 @@ def test_an_unfitted_booster_is_refused(credit, make):
     (lambda: xgb.XGBRegressor(n_estimators=3), "regression"),
     (lambda: lgb.LGBMRegressor(n_estimators=3, verbose=-1), "regression"),
 ], ids=["xgb-dart", "xgb-gblinear", "lgb-dart", "lgb-linear", "xgb-regressor", "lgb-regressor"])
-def test_unsupported_boosters_are_refused_naming_the_reason(credit, est, match):
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
+def test_unsupported_boosters_are_refused_naming_the_reason(numbers, est, match):
+    num, y, _ = numbers
     clf = est().fit(num, y)
     with pytest.raises(UnsupportedModelError, match=match):
         from_sklearn(clf, num)
 
 
-def test_raw_boosters_are_refused_asking_for_the_wrapper(credit):
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
+def test_raw_boosters_are_refused_asking_for_the_wrapper(numbers):
+    num, y, _ = numbers
     for clf in (_xgb(n_estimators=2), _lgb(n_estimators=2)):
         clf.fit(num, y)
         raw = clf.get_booster() if isinstance(clf, xgb.XGBClassifier) else clf.booster_
@@ -464,9 +473,8 @@ def test_raw_boosters_are_refused_asking_for_the_wrapper(credit):
             from_sklearn(raw, num)
 
 
-def test_rankers_are_refused(credit):
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
+def test_rankers_are_refused(numbers):
+    num, y, _ = numbers
     ranker = xgb.XGBRanker(n_estimators=3).fit(num, y, qid=np.repeat(np.arange(40), 10))
     with pytest.raises(UnsupportedModelError, match="ranking"):
         from_sklearn(ranker, num)
@@ -478,65 +486,60 @@ def _logistic_objective(y_true, y_pred):
 
 
 @pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
-def test_a_custom_objective_is_refused(credit, make):
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
+def test_a_custom_objective_is_refused(numbers, make):
+    num, y, _ = numbers
     clf = make(n_estimators=3, objective=_logistic_objective).fit(num, y)
     with pytest.raises(UnsupportedModelError, match="custom"):
         from_sklearn(clf, num)
 
 
-@pytest.mark.parametrize("objective, match", [("rank:pairwise", "ranking"),
-                                              ("reg:squarederror", "regression"),
-                                              ("multi:unknown", "not supported")])
-def test_non_classification_xgboost_objectives_in_the_dump_are_refused(credit, monkeypatch,
-                                                                       objective, match):
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
-    clf = _xgb(n_estimators=3).fit(num, y)
-    dump = bmod._xgb_dump(clf)
-    dump["learner"]["objective"]["name"] = objective
-    monkeypatch.setattr(bmod, "_xgb_dump", lambda final: dump)
-    with pytest.raises(UnsupportedModelError, match=match):
-        from_sklearn(clf, num)
+def _set_xgb_objective(name):
+    return lambda dump: dump["learner"]["objective"].update(name=name)
 
 
-@pytest.mark.parametrize("objective, match", [("regression", "regression"),
-                                              ("lambdarank", "ranking"),
-                                              ("multiclassova num_class:3", "one-vs-all")])
-def test_non_classification_lightgbm_objectives_in_the_dump_are_refused(credit, monkeypatch,
-                                                                        objective, match):
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
-    clf = _lgb(n_estimators=3).fit(num, y)
-    dump = copy.deepcopy(bmod._lgb_dump(clf))
-    dump["objective"] = objective
-    monkeypatch.setattr(bmod, "_lgb_dump", lambda final: dump)
-    with pytest.raises(UnsupportedModelError, match=match):
-        from_sklearn(clf, num)
+def _set_lgb_objective(name):
+    return lambda dump: dump.update(objective=name)
 
 
-@pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
-def test_nan_thresholds_are_refused(credit, monkeypatch, make):
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
+@pytest.mark.parametrize("make, edit, match", [
+    (_xgb, _set_xgb_objective("rank:pairwise"), "ranking"),
+    (_xgb, _set_xgb_objective("reg:squarederror"), "regression"),
+    (_xgb, _set_xgb_objective("multi:unknown"), "not supported"),
+    (_lgb, _set_lgb_objective("regression"), "regression"),
+    (_lgb, _set_lgb_objective("lambdarank"), "ranking"),
+    (_lgb, _set_lgb_objective("multiclassova num_class:3"), "one-vs-all"),
+], ids=["xgb-ranking", "xgb-regression", "xgb-unknown", "lgb-regression", "lgb-ranking",
+        "lgb-one-vs-all"])
+def test_non_classification_objectives_in_the_dump_are_refused(numbers, monkeypatch, make,
+                                                               edit, match):
+    num, y, _ = numbers
     clf = make(n_estimators=3).fit(num, y)
-    if isinstance(clf, xgb.XGBClassifier):
-        dump = bmod._xgb_dump(clf)
-        dump["learner"]["gradient_booster"]["model"]["trees"][1]["split_conditions"][0] = float("nan")
-        monkeypatch.setattr(bmod, "_xgb_dump", lambda final: dump)
-    else:
-        dump = copy.deepcopy(bmod._lgb_dump(clf))
-        dump["tree_info"][1]["tree_structure"]["threshold"] = float("nan")
-        monkeypatch.setattr(bmod, "_lgb_dump", lambda final: dump)
+    _patch_dump(monkeypatch, clf, edit)
+    with pytest.raises(UnsupportedModelError, match=match):
+        from_sklearn(clf, num)
+
+
+def _nan_xgb_threshold(dump):
+    dump["learner"]["gradient_booster"]["model"]["trees"][1]["split_conditions"][0] = float("nan")
+
+
+def _nan_lgb_threshold(dump):
+    dump["tree_info"][1]["tree_structure"]["threshold"] = float("nan")
+
+
+@pytest.mark.parametrize("make, edit", [(_xgb, _nan_xgb_threshold), (_lgb, _nan_lgb_threshold)],
+                         ids=["xgboost", "lightgbm"])
+def test_nan_thresholds_are_refused(numbers, monkeypatch, make, edit):
+    num, y, _ = numbers
+    clf = make(n_estimators=3).fit(num, y)
+    _patch_dump(monkeypatch, clf, edit)
     with pytest.raises(UnsupportedModelError, match="NaN"):
         from_sklearn(clf, num)
 
 
 @pytest.mark.parametrize("make", [_xgb, _lgb], ids=["xgboost", "lightgbm"])
-def test_feature_name_and_count_mismatches_are_refused(credit, make):
-    df, y, _ = credit
-    num = df[["u", "income", "years"]]
+def test_feature_name_and_count_mismatches_are_refused(numbers, make):
+    num, y, _ = numbers
     named = make(n_estimators=3).fit(num, y)
     with pytest.raises(UnsupportedModelError, match="fitted on columns"):
         from_sklearn(named, num.rename(columns={"years": "age"}))

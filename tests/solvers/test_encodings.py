@@ -177,3 +177,20 @@ def test_input_domain_without_encoder_and_bad_inputs(loan_encoder):
         encode_input_domain(MILP(), enc, np.full(enc.n_features_out_ + 1, 0.5))
     with pytest.raises(rc.errors.ValidationError):
         InputVars([0], [0.0], [np.inf])
+
+
+@pytest.mark.parametrize("ordinal_encoding", ["thermometer", "integer"])
+def test_column_kinds_are_the_domain_kinds_without_a_milp(ordinal_encoding):
+    from robustce.data.schema import Feature, Schema
+    from robustce.solvers.encodings import column_kinds
+
+    schema = Schema([Feature("x", "continuous", 0.0, 5.0), Feature("k", "integer", 1, 4),
+                     Feature("c", "continuous", 2.0, 2.0), Feature("z", "integer", 3, 3),
+                     Feature("b", "binary", categories=(0, 1)),
+                     Feature("cat", "categorical", categories=("a", "b", "c")),
+                     Feature("o", "ordinal", categories=("lo", "mid", "hi"))])
+    enc = rc.data.Encoder(schema, ordinal_encoding=ordinal_encoding).fit()
+    dom = encode_input_domain(MILP(), enc)
+    kind, steps = column_kinds(enc)
+    assert list(kind) == list(dom.column_kind) and np.array_equal(steps, dom.grid_steps)
+    assert {"continuous", "grid", "fixed", "binary"} <= set(kind)

@@ -12,13 +12,14 @@ observed range of the rows a loader reads (for CARLA ``split=`` loads: of train 
 together, so both splits share one schema). Nothing is scaled here; the
 :class:`~robustce.data.encoder.Encoder` does that.
 
-``CATALOG`` lists the file datasets; :mod:`robustce.data.registry` registers them.
+``CATALOG`` lists the file datasets; :mod:`robustce.data.registry` registers them;
+:func:`files_for` names the files one call of a loader reads.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,7 +30,7 @@ from robustce.data.download import LOAN_YEARS, ensure_file
 from robustce.data.schema import Schema, infer_schema
 from robustce.errors import DatasetUnavailableError, ValidationError
 
-__all__ = ["CATALOG", "LoaderInfo"]
+__all__ = ["CATALOG", "LoaderInfo", "files_for"]
 
 PathLike = str | os.PathLike | None
 
@@ -107,6 +108,15 @@ def _finish(
 _CARLA_SPLITS = (None, "train", "test")
 
 
+def _carla_split_files(name: str, split: str | None) -> tuple[str, ...]:
+    """The files a CARLA loader reads: the whole set (``split=None``), else train and test."""
+    if split not in _CARLA_SPLITS:
+        raise ValidationError(f"split must be None, 'train' or 'test', got {split!r}")
+    if split is None:
+        return (f"carla/{name}.csv",)
+    return (f"carla/{name}_train.csv", f"carla/{name}_test.csv")
+
+
 def _carla(
     name: str,
     data_home: PathLike,
@@ -116,14 +126,11 @@ def _carla(
     description: str,
     **schema_kw: Any,
 ) -> Dataset:
-    if split not in _CARLA_SPLITS:
-        raise ValidationError(f"split must be None, 'train' or 'test', got {split!r}")
+    files = list(_carla_split_files(name, split))
     if split is None:
-        files = [f"carla/{name}.csv"]
         df = _read(files[0], data_home)
         ref = df
     else:
-        files = [f"carla/{name}_train.csv", f"carla/{name}_test.csv"]
         train, test = (_read(f, data_home) for f in files)
         ref = pd.concat([train, test], ignore_index=True)
         df = train if split == "train" else test
@@ -648,12 +655,17 @@ def _check_years(years: int | Iterable[int] | None) -> tuple[int, ...]:
     return tuple(sorted(set(out)))
 
 
+def _loan_files(years: Iterable[int]) -> tuple[str, ...]:
+    return tuple(f"rocoursenet/loan/year={y}.csv.gz" for y in years)
+
+
 def load_loan(data_home: PathLike = None, years: int | Iterable[int] | None = None) -> Dataset:
     """RoCourseNet's SBA loan data, one file per approval year (default: all 25 files,
     1988-2012, 514 850 rows; ``years=range(1994, 2010)`` gives the paper's 449 152).
     Class 1 = ``Approve``; groups = year (int)."""
     years = _check_years(years)
-    frames = [_read(f"rocoursenet/loan/year={y}.csv.gz", data_home) for y in years]
+    files = _loan_files(years)
+    frames = [_read(f, data_home) for f in files]
     df = pd.concat(frames, ignore_index=True)
     groups = np.repeat(np.asarray(years, dtype=np.int64), [len(f) for f in frames])
     X = _whole_to_int(df.drop(columns=["Approve"]), ["NewExist"])
@@ -673,7 +685,7 @@ def load_loan(data_home: PathLike = None, years: int | Iterable[int] | None = No
     )
     return _finish("loan", X, _codes(df["Approve"], (0, 1)), schema, ("reject", "approve"),
                    LOAN_DESCRIPTION, groups=groups, group_name="year",
-                   meta={"files": [f"rocoursenet/loan/year={y}.csv.gz" for y in years],
+                   meta={"files": list(files),
                          "years": list(years), "target": "Approve"})
 
 
@@ -714,7 +726,11 @@ def load_online_news(data_home: PathLike = None, threshold: float = 1400) -> Dat
 
 
 def _carla_files(name: str) -> tuple[str, ...]:
-    return tuple(f"carla/{name}{s}.csv" for s in ("", "_train", "_test"))
+    return _carla_split_files(name, None) + _carla_split_files(name, "train")
+
+
+#: the catalogue's CARLA sets (loaders with a ``split`` parameter)
+_CARLA_NAMES = ("adult", "compas", "give_me_some_credit", "heloc")
 
 
 CATALOG: dict[str, LoaderInfo] = {
@@ -751,8 +767,19 @@ CATALOG: dict[str, LoaderInfo] = {
                                       ROCOURSENET_STUDENT_DESCRIPTION,
                                       ("rocoursenet/student/gp.csv",
                                        "rocoursenet/student/ms.csv")),
-    "loan": LoaderInfo(load_loan, LOAN_DESCRIPTION,
-                       tuple(f"rocoursenet/loan/year={y}.csv.gz" for y in LOAN_YEARS)),
+    "loan": LoaderInfo(load_loan, LOAN_DESCRIPTION, _loan_files(LOAN_YEARS)),
     "online_news": LoaderInfo(load_online_news, ONLINE_NEWS_DESCRIPTION,
                               ("online_news/OnlineNewsPopularity.csv",)),
 }
+
+
+def files_for(name: str, params: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The files the catalogue's loader ``name`` reads when called with ``params`` (its
+    keyword arguments): ``years`` of ``loan``, ``split`` of the CARLA sets; every file of
+    its entry for the others. Bad ``years`` or ``split`` raise as the loader does."""
+    params = params or {}
+    if name == "loan":
+        return _loan_files(_check_years(params.get("years")))
+    if name in _CARLA_NAMES:
+        return _carla_split_files(name, params.get("split"))
+    return CATALOG[name].files

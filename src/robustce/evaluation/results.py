@@ -178,18 +178,21 @@ class BenchmarkResult:
     def coverage_reasons(self) -> dict[tuple[str, str], dict[str, int]]:
         """(dataset, method) -> ``"status: message"`` -> queries, for the methods whose
         coverage is 0 in every finished cell: why no query got a CE."""
-        out: dict[tuple[str, str], dict[str, int]] = {}
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for c in self.cells:
-            if not c.get("ok"):
-                continue
-            key = (c["dataset"], c["method"])
-            if c.get("coverage") != 0 and key in out:
-                out[key] = {}
-            if c.get("coverage") == 0:
-                merged = out.setdefault(key, {})
+            if c.get("ok"):
+                groups.setdefault((c["dataset"], c["method"]), []).append(c)
+        out: dict[tuple[str, str], dict[str, int]] = {}
+        for key, cells in groups.items():
+            if any(c.get("coverage") != 0 for c in cells):
+                continue  # some cell got a CE: the method covers this dataset
+            merged: dict[str, int] = {}
+            for c in cells:
                 for text, n in c.get("reasons", {}).items():
                     merged[text] = merged.get(text, 0) + int(n)
-        return {k: v for k, v in out.items() if v}
+            if merged:
+                out[key] = merged
+        return out
 
     def class_notes(self) -> list[str]:
         """Per dataset, the classes its queries were explained from and toward, by label

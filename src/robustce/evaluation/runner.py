@@ -87,7 +87,7 @@ class GroupContext:
     cause: str | None = None  # what made ``error``: MISSING_DATA, or None (anything else)
     lof: Any = None  # LOFScorer of train, fitted once for every cell of the group (LOF metrics)
     from_class: int | None = None  # queries.from_class / target_class resolved on the data
-    target_class: int | None = None
+    target_class: int | None = None  # None: left to the method
 
 
 def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, retrain: Mapping[str, Any]
@@ -256,9 +256,8 @@ def _group_lof(config: BenchmarkConfig, dataset: DatasetEntry, ctx: GroupContext
     if not {"lof", "lof_inlier"} & set(names):
         return None
     scorer = lof_scorer(ctx.train, ctx.model.encoder, dataset.evaluation.get("lof_neighbors", 10))
-    target = _target_class(config, ctx)
-    if target is not None:
-        scorer.estimator(target)
+    if ctx.target_class is not None:
+        scorer.estimator(ctx.target_class)
     return scorer
 
 
@@ -279,21 +278,12 @@ def _prepare_safe(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
 # --- the data a configuration needs ---------------------------------------------------------------
 def _entry_files(dataset: Any) -> tuple[str, ...]:
     """The files the loader of one ``[[datasets]]`` entry reads (built-ins: none)."""
-    from robustce.data.download import LOAN_YEARS
+    from robustce.data.loaders import CATALOG, files_for
     from robustce.data.registry import get_spec
 
-    spec = get_spec(dataset.name)
-    if spec.builtin:
-        return ()
-    files = spec.files
-    if dataset.name == "loan":
-        years = dataset.params.get("years")
-        years = LOAN_YEARS if years is None else ([years] if isinstance(years, int) else years)
-        return tuple(f for f in files if any(f.endswith(f"year={y}.csv.gz") for y in years))
-    if all(f.startswith("carla/") for f in files) and len(files) == 3:
-        split = dataset.params.get("split")
-        return files[:1] if split is None else files[1:]
-    return files
+    if dataset.name in CATALOG:
+        return files_for(dataset.name, dataset.params)
+    return get_spec(dataset.name).files  # a registered dataset (built-ins have none)
 
 
 def missing_data(config: Any) -> list[tuple[str, str]]:
@@ -381,7 +371,7 @@ def run_cell(config: BenchmarkConfig, ctx: GroupContext, method: MethodEntry
         if own:
             model = explainer.model
         t_explain = time.perf_counter()
-        expl = explainer.explain(ctx.queries, target_class=_target_class(config, ctx))
+        expl = explainer.explain(ctx.queries, target_class=ctx.target_class)
         explain_s = time.perf_counter() - t_explain
         perturb = dataset.evaluation.get("perturb")
         metrics = config.metrics
@@ -471,15 +461,6 @@ def query_classes(queries: Mapping[str, Any], data: Any) -> tuple[int, int | Non
     if target is None and data.n_classes == 2:
         target = 1 - source
     return source, target
-
-
-def _target_class(config: BenchmarkConfig, ctx: GroupContext) -> int | None:
-    """The class the CEs aim at (:func:`query_classes`, resolved when the group was
-    prepared); ``None`` leaves it to the method."""
-    if ctx.target_class is not None or ctx.from_class is not None:
-        return ctx.target_class
-    source, target = query_classes(config.queries, ctx.train)
-    return target
 
 
 def _with_set_distances(config: BenchmarkConfig, ctx: GroupContext, explainer: Any, expl: Any,

@@ -327,26 +327,30 @@ class Explainer:
         return ok
 
     def _round_trip(self, cfs: np.ndarray, targets: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The raw rows a user receives for the model-space CEs ``cfs`` and whether they
         keep their target class — one vectorised pass over all rows.
 
         Each row is decoded (``inverse_transform``: integers rounded, labels restored) and
         re-encoded; that encoding ``E`` is what :class:`Explanations` stores, and the user
         receives ``R = inverse_transform(E)``. ``E`` and ``R`` are scored by the model
-        (``E`` and ``transform(R)`` in one forward pass: the two agree but for the last bit
-        of a decoded float) and, for a model imported from scikit-learn or torch, ``R`` also
-        by the user's own estimator or module. Returns ``(E, ok)``."""
+        (``E`` and ``transform(R)``: the two agree but for the last bit of a decoded float)
+        and, for a model imported from scikit-learn or torch, ``R`` also by the user's own
+        estimator or module. ``cfs`` themselves are scored in the same forward pass as ``E``
+        and ``transform(R)`` (one ``predict`` of the three stacked). Returns ``(E, ok,
+        forward)``: ``forward``, whether each row of ``cfs`` has its target class in model
+        space."""
         enc = self.encoder
         E = enc._encode(enc.inverse_transform(cfs))
         raw = enc.inverse_transform(E)
-        pred = self.model.predict(np.vstack([E, enc._encode(raw)])).reshape(2, len(E))
+        pred = self.model.predict(np.vstack([cfs, E, enc._encode(raw)])).reshape(3, len(E))
+        forward, pred = pred[0] == targets, pred[1:]
         ok = np.all(pred == targets[None, :], axis=0)
         if ok.any():
             own = original_predict(self.model, raw.iloc[np.flatnonzero(ok)])
             if own is not None:
                 ok[ok] = own == targets[ok]
-        return E, ok
+        return E, ok, forward
 
     def _revalidate(self, X: np.ndarray, targets: np.ndarray, batch: list[QueryResult]
                     ) -> list[QueryResult]:
@@ -369,13 +373,12 @@ class Explainer:
             cfs = self.encoder.project(np.vstack([r.cfs for r in batch if r.cfs is not None
                                                   and len(r.cfs)]), *box)
             tgt = targets[owner]
-            forward = self.model.predict(cfs) == tgt
-            cfs, valid = self._round_trip(cfs, tgt)
+            cfs, valid, forward = self._round_trip(cfs, tgt)  # and the forward pass
             fix = np.flatnonzero(forward & ~valid)
             if len(fix):
                 cand = self.encoder.project(self._nudge(X[owner[fix]], cfs[fix]),
                                             box[0][fix], box[1][fix])
-                cand, ok = self._round_trip(cand, tgt[fix])
+                cand, ok, _ = self._round_trip(cand, tgt[fix])
                 cfs[fix[ok]] = cand[ok]
                 valid[fix[ok]] = True
                 repaired[fix[ok]] = True

@@ -14,6 +14,7 @@ by the callers where they check validity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -44,27 +45,38 @@ class FeasibleSet:
         Z[:, ~self.free] = X[:, ~self.free]
         return Z
 
-    def project_(self, var: Any, X: Any) -> None:
-        """In-place projection of the torch tensor ``var`` (n, d) for the queries ``X``
-        (a tensor of the same shape); call under ``torch.no_grad()``."""
+    def projector(self, X: Any) -> Callable[[Any], None]:
+        """``project(var)``: the in-place projection of a torch tensor ``var`` (n, d) for the
+        queries ``X`` (a tensor of the same shape and dtype), their boxes and the column
+        masks computed here once, for every step of an optimisation loop; call it under
+        ``torch.no_grad()``."""
         import torch
 
+        lo = hi = None
         if self.observed.size:  # the box of each query: [0, 1] widened to its own value
-            lo, hi = torch.zeros_like(var), torch.ones_like(var)
+            lo, hi = torch.zeros_like(X), torch.ones_like(X)
             cols = torch.as_tensor(self.observed)
-            lo[:, cols] = X[:, cols].clamp(max=0.0).to(var.dtype)
-            hi[:, cols] = X[:, cols].clamp(min=1.0).to(var.dtype)
-            var.copy_(torch.minimum(torch.maximum(var, lo), hi))
-        else:
-            var.clamp_(0.0, 1.0)
-        if self.inc.any():
-            inc = torch.as_tensor(self.inc)
-            var[:, inc] = torch.maximum(var[:, inc], X[:, inc])
-        if self.dec.any():
-            dec = torch.as_tensor(self.dec)
-            var[:, dec] = torch.minimum(var[:, dec], X[:, dec])
+            lo[:, cols] = X[:, cols].clamp(max=0.0)
+            hi[:, cols] = X[:, cols].clamp(min=1.0)
+        inc = torch.as_tensor(self.inc) if self.inc.any() else None
+        dec = torch.as_tensor(self.dec) if self.dec.any() else None
         fixed = torch.as_tensor(~self.free)
-        var[:, fixed] = X[:, fixed]
+        x_inc = X[:, inc] if inc is not None else None
+        x_dec = X[:, dec] if dec is not None else None
+        x_fixed = X[:, fixed]
+
+        def project(var: Any) -> None:
+            if lo is not None:
+                var.copy_(torch.minimum(torch.maximum(var, lo), hi))
+            else:
+                var.clamp_(0.0, 1.0)
+            if inc is not None:
+                var[:, inc] = torch.maximum(var[:, inc], x_inc)
+            if dec is not None:
+                var[:, dec] = torch.minimum(var[:, dec], x_dec)
+            var[:, fixed] = x_fixed
+
+        return project
 
 
 def distance_weights(spec: Any, encoder: Encoder, data: Dataset | None) -> np.ndarray:

@@ -377,6 +377,7 @@ class RBR(Explainer):
         step_c, rows = self._tables()
         last = rows.shape[1] - 1
         xt = torch.as_tensor(X, dtype=torch.float64)
+        project = self.feasible_.projector(xt)
         St = torch.as_tensor(S, dtype=torch.float64)
         post = torch.as_tensor(pos)
         has_neg = torch.as_tensor((~pos).any(axis=1))
@@ -416,7 +417,7 @@ class RBR(Explainer):
                     stable = torch.where(better, torch.zeros_like(stable), stable + 1)
                     step = var.detach() - self.lr * grad * live[:, None]
                     var = _project_l1(step - xt, rad) + xt
-                    self.feasible_.project_(var, xt)
+                    project(var)
                 n_iter += live.numpy()
                 if time.perf_counter() - t0 > self.time_limit:
                     timed_out = True

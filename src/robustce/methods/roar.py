@@ -272,6 +272,7 @@ class ROAR(Explainer):
                 if rnd > 0:
                     lam[active] *= self.lam_decay
                 xa = torch.as_tensor(X[active], dtype=torch.float64)
+                project = self.feasible_.projector(xa)
                 wa = torch.as_tensor(W[active], dtype=torch.float64)
                 ba = torch.as_tensor(B[active], dtype=torch.float64)
                 lam_t = torch.as_tensor(lam[active], dtype=torch.float64)
@@ -288,7 +289,7 @@ class ROAR(Explainer):
                     var.grad.mul_(free_t).mul_(live)
                     opt.step()
                     with torch.no_grad():
-                        self.feasible_.project_(var, xa)
+                        project(var)
                         n_iter[active] += live[:, 0].numpy().astype(np.int64)
                         moving = (prev - obj.detach()).abs() >= self.tol
                         live = live * moving[:, None].to(torch.float64)

@@ -246,6 +246,7 @@ class Wachter(Explainer):
                 if rnd > 0:
                     lam[active] = np.minimum(lam[active] * self.lam_schedule, MAX_LAMBDA)
                 xa = torch.as_tensor(X[active], dtype=torch.float64)
+                project = self.feasible_.projector(xa)
                 box = enc.domain(X[active])  # [0, 1], widened to a query beyond its range
                 lam_t = torch.as_tensor(lam[active], dtype=torch.float64)
                 ta = targets[active]
@@ -272,7 +273,7 @@ class Wachter(Explainer):
                     var.grad.mul_(free_t).mul_(live_t)
                     opt.step()
                     with torch.no_grad():
-                        self.feasible_.project_(var, xa)
+                        project(var)
                     n_iter[active[live]] += 1
                     if (it + 1) % self.check_every == 0 or it + 1 == self.max_iter:
                         cand = enc.project(var.detach().numpy(), *box)

@@ -50,19 +50,21 @@ from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.data.schema import Schema
 from robustce.errors import NotFittedError, UnsupportedModelError, ValidationError
-from robustce.models.base import warn_if_constant
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.sklearn_import import (
     ImportedBoostedModel,
     _Basis,
     _box_range,
+    _class_names,
+    _data_parts,
     _fold_preprocessing,
     _mapped_tree,
+    _oracle,
     _plain,
     _Roles,
     _schema_from,
     _SplitMap,
-    _transform,
+    _warn_if_constant,
     register_final_importer,
 )
 
@@ -422,11 +424,7 @@ def _category_fold(columns: list[str], levels: dict[str, list[Any]], data_or_sch
                               Dataset | None]:
     """A bare LightGBM on a frame with pandas ``category`` columns: those enter the booster
     as their code (the position in ``pandas_categorical``), numbers as their value."""
-    dataset = data_or_schema if isinstance(data_or_schema, Dataset) else None
-    schema = dataset.schema if dataset is not None else (
-        data_or_schema if isinstance(data_or_schema, Schema) else None)
-    frame = dataset.frame if dataset is not None else (
-        data_or_schema if isinstance(data_or_schema, pd.DataFrame) else None)
+    dataset, schema, frame = _data_parts(data_or_schema)
     if schema is None:
         if frame is None:
             raise ValidationError(
@@ -548,22 +546,11 @@ def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final
     n_logits = len(parsed.baseline)
     if (len(classes) == 2) != (n_logits == 1) or (len(classes) > 2 and len(classes) != n_logits):
         raise UnsupportedModelError(f"{what}: {n_logits} logits for {len(classes)} classes")
-    if class_names is None:
-        if dataset is not None and list(classes) == list(range(len(dataset.class_names))):
-            class_names = dataset.class_names
-        else:
-            class_names = tuple(_plain(v) for v in classes)
-    if len(class_names) != len(classes):
-        raise ValidationError(f"{len(class_names)} class names for {len(classes)} classes")
-    base = (frame[columns].iloc[:1].reset_index(drop=True) if frame is not None
-            else encoder.inverse_transform(np.zeros((1, basis.d)))[columns])
-    transform = (lambda fr: _transform(pre, fr)) if pre else None
-    split = _SplitMap(A, c, encoder, basis, what, transform, base if pre else None)
+    names = _class_names(classes, class_names, dataset)
+    split = _SplitMap(A, c, encoder, basis, what, *_oracle(pre, frame, columns, encoder, basis))
     ensemble = _to_model_space(parsed, split)
-    model = ImportedBoostedModel(ensemble, encoder, tuple(class_names), estimator, (A, c), columns)
-    if frame is not None:
-        warn_if_constant(estimator.predict(frame[columns]), f"the imported {type(final).__name__}")
-    return model
+    model = ImportedBoostedModel(ensemble, encoder, names, estimator, (A, c), columns)
+    return _warn_if_constant(model, final, frame, columns)
 
 
 register_final_importer(is_booster, import_booster)

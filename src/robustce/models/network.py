@@ -208,22 +208,15 @@ class ReLUNetwork:
         layers = _check_layers(weights)
         self.layers: list[tuple[np.ndarray, np.ndarray]] = layers
         n_hidden = len(layers) - 1
-        if activations is None or all(a == "relu" for a in activations):
-            if activations is not None and len(activations) != n_hidden:
-                raise ValidationError(f"activations has {len(activations)} entries for "
-                                      f"{n_hidden} hidden layers")
-            self.activations: tuple[str, ...] = ("relu",) * n_hidden
-            acts_plain = True
-        else:
-            acts = tuple(str(a) for a in activations)
-            if len(acts) != n_hidden:
-                raise ValidationError(f"activations has {len(acts)} entries for {n_hidden} "
-                                      "hidden layers")
-            bad = [a for a in acts if a not in ACTIVATIONS]
-            if bad:
-                raise ValidationError(f"unsupported activations {bad}; supported: {ACTIVATIONS}")
-            self.activations = acts
-            acts_plain = False
+        acts = (("relu",) * n_hidden if activations is None
+                else tuple(str(a) for a in activations))
+        if len(acts) != n_hidden:
+            raise ValidationError(f"activations has {len(acts)} entries for {n_hidden} "
+                                  "hidden layers")
+        bad = [a for a in acts if a not in ACTIVATIONS]
+        if bad:
+            raise ValidationError(f"unsupported activations {bad}; supported: {ACTIVATIONS}")
+        self.activations: tuple[str, ...] = acts
         self.input_map: tuple[np.ndarray, np.ndarray] | None = None
         if input_map is not None:
             (A, c), = _check_layers([input_map], "input_map")
@@ -245,7 +238,8 @@ class ReLUNetwork:
                     raise ValidationError(f"shift_scale of layer {i} must be finite and >= 0")
                 scales.append((SW, Sb))
             self.shift_scale = scales
-        self.plain = acts_plain and self.input_map is None and self.shift_scale is None
+        self.plain = (all(a == "relu" for a in acts) and self.input_map is None
+                      and self.shift_scale is None)
         self.weights: list[tuple[np.ndarray, np.ndarray]] = (
             layers if self.plain else self._fold())
 

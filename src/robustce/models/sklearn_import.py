@@ -818,10 +818,10 @@ def _check_fold(pre: list[tuple[str, Any]], A: np.ndarray, c: np.ndarray, encode
             f"column {j} (relative error {err.max():.2e}); this pipeline is not supported")
 
 
-def _fold_preprocessing(estimator: Any, pre: list[tuple[str, Any]], data_or_schema: Any
-                        ) -> tuple[Encoder, _Basis, np.ndarray, np.ndarray, list[str],
-                                   pd.DataFrame | None, Dataset | None]:
-    """Schema, encoder and the preprocessing ``Z = A x + c`` (checked against its transform)."""
+def _data_parts(data_or_schema: Any
+                ) -> tuple[Dataset | None, Schema | None, pd.DataFrame | None]:
+    """``(dataset, schema, frame)`` of a ``data_or_schema`` argument (None where not given:
+    a Dataset gives all three, a Schema its schema, a DataFrame its frame)."""
     dataset = data_or_schema if isinstance(data_or_schema, Dataset) else None
     schema = dataset.schema if dataset is not None else (
         data_or_schema if isinstance(data_or_schema, Schema) else None)
@@ -831,6 +831,14 @@ def _fold_preprocessing(estimator: Any, pre: list[tuple[str, Any]], data_or_sche
         raise ValidationError(
             "data_or_schema must be a DataFrame, a Dataset or a Schema, got "
             f"{type(data_or_schema).__name__}")
+    return dataset, schema, frame
+
+
+def _fold_preprocessing(estimator: Any, pre: list[tuple[str, Any]], data_or_schema: Any
+                        ) -> tuple[Encoder, _Basis, np.ndarray, np.ndarray, list[str],
+                                   pd.DataFrame | None, Dataset | None]:
+    """Schema, encoder and the preprocessing ``Z = A x + c`` (checked against its transform)."""
+    dataset, schema, frame = _data_parts(data_or_schema)
     names = getattr(estimator, "feature_names_in_", None)
     if names is None:
         ref = schema.names if schema is not None else (list(frame.columns) if frame is not None else None)
@@ -929,19 +937,45 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
     if A.shape[0] != n_in:
         raise UnsupportedModelError(
             f"the folded preprocessing gives {A.shape[0]} columns but {final_label} takes {n_in}")
-    classes = np.asarray(final.classes_)
+    names = _class_names(final.classes_, class_names, dataset)
+    model = _build(final, final_label, A, c, encoder, basis, names, estimator, columns,
+                   _oracle(pre, frame, columns, encoder, basis))
+    return _warn_if_constant(model, final, frame, columns)
+
+
+def _class_names(classes: Any, class_names: Any, dataset: Dataset | None) -> tuple[Any, ...]:
+    """The imported model's class names: ``class_names`` if given, else the dataset's when
+    the estimator's classes are its indices, else the estimator's classes."""
+    classes = np.asarray(classes)
     if class_names is None:
         if dataset is not None and list(classes) == list(range(len(dataset.class_names))):
             class_names = dataset.class_names
         else:
             class_names = tuple(_plain(v) for v in classes)
+    if len(class_names) != len(classes):
+        raise ValidationError(f"{len(class_names)} class names for {len(classes)} classes")
+    return tuple(class_names)
+
+
+def _oracle(pre: list[tuple[str, Any]], frame: pd.DataFrame | None, columns: list[str],
+            encoder: Encoder, basis: _Basis) -> tuple[Any, pd.DataFrame | None]:
+    """``(transform, base)`` of :class:`_SplitMap` for a pipeline's preprocessing ``pre``:
+    its transform of raw frames and a raw row to vary (the training frame's first, else the
+    encoder's zero row); ``(None, None)`` for a bare estimator."""
+    if not pre:
+        return None, None
     base = (frame[columns].iloc[:1].reset_index(drop=True) if frame is not None
             else encoder.inverse_transform(np.zeros((1, basis.d)))[columns])
-    oracle = (lambda fr: _transform(pre, fr), base) if pre else (None, None)
-    model = _build(final, final_label, A, c, encoder, basis, tuple(class_names), estimator,
-                   columns, oracle)
-    if frame is not None:  # training data given: say so if the estimator learned one class
-        warn_if_constant(estimator.predict(frame[columns]), f"the imported {type(final).__name__}")
+    return (lambda fr: _transform(pre, fr)), base
+
+
+def _warn_if_constant(model: Model, final: Any, frame: pd.DataFrame | None,
+                      columns: list[str]) -> Model:
+    """``model``, after a warning if the training data is given and the estimator predicts
+    one class on all of it."""
+    if frame is not None:
+        warn_if_constant(model.estimator.predict(frame[columns]),
+                         f"the imported {type(final).__name__}")
     return model
 
 
@@ -960,8 +994,6 @@ def _build(final: Any, label: str, A: np.ndarray, c: np.ndarray, encoder: Encode
 
     what = f"{label} ({type(final).__name__})"
     n_classes = len(final.classes_)
-    if len(class_names) != n_classes:
-        raise ValidationError(f"{len(class_names)} class names for {n_classes} classes")
     args = (encoder, class_names, estimator, (A, c), columns)
     if isinstance(final, MLPClassifier | LinearClassifierMixin):
         if isinstance(final, MLPClassifier):

@@ -13,6 +13,7 @@ exactly. The shift is below 3e-8 relative.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,7 +79,23 @@ class SplitMargins:
 
     @classmethod
     def of(cls, encoder: Any) -> SplitMargins:
-        """The margins of a fitted :class:`~robustce.data.Encoder`."""
+        """The margins of a fitted :class:`~robustce.data.Encoder`, computed once per fit
+        (cached while its ``blocks_`` stay the same; the arrays are read-only)."""
+        try:
+            hit = _MARGINS.get(encoder)
+        except TypeError:  # not weak-referenceable: compute every time
+            hit = None
+        if hit is not None and hit[0] is encoder.blocks_:
+            return hit[1]
+        margins = cls._compute(encoder)
+        try:
+            _MARGINS[encoder] = (encoder.blocks_, margins)
+        except TypeError:
+            pass
+        return margins
+
+    @classmethod
+    def _compute(cls, encoder: Any) -> SplitMargins:
         import pandas as pd
 
         from robustce.data.schema import FeatureKind
@@ -98,6 +115,8 @@ class SplitMargins:
                 dt = None
             if isinstance(dt, np.dtype) and dt.kind == "f" and dt.itemsize <= 4:
                 rel[b.start] = SPLIT_MARGIN_F32
+        for a in (lower, upper, rel, cont):
+            a.flags.writeable = False  # shared by every caller of the cached margins
         return cls(lower, upper, rel, cont)
 
     def __call__(self, cols: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -105,6 +124,10 @@ class SplitMargins:
         cols = np.asarray(cols, dtype=np.int64)
         m = split_margin(self.lower[cols], self.upper[cols], t, self.rel[cols])
         return np.where(self.continuous[cols], m, 0.0)
+
+
+#: encoder -> (its ``blocks_`` when computed, its margins): :meth:`SplitMargins.of`'s cache
+_MARGINS: weakref.WeakKeyDictionary[Any, tuple[Any, SplitMargins]] = weakref.WeakKeyDictionary()
 
 
 def float32_threshold(threshold: np.ndarray) -> np.ndarray:

@@ -117,13 +117,9 @@ class ParameterShift:
 
     def interval(self, network: Any) -> IntervalNetwork:
         """The interval network of Δ around ``network``'s parameters (PROPLACE Def. 5), with
-        its activations and fixed input map."""
+        its activations and fixed input map (a plain network: every parameter ±δ)."""
         net = as_network(network)
         db = self.bias_delta
-        if net.plain:
-            return IntervalNetwork(
-                [(W - self.delta, W + self.delta, b - db, b + db) for W, b in net.weights]
-            )
         scales = net.shift_scale or [(1.0, 1.0)] * len(net.layers)
         layers = []
         for (W, b), (SW, Sb) in zip(net.layers, scales, strict=True):

@@ -44,6 +44,7 @@ __all__ = [
     "InputDomain",
     "InputVars",
     "LayerEncoding",
+    "column_kinds",
     "NetworkEncoding",
     "encode_distance",
     "encode_hull_region",
@@ -501,6 +502,16 @@ def _domain_structure(encoder: Any, d: int) -> _DomainStructure:
     except TypeError:
         pass
     return st
+
+
+def column_kinds(encoder: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(column_kind, grid_steps)`` of a fitted encoder's model space — what
+    :func:`encode_input_domain` gives without a query (kinds ``"continuous"``, ``"binary"``,
+    ``"grid"``, ``"fixed"``), read off the encoder without building a MILP."""
+    st = _domain_structure(encoder, int(encoder.n_features_out_))
+    kind = st.kind.copy()
+    kind[st.fixed] = "fixed"
+    return kind, st.steps.copy()
 
 
 def encode_input_domain(milp: MILP, space: Any, query: np.ndarray | None = None, *,

@@ -157,21 +157,15 @@ class SMTInput:
             name = f"{prefix}_{i}"
             self._col_block[b.slice] = i
             if b.encoding == "scaled" and f.kind is FeatureKind.CONTINUOUS:
-                v = z3.Real(name)
-                const = f.upper == f.lower  # a constant feature encodes as 0
-                self.domain += [v == 0] if const else [v >= 0, v <= 1]
-                self.vars.append(_Var(b, v, "real"))
+                var = _Var(b, z3.Real(name), "real")
             elif b.encoding in ("scaled", "integer_levels"):
-                steps = int(b.n_steps or 0)
-                v = z3.Int(name)
-                self.domain += [v >= 0, v <= steps]
-                self.vars.append(_Var(b, v, "grid", steps))
+                var = _Var(b, z3.Int(name), "grid", int(b.n_steps or 0))
             elif b.encoding == "binary":
-                self.vars.append(_Var(b, z3.Bool(name), "bool"))
+                var = _Var(b, z3.Bool(name), "bool")
             else:  # onehot / thermometer
-                v = z3.Int(name)
-                self.domain += [v >= 0, v <= f.n_levels - 1]
-                self.vars.append(_Var(b, v, "level", f.n_levels))
+                var = _Var(b, z3.Int(name), "level", f.n_levels)
+            self.vars.append(var)
+            self.domain += self._domain_of(var)
 
     @property
     def n_features(self) -> int:
@@ -199,9 +193,10 @@ class SMTInput:
         return out
 
     def _domain_of(self, v: _Var) -> list[z3.BoolRef]:
-        """The unit box's constraints on one variable (as in :attr:`domain`)."""
+        """The unit box's constraints on one variable (:attr:`domain` is theirs over all
+        variables)."""
         f = v.block.feature
-        if v.sort == "real":
+        if v.sort == "real":  # a constant feature encodes as 0
             return [v.var == 0] if f.upper == f.lower else [v.var >= 0, v.var <= 1]
         if v.sort == "grid":
             return [v.var >= 0, v.var <= v.steps]

@@ -57,7 +57,7 @@ import numpy as np
 
 from robustce.errors import ValidationError
 from robustce.models.trees import SplitMargins, TreeStack
-from robustce.solvers.encodings import DistanceObjective, InputDomain, encode_input_domain
+from robustce.solvers.encodings import DistanceObjective, InputDomain, column_kinds
 from robustce.solvers.milp import MILP, SolveStatus
 
 __all__ = ["TREE_KINDS", "TreeEncoding", "TreeEnsemble", "distance_pruner", "encode_tree_ensemble",
@@ -278,9 +278,9 @@ def ensemble_of(kind: str, parts: Any, encoder: Any) -> TreeEnsemble:
     Shared by MACE's MILP backend and :class:`~robustce.methods.MILPNearest`."""
     if kind not in TREE_KINDS:
         raise ValidationError(f"kind must be one of {TREE_KINDS}, got {kind!r}")
-    dom = encode_input_domain(MILP(), encoder)
+    column_kind, grid_steps = column_kinds(encoder)
     trees = parts.vote_trees() if kind == "boosted" else parts
-    return TreeEnsemble(trees, dom.column_kind, dom.grid_steps, forest=kind != "tree",
+    return TreeEnsemble(trees, column_kind, grid_steps, forest=kind != "tree",
                         margins=SplitMargins.of(encoder))
 
 

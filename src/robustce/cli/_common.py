@@ -1,0 +1,77 @@
+"""What the ``robustce`` commands share: exit codes, user errors, reading a CSV, and the
+dataset of ``--dataset`` / ``--data`` with its schema and actionability flags."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from robustce.errors import ValidationError
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def _user_error(message: str) -> Exception:
+    return ValidationError(message)
+
+
+def _read_csv(path: str, what: str) -> Any:
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise _user_error(f"{what} file not found: {path}") from None
+    except (OSError, ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
+        raise _user_error(f"{what} file {path} cannot be read as CSV: {exc}") from None
+
+
+def _load_dataset(args: argparse.Namespace) -> Any:
+    """The dataset of ``--dataset`` / ``--data``, with ``--schema``, ``--favourable`` and the
+    actionability flags applied."""
+    from dataclasses import replace
+
+    from robustce.data.dataset import from_frame
+    from robustce.data.registry import load
+    from robustce.data.schema_file import read_schema_file
+
+    sf = read_schema_file(args.schema) if getattr(args, "schema", None) else None
+    favourable = args.favourable if args.favourable is not None else (sf and sf.favourable)
+    if args.dataset is not None:
+        if args.target is not None:
+            raise _user_error("--target goes with --data (a registered dataset knows its target)")
+        data = load(args.dataset, data_home=args.data_home)
+        if sf is not None:
+            if sorted(sf.schema.names) != sorted(data.schema.names):
+                raise _user_error(f"--schema {args.schema} describes {sf.schema.names}, but "
+                                  f"{data.name} has the features {data.schema.names}")
+            sf.schema.validate(data.frame[sf.schema.names])
+            data = replace(data, frame=data.frame[sf.schema.names], schema=sf.schema)
+    else:
+        target = args.target or (sf and sf.target)
+        if not target:
+            raise _user_error("--data needs --target COL (the label column)")
+        frame = _read_csv(args.data, "--data")
+        data = from_frame(frame, target, None if sf is None else sf.schema, name=args.data)
+    if favourable:
+        data = data.with_favourable(favourable)
+    actions = {}
+    for flag, action in (("free", "free"), ("immutable", "immutable"),
+                         ("increase_only", "increase"), ("decrease_only", "decrease")):
+        for name in _names(getattr(args, flag, None)):
+            if name not in data.schema.names:
+                raise _user_error(f"--{flag.replace('_', '-')}: no feature named {name!r}; "
+                                  f"features: {', '.join(data.schema.names)}")
+            if actions.get(name, action) != action:
+                raise _user_error(f"feature {name!r} is given two actionabilities "
+                                  f"({actions[name]}, {action})")
+            actions[name] = action
+    if actions:
+        data = replace(data, schema=data.schema.with_actionability(**actions))
+    return data
+
+
+def _names(text: str | None) -> list[str]:
+    return [] if not text else [n.strip() for n in text.split(",") if n.strip()]
