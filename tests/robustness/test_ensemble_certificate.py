@@ -225,3 +225,21 @@ def test_bad_inputs_get_typed_errors(fitted):
         EnsembleCertifier(0.1).certify([broken], X[:2], None)
     certs = EnsembleCertifier(0.1).certify(model, np.vstack([X[:1], np.full((1, 4), np.nan)]), 1)
     assert certs.status[1] is CertStatus.ERROR and not certs.robust[1]
+
+
+def test_the_metrics_take_the_ensemble_set_unchanged(fitted):
+    """``evaluate(..., shift=EnsembleShift)`` reports v_delta from the (δ, ε)-test."""
+    from robustce.data.dataset import from_frame
+    from robustce.evaluation.metrics import evaluate
+    from robustce.methods import NearestNeighbour
+
+    model, X = fitted["xgboost"]
+    frame = model.encoder.inverse_transform(X)
+    data = from_frame(frame.assign(y=model.predict(X)), "y")
+    res = NearestNeighbour(model, data).explain(frame[model.predict(X) == 0].iloc[:20])
+    shift = EnsembleShift(0.02, 0.02)
+    got = evaluate(res, model, data=data, shift=shift, metrics=["v_delta"])["v_delta"]
+    pos, C = res.first_counterfactuals()
+    want = EnsembleCertifier(shift).certify(model, C, 1).robust
+    np.testing.assert_array_equal(got.to_numpy(), want.astype(float))
+    assert 0 < want.sum() < len(want)
