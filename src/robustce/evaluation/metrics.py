@@ -468,8 +468,9 @@ def evaluate(
     ``set_distance_*`` compare the CEs of query i with those of query i of ``perturbed``
     (another Explanations for perturbed copies of the same queries, paired by position).
     ``data`` is the training Dataset (LOF), ``family`` a ModelFamily (``vr``), ``shift`` a
-    ParameterShift, EnsembleShift or Certifier (``v_delta``); ``lof`` a fitted :class:`LOFScorer` for ``data`` with
-    ``lof_neighbors`` neighbours to reuse (a benchmark fits it once for all its methods' cells).
+    ParameterShift, EnsembleShift or Certifier (``v_delta``); ``lof`` a fitted
+    :class:`LOFScorer` for ``data`` with ``lof_neighbors`` neighbours to reuse (a benchmark
+    fits it once for all its methods' cells).
     ``metrics=None`` computes every metric whose inputs are
     given; naming a metric whose input is missing, or an unknown one, raises ConfigError
     before any work."""
