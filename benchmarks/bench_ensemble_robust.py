@@ -119,7 +119,10 @@ def run(quick: bool = False, delta: float = 0.005, epsilon: float = 0.005) -> li
 def _markdown(frame: pd.DataFrame) -> str:
     cols = list(frame.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    def cell(v: Any) -> str:
+        return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
 
 
