@@ -429,6 +429,40 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/models/test_boosters.py::test_mace_milp_backend_on_boosters_matches_brute_force_and_smt",
             "tests/models/test_boosters.py::test_vote_trees_sum_to_the_logits"),
            "MACE's MILP on a boosted model forgets the intercept: CEs and bounds for another model"),
+    # the (δ, ε)-test for tree ensembles and the nearest (δ, ε)-robust CE
+    Mutant("ensemble_reach_right_closed", "robustness/ensemble.py",
+           """            R[:, s.right[nodes]] = here & ((t - below[:, f]) <= e)""",
+           """            R[:, s.right[nodes]] = here & ((t - X[:, f]) < e)""",
+           ("tests/robustness/test_ensemble_certificate.py::test_worst_case_equals_brute_force_on_"
+            "tiny_ensembles",),
+           "a CE exactly ε above a threshold counted as unable to go right: a leaf missed"),
+    Mutant("ensemble_eps_ignored", "robustness/ensemble.py",
+           """        eps = shift.epsilons(self.n_features)
+        n = len(X)""",
+           """        eps = 0.0 * shift.epsilons(self.n_features)
+        n = len(X)""",
+           ("tests/robustness/test_ensemble_certificate.py",),
+           "threshold shifts ignored: CEs next to a split certified robust"),
+    Mutant("ensemble_delta_once", "robustness/ensemble.py",
+           """                - delta * (m[:, target].astype(float) + m[:, rival]))""",
+           """                - delta * m[:, target].astype(float))""",
+           ("tests/robustness/test_ensemble_certificate.py",),
+           "a forest's rival leaf values never move up: certificates for too small a set"),
+    Mutant("ensemble_witness_unchecked", "robustness/ensemble.py",
+           """            if int(np.argmax(votes)) != t[i]:""",
+           """            if True:""",
+           ("tests/robustness/test_ensemble_certificate.py",),
+           "a tie reported not_robust with a witness that does not flip the CE"),
+    Mutant("robust_trees_reach_drops_parent", "solvers/robust_trees.py",
+           """                rows_lb.append(p_c0[new] + g_c0[new] - 1.0)""",
+           """                rows_lb.append(g_c0[new] - 2.0)""",
+           ("tests/methods/test_ensemble_robust.py",),
+           "reach no longer flows down the tree: the MILP ignores leaves the set can reach"),
+    Mutant("robust_trees_no_delta", "methods/ensemble_robust.py",
+           """                                      tie + self._votes_.rival_shift(target, self.shift_.delta))""",
+           """                                      tie + 0.0 * self._votes_.rival_shift(target, self.shift_.delta))""",
+           ("tests/methods/test_ensemble_robust.py",),
+           "the MILP forgets δ: the loop must repair every CE, or the optimum is wrong"),
 )
 
 

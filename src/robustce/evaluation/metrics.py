@@ -36,7 +36,8 @@ Metrics (the names of :data:`METRICS`):
   :class:`~robustce.models.families.ModelFamily` that predict the target class for x'.
 * ``v_delta`` — Δ-validity (PROPLACE's *vΔ*): 1 iff x' is Δ-robust for the
   :class:`~robustce.robustness.ParameterShift` by the exact test
-  :func:`robustce.robustness.is_delta_robust`.
+  :func:`robustce.robustness.is_delta_robust`; for a tree model with an
+  :class:`~robustce.robustness.EnsembleShift`, (δ, ε)-robust by its exact test.
 * ``time`` — seconds the method spent on the query; ``n_counterfactuals`` — |S|.
 * ``k_distance_l1/l2`` — (1/|S|) Σ_j dist(x, x'_j) (Leofante & Potyka, eq. 12).
 * ``k_diversity_l1/l2`` — (|S| choose 2)⁻¹ Σ_{j<l} dist(x'_j, x'_l) (eq. 13); NaN when |S| < 2.
@@ -253,7 +254,8 @@ _SPECS = [
           compute=lambda m: m.lof()[1]),
     _spec("vr", "fraction of retrained models (ModelFamily) predicting the target class",
           ("family",), True, compute=lambda m: retrained_validity(m.family, m.C, m.targets)),
-    _spec("v_delta", "1 iff the CE is Δ-robust by the exact test (is_delta_robust)", ("shift",),
+    _spec("v_delta", "1 iff the CE is robust under shift by the exact test (a network's Δ-test, "
+          "a tree model's (δ, ε)-test, or a given certifier)", ("shift",),
           True, compute=lambda m: delta_validity(m.model, m.C, m.shift, m.targets).astype(np.float64)),
     _spec("time", "seconds the method spent on the query", (), False,
           compute=lambda m: m.explanations.timings.to_numpy(dtype=np.float64)[m.pos]),
@@ -423,13 +425,21 @@ def retrained_validity(family: Any, C: np.ndarray, target_class: Any) -> np.ndar
 
 
 def delta_validity(model: Any, C: np.ndarray, shift: Any, target_class: Any) -> np.ndarray:
-    """Bool per CE: Δ-robust under ``shift`` by the exact test (PROPLACE *vΔ*)."""
-    from robustce.robustness import is_delta_robust  # lazily: it pulls in the MILP layer
+    """Bool per CE: robust under ``shift`` (PROPLACE *vΔ*): a
+    :class:`~robustce.robustness.ParameterShift` or δ — the exact Δ-test of a network —, an
+    :class:`~robustce.robustness.EnsembleShift` — the exact (δ, ε)-test of a tree model —, or
+    any :class:`~robustce.robustness.Certifier` (only its ``robust`` counts)."""
+    # lazily: the robustness layer pulls in the MILP layer
+    from robustce.robustness import EnsembleCertifier, EnsembleShift, is_delta_robust
 
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
     t = resolve_targets(target_class, len(C))
     if len(C) == 0:
         return np.zeros(0, dtype=bool)
+    if isinstance(shift, EnsembleShift):
+        shift = EnsembleCertifier(shift)
+    if callable(getattr(shift, "certify", None)):
+        return np.asarray(shift.certify(model, C, t).robust, dtype=bool)
     # one batched test: the exact test takes a target class per row
     return np.asarray(is_delta_robust(model, C, shift, target_class=t), dtype=bool)
 
@@ -458,8 +468,9 @@ def evaluate(
     ``set_distance_*`` compare the CEs of query i with those of query i of ``perturbed``
     (another Explanations for perturbed copies of the same queries, paired by position).
     ``data`` is the training Dataset (LOF), ``family`` a ModelFamily (``vr``), ``shift`` a
-    ParameterShift (``v_delta``); ``lof`` a fitted :class:`LOFScorer` for ``data`` with
-    ``lof_neighbors`` neighbours to reuse (a benchmark fits it once for all its methods' cells).
+    ParameterShift, EnsembleShift or Certifier (``v_delta``); ``lof`` a fitted
+    :class:`LOFScorer` for ``data`` with ``lof_neighbors`` neighbours to reuse (a benchmark
+    fits it once for all its methods' cells).
     ``metrics=None`` computes every metric whose inputs are
     given; naming a metric whose input is missing, or an unknown one, raises ConfigError
     before any work."""

@@ -9,6 +9,7 @@ from robustce.methods.base import Explainer, QueryResult
 from robustce.methods.counternet import CounterNet
 from robustce.methods.dice import DiCE
 from robustce.methods.diverse_robust import DiverseRobust
+from robustce.methods.ensemble_robust import EnsembleRobust
 from robustce.methods.feature_tweaking import PlausibleFeatureTweaking
 from robustce.methods.mace import MACE
 from robustce.methods.milp_nearest import MILPNearest
@@ -27,7 +28,7 @@ from robustce.methods.wachter import Wachter
 from robustce.methods.wachter_robust import WachterRobust
 
 __all__ = ["APAS", "MACE", "PROPLACE", "RBR", "ROAR", "ActionableRecourse", "CounterNet", "DiCE",
-           "DiverseRobust",
+           "DiverseRobust", "EnsembleRobust",
            "Explainer", "MILPNearest", "MILPRobust", "MinimumObservable",
            "NearestNeighbour", "PlausibleFeatureTweaking", "ProtoRobust",
            "QueryResult", "RoCourseNet", "RobX", "RobustNearestNeighbour", "Wachter",

@@ -64,6 +64,7 @@ from robustce.solvers.encodings import (
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
 from robustce.solvers.tightening import TightenedBounds, l1_ball_layer_bounds, lp_tighten_bounds
 from robustce.solvers.tree_encoding import (
+    TreeEncoding,
     TreeEnsemble,
     distance_pruner,
     encode_tree_ensemble,
@@ -803,6 +804,14 @@ class MILPNearest(Explainer):
         strict = _TREE_VOTE_MARGIN
         return strict, (strict if self._tree_kind_ == "boosted" else 0.0)
 
+    def _encode_trees(self, m: MILP, dom: InputDomain, target: int,
+                      prune: Any) -> TreeEncoding:
+        """The tree model's prediction of ``target`` over ``dom`` (:func:`encode_tree_ensemble`
+        with :meth:`_tree_margins`; the robust ensemble CE encodes its worst case instead)."""
+        strict, weak = self._tree_margins(target)
+        return encode_tree_ensemble(m, self._ensemble_, dom, target, margin_strict=strict,
+                                    margin_weak=weak, prune=prune)
+
     def _tree_stage(self, q: np.ndarray, target: int, cutoff: float | None, floor: float,
                     time_limit: float) -> tuple[str, Any, np.ndarray | None]:
         """One tree MILP for ``q``: the actionable input domain (grid columns continuous:
@@ -817,7 +826,6 @@ class MILPNearest(Explainer):
         None)`` — proven: no point's objective is below ``cutoff`` —, ``("empty", None,
         None)`` — no actionable point at all —, or ``("solved", res, cf)`` with the decoded
         point (None when the solver has none)."""
-        strict, weak = self._tree_margins(target)
         t0 = time.perf_counter()
         m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                  threads=self.threads, feasibility_tol=1e-9, presolve=False)
@@ -835,8 +843,7 @@ class MILPNearest(Explainer):
             enc = self.encoder
             prune = distance_pruner(q, self._weights(), enc.feature_of_column_,
                                     len(enc.blocks_), {self.norm: 1.0}, cutoff)
-        trees = encode_tree_ensemble(m, self._ensemble_, dom, int(target),
-                                     margin_strict=strict, margin_weak=weak, prune=prune)
+        trees = self._encode_trees(m, dom, int(target), prune)
         if trees.infeasible:  # no leaf of interest within the box (or nearer than the cutoff)
             return ("cut", None, None) if cutoff is not None else ("empty", None, None)
         obj = encode_distance(m, dom, q, self.distance_, self.encoder, tie_break=self.tie_break)

@@ -52,6 +52,7 @@ METHOD_CLASSES: dict[str, str] = {
     "wachter": "Wachter",
     "milp_nearest": "MILPNearest",
     "milp_robust": "MILPRobust",
+    "ensemble_robust": "EnsembleRobust",
     "robust_nearest_neighbour": "RobustNearestNeighbour",
     "roar": "ROAR",
     "rbr": "RBR",

@@ -19,6 +19,12 @@ from robustce.robustness.apas import (
     apas_sample_size,
 )
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
+from robustce.robustness.ensemble import (
+    EnsembleCertifier,
+    EnsembleShift,
+    VoteEnsemble,
+    ensemble_worst_case,
+)
 from robustce.robustness.enumeration import EnumerationResult, enumerate_delta
 from robustce.robustness.exact import (
     DeltaStatus,
@@ -38,6 +44,8 @@ __all__ = [
     "Certificates",
     "Certifier",
     "DeltaStatus",
+    "EnsembleCertifier",
+    "EnsembleShift",
     "EnumerationResult",
     "ExactDeltaCertifier",
     "ExactResult",
@@ -45,11 +53,13 @@ __all__ = [
     "MaxDeltaResult",
     "ParameterShift",
     "SampledNetworks",
+    "VoteEnsemble",
     "apas_certify",
     "apas_max_delta",
     "apas_sample_size",
     "as_network",
     "empirical_delta",
+    "ensemble_worst_case",
     "enumerate_delta",
     "exact_worst_case",
     "is_delta_robust",

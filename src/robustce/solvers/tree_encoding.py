@@ -96,7 +96,8 @@ class TreeEnsemble:
     once."""
 
     def __init__(self, trees: Sequence, column_kind: np.ndarray, grid_steps: np.ndarray,
-                 forest: bool = True, margins: SplitMargins | None = None):
+                 forest: bool = True, margins: SplitMargins | None = None,
+                 epsilon: np.ndarray | None = None):
         if len(trees) == 0:
             raise ValidationError("a tree ensemble needs at least one tree")
         if not forest and len(trees) != 1:
@@ -113,35 +114,77 @@ class TreeEnsemble:
         f = self.feature[internal]
         thr = stack.threshold[internal]
         self.threshold = stack.threshold
-        left_max = thr.copy()
-        right_min = np.nextafter(thr, np.inf)
-        if margins is not None:  # continuous columns clear the threshold by its margin
-            real = kind[f] == "continuous"
-            m = margins(f[real], thr[real])
-            left_max[real] = thr[real] - m
-            right_min[real] = np.maximum(right_min[real], thr[real] + m)
+        if epsilon is None:
+            # one literal per node: left iff x <= left_max, right iff x >= right_min
+            left_max = thr.copy()
+            right_min = np.nextafter(thr, np.inf)
+            if margins is not None:  # continuous columns clear the threshold by its margin
+                real = kind[f] == "continuous"
+                m = margins(f[real], thr[real])
+                left_max[real] = thr[real] - m
+                right_min[real] = np.maximum(right_min[real], thr[real] + m)
+            self._exact_split(kind, steps, f, thr, left_max, right_min)
+            split_l, split_r = self._index_splits(f, [left_max], [right_min], kind)
+        else:
+            # ε (robust CEs): the node routes a point left only if x <= t − ε and right only
+            # if x > t + ε, so that every threshold in [t − ε, t + ε] routes it alike — two
+            # literals, exact splits at t − ε (− margin) and t + ε (+ margin); a point within
+            # ε of the split cannot pass the node (only nodes it passes constrain it)
+            eps = np.asarray(epsilon, np.float64)[f]
+            s_lo, s_hi = thr - eps, thr + eps
+            if margins is not None:
+                real = kind[f] == "continuous"
+                m = margins(f[real], thr[real])
+                s_lo[real] = s_lo[real] - m
+                s_hi[real] = np.where(m > 0, np.nextafter(s_hi[real] + m, -np.inf), s_hi[real])
+            bounds = []
+            for s_ in (s_lo, s_hi):
+                lm, rm = s_.copy(), np.nextafter(s_, np.inf)
+                self._exact_split(kind, steps, f, s_, lm, rm)
+                bounds.append((lm, rm))
+            split_l, split_r = self._index_splits(
+                f, [bounds[0][0], bounds[1][0]], [bounds[0][1], bounds[1][1]], kind)
+        #: per node, the split whose literal sends it left / right (−1 at leaves); the same
+        #: split without ε
+        self.split_left = np.full(len(self.feature), -1, dtype=np.int64)
+        self.split_right = np.full(len(self.feature), -1, dtype=np.int64)
+        self.split_left[internal] = split_l
+        self.split_right[internal] = split_r
+        self._votes: dict[int, np.ndarray] = {}
+
+    @staticmethod
+    def _exact_split(kind: np.ndarray, steps: np.ndarray, f: np.ndarray, s: np.ndarray,
+                     left_max: np.ndarray, right_min: np.ndarray) -> None:
+        """Fill in the grid and 0/1 columns' bounds of the splits ``x <= s`` (in place): the
+        last grid value / 0 that goes left, the first that goes right."""
         grid = kind[f] == "grid"
-        k = grid_kmax(steps[f[grid]], thr[grid])
+        k = grid_kmax(steps[f[grid]], s[grid])
         st = steps[f[grid]].astype(np.float64)
         left_max[grid] = np.where(k >= 0, k / np.maximum(st, 1), -np.inf)
         right_min[grid] = np.where(k < steps[f[grid]], (k + 1) / np.maximum(st, 1), np.inf)
         zero_one = kind[f] == "binary"
-        t01 = thr[zero_one]
-        left_max[zero_one] = np.where(t01 >= 0.0, 0.0, -np.inf)
-        right_min[zero_one] = np.where(t01 < 1.0, 1.0, np.inf)
-        # one split per distinct (column, left_max)
-        keys = np.stack([f.astype(np.float64), left_max], axis=1)
+        left_max[zero_one] = np.where(s[zero_one] >= 0.0, 0.0, -np.inf)
+        right_min[zero_one] = np.where(s[zero_one] < 1.0, 1.0, np.inf)
+
+    def _index_splits(self, f: np.ndarray, left_max: list[np.ndarray],
+                      right_min: list[np.ndarray], kind: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """One split per distinct ``(column, left_max)`` over the given literal sets (one
+        set: a node's left and right literals are one split; two: left from the first,
+        right from the second). Sets ``split_col`` / ``split_left_max`` /
+        ``split_right_min`` / ``split_kind``; returns each node's left and right split."""
+        n = len(f)
+        keys = np.concatenate([np.stack([f.astype(np.float64), lm], axis=1) for lm in left_max])
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
+        rm = np.concatenate(right_min)
         self.split_col = uniq[:, 0].astype(np.int64)
         self.split_left_max = uniq[:, 1]
         first = np.zeros(len(uniq), dtype=np.int64)
         first[inverse[::-1]] = np.arange(len(inverse))[::-1]
-        self.split_right_min = right_min[first]
+        self.split_right_min = rm[first]
         self.split_kind = kind[self.split_col]
-        self.split = np.full(len(self.feature), -1, dtype=np.int64)
-        self.split[internal] = inverse
-        self._votes: dict[int, np.ndarray] = {}
+        return inverse[:n], inverse[n:] if len(left_max) > 1 else inverse[:n]
 
     @property
     def n_trees(self) -> int:
@@ -186,8 +229,7 @@ class TreeEnsemble:
                 break
             levels.append(nodes)
             f = self.feature[nodes]
-            sid = self.split[nodes]
-            lm, rm = lm_all[sid], rm_all[sid]
+            lm, rm = lm_all[self.split_left[nodes]], rm_all[self.split_right[nodes]]
             r = np.arange(len(nodes))
             # a column the box fixes (an immutable value) is routed as the model routes it,
             # margin or not: that raw value is the query's own
@@ -268,20 +310,25 @@ def tree_parts(model: Any) -> tuple[str, Any] | None:
     return None
 
 
-def ensemble_of(kind: str, parts: Any, encoder: Any) -> TreeEnsemble:
+def ensemble_of(kind: str, parts: Any, encoder: Any, *, epsilon: np.ndarray | None = None
+                ) -> TreeEnsemble:
     """The one :class:`TreeEnsemble` of a tree model (``kind``, ``parts`` as
     :func:`tree_parts` returns them) over ``encoder``'s model space, with the encoder's
     :class:`~robustce.models.trees.SplitMargins` (a CE's raw row, decoded and scored again,
     stays in its leaves). A boosted model enters as its vote trees
     (:meth:`~robustce.models.boosting.AdditiveTrees.vote_trees`: the summed per-class scores'
     argmax is its decision), so one soft-vote encoding covers forests and boosters alike.
-    Shared by MACE's MILP backend and :class:`~robustce.methods.MILPNearest`."""
+    Shared by MACE's MILP backend and :class:`~robustce.methods.MILPNearest`. ``epsilon``
+    (per model-space column; the robust ensemble CE): each split gets two literals, at
+    θ − ε and θ + ε (:mod:`robustce.solvers.robust_trees`), and a single tree is encoded by
+    its summed vote."""
     if kind not in TREE_KINDS:
         raise ValidationError(f"kind must be one of {TREE_KINDS}, got {kind!r}")
     column_kind, grid_steps = column_kinds(encoder)
     trees = parts.vote_trees() if kind == "boosted" else parts
-    return TreeEnsemble(trees, column_kind, grid_steps, forest=kind != "tree",
-                        margins=SplitMargins.of(encoder))
+    return TreeEnsemble(trees, column_kind, grid_steps,
+                        forest=kind != "tree" or epsilon is not None,
+                        margins=SplitMargins.of(encoder), epsilon=epsilon)
 
 
 def distance_pruner(query: np.ndarray, weights: np.ndarray, feature_of_column: np.ndarray,
@@ -480,7 +527,7 @@ def encode_tree_ensemble(milp: MILP, ensemble: TreeEnsemble, domain: InputDomain
         a, b = ensemble.left[frontier], ensemble.right[frontier]
         sa, sb = state[a], state[b]
         la, lb = sa >= _UNI, sb >= _UNI
-        sid = ensemble.split[frontier]
+        sid_l, sid_r = ensemble.split_left[frontier], ensemble.split_right[frontier]
         both = la & lb
         if both.any():
             k = int(both.sum())
@@ -490,8 +537,8 @@ def encode_tree_ensemble(milp: MILP, ensemble: TreeEnsemble, domain: InputDomain
             qvar[a[both]], qvar[b[both]] = qa, qb
             # q_node = q_left + q_right
             add([qvar[frontier[both]], qa, qb], [1.0, -1.0, -1.0], np.zeros(k), np.zeros(k))
-            condition(qa, sid[both], True)
-            condition(qb, sid[both], False)
+            condition(qa, sid_l[both], True)
+            condition(qb, sid_r[both], False)
         for live, kid, other_state, go_left in ((la & ~lb, a, sb, True),
                                                 (lb & ~la, b, sa, False)):
             if not live.any():
@@ -499,6 +546,7 @@ def encode_tree_ensemble(milp: MILP, ensemble: TreeEnsemble, domain: InputDomain
             qvar[kid[live]] = qvar[frontier[live]]  # the same flow
             forbid = live & (other_state != _EMPTY)  # the other side must be excluded
             if forbid.any():
+                sid = sid_l if go_left else sid_r
                 condition(qvar[frontier[forbid]], sid[forbid], go_left)
         kids = np.concatenate([a[la], b[lb]])
         uni = kids[state[kids] == _UNI]
