@@ -32,6 +32,7 @@ NON_DEFAULT = {
     "NearestNeighbour": dict(n_neighbours=2, norm="linf", target_class=1, time_limit=5),
     "MILPNearest": dict(norm="l0", tau=0.01, tie_break=0.0, mip_gap=1e-3, weights="ones",
                         time_limit=7.5),
+    "EnsembleRobust": dict(delta=0.02, epsilon=0.01, growth=3, max_rounds=4, norm="linf"),
     "MILPRobust": dict(shift=0.02, growth=3, max_rounds=4, slack=0.1, bisect_tol=0.01,
                        delta_time_limit=5.0, norm="linf"),
     "PROPLACE": dict(shift=0.02, k=5, max_iterations=9, sigma=2e-4, t=1e-4,
@@ -49,7 +50,7 @@ NON_DEFAULT = {
 
 
 #: methods for one model class only: the lifecycle tests give them that model (fixture name)
-ONE_MODEL_CLASS = {"PlausibleFeatureTweaking": "diabetes_forest",
+ONE_MODEL_CLASS = {"PlausibleFeatureTweaking": "diabetes_forest", "EnsembleRobust": "diabetes_forest",
                    "ActionableRecourse": "diabetes_lr"}
 
 
