@@ -62,7 +62,7 @@ def world():
 
 
 #: explainers of one model class only: fuzzed on that model over the same world
-TREE_ONLY = {"PlausibleFeatureTweaking"}
+TREE_ONLY = {"PlausibleFeatureTweaking", "EnsembleRobust"}
 LINEAR_ONLY = {"ActionableRecourse"}
 
 
@@ -161,6 +161,25 @@ NOT_CALLED = {"APASMaxDeltaResult", "APASResult", "CertStatus", "Certificates", 
               "ExactResult", "IntervalNetwork", "MaxDeltaResult", "SampledNetworks"}
 
 
+#: rc.robustness callables about tree models: fuzzed with the world's forest
+TREE_MODEL_CALLABLES = {"ensemble_worst_case"}
+
+
+_FORESTS: dict[int, object] = {}
+
+
+def _world_forest(world):
+    """A 3-tree forest on the world's encoder (built once per world)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    data, model, X = world
+    key = id(model.encoder)
+    if key not in _FORESTS:
+        rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, data.y)
+        _FORESTS[key] = rc.models.wrap(rf, model.encoder)
+    return _FORESTS[key]
+
+
 def _robustness_targets(world):
     """(label, callable, valid arguments, fuzzed parameter names) for every public callable."""
     data, model, X = world
@@ -178,6 +197,10 @@ def _robustness_targets(world):
     for label, fn in fns.items():
         sig = inspect.signature(fn)
         args, fuzzed = {}, []
+        req = required  # the (δ, ε)-test takes a tree model
+        if label in TREE_MODEL_CALLABLES:
+            req = {**required, "model": _world_forest(world),
+                   "shift": rc.robustness.EnsembleShift(0.01, 0.01)}
         for p, v in sig.parameters.items():
             if v.kind in (v.VAR_KEYWORD, v.VAR_POSITIONAL):
                 continue
@@ -185,7 +208,7 @@ def _robustness_targets(world):
                 if p == "n":
                     args[p] = 3
                 else:
-                    args[p] = required[p]
+                    args[p] = req[p]
             fuzzed.append(p)
         targets.append((label, fn, args, fuzzed))
     return targets

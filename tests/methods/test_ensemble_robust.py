@@ -16,7 +16,8 @@ from robustce.methods import EnsembleRobust, MILPNearest
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.sklearn_import import from_sklearn
 from robustce.models.trees import TreeView
-from robustce.robustness import EnsembleCertifier, EnsembleShift, VoteEnsemble
+from robustce.robustness import EnsembleCertifier, EnsembleShift
+from robustce.robustness.ensemble import VoteEnsemble
 
 
 def _data(n=400, d=2, seed=0):

@@ -232,11 +232,11 @@ class MeanOfTarget(Trainable, Explainer):
         return QueryResult("found", self.means_[target][None, :])
 
 
-def test_trainable_is_a_type_and_must_be_fitted(diabetes_setup):
+def test_trainable_is_a_type_and_must_be_fitted(diabetes_setup, request):
     train, test, model = diabetes_setup
     ex = MeanOfTarget(model, train)
     assert isinstance(ex, Trainable)
-    assert not any(isinstance(c(model, train), Trainable) for c in METHODS
+    assert not any(isinstance(c(_model_for(c, model, request), train), Trainable) for c in METHODS
                    if c.__name__ in NON_DEFAULT)
     with pytest.raises(NotFittedError, match="fit"):
         ex.explain(test.frame.iloc[:3])

@@ -41,7 +41,7 @@ PARAMS: dict[str, dict] = {
 CERTIFIED = {"milp_robust", "robust_nearest_neighbour", "wachter_robust", "proto_robust",
              "proplace"}
 #: need another model class (tested below on a logistic regression and a forest)
-NOT_ON_MLP = {"ar", "pft"}
+NOT_ON_MLP = {"ar", "pft", "ensemble_robust"}
 HONEST = {"found", "infeasible", "not_found", "timeout", "no_robust_point"}
 #: methods that search the query's own box (no candidate set from the data, nothing trained):
 #: a CE exists for every applicant of the world (income, debts and age are free), so each must
@@ -211,7 +211,8 @@ def sklearn_models(world):
 
 @pytest.mark.parametrize("method,kind", [("ar", "lr"), ("pft", "forest"), ("mace", "lr"),
                                          ("mace", "forest"), ("milp_nearest", "lr"),
-                                         ("minimum_observable", "forest")])
+                                         ("minimum_observable", "forest"),
+                                         ("ensemble_robust", "forest")])
 def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sklearn_models):
     """Every one searches the query's domain; AR's integer program ranges over the query's
     box (it answered ``not_found``, "beyond the integer program's domain", before)."""
@@ -221,7 +222,7 @@ def test_methods_for_other_model_classes_answer_honestly(method, kind, world, sk
         res = build_explainer(method, model, data, seed=0).explain(applicants)
     status = res.status
     assert set(status) <= HONEST | {"already_target"}
-    if method in ("ar", "mace", "milp_nearest"):  # a CE exists for every applicant (the
+    if method in ("ar", "mace", "milp_nearest", "ensemble_robust"):  # a CE exists for every applicant (the
         # forest's MACE: backend "auto" picks z3, which searches the query's box too)
         assert (status == "found").all()  # the LR's first incumbent once emptied the box of 102
     cfs = res.counterfactuals

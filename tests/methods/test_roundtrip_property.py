@@ -40,6 +40,7 @@ SUPPORTED: dict[str, set[str]] = {
     "milp_nearest": set(KINDS),
     "ar": {"lr", "pipeline"},
     "pft": {"tree", "forest", "gb", "hgb"},
+    "ensemble_robust": {"tree", "forest", "gb", "hgb"},
     "counternet": set(),
     "rocoursenet": set(),
 }

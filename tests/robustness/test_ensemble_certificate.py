@@ -95,7 +95,7 @@ def test_worst_case_equals_brute_force_on_tiny_ensembles(kind):
     X = rng.uniform(0, 1, (8, d))
     targets = rng.integers(0, n_cls, len(X))
     for delta, eps in [(0.0, 0.0), (0.05, 0.0), (0.0, 0.1), (0.1, 0.15)]:
-        got = ensemble_worst_case(model, X, targets, EnsembleShift(delta, eps))
+        got = ensemble_worst_case(model, X, EnsembleShift(delta, eps), targets)
         want = np.array([_brute_worst(model, x, t, delta, eps) for x, t in zip(X, targets, strict=True)])
         np.testing.assert_allclose(got, want, atol=1e-12)
 
@@ -196,8 +196,8 @@ def test_per_column_epsilon_only_moves_those_columns(fitted):
     model, X = fitted["forest"]
     eps = np.zeros(X.shape[1])
     eps[2:] = 0.2  # columns c, d carry no signal
-    per_col = ensemble_worst_case(model, X, None, EnsembleShift(0.0, eps))
-    everywhere = ensemble_worst_case(model, X, None, EnsembleShift(0.0, 0.2))
+    per_col = ensemble_worst_case(model, X, EnsembleShift(0.0, eps))
+    everywhere = ensemble_worst_case(model, X, EnsembleShift(0.0, 0.2))
     assert np.all(per_col >= everywhere - 1e-12)
     assert np.any(per_col > everywhere)
 

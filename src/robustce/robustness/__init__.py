@@ -22,7 +22,6 @@ from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.ensemble import (
     EnsembleCertifier,
     EnsembleShift,
-    VoteEnsemble,
     ensemble_worst_case,
 )
 from robustce.robustness.enumeration import EnumerationResult, enumerate_delta
@@ -53,7 +52,6 @@ __all__ = [
     "MaxDeltaResult",
     "ParameterShift",
     "SampledNetworks",
-    "VoteEnsemble",
     "apas_certify",
     "apas_max_delta",
     "apas_sample_size",

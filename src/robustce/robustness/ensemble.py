@@ -80,7 +80,13 @@ class EnsembleShift:
     @classmethod
     def of(cls, shift: Any) -> EnsembleShift:
         """An :class:`EnsembleShift`, or a number δ (ε = 0)."""
-        return shift if isinstance(shift, EnsembleShift) else cls(delta=shift)
+        if isinstance(shift, EnsembleShift):
+            return shift
+        try:
+            return cls(delta=shift)
+        except ValidationError as exc:
+            raise ValidationError(f"shift must be an EnsembleShift or a number δ >= 0: "
+                                  f"{exc}") from None
 
     def epsilons(self, d: int) -> np.ndarray:
         """ε per model-space column, shape (d,)."""
@@ -287,15 +293,20 @@ def _vote_margin(votes: np.ndarray, target: int) -> float:
     return float(votes[target] - others.max())
 
 
-def ensemble_worst_case(model: Any, X: np.ndarray, targets: Any,
-                        shift: EnsembleShift | float) -> np.ndarray:
+def ensemble_worst_case(model: Any, X: np.ndarray, shift: EnsembleShift | float,
+                        target_class: Any = None) -> np.ndarray:
     """The worst summed-vote margin of each row of ``X`` (model space) for its target class
-    over the (δ, ε)-set of ``model`` (``min_k w_k`` of the module docstring); positive iff
-    the row is (δ, ε)-robust (up to ties at 0)."""
+    (one, one per row, or None: the predicted class) over the (δ, ε)-set of ``model``
+    (``min_k w_k`` of the module docstring); positive iff the row is (δ, ε)-robust (up to
+    ties at 0). Rows must be finite."""
     ens = VoteEnsemble.of(model)
+    shift = EnsembleShift.of(shift)
     X = _rows(X, ens.n_features)
-    t = _targets(targets, len(X), ens.n_classes, lambda: np.argmax(predicted_votes(ens.parts, X), axis=1))
-    return ens.worst(X, t, EnsembleShift.of(shift))[0]
+    if not np.isfinite(X).all():
+        raise ValidationError("X has NaN or infinite entries")
+    t = _targets(target_class, len(X), ens.n_classes,
+                 lambda: np.argmax(predicted_votes(ens.parts, X), axis=1))
+    return ens.worst(X, t, shift)[0]
 
 
 def _rows(X: Any, d: int) -> np.ndarray:
@@ -310,15 +321,19 @@ def _rows(X: Any, d: int) -> np.ndarray:
     return X
 
 
-def _targets(targets: Any, n: int, n_classes: int, predicted: Any) -> np.ndarray:
+def _targets(targets: Any, n: int, n_classes: int, predicted: Any,
+             name: str = "target_class") -> np.ndarray:
     if targets is None:
         return np.asarray(predicted(), dtype=np.int64)
     t = np.asarray(targets)
     if not np.issubdtype(t.dtype, np.integer):
-        raise ValidationError(f"targets must be class indices, got dtype {t.dtype}")
-    t = np.broadcast_to(t.astype(np.int64).reshape(-1) if t.ndim else t.astype(np.int64), (n,))
+        raise ValidationError(f"{name} must be class indices, got {targets!r}")
+    t = t.astype(np.int64).reshape(-1)
+    if t.size not in (1, n):
+        raise ValidationError(f"{name} needs one class or one per row ({n}), got {t.size}")
+    t = np.broadcast_to(t, (n,))
     if np.any(t < 0) or np.any(t >= n_classes):
-        raise ValidationError(f"targets must lie in [0, {n_classes})")
+        raise ValidationError(f"{name} must lie in [0, {n_classes})")
     return np.array(t)
 
 
@@ -362,7 +377,8 @@ class EnsembleCertifier(Certifier):
         ens = self._ensemble(network)
         X = _rows(X, ens.n_features)
         n = len(X)
-        t = _targets(targets, n, ens.n_classes, lambda: np.argmax(predicted_votes(ens.parts, X), axis=1))
+        t = _targets(targets, n, ens.n_classes,
+                     lambda: np.argmax(predicted_votes(ens.parts, X), axis=1), "targets")
         tol = self.tol if self.tol is not None else (1e-6 if ens.kind == "boosted" else 1e-9)
         bad = ~np.isfinite(X).all(axis=1)
         worst, rival = np.full(n, np.nan), np.full(n, -1, dtype=np.int64)
