@@ -31,7 +31,7 @@ returning one number per row.
 
     python benchmarks/booster_table.py [--quick] [--datasets adult heloc] [--boosters xgboost]
         [--methods NN RobX FeatureTweaking DiCE-genetic RNN-family MILPNearest]
-        [--queries 20] [--out benchmarks/results/booster_table.md]
+        [--queries 20] [--out benchmarks/booster_table.md]
 """
 
 from __future__ import annotations
