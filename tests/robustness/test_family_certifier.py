@@ -72,6 +72,10 @@ def test_tolerance_and_bad_input(setting):
     assert not FamilyCertifier(family, tol=0.2).certify(base, X, 1).robust.any()
     with pytest.raises(ValidationError, match="non-empty"):
         FamilyCertifier([])
+    with pytest.raises(ValidationError, match="family must be a ModelFamily"):
+        FamilyCertifier(base)
+    with pytest.raises(ValidationError, match="include_model"):
+        FamilyCertifier(family, include_model=1)
     with pytest.raises(ValidationError, match="robustce model"):
         FamilyCertifier([object()])
     with pytest.raises(ValidationError, match="tol"):

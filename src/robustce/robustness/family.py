@@ -34,7 +34,7 @@ import numpy as np
 from robustce.errors import ValidationError
 from robustce.models.network import ReLUNetwork, class_margin, resolve_targets
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
-from robustce.validation import check_number
+from robustce.validation import check_bool, check_number
 
 __all__ = ["FamilyCertifier"]
 
@@ -62,7 +62,10 @@ class FamilyCertifier(Certifier):
     name: ClassVar[str] = "family"
 
     def __init__(self, family: Any, *, include_model: bool = True, tol: float = 0.0):
-        models = list(getattr(family, "models", family) if family is not None else [])
+        if not (hasattr(family, "models") or isinstance(family, list | tuple)):
+            raise ValidationError(f"family must be a ModelFamily or a list of robustce models, "
+                                  f"got {type(family).__name__}")
+        models = list(getattr(family, "models", family))
         if not models:
             raise ValidationError("FamilyCertifier needs a non-empty family of models")
         for m in models:
@@ -72,7 +75,7 @@ class FamilyCertifier(Certifier):
                     f"(logits, encode), got {type(m).__name__}")
         self.family = family
         self.models = models
-        self.include_model = bool(include_model)
+        self.include_model = bool(check_bool(include_model, "include_model"))
         self.tol = float(check_number(tol, "tol", low=0))
         self.protocol = str(getattr(family, "protocol", "models"))
 
