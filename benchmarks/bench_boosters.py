@@ -17,7 +17,15 @@ MILP backend (ℓ1, ε = 1e-3) in the same run, both with the training data and 
 limit: median and max seconds per query, coverage (``found``) and certified optima, the ratio
 MACE / MILPNearest of the medians, whether the pipeline accepts every CE.
 
-    python benchmarks/bench_boosters.py [--quick] [--milp-nearest [--time-limit S]]
+``--dice-anchor``: issue 32's speed anchor. MILPNearest (ℓ1 nearest CE, optimality certified)
+on the 100-tree depth-4 XGBoost adult pipeline against DiCE-genetic (one CE per query,
+actionability passed to dice-ml) and MACE's SMT backend (ℓ1, ε = 1e-3) on the same queries in
+the same run: median seconds per query and the ratios DiCE / MILPNearest and SMT / MILPNearest;
+per method the validity (share of queries whose CE the user's own pipeline puts in class 1),
+the mean model-space ℓ1 distance of the CEs and, on the queries all of them answered, the mean
+ℓ1 ratio against MILPNearest's.
+
+    python benchmarks/bench_boosters.py [--quick] [--milp-nearest | --dice-anchor] [--time-limit S]
 """
 
 from __future__ import annotations
@@ -125,9 +133,7 @@ def run_milp_nearest(quick: bool = False, time_limit: float = 30.0) -> list[dict
     rows = []
     boosters = _boosters()
     if "xgboost" in boosters:
-        ds = rc.datasets.load("adult")
-        pipe = _adult_pipeline(ds, boosters["xgboost"])
-        model = rc.models.from_sklearn(pipe, ds)
+        pipe, model, ds = _adult_xgboost()
         queries = ds.frame[model.predict(ds.frame) == 0].iloc[:n]
         rows.append(_nearest_row("a 100-tree depth-4 xgboost adult pipeline", model, ds,
                                  queries, pipe.predict, time_limit))
@@ -142,15 +148,85 @@ def run_milp_nearest(quick: bool = False, time_limit: float = 30.0) -> list[dict
     return rows
 
 
+def _adult_xgboost() -> tuple[Any, Any, Any]:
+    """The 100-tree depth-4 XGBoost adult pipeline (raw frame), its import and the data."""
+    ds = rc.datasets.load("adult")
+    pipe = _adult_pipeline(ds, _boosters()["xgboost"])
+    return pipe, rc.models.from_sklearn(pipe, ds), ds
+
+
+def _anchor_stats(res: Any, model: Any, pipe: Any, columns: list[str]) -> dict[str, Any]:
+    """Median and max seconds per query, queries found, validity for the user's pipeline
+    (share of all queries whose rank-0 CE it puts in class 1) and the model-space ℓ1 of each
+    query's rank-0 CE (a Series by query id)."""
+    rank0 = res.counterfactuals.groupby("query_id", sort=False).head(1)
+    accepted = pipe.predict(rank0[columns]) == 1
+    per = rc.evaluation.evaluate(res, model, metrics=["proximity_l1"])["proximity_l1"]
+    return {"median_s": float(res.timings.median()), "max_s": float(res.timings.max()),
+            "found": int((res.status == "found").sum()),
+            "valid": float(accepted.sum() / len(res.status)), "l1": per}
+
+
+def run_dice_anchor(quick: bool = False, time_limit: float = 30.0) -> list[dict[str, Any]]:
+    """MILPNearest against DiCE-genetic and MACE SMT on the XGBoost adult pipeline."""
+    if "xgboost" not in _boosters():
+        return []
+    if rc.methods.DiCE.missing_dependency():
+        raise SystemExit(rc.methods.DiCE.missing_dependency())
+    pipe, model, ds = _adult_xgboost()
+    X = ds.frame
+    columns = list(X.columns)
+    n = 5 if quick else 20
+    queries = X[model.predict(X) == 0].iloc[:n]
+    runs = {
+        "milp_nearest": rc.methods.MILPNearest(model, ds, norm="l1", target_class=1,
+                                               time_limit=time_limit),
+        "dice_genetic": rc.methods.DiCE(model, ds, method="genetic", n_counterfactuals=1,
+                                        target_class=1, random_state=0),
+        "mace_smt": rc.methods.MACE(model, ds, norm="l1", epsilon=1e-3, backend="smt",
+                                    target_class=1, time_limit=2 * time_limit),
+    }
+    res = {name: ex.explain(queries) for name, ex in runs.items()}
+    stats = {name: _anchor_stats(r, model, pipe, columns) for name, r in res.items()}
+    near = stats["milp_nearest"]
+    common = near["l1"].index
+    for st in stats.values():
+        common = common.intersection(st["l1"].index)
+    optimal = int(res["milp_nearest"].certificates["optimal"].fillna(False).astype(bool).sum())
+    rows = []
+    for name in ("dice_genetic", "mace_smt"):
+        st = stats[name]
+        rows.append({
+            "name": f"MILPNearest ℓ1 (certified optimal) vs {name} on the 100-tree depth-4 "
+                    "xgboost adult pipeline (median per query)",
+            "seconds": near["median_s"], "baseline_seconds": st["median_s"],
+            "ratio": st["median_s"] / max(near["median_s"], 1e-12), "n_queries": n,
+            "time_limit": time_limit,
+            "milp_found": near["found"], "milp_optimal": optimal,
+            "milp_valid": round(near["valid"], 3), f"{name}_found": st["found"],
+            f"{name}_valid": round(st["valid"], 3),
+            "milp_l1_mean": round(float(near["l1"].mean()), 4),
+            f"{name}_l1_mean": round(float(st["l1"].mean()), 4),
+            f"{name}_l1_over_milp_on_common": round(float(
+                (st["l1"][common] / near["l1"][common]).mean()), 3) if len(common) else None,
+            "n_common": len(common),
+            "milp_max_s": round(near["max_s"], 3), f"{name}_max_s": round(st["max_s"], 3),
+        })
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--milp-nearest", action="store_true",
                         help="MILPNearest vs MACE's MILP backend (XGBoost adult, forest diabetes)")
+    parser.add_argument("--dice-anchor", action="store_true",
+                        help="MILPNearest vs DiCE-genetic and MACE SMT (XGBoost adult)")
     parser.add_argument("--time-limit", type=float, default=30.0,
-                        help="seconds per query (--milp-nearest)")
+                        help="seconds per query (--milp-nearest, --dice-anchor)")
     args = parser.parse_args()
     rows = (run_milp_nearest(args.quick, args.time_limit) if args.milp_nearest
+            else run_dice_anchor(args.quick, args.time_limit) if args.dice_anchor
             else run(args.quick))
     for row in rows:
         print(row)

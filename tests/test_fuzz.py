@@ -187,7 +187,7 @@ def _robustness_targets(world):
     cf = X[:1]
     required = {"model": model, "network": model, "X": cf, "cfs": cf, "cf": cf, "shift": shift,
                 "delta": 0.01, "base": model, "other": model, "model_a": model, "model_b": model,
-                "alpha": 0.999, "R": 0.995}
+                "alpha": 0.999, "R": 0.995, "family": [model]}
     targets = []
     fns = {name: getattr(rc.robustness, name) for name in rc.robustness.__all__
            if name not in NOT_CALLED}

@@ -459,8 +459,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/methods/test_ensemble_robust.py",),
            "reach no longer flows down the tree: the MILP ignores leaves the set can reach"),
     Mutant("robust_trees_no_delta", "methods/ensemble_robust.py",
-           """                                      tie + self._votes_.rival_shift(target, self.shift_.delta))""",
-           """                                      tie + 0.0 * self._votes_.rival_shift(target, self.shift_.delta))""",
+           """tie + self._votes_.rival_shift(target, self.shift_.delta))""",
+           """tie + 0.0 * self._votes_.rival_shift(target, self.shift_.delta))""",
            ("tests/methods/test_ensemble_robust.py",),
            "the MILP forgets δ: the loop must repair every CE, or the optimum is wrong"),
 )

@@ -11,6 +11,7 @@ import pytest
 
 import robustce as rc
 from robustce.errors import RobustCEError, ValidationError
+from robustce.methods.base import ACTION_TOL
 
 
 @pytest.fixture(scope="module")
@@ -199,3 +200,31 @@ def test_gradient_bad_models(tiny):
                                      np.zeros(3))], model.encoder)
     with pytest.raises(ValidationError, match="binary"):
         DiCE(three, data, method="gradient")
+
+
+@pytest.mark.parametrize("method", ["random", "genetic"])
+def test_actionability_reaches_dice(method):
+    """Immutable and monotone features become dice-ml's features_to_vary / permitted_range:
+    DiCE's CEs keep them (and none is dropped by the actionability check), on a model whose
+    cheapest flip would move the immutable feature. (``kdtree`` searches training rows with
+    the query's immutable values: none here, where the immutable feature is continuous.)"""
+    pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")
+    from robustce.methods.dice import DiCE
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame(rng.uniform(size=(300, 3)), columns=["a", "b", "c"])
+    kinds = {c: "continuous" for c in df.columns}
+    schema = rc.data.infer_schema(df, kinds=kinds, immutable=["a"], increasing=["b"])
+    enc = rc.data.Encoder(schema).fit(df)
+    # class 1 iff 3a + b − c > 1.6: moving a would be cheapest, b may only grow, c shrink freely
+    model = rc.models.NetworkModel([(np.array([[3.0, 1.0, -1.0]]), np.array([-1.6]))], enc)
+    data = rc.data.Dataset(df, pd.Series(model.predict(df)), schema)
+    queries = df[(model.predict(df) == 0) & (df.a > 0.35)].iloc[:4]  # b and c can flip them
+    res = DiCE(model, data, n_counterfactuals=2, method=method, random_state=0).explain(queries)
+    assert (res.status == "found").all(), res.messages.tolist()
+    cfs = res.counterfactuals
+    x = queries.loc[cfs["query_id"]]
+    # within the actionability check's tolerance (dice-ml rounds to 10 decimals)
+    np.testing.assert_allclose(cfs["a"].to_numpy(), x["a"].to_numpy(), atol=ACTION_TOL)
+    assert (cfs["b"].to_numpy() >= x["b"].to_numpy() - ACTION_TOL).all()
+    assert (model.predict(cfs[["a", "b", "c"]]) == 1).all()

@@ -11,6 +11,11 @@ maps them back to the model's own inputs before the network and a sigmoid/softma
 in the model's scaled units). Its CEs come back as encoded rows, and the base class projects
 every one to a valid encoding and re-validates it by a forward pass, like every method's CEs.
 
+Actionability: immutable features are left out of dice-ml's ``features_to_vary`` and
+increase- / decrease-only features get a per-query ``permitted_range`` (``[x_j, 1]`` /
+``[0, x_j]`` in model space), so DiCE searches among actionable CEs as every other method does
+(``dice_params`` may set either itself).
+
 The CEs returned are dice-ml's ``final_cfs_df``. Its post-hoc sparsity pass (``random`` and
 ``gradient``) is off by default: at the model-space precision the adapter sets (10 decimals, so
 that dice-ml's rounding does not move CEs back across the boundary) it moves a feature by
@@ -189,6 +194,25 @@ class DiCE(Explainer):
             p.requires_grad_(False)
         return module
 
+    def _actionability(self, x: np.ndarray, params: dict[str, Any]) -> None:
+        """The schema's actionability as dice-ml's own constraints (unless ``dice_params``
+        sets them): immutable columns are left out of ``features_to_vary``; an increase-only
+        column gets the ``permitted_range`` [x_j, 1], a decrease-only one [0, x_j]. Without
+        them DiCE moves immutable features and its CEs are dropped by the actionability check
+        every method's CEs pass."""
+        enc = self.encoder
+        imm = np.asarray(enc.immutable_mask_, dtype=bool)
+        if imm.any():
+            params.setdefault("features_to_vary",
+                              [c for c, m in zip(self._columns, imm, strict=True) if not m])
+        ranges = {}
+        for j in np.flatnonzero(enc.increasing_mask_):
+            ranges[self._columns[j]] = [float(min(x[j], 1.0)), 1.0]
+        for j in np.flatnonzero(enc.decreasing_mask_):
+            ranges[self._columns[j]] = [0.0, float(max(x[j], 0.0))]
+        if ranges:
+            params.setdefault("permitted_range", ranges)
+
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         exp = self._build()
         seed = int(self._rng().integers(2**31 - 1))
@@ -196,6 +220,7 @@ class DiCE(Explainer):
         params = dict(self.dice_params or {})
         if self.method == "random":
             params.setdefault("random_seed", seed)
+        self._actionability(x, params)
         if self.method in ("random", "gradient"):
             # the post-hoc sparsity pass (dice-ml's default 0.1) walks each feature back to the
             # query in steps of the column precision — 1e-10 here — at most 10 000 steps per

@@ -21,6 +21,19 @@ call (the search itself is :class:`NearestNeighbour`'s). The returned points are
 
 :meth:`RobustNearestNeighbour.k_robust_neighbours` returns the k nearest certified points per
 query: S_{k,Δ} of Definition 9 (the hull vertices of :class:`~robustce.methods.PROPLACE`).
+
+**Boosters, forests and trees.** Δ is a box around a network's weights; a gradient-boosted
+model has no weights to move, and what its user fears is the next retrain. So on a model
+without a ReLU-network view the method needs an explicit ``certifier`` and says so with an
+:class:`~robustce.errors.UnsupportedModelError` otherwise (rather than silently testing
+something else). The one robustce provides for any model is
+:class:`~robustce.robustness.FamilyCertifier`: a candidate enters the pool when every model of
+a retrained family (:func:`~robustce.models.proplace_family`, :func:`seed_family` with the
+user's ``XGBClassifier`` / ``LGBMClassifier`` or pipeline) and the model itself put it in the
+target class — "robust" then means *valid under each of these retrains*, an exact statement
+about that finite set; measure ``vr`` on an independent family to estimate the next retrain.
+A certifier for tree ensembles that reads the model itself (as ``certify(model, X, t)``)
+plugs in the same way.
 """
 
 from __future__ import annotations
@@ -32,9 +45,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from robustce.errors import ValidationError
+from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.nearest_neighbour import NearestNeighbour
+from robustce.models.base import model_name
 from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
@@ -64,9 +78,13 @@ class RobustNearestNeighbour(NearestNeighbour):
 
     Parameters
     ----------
-    model, data : a ReLU classifier (``model.network()``; others raise
-        :class:`~robustce.errors.UnsupportedModelError`) and its training
-        :class:`~robustce.data.Dataset`, whose rows are the candidates.
+    model, data : the classifier and its training :class:`~robustce.data.Dataset`, whose
+        rows are the candidates. The default certifier needs a ReLU network
+        (``model.network()``); a model without one — trees, forests, boosters — needs a
+        ``certifier`` that reads the model itself, e.g.
+        :class:`~robustce.robustness.FamilyCertifier` over a retrained family (a point is
+        kept when every retrained model puts it in the target class); without one it raises
+        :class:`~robustce.errors.UnsupportedModelError` saying so.
     shift : :class:`~robustce.robustness.ParameterShift` or a number δ (p = ∞ box).
     target_class : int or None — desired class (binary default: the other class).
     n_neighbours : int — CEs returned per query (nearest first).
@@ -86,7 +104,8 @@ class RobustNearestNeighbour(NearestNeighbour):
     distance : ‖x' − x‖_p of the rank-0 CE.
     worst_case_margin : worst-case target margin of the rank-0 CE over Δ from its
         re-certification (default certifier: the exact value, by a full MILP).
-    delta : δ of the shift set.
+    delta : δ of the shift set (NaN for a model without a network: the certifier's set is
+        not a Δ box).
     n_candidates : certified pool points with the query's immutable values.
     training_index : index label in ``data.frame`` of the rank-0 CE.
 
@@ -119,7 +138,19 @@ class RobustNearestNeighbour(NearestNeighbour):
         if self.certifier is not None and not callable(getattr(self.certifier, "certify", None)):
             raise ValidationError(f"certifier must have a certify method, got "
                                   f"{type(self.certifier).__name__}")
-        self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
+        try:
+            self._network = self.model.network()
+        except UnsupportedModelError:
+            if self.certifier is None:
+                raise UnsupportedModelError(
+                    f"RobustNearestNeighbour's default test is the exact Δ-test over a ReLU "
+                    f"network's weights, and {model_name(self.model)} "
+                    f"(kind {getattr(self.model, 'kind', None)!r}) has no network view. For "
+                    "tree ensembles and boosters pass certifier=: "
+                    "rc.robustness.FamilyCertifier(family) keeps the training points that "
+                    "every model of a retrained ModelFamily (rc.models.proplace_family or "
+                    "seed_family with your estimator) puts in the target class") from None
+            self._network = self.model  # the certifier reads the model itself
         self.pool_info: dict[int, PoolInfo] = {}
         self._exact_margin: dict[int, dict[int, float]] = {}
 
@@ -217,7 +248,7 @@ class RobustNearestNeighbour(NearestNeighbour):
                       if len(idx.group_size) else np.zeros(len(rows), dtype=np.int64))
             for j, r in enumerate(rows):
                 cert = {"distance": math.nan, "worst_case_margin": math.nan,
-                        "delta": self.shift.delta, "n_candidates": int(n_cand[j]),
+                        "delta": self._delta(), "n_candidates": int(n_cand[j]),
                         "training_index": None}
                 if not count[j]:
                     results[r] = self._none_robust(cert, info)
@@ -234,6 +265,11 @@ class RobustNearestNeighbour(NearestNeighbour):
                             training_index=label.item() if hasattr(label, "item") else label)
                 results[r] = QueryResult("found", cfs, cert)
         return results
+
+    def _delta(self) -> float:
+        """δ of the shift set; NaN when the model has no network (the certifier's set is not
+        a Δ box: its own ``params`` say what it is)."""
+        return self.shift.delta if self._network is not self.model else math.nan
 
     @staticmethod
     def _none_robust(cert: dict[str, Any], info: PoolInfo) -> QueryResult:

@@ -32,9 +32,10 @@ value, the import is refused (out of the columns' range it is harmless).
 Refused with :class:`~robustce.errors.UnsupportedModelError` naming the reason: regression,
 ranking and other non-classification objectives, custom (callable) objectives, the ``dart``
 booster, ``gblinear``, LightGBM linear trees, XGBoost native categorical splits, NaN or
-infinite thresholds, and a booster whose feature count or names differ from the columns it
-is given. An unfitted booster raises :class:`~robustce.errors.NotFittedError`, as every
-unfitted estimator does in :func:`~robustce.models.from_sklearn`.
+infinite thresholds and leaf values (a categorical set that is not integer codes), and a
+booster whose feature count or names differ from the columns it is given. An unfitted
+booster raises :class:`~robustce.errors.NotFittedError`, as every unfitted estimator does in
+:func:`~robustce.models.from_sklearn`.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ from robustce.models.sklearn_import import (
     register_final_importer,
 )
 
-__all__ = ["BoosterDump", "BoosterTree", "import_booster", "is_booster", "lightgbm_trees", "xgboost_trees"]
+__all__ = ["BoosterDump", "BoosterTree", "booster_view", "import_booster", "is_booster",
+           "lightgbm_trees", "xgboost_trees"]
 
 _XGB_OBJECTIVES = ("binary:logistic", "multi:softprob", "multi:softmax")
 #: LightGBM's ``kZeroThreshold``: with ``missing_type "Zero"``, ``|z| <= 1e-35f`` is missing
@@ -180,6 +182,8 @@ def xgboost_trees(model: dict[str, Any], label: str, missing: float = np.nan) ->
         leaf = left < 0
         if not np.isfinite(cond[~leaf]).all():
             raise UnsupportedModelError(f"{label}: a tree has a NaN or infinite split threshold")
+        if not np.isfinite(cond[leaf]).all():
+            raise UnsupportedModelError(f"{label}: a tree has a NaN or infinite leaf value")
         if np.isfinite(m32):  # float32(z) == missing goes the default way
             default = np.asarray(tree["default_left"], dtype=bool)
             feats = np.asarray(tree["split_indices"], dtype=np.int64)
@@ -290,12 +294,19 @@ def _lgb_tree(root: dict[str, Any], output: int, scale: float, label: str,
         if "leaf_coeff" in node or "leaf_const" in node:
             raise UnsupportedModelError(f"{label}: linear trees (linear_tree=True) are not supported")
         value[index(node)] = float(node["leaf_value"]) * scale
+        if not np.isfinite(value[index(node)]):
+            raise UnsupportedModelError(f"{label}: a tree has a NaN or infinite leaf value")
     for node in internal:
         i = index(node)
         feature[i] = int(node["split_feature"])
         left[i], right[i] = index(node["left_child"]), index(node["right_child"])
         if node["decision_type"] == "==":
-            cats[i] = frozenset(int(v) for v in str(node["threshold"]).split("||"))
+            try:
+                cats[i] = frozenset(int(v) for v in str(node["threshold"]).split("||"))
+            except ValueError:
+                raise UnsupportedModelError(
+                    f"{label}: a categorical split's category set {node['threshold']!r} is not "
+                    "a list of integer codes (NaN or corrupt)") from None
             continue
         if node["decision_type"] != "<=":
             raise UnsupportedModelError(
@@ -479,11 +490,9 @@ def _check_conflicts(parsed: BoosterDump, A: np.ndarray, c: np.ndarray,
                 "threshold; valid rows reach them and the tree view cannot express that")
 
 
-def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final_label: str,
-                   data_or_schema: Any, class_names: Any = None) -> ImportedBoostedModel:
-    """The :func:`~robustce.models.from_sklearn` path for XGBoost and LightGBM classifiers
-    (``final``, bare or the last step of ``estimator`` after the steps ``pre``)."""
-    what = f"{final_label} ({type(final).__name__})"
+def _parse_checked(final: Any, what: str) -> BoosterDump:
+    """The booster's dump, after the checks every entry point makes (the scikit-learn
+    wrapper, a classifier, fitted)."""
     module = type(final).__module__.split(".")[0]
     if module == "xgboost":
         from xgboost import XGBModel as wrapper
@@ -500,6 +509,44 @@ def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final
     parsed = _xgb_parse(final, what) if module == "xgboost" else _lgb_parse(final, what)
     if not hasattr(final, "classes_"):
         raise NotFittedError(f"{what} is not fitted")
+    return parsed
+
+
+def _check_logits(parsed: BoosterDump, classes: np.ndarray, what: str) -> None:
+    n_logits = len(parsed.baseline)
+    if (len(classes) == 2) != (n_logits == 1) or (len(classes) > 2 and len(classes) != n_logits):
+        raise UnsupportedModelError(f"{what}: {n_logits} logits for {len(classes)} classes")
+
+
+def booster_view(final: Any, encoder: Encoder, A: np.ndarray | None = None,
+                 c: np.ndarray | None = None, label: str = "the estimator") -> AdditiveTrees:
+    """The :class:`AdditiveTrees` view over ``encoder``'s model space of a fitted
+    ``XGBClassifier`` / ``LGBMClassifier`` whose inputs are ``z = A x + c`` for model-space
+    rows ``x`` (default: the identity, a booster fitted on ``encoder.transform(frame)``; how
+    :func:`~robustce.models.wrap` and the retraining families in
+    :mod:`robustce.models.families` read boosters). Exact as :func:`import_booster` is; the
+    same refusals (:class:`~robustce.errors.UnsupportedModelError`,
+    :class:`~robustce.errors.NotFittedError`), and a booster that takes another number of
+    inputs than ``A`` has rows is refused."""
+    what = f"{label} ({type(final).__name__})"
+    d = encoder.n_features_out_
+    A = np.eye(d) if A is None else np.asarray(A, dtype=np.float64)
+    c = np.zeros(A.shape[0]) if c is None else np.asarray(c, dtype=np.float64)
+    parsed = _parse_checked(final, what)
+    if A.shape[0] != parsed.n_features:
+        raise UnsupportedModelError(
+            f"{what} takes {parsed.n_features} features but the model space gives {A.shape[0]}")
+    _check_conflicts(parsed, A, c, None, what)
+    _check_logits(parsed, np.asarray(final.classes_), what)
+    return _to_model_space(parsed, _SplitMap(A, c, encoder, _Basis(encoder), what))
+
+
+def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final_label: str,
+                   data_or_schema: Any, class_names: Any = None) -> ImportedBoostedModel:
+    """The :func:`~robustce.models.from_sklearn` path for XGBoost and LightGBM classifiers
+    (``final``, bare or the last step of ``estimator`` after the steps ``pre``)."""
+    what = f"{final_label} ({type(final).__name__})"
+    parsed = _parse_checked(final, what)
     levels: dict[str, list[Any]] = {}
     if not pre and parsed.pandas_categorical:
         names = parsed.feature_names or []
@@ -543,9 +590,7 @@ def import_booster(estimator: Any, pre: list[tuple[str, Any]], final: Any, final
             f"({'after the preprocessing' if pre else 'columns'})")
     _check_conflicts(parsed, A, c, columns if not pre else None, what)
     classes = np.asarray(final.classes_)
-    n_logits = len(parsed.baseline)
-    if (len(classes) == 2) != (n_logits == 1) or (len(classes) > 2 and len(classes) != n_logits):
-        raise UnsupportedModelError(f"{what}: {n_logits} logits for {len(classes)} classes")
+    _check_logits(parsed, classes, what)
     names = _class_names(classes, class_names, dataset)
     split = _SplitMap(A, c, encoder, basis, what, *_oracle(pre, frame, columns, encoder, basis))
     ensemble = _to_model_space(parsed, split)

@@ -15,7 +15,8 @@ an SMT or MILP encoding is the sum of one leaf value per tree against the thresh
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,6 +24,34 @@ from robustce.errors import ValidationError
 from robustce.models.trees import TreeView
 
 __all__ = ["AdditiveTrees"]
+
+#: (trees × rows) node indices held at once when all trees are routed together
+_STACK_ELEMENTS = 200_000
+
+
+class _Stacked(NamedTuple):
+    """Every tree's arrays padded into one flat table (tree ``i``'s node ``j`` at
+    ``i * width + j``); leaves route to themselves (threshold +inf, both children the leaf),
+    so ``depth`` rounds of one vectorised step bring every row of every tree to its leaf."""
+
+    feature: np.ndarray  # flat (n_trees * width,) int64
+    threshold: np.ndarray
+    children: np.ndarray  # flat node f's left child at 2f, right child at 2f + 1 (flat)
+    value: np.ndarray
+    roots: np.ndarray  # (n_trees, 1): each tree's root, flat
+    depth: int
+
+
+def _levels(tree: TreeView) -> int:
+    """Longest root-to-leaf path, level by level (a DAG's shared nodes counted once)."""
+    leaf = tree.is_leaf
+    nodes, depth = np.array([0]), 0
+    while True:
+        inner = nodes[~leaf[nodes]]
+        if not len(inner):
+            return depth
+        nodes = np.unique(np.concatenate([tree.left[inner], tree.right[inner]]))
+        depth += 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,6 +61,7 @@ class AdditiveTrees:
     trees: Sequence[TreeView]
     output: np.ndarray  # (n_trees,) int: the logit each tree adds to
     baseline: np.ndarray  # (n_logits,)
+    _stacked: _Stacked | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.trees) == 0:
@@ -57,13 +87,59 @@ class AdditiveTrees:
         return len(self.baseline)
 
     def logits(self, X: np.ndarray) -> np.ndarray:
-        """Raw scores, shape (n, n_logits): the baseline plus every tree's leaf value."""
+        """Raw scores, shape (n, n_logits): the baseline plus every tree's leaf value, added
+        tree by tree in order (the same floats as routing each tree with
+        :meth:`TreeView.apply`). All trees are routed together, in chunks of rows."""
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
             X = X[None, :]
-        z = np.tile(self.baseline, (len(X), 1))
-        for tree, k in zip(self.trees, self.output, strict=True):
-            z[:, k] += tree.value[tree.apply(X), 0]
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValidationError(f"inputs must have shape (n, {self.n_features}), got {np.shape(X)}")
+        st = self._stack()
+        z = np.empty((len(X), self.n_logits))
+        step = max(64, _STACK_ELEMENTS // len(self.trees))
+        for s in range(0, len(X), step):
+            z[s:s + step] = self._chunk_logits(np.ascontiguousarray(X[s:s + step]), st)
+        return z
+
+    def _stack(self) -> _Stacked:
+        if self._stacked is None:
+            T = len(self.trees)
+            width = max(t.n_nodes for t in self.trees)
+            feature = np.zeros((T, width), dtype=np.int64)
+            threshold = np.full((T, width), np.inf)
+            left = np.tile(np.arange(width, dtype=np.int64), (T, 1))
+            right = left.copy()
+            value = np.zeros((T, width))
+            for i, t in enumerate(self.trees):
+                n, leaf = t.n_nodes, t.is_leaf
+                feature[i, :n] = np.where(leaf, 0, t.feature)
+                threshold[i, :n] = np.where(leaf, np.inf, t.threshold)
+                left[i, :n] = np.where(leaf, np.arange(n), t.left)
+                right[i, :n] = np.where(leaf, np.arange(n), t.right)
+                value[i, :n] = t.value[:, 0]
+            offset = (np.arange(T, dtype=np.int64) * width)[:, None]
+            children = np.empty(2 * T * width, dtype=np.int64)
+            children[0::2] = (left + offset).ravel()
+            children[1::2] = (right + offset).ravel()
+            object.__setattr__(self, "_stacked", _Stacked(
+                feature.ravel(), threshold.ravel(), children, value.ravel(), offset,
+                max(_levels(t) for t in self.trees)))
+        assert self._stacked is not None
+        return self._stacked
+
+    def _chunk_logits(self, X: np.ndarray, st: _Stacked) -> np.ndarray:
+        n, d = X.shape
+        flat = X.ravel()
+        row = (np.arange(n, dtype=np.int64) * d)[None, :]
+        node = np.repeat(st.roots, n, axis=1)  # (n_trees, n)
+        for _ in range(st.depth):  # right iff not x <= t (NaN goes right, as in apply)
+            right = ~(flat[row + st.feature[node]] <= st.threshold[node])
+            node = st.children[2 * node + right]
+        v = st.value[node]
+        z = np.tile(self.baseline, (n, 1))
+        for i, k in enumerate(self.output):  # tree by tree: the per-tree sum's own order
+            z[:, k] += v[i]
         return z
 
     def predict(self, X: np.ndarray) -> np.ndarray:

@@ -11,6 +11,18 @@ protocol that produced them, their seeds and accuracies. Protocols:
   of D2 (``MLP.fit_more``; ``partial_fit`` for scikit-learn estimators that have it).
 * :func:`group_family` — one model per group of ``data.groups`` (temporal or population shift:
   loan by year, German credit original vs corrected, student by school).
+* :func:`seed_family` — new seeds, optionally on a random part of the rows.
+
+What is retrained (``base_params`` / ``params``): a dict of :class:`MLP` parameters or an
+``MLP``; a scikit-learn classifier trained on model-space arrays and wrapped
+(:func:`~robustce.models.wrap`: linear models, ``MLPClassifier``, trees, forests,
+``XGBClassifier``, ``LGBMClassifier``); or a pipeline on raw frames — a ``Pipeline`` with a
+``ColumnTransformer``, e.g. ``Pipeline([("pre", ColumnTransformer(...)), ("clf",
+XGBClassifier())])`` — trained on ``data.frame`` and imported exactly by
+:func:`~robustce.models.from_sklearn` (:func:`fits_raw_frames`). A fitted pipeline may be
+given: it is cloned, so only its parameters are used. Boosters with ``subsample`` and
+``colsample_*`` at 1 are deterministic: a new seed alone gives the same trees, and only the
+rows a protocol changes (halves, dropped rows, added data) move them.
 
 Models are trained with joblib (``n_jobs``, default 1). Every model's seed and rows are drawn in
 the calling process before any training starts, and an MLP trains bit-reproducibly per seed
@@ -43,6 +55,7 @@ __all__ = [
     "incremental_family",
     "proplace_family",
     "seed_family",
+    "fits_raw_frames",
     "split_halves",
 ]
 
@@ -158,7 +171,8 @@ class ModelFamily:
 
 
 def _seeded(spec: Any, seed: int) -> Any:
-    """A fresh, unfitted model of ``spec`` with random_state=seed."""
+    """A fresh, unfitted model of ``spec`` with random_state=seed (every ``random_state`` of
+    a pipeline's steps; XGBoost and LightGBM draw their row and column subsamples from it)."""
     if spec is None or isinstance(spec, dict):
         return MLP(**{**(spec or {}), "random_state": seed})
     if isinstance(spec, MLP):
@@ -177,11 +191,34 @@ def _seeded(spec: Any, seed: int) -> Any:
     )
 
 
+def fits_raw_frames(spec: Any) -> bool:
+    """Whether a scikit-learn ``spec`` is trained on *raw* frames (then imported with
+    :func:`~robustce.models.from_sklearn`) rather than on model-space arrays (then wrapped):
+    a ``Pipeline`` with a ``ColumnTransformer`` step, which selects raw columns by name."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    return isinstance(spec, Pipeline) and any(isinstance(s, ColumnTransformer)
+                                              for _, s in spec.steps)
+
+
 def _fit_one(spec: Any, data: Dataset, encoder: Encoder, seed: int) -> Model:
     model = _seeded(spec, seed)
     if isinstance(model, MLP):
         return model.fit(data, encoder=encoder)
     from robustce.models.sklearn import wrap
+
+    if fits_raw_frames(model):  # the user's own pipeline on raw frames, imported exactly
+        from robustce.models.sklearn_import import from_sklearn
+
+        check_two_classes(data.y)
+        model.fit(data.frame, data.y)
+        imported = from_sklearn(model, data)
+        if list(imported.encoder.columns_) != list(encoder.columns_):
+            raise ValidationError(
+                "a pipeline trained on raw frames is imported in the schema's default model "
+                "space; the family's encoder differs from it (leave encoder= unset)")
+        return imported
 
     check_two_classes(data.y)
     model.fit(encoder.transform(data.frame), data.y)
@@ -474,18 +511,27 @@ def continued_family(
 
 def seed_family(
     data: Dataset,
-    base_params: dict[str, Any] | None = None,
+    base_params: dict[str, Any] | Any = None,
     *,
     n_models: int = 5,
     drop_fraction: float = 0.0,
     random_state: int = 0,
-) -> tuple[MLP, ModelFamily]:
-    """Retraining with other seeds. Returns ``(base_model, family)``.
+) -> tuple[Model, ModelFamily]:
+    """Retraining with other seeds (and, with ``drop_fraction``, other rows). Returns
+    ``(base_model, family)``.
 
-    The base model is an :class:`MLP` trained on all of ``data`` with ``random_state``;
-    ``n_models`` more are trained on ``data`` minus a random ``drop_fraction`` of its rows
-    (default 0: all of it), each with its own seed, in the base model's encoding. Seeds and row
-    draws come from ``np.random.default_rng([random_state, 7919])``.
+    The base model is trained on all of ``data`` with ``random_state``; ``n_models`` more are
+    trained on ``data`` minus a random ``drop_fraction`` of its rows (default 0: all of it),
+    each with its own seed, in the base model's encoding. Seeds and row draws come from
+    ``np.random.default_rng([random_state, 7919])``. ``base_params``: a dict of :class:`MLP`
+    parameters (None: the defaults), an unfitted ``MLP``, or a scikit-learn estimator — a
+    classifier on model-space arrays (``XGBClassifier``, ``LGBMClassifier`` included) or a
+    pipeline on raw frames (see :func:`fits_raw_frames`), cloned with ``random_state`` set.
+
+    A booster with ``subsample`` and ``colsample_*`` at 1 (XGBoost's and LightGBM's
+    defaults) is deterministic: a new seed alone retrains the same trees. Give the family
+    something to vary — ``drop_fraction`` > 0, subsampling in the spec, or
+    :func:`proplace_family`'s added data.
     """
     if not isinstance(data, Dataset):
         raise ValidationError(f"seed_family expects a robustce Dataset, got {type(data).__name__}")
@@ -493,12 +539,23 @@ def seed_family(
         raise ValidationError(f"n_models must be a positive integer, got {n_models}")
     if not 0 <= drop_fraction < 1:
         raise ValidationError(f"drop_fraction must be in [0, 1), got {drop_fraction}")
-    params = {k: v for k, v in dict(base_params or {}).items() if k != "random_state"}
-    base = MLP(**params, random_state=int(random_state)).fit(data)
     rng = np.random.default_rng([int(random_state), 7919])
-    models, seeds = [], []
+    meta = {"drop_fraction": drop_fraction}
+    if base_params is None or isinstance(base_params, dict):
+        params = {k: v for k, v in dict(base_params or {}).items() if k != "random_state"}
+        base: Model = MLP(**params, random_state=int(random_state)).fit(data)
+        models: list[Model] = []
+        seeds: list[int] = []
+        for _ in range(int(n_models)):
+            sub = data.subset(rng.uniform(size=len(data)) >= drop_fraction) if drop_fraction > 0 else data
+            seeds.append(int(rng.integers(_SEED_MAX)))
+            models.append(MLP(**params, random_state=seeds[-1]).fit(sub, encoder=base.encoder))
+        return base, ModelFamily(models, "seeds", seeds, meta=meta)
+    enc = _encoder_for(base_params, data, None)
+    base = _fit_one(base_params, data, enc, int(random_state))
+    tasks, seeds = [], []
     for _ in range(int(n_models)):
         sub = data.subset(rng.uniform(size=len(data)) >= drop_fraction) if drop_fraction > 0 else data
         seeds.append(int(rng.integers(_SEED_MAX)))
-        models.append(MLP(**params, random_state=seeds[-1]).fit(sub, encoder=base.encoder))
-    return base, ModelFamily(models, "seeds", seeds, meta={"drop_fraction": drop_fraction})
+        tasks.append((base_params, sub, base.encoder, seeds[-1]))
+    return base, ModelFamily(_run(tasks, 1), "seeds", seeds, meta=meta)

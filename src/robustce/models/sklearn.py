@@ -10,7 +10,11 @@ labels (``class_names`` then defaults to ``estimator.classes_``). Supported fina
   logistic output gives one logit, the softmax output K logits;
 * ``DecisionTreeClassifier``/``ExtraTreeClassifier`` and ``RandomForestClassifier``/
   ``ExtraTreesClassifier`` — ``trees()`` gives :class:`TreeView` arrays; ``network()`` raises
-  :class:`UnsupportedModelError`.
+  :class:`UnsupportedModelError`;
+* ``XGBClassifier`` and ``LGBMClassifier`` (kind ``"boosted"``) — ``additive_trees()`` reads
+  the booster's dump (:func:`robustce.models.boosters.booster_view`, exact as
+  :func:`~robustce.models.from_sklearn`); ``logits`` are the booster's margins from that view.
+  This is how the retraining families of :mod:`robustce.models.families` hold boosters.
 
 A ``Pipeline`` ending in one of them is accepted (it receives the encoded array). When its other
 steps are per-feature affine scalers (``StandardScaler``, ``MinMaxScaler`` with ``clip=False``,
@@ -39,6 +43,7 @@ import pandas as pd
 from robustce.data.encoder import Encoder
 from robustce.errors import NotFittedError, UnsupportedModelError, ValidationError
 from robustce.models.base import Model
+from robustce.models.boosting import AdditiveTrees
 from robustce.models.network import ReLUNetwork
 from robustce.models.trees import TreeView, forest_predict_proba
 
@@ -62,6 +67,8 @@ def _kind(final: Any) -> str:
     from sklearn.neural_network import MLPClassifier
     from sklearn.tree import DecisionTreeClassifier
 
+    if type(final).__module__.split(".")[0] in ("xgboost", "lightgbm"):
+        return "boosted"
     if isinstance(final, MLPClassifier):
         return "mlp"
     if isinstance(final, DecisionTreeClassifier):  # ExtraTreeClassifier subclasses it
@@ -73,7 +80,7 @@ def _kind(final: Any) -> str:
     raise UnsupportedModelError(
         f"cannot wrap {type(final).__name__}: supported are LogisticRegression (and other linear "
         "classifiers), MLPClassifier (ReLU), DecisionTreeClassifier, RandomForestClassifier, "
-        "ExtraTreesClassifier and Pipelines ending in one of them"
+        "ExtraTreesClassifier, XGBClassifier, LGBMClassifier and Pipelines ending in one of them"
     )
 
 
@@ -139,6 +146,9 @@ class SklearnModel(Model):
                 f"{len(classes)} classes"
             )
         self._network: ReLUNetwork | None = None
+        self._ensemble: AdditiveTrees | None = None
+        if self.kind == "boosted":
+            self.additive_trees()  # refuse what cannot be read now, not at the first predict
 
     # --- helpers ------------------------------------------------------------------------
     def _transform(self, Z: np.ndarray) -> np.ndarray:
@@ -166,6 +176,8 @@ class SklearnModel(Model):
             return s[:, None] if s.ndim == 1 else s
         if self.kind == "mlp":
             return self._mlp_forward(Z)
+        if self.kind == "boosted":  # the exact additive view: the booster's own margin
+            return self.additive_trees().logits(self.encode(X))
         p = np.clip(np.asarray(self.final_.predict_proba(Z), dtype=np.float64), _EPS, 1.0)
         if p.shape[1] == 2:
             return (np.log(p[:, 1]) - np.log(p[:, 0]))[:, None]
@@ -199,10 +211,11 @@ class SklearnModel(Model):
         layers after the scalers as a fixed input map (``weights``: the map folded in)."""
         if self._network is not None:
             return self._network
-        if self.kind in ("tree", "forest"):
+        if self.kind in ("tree", "forest", "boosted"):
+            view = "additive_trees()" if self.kind == "boosted" else "trees()"
             raise UnsupportedModelError(
-                f"{type(self.final_).__name__} has no ReLU-network view; use trees() (MACE) or a "
-                "model-agnostic explainer"
+                f"{type(self.final_).__name__} has no ReLU-network view; use {view} (MACE, "
+                "MILPNearest) or a model-agnostic explainer"
             )
         if self.kind == "linear":
             W = np.atleast_2d(np.asarray(self.final_.coef_, dtype=np.float64))
@@ -278,6 +291,25 @@ class SklearnModel(Model):
             ok = passes(_key_float(mid))
             klo, khi = np.where(ok, mid, klo), np.where(ok, khi, mid)
         return _key_float(klo)
+
+    def additive_trees(self) -> AdditiveTrees:
+        """A boosted model (XGBoost, LightGBM) as :class:`AdditiveTrees` over model space: the
+        booster's own trees read from its dump (:func:`robustce.models.boosters.booster_view`),
+        with the pipeline's per-feature scalers folded into the thresholds."""
+        if self.kind != "boosted":
+            raise UnsupportedModelError(f"{type(self.final_).__name__} is not a boosted model")
+        if self._ensemble is None:
+            from robustce.models.boosters import booster_view
+
+            aff = self._affine()
+            if aff is None:
+                raise UnsupportedModelError(
+                    "the pipeline's preprocessing is not a per-feature affine scaler "
+                    f"({[type(s).__name__ for s in self.steps_]}); no tree view in model space")
+            scale, shift = aff
+            self._ensemble = booster_view(self.final_, self.encoder, np.diag(scale), shift,
+                                          label=f"the wrapped {type(self.final_).__name__}")
+        return self._ensemble
 
     def tree_predict_proba(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
         """``predict_proba`` recomputed from :meth:`trees` (equals the estimator's)."""

@@ -1,7 +1,8 @@
 """Robustness of counterfactuals under model shifts: the shift set Δ and its sampled view
 (``shift``), the certifier protocol (``certifier``), the exact Δ-test (``exact``: public face;
 ``delta_milp``: the MILP engine; ``attack``: the weight attack), the largest provable δ
-(``maxdelta``) and exact enumeration of Δ by interval splitting (``enumeration``).
+(``maxdelta``), exact enumeration of Δ by interval splitting (``enumeration``) and validity
+over a finite family of retrained models (``family``: any model kind, boosters included).
 
 Every robustness claim here is proven over all of Δ (``enumerate_delta`` reports proven volume
 fractions) except APΔS's (``apas``): a sampled test whose claim is probabilistic — with
@@ -32,6 +33,7 @@ from robustce.robustness.exact import (
     exact_worst_case,
     is_delta_robust,
 )
+from robustce.robustness.family import FamilyCertifier
 from robustce.robustness.maxdelta import MaxDeltaResult, max_provable_delta
 from robustce.robustness.shift import ParameterShift, SampledNetworks
 
@@ -48,6 +50,7 @@ __all__ = [
     "EnumerationResult",
     "ExactDeltaCertifier",
     "ExactResult",
+    "FamilyCertifier",
     "IntervalNetwork",
     "MaxDeltaResult",
     "ParameterShift",
