@@ -252,3 +252,26 @@ def test_feature_tweaking_on_boosters_is_valid_and_never_beats_the_optimum(world
     found = pft.status == "found"
     d_pft = pft.certificates.loc[found, "distance"] * J  # MACE's distance times J
     assert (d_pft >= opt.certificates.loc[found, "distance"] - 1e-9).all()
+
+
+def test_a_tree_models_incumbent_comes_from_training_points_moved_into_the_box(world):
+    """With an immutable feature no training row shares with the query, no training row is
+    actionable as it is; the incumbent is then a training point moved into the query's
+    actionable box (w set to the query's, v raised to it) — valid, actionable, and never
+    nearer than the certified optimum."""
+    data, models = world
+    _, model = models["forest"]
+    ex = rc.methods.MILPNearest(model, data, time_limit=30)
+    frame = data.frame[COLS].copy()
+    q_raw = frame[model.predict(frame) == 0].iloc[:1].copy()
+    q_raw["w"] = 0.4321  # no training row has this value
+    q = model.encoder.transform(q_raw)[0]
+    X, _ = ex._candidates(1)
+    assert not ex.actionable(q, X, tol=0.0).any()
+    inc = ex.incumbent(q, 1, 1e-6)
+    assert inc is not None
+    assert ex.actionable(q, inc.x[None], tol=0.0)[0]
+    assert model.predict(inc.x[None])[0] == 1
+    res = ex.explain(q_raw)
+    assert res.status.iloc[0] == "found" and bool(res.certificates["optimal"].iloc[0])
+    assert inc.objective >= res.certificates["distance"].iloc[0] - 1e-9

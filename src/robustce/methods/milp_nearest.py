@@ -437,8 +437,13 @@ class MILPNearest(Explainer):
             n = int(np.searchsorted(-margin, -tau, side="right"))  # margin >= tau: a prefix
             ranked = self._ranked_candidates(q, target)
             ok = ranked[ranked < n][:_N_SEGMENTS]
-            if ok.size:
-                near = X[ok]
+            near = X[ok]
+            if self._ensemble_ is not None and n:
+                # tree models: also the valid training points moved into the query's
+                # actionable box (immutables set to the query's, monotone columns clipped):
+                # with immutable features, few training points are actionable as they are
+                near = np.vstack([near, self._boxed_candidates(q, X[:n])])
+            if len(near):
                 cont = self._continuous_columns()
                 lam = np.linspace(0.0, 1.0, _N_STEPS + 1)[1:]
                 P = np.repeat(near[:, None, :], len(lam), axis=1)  # (k, steps, d)
@@ -470,6 +475,22 @@ class MILPNearest(Explainer):
         zp = self._objective_values(q, P)
         i = int(np.argmin(zp))
         return Incumbent(P[i].copy(), float(zp[i]))
+
+    def _boxed_candidates(self, q: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """The rows of ``X`` moved into ``q``'s actionable box (the encoder's domain with
+        immutable columns fixed to ``q`` and increase- / decrease-only columns bounded by
+        it; one-hot blocks projected), the ``_N_SEGMENTS`` nearest to ``q``. They need not
+        keep their class: :meth:`incumbent` checks every candidate."""
+        enc = self.encoder
+        lo, hi = enc.domain(q)
+        lo, hi = lo.copy(), hi.copy()
+        imm = enc.immutable_mask_
+        lo[imm] = hi[imm] = q[imm]
+        lo[enc.increasing_mask_] = np.maximum(lo, q)[enc.increasing_mask_]
+        hi[enc.decreasing_mask_] = np.minimum(hi, q)[enc.decreasing_mask_]
+        C = enc.project(np.clip(X, lo, hi), lo, hi)
+        order = np.argsort(self._objective_values(q, C), kind="stable")
+        return C[order[:_N_SEGMENTS]]
 
     def _segment(self, q: np.ndarray, x: np.ndarray, cont: np.ndarray, target: int,
                  tau: float) -> np.ndarray | None:

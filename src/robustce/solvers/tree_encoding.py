@@ -17,6 +17,10 @@ largest model-space value that goes left (``left_max``) and the smallest that go
   float64 value is ``<= t``, ``right_min = (k_max + 1) / s``;
 * 0/1 columns (binary, one-hot, thermometer): ``left_max = 0``, ``right_min = 1``.
 
+With ``epsilon`` (the robust ensemble CE, :mod:`robustce.solvers.robust_trees`) a node has two
+literals, the exact splits at ``t − ε`` (its ``split_left``: surely left) and ``t + ε`` (its
+``split_right``: surely right unless it holds); without, both are the one split above.
+
 Every split ``(column, left_max)`` met in any tree gets one binary ``y`` (1 = left), shared by
 all trees; a 0/1 column is its own literal (left = ``1 − x``). ``y`` is tied to the input by
 big-M rows from the box (grid columns through their integer step variable, so the link is
