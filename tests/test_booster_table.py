@@ -46,11 +46,16 @@ def test_rows_and_columns_are_parameters(table_module, monkeypatch):
 
     custom = bt.MethodRow("my NN (l2)", build)
     broken = bt.MethodRow("broken", lambda s: rc.methods.RobustNearestNeighbour(s.model, s.train))
-    table = bt.run(["breast_cancer"], ["xgboost"], [bt.METHODS["NN"], custom, broken],
+    table = bt.run(["breast_cancer"], ["xgboost"], [bt.METHODS["NN"], custom, broken,
+                                                     bt.METHODS["EnsembleRobust"]],
                    n_queries=4, n_retrain=1, n_drop=1,
                    columns={"n_cf": lambda s, res: float(len(res.counterfactuals))},
                    log=lambda m: None)
-    assert list(table["method"]) == ["NN", "my NN (l2)", "broken"]
+    assert list(table["method"]) == ["NN", "my NN (l2)", "broken", "EnsembleRobust"]
+    # the (δ, ε)-robust column is the exact test's share; the robust row's CEs all pass it
+    robust = table.iloc[3]
+    assert robust["coverage"] > 0 and robust["robust"] == 1.0 and robust["validity"] == 1.0
+    assert ((table["robust"].iloc[:2] >= 0) & (table["robust"].iloc[:2] <= 1)).all()
     ok = table.iloc[:2]
     assert (ok["coverage"] == 1.0).all() and (ok["validity"] == 1.0).all()
     assert ((ok["vr"] >= 0) & (ok["vr"] <= 1)).all() and (ok["lof"] > 0).all()
