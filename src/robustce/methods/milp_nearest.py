@@ -467,7 +467,7 @@ class MILPNearest(Explainer):
             # a tree model's incumbent is the raw row the user gets (decoded and encoded
             # again), so that its routing, not only the model-space point's, is checked
             enc = self.encoder
-            P = enc.transform(enc.inverse_transform(P))
+            P = enc._encode(enc.inverse_transform(P))  # decoded rows are valid: no re-validation
             P = P[self.actionable(q, P, tol=0.0)]
         P = P[self._margins(P, int(target)) >= tau]
         if len(P) == 0:
