@@ -161,14 +161,19 @@ class CompiledConstraints:
             per[:, self.feature_of_column[j]] |= moved[:, j]
         return per.sum(axis=1)
 
+    def relations_hold(self, X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        """Per row of ``X`` (model space), whether every relation row holds within ``tol``."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if not len(self.texts):
+            return np.ones(len(X), dtype=bool)
+        v = X @ self.A.T
+        return np.all((v >= self.lower - tol) & (v <= self.upper + tol), axis=1)
+
     def satisfied(self, query: np.ndarray, X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         """Per row of ``X`` (model space): every relation row holds within ``tol`` and at
         most ``max_changes`` features moved from ``query``."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        ok = np.ones(len(X), dtype=bool)
-        if len(self.texts):
-            v = X @ self.A.T
-            ok &= np.all((v >= self.lower - tol) & (v <= self.upper + tol), axis=1)
+        ok = self.relations_hold(X, tol)
         if self.max_changes is not None:
             ok &= self.n_changed(query, X) <= self.max_changes
         return ok
