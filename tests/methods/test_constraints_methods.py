@@ -174,3 +174,33 @@ def test_unsupported_and_bad_constraints(loan):
     assert ex.get_params()["constraints"] == {"relations": RELATIONS, "max_changes": 2}
     res = ex.explain(_queries(data, mlp, 2))
     assert res.meta["params"]["constraints"] == {"relations": RELATIONS, "max_changes": 2}
+
+
+@pytest.mark.parametrize("max_changes", [None, 1])
+def test_forest_optimum_equals_brute_force(max_changes):
+    """The tree MILP with relations returns its own (integral) point: its distance is the
+    brute-force minimum over the grid of points the forest puts in the target class."""
+    data = _grid_data()
+    enc = rc.models.MLP((2,), epochs=1, random_state=0).fit(data).encoder
+    rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
+    rf.fit(enc.transform(data.frame), data.y)
+    forest = rc.models.wrap(rf, enc)
+    c = Constraints(["a + b <= 13", "b <= a + 3"], max_changes=max_changes)
+    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
+                        columns=["a", "b", "city"])
+    G = enc.transform(grid)
+    pred = forest.predict(G)
+    queries = _queries(data, forest, n=8)
+    res = MILPNearest(forest, data, norm="l1", constraints=c, time_limit=30).explain(queries)
+    checked = 0
+    for i, (label, row) in enumerate(queries.iterrows()):
+        q = enc.transform(row.to_frame().T.astype({"a": int, "b": int}))[0]
+        ok = (pred == 1) & c.satisfied(grid, queries.loc[[label]])
+        if not ok.any():
+            assert res.status.iloc[i] == "infeasible"
+            continue
+        assert res.status.iloc[i] == "found"
+        expect = feature_distance(enc, q, G[ok], "l1").min()
+        assert res.certificates.iloc[i]["distance"] == pytest.approx(expect, abs=1e-6)
+        checked += 1
+    assert checked >= 3
