@@ -204,3 +204,18 @@ def test_forest_optimum_equals_brute_force(max_changes):
         assert res.certificates.iloc[i]["distance"] == pytest.approx(expect, abs=1e-6)
         checked += 1
     assert checked >= 3
+
+
+def test_config_tables_become_constraints():
+    from robustce.errors import ConfigError
+    from robustce.methods.registry import convert_params
+
+    spec = {"relations": ["a + b <= 13"], "max_changes": 1}
+    out = convert_params(MILPNearest, {"constraints": spec})["constraints"]
+    assert isinstance(out, Constraints) and out.to_dict() == spec
+    assert convert_params(MILPNearest, {"constraints": ["a <= 3"]})["constraints"] == \
+        Constraints(["a <= 3"])
+    with pytest.raises(ConfigError, match="constraints: "):
+        convert_params(MILPNearest, {"constraints": 3})
+    with pytest.raises(ConfigError, match="constraints: constraint 'a \\* b <= 1'"):
+        convert_params(MILPNearest, {"constraints": ["a * b <= 1"]})
