@@ -70,3 +70,7 @@ class ConstantModelWarning(RobustCEWarning):
 class OutOfRangeWarning(RobustCEWarning):
     """Inputs lie outside a feature's *observed* (training) range. Accepted — only declared
     bounds are hard — but the model extrapolates there."""
+
+
+class UnsupportedConstraintsError(ValidationError):
+    """An explainer was given ``constraints`` it cannot honour (exactly or by filtering)."""

@@ -115,8 +115,9 @@ def test_unknown_status_is_rejected():
 
 def test_param_names_come_from_the_constructor():
     assert Returns.param_names() == ["cfs", "status", "target_class", "time_limit",
-                                     "random_state", "n_jobs"]
-    assert Explainer.param_names() == ["target_class", "time_limit", "random_state", "n_jobs"]
+                                     "random_state", "n_jobs", "constraints"]
+    assert Explainer.param_names() == ["target_class", "time_limit", "random_state", "n_jobs",
+                                       "constraints"]
 
 
 def test_revalidation_handles_mixed_batches(setup):

@@ -41,8 +41,15 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
+from robustce.data.constraints import CompiledConstraints, Constraints, as_constraints
 from robustce.data.dataset import Dataset
-from robustce.errors import NotFittedError, ParameterError, RobustCEError, ValidationError
+from robustce.errors import (
+    NotFittedError,
+    ParameterError,
+    RobustCEError,
+    UnsupportedConstraintsError,
+    ValidationError,
+)
 from robustce.explanations import Explanations, QueryResult
 from robustce.models.base import Model
 from robustce.models.trees import SplitMargins
@@ -67,9 +74,19 @@ class Explainer:
     time_limit : float — per-query time budget in seconds (solver limits, search caps).
     random_state : int, Generator or None — the only source of randomness.
     n_jobs : int — joblib workers for per-query methods (1 = sequential).
+    constraints : :class:`~robustce.data.Constraints`, a mapping for
+        :meth:`~robustce.data.Constraints.from_dict`, or None — linear relations between raw
+        features and ``max_changes`` (``docs/constraints.md``). Validated once against the
+        schema. A method honours them as its class declares (``_constraints``, set on the
+        class itself, not inherited): ``"exact"`` (encoded in its search), ``"filter"``
+        (returned CEs that violate them are removed, and the message says how many); any
+        other method raises :class:`~robustce.errors.UnsupportedConstraintsError`.
     """
 
     name: ClassVar[str] = "explainer"
+    #: how this class honours ``constraints``: "exact", "filter" or "none" (read from the
+    #: class's own ``__dict__``: a subclass declares its own, see :meth:`constraint_support`)
+    _constraints: ClassVar[str] = "none"
     certificate_columns: ClassVar[tuple[str, ...]] = ()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Explainer:
@@ -88,6 +105,7 @@ class Explainer:
         time_limit: float = 60.0,
         random_state: int | np.random.Generator | None = None,
         n_jobs: int = 1,
+        constraints: Constraints | None = None,
     ):
         self.model = model
         self.data = data
@@ -95,7 +113,14 @@ class Explainer:
         self.time_limit = time_limit
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.constraints = constraints
         self._check_params()
+
+    @classmethod
+    def constraint_support(cls) -> str:
+        """How this class honours ``constraints``: "exact", "filter" or "none" (declared on
+        the class itself: a subclass of an exact method is not exact until it says so)."""
+        return str(vars(cls).get("_constraints", "none"))
 
     def _check_params(self) -> None:
         """Validate every parameter (subclasses: ``super()._check_params()``, then their own)
@@ -107,6 +132,13 @@ class Explainer:
         if self.data is not None and not isinstance(self.data, Dataset):
             raise ValidationError(f"data must be a robustce Dataset, got {type(self.data).__name__}")
         self._check_common_params(model.n_classes, model.class_names)
+        #: the constraints in model space (None without constraints)
+        self.constraints_: CompiledConstraints | None = None
+        if self._constraints_obj is not None:
+            # a copy, so that validation binds it to this schema, not the user's object
+            c = Constraints.from_dict(self._constraints_obj.to_dict())
+            self._constraints_obj = c
+            self.constraints_ = c.compile(self.encoder)
 
     def _check_common_params(self, n_classes: int,
                              class_names: tuple[Any, ...] | None = None) -> None:
@@ -128,6 +160,13 @@ class Explainer:
         check_integer(self.n_jobs, "n_jobs", low=-MAX_JOBS, high=MAX_JOBS)
         if self.n_jobs == 0:
             raise ValidationError("n_jobs must be non-zero (-1 = all cores)")
+        self._constraints_obj = as_constraints(getattr(self, "constraints", None))
+        if self._constraints_obj is not None and self.constraint_support() not in ("exact",
+                                                                                   "filter"):
+            raise UnsupportedConstraintsError(
+                f"{type(self).__name__} cannot honour constraints (neither exactly nor by "
+                "filtering its CEs); methods that do: MILPNearest (exact), NearestNeighbour "
+                "(filter) — see docs/constraints.md")
 
     # --- availability -------------------------------------------------------------------
     @classmethod
@@ -383,9 +422,10 @@ class Explainer:
                 valid[fix[ok]] = True
                 repaired[fix[ok]] = True
             act = self.actionable(X[owner], cfs)
+            sat = self._satisfies_constraints(X[owner], cfs)
         else:
             cfs, valid, act = np.zeros((0, X.shape[1])), np.zeros(0, bool), np.zeros(0, bool)
-            forward = np.zeros(0, bool)
+            forward, sat = np.zeros(0, bool), np.zeros(0, bool)
         starts = np.concatenate([[0], np.cumsum(sizes)])
         def per_query(flags: np.ndarray) -> np.ndarray:
             c = np.concatenate([[0], np.cumsum(flags)])
@@ -396,7 +436,8 @@ class Explainer:
         n_trip = per_query(forward & ~valid)
         n_unact = per_query(valid & ~act)
         n_fixed = per_query(repaired & act)
-        keep = valid & act
+        n_constr = per_query(valid & act & ~sat)
+        keep = valid & act & sat
         out = []
         for j, r in enumerate(batch):
             if sizes[j] == 0:
@@ -407,7 +448,8 @@ class Explainer:
                 out.append(r)
                 continue
             sl = slice(starts[j], starts[j + 1])
-            if n_invalid[j] == 0 and n_trip[j] == 0 and n_unact[j] == 0 and n_fixed[j] == 0:
+            if (n_invalid[j] == 0 and n_trip[j] == 0 and n_unact[j] == 0 and n_fixed[j] == 0
+                    and n_constr[j] == 0):
                 r.cfs = cfs[sl]  # the common case: all CEs pass as they are
                 out.append(r)
                 continue
@@ -423,13 +465,30 @@ class Explainer:
                              "margin)")
             if n_unact[j]:
                 notes.append(f"{int(n_unact[j])} CE(s) broke actionability and were dropped")
+            if n_constr[j]:
+                notes.append(f"{int(n_constr[j])} CE(s) violated the constraints and were "
+                             "removed")
             kept = cfs[sl][keep[sl]]
             if len(kept) == 0:
                 status = "error" if r.status == "found" else r.status
+                if (status == "error" and n_constr[j] == sizes[j]
+                        and self.constraint_support() == "filter"):
+                    # a filtering method: every CE it found breaks the constraints
+                    status = "infeasible"
                 out.append(QueryResult(status, None, r.certificate, r.time, "; ".join(notes)))
             else:
                 out.append(QueryResult(r.status, kept, r.certificate, r.time, "; ".join(notes)))
         return out
+
+    def _satisfies_constraints(self, X: np.ndarray, cfs: np.ndarray) -> np.ndarray:
+        """Per CE row (model space; ``X``: its query), whether its raw row satisfies the
+        constraints by the independent evaluator (:meth:`Constraints.satisfied` on the
+        decoded rows); all True without constraints."""
+        c = getattr(self, "_constraints_obj", None)
+        if c is None or not len(cfs):
+            return np.ones(len(cfs), dtype=bool)
+        enc = self.encoder
+        return c.satisfied(enc.inverse_transform(cfs), enc.inverse_transform(X))
 
     def _nudge(self, X: np.ndarray, cfs: np.ndarray) -> np.ndarray:
         """``cfs`` with every changed continuous column moved one split margin further from

@@ -56,6 +56,7 @@ from robustce.methods.base import ACTION_TOL, Explainer
 from robustce.models.network import IntervalNetwork, class_margin
 from robustce.solvers.encodings import (
     InputDomain,
+    encode_constraints,
     encode_distance,
     encode_input_domain,
     encode_network,
@@ -278,6 +279,16 @@ class MILPNearest(Explainer):
         optimum within the gap.
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
         is the solver time per query.
+    constraints : linear relations between raw features and ``max_changes``
+        (:class:`~robustce.data.Constraints`), **enforced exactly** for networks and tree
+        models: the relations as rows over the input variables (scaled columns are affine in
+        the raw values: ``raw = lower + x · (upper − lower)``; integer columns stay on their
+        grid), ``max_changes`` by one changed binary per raw feature (a one-hot group counts
+        once) — :func:`robustce.solvers.encodings.encode_constraints`. Incumbents (training
+        points, their segments, linear-region steps, rounded relaxations) that break them are
+        discarded, so a cutoff never excludes a constrained optimum. A tree model's CE with
+        relations is the MILP's own point (its grid columns integral), not the query clipped
+        to its leaves. See ``docs/constraints.md``.
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------
@@ -295,6 +306,7 @@ class MILPNearest(Explainer):
     """
 
     name: ClassVar[str] = "milp_nearest"
+    _constraints: ClassVar[str] = "exact"
     _ball_bounds: ClassVar[bool] = True
     #: tree models go through the tree MILP (False in subclasses whose search is for networks
     #: only: they keep raising UnsupportedModelError for trees)
@@ -470,6 +482,8 @@ class MILPNearest(Explainer):
             P = enc._encode(enc.inverse_transform(P))  # decoded rows are valid: no re-validation
             P = P[self.actionable(q, P, tol=0.0)]
         P = P[self._margins(P, int(target)) >= tau]
+        if self.constraints_ is not None and len(P):
+            P = P[self.constraints_.satisfied(q, P)]  # an incumbent never breaks them
         if len(P) == 0:
             return None
         zp = self._objective_values(q, P)
@@ -615,6 +629,8 @@ class MILPNearest(Explainer):
             dom = encode_input_domain(t, self.encoder, q, actionability=True)
             obj = encode_distance(t, dom, q, self.distance_, self.encoder,
                                   tie_break=self.tie_break)
+            if self.constraints_ is not None:
+                encode_constraints(t, dom, q, self.constraints_)
             cached = self._template_ = (key, t, dom, obj)
         _, t, dom, obj = cached
         m.add_model(t)
@@ -734,6 +750,8 @@ class MILPNearest(Explainer):
         P = np.vstack([near, rise] + ([inc.x] if inc is not None else []))
         ok = self.actionable(q, P, tol=0.0) & (
             class_margin(self._network.forward(P), int(target)) >= tau)
+        if self.constraints_ is not None:
+            ok &= self.constraints_.satisfied(q, P)
         if not ok.any():
             return None, None
         z = np.where(ok, self._objective_values(q, P), np.inf)
@@ -850,11 +868,16 @@ class MILPNearest(Explainer):
         t0 = time.perf_counter()
         m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                  threads=self.threads, feasibility_tol=1e-9, presolve=False)
+        cc = self.constraints_
+        relations = cc is not None and len(cc.texts) > 0
         try:
+            # with relations the CE is the MILP's own point: grid columns integral
             dom = encode_input_domain(m, self.encoder, q, actionability=True,
-                                      integer_grid=False)
+                                      integer_grid=relations)
         except ValidationError:
             return "empty", None, None
+        if cc is not None:
+            encode_constraints(m, dom, q, cc)
         prune = None
         if cutoff is not None:
             if self.norm in ("l1", "linf"):
@@ -872,6 +895,13 @@ class MILPNearest(Explainer):
         cut, res, cf = solve_tree_stage(m, trees, obj, dom, q, self.encoder, floor=floor,
                                         cutoff=cutoff,
                                         time_left=time_limit - (time.perf_counter() - t0))
+        if relations and cf is not None:
+            # the leaves' decoding moves columns towards the query, which a relation may not
+            # allow: keep the MILP's point (in its leaves by the split rows' margins)
+            x = np.clip(res.values[dom.index], dom.lower, dom.upper)
+            b = dom.column_kind == "binary"
+            x[b] = np.round(x[b])
+            cf = self.encoder.project(x[None], dom.lower, dom.upper)[0]
         return ("cut", res, None) if cut else ("solved", res, cf)
 
     def _tree_radii(self, z0: float) -> list[float]:

@@ -92,9 +92,15 @@ class NearestNeighbour(Explainer):
 
     Statuses: ``found``; ``infeasible`` — no training point the model puts in the target class
     is reachable from the query (same immutables, monotone constraints respected).
+
+    ``constraints`` (``docs/constraints.md``) are honoured by filtering: training points that
+    break a relation leave the candidate pool (``n_candidates`` counts the rest); returned CEs
+    that change more than ``max_changes`` features are removed afterwards, and the message
+    says how many (a nearer-but-excluded neighbour is not replaced by the next one).
     """
 
     name: ClassVar[str] = "nearest_neighbour"
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = ("distance", "n_candidates", "training_index")
 
     def __init__(self, model: Any, data: Any = None, *, n_neighbours: int = 1, norm: str = "l1",
@@ -146,6 +152,10 @@ class NearestNeighbour(Explainer):
                        (np.zeros((0, X.shape[1])), np.zeros(0, dtype=np.int64)))
         source = rows[first]
         cand, source = self._filter_candidates(t, cand, source)
+        c = getattr(self, "_constraints_obj", None)
+        if c is not None and c.relations and len(cand):
+            ok = ~c.violations(self.encoder.inverse_transform(cand)).to_numpy().any(axis=1)
+            cand, source = cand[ok], source[ok]
         imm = self.encoder.immutable_mask_
         if imm.any() and len(cand):
             keys, _, group = _unique_rows(np.round(cand[:, imm], _KEY_DECIMALS))

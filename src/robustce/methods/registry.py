@@ -25,6 +25,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from robustce.data.constraints import Constraints
 from robustce.distance import Distance
 from robustce.errors import ConfigError, RobustCEError
 from robustce.methods.base import Explainer, Trainable
@@ -204,10 +205,22 @@ def _distance_from_plain(value: Any) -> Distance:
                       f"got {type(value).__name__} {value!r}")
 
 
+def _constraints_from_plain(value: Any) -> Constraints:
+    """A table ``{relations = [...], max_changes = 2}`` → :meth:`Constraints.from_dict`; a
+    list of relation strings → ``Constraints(list)``."""
+    if isinstance(value, Mapping):
+        return Constraints.from_dict(value)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return Constraints(list(value))
+    raise ConfigError(f"wrong type: expected a table {{relations = [...], max_changes = ...}} "
+                      f"or a list of relations, got {type(value).__name__} {value!r}")
+
+
 #: parameter type -> converter from a plain (TOML / JSON) value to an instance of that type
 PARAM_CONVERTERS: dict[type, Callable[[Any], Any]] = {
     ParameterShift: _shift_from_plain,
     Distance: _distance_from_plain,
+    Constraints: _constraints_from_plain,
 }
 
 

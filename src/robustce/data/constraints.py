@@ -1,0 +1,411 @@
+"""Constraints between raw features: linear relations and a cap on the number of changes.
+
+A :class:`Constraints` object holds
+
+* **linear relations** between numeric (continuous / integer) raw features, written as text:
+  ``"debt <= 0.6 * income"``, ``"years_employed <= age - 16"``, ``"a + b == c"``. The text is
+  parsed with :mod:`ast` (never evaluated): feature names, numeric constants, ``+``, ``-``,
+  unary ``-``, ``*`` with a numeric constant on one side, and exactly one comparison among
+  ``<=``, ``>=``, ``==``. Coefficients are in raw units;
+* ``max_changes``: at most ``k`` raw features may differ from the query (a categorical or
+  ordinal feature counts once, however many model-space columns it has).
+
+It is validated once against a :class:`~robustce.data.Schema` (:meth:`Constraints.validate`):
+an unknown feature, a categorical / ordinal / binary feature in a relation, or a relation that
+no point satisfies raise :class:`~robustce.errors.ValidationError` naming the problem.
+:meth:`Constraints.satisfied` is the independent evaluator (raw rows in, one bool per row out);
+:meth:`Constraints.check` reports which relations training rows violate;
+:meth:`Constraints.compile` translates the relations exactly into model space
+(``raw = lower + x · (upper − lower)`` per scaled column) for the exact methods.
+See ``docs/constraints.md``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from robustce.data.schema import FeatureKind, Schema
+from robustce.errors import ValidationError
+
+__all__ = ["CompiledConstraints", "Constraints", "Relation", "as_constraints"]
+
+#: default relative tolerance of :meth:`Constraints.satisfied`
+SATISFIED_TOL = 1e-6
+_OPS = {ast.LtE: "<=", ast.GtE: ">=", ast.Eq: "=="}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _linear(node: ast.AST, text: str) -> tuple[dict[str, float], float]:
+    """``node`` as (coefficients per feature, constant); ValidationError if not linear."""
+    if isinstance(node, ast.Name):
+        return {node.id: 1.0}, 0.0
+    if isinstance(node, ast.Constant):
+        if not _is_number(node.value) or not math.isfinite(float(node.value)):
+            raise ValidationError(f"constraint {text!r}: {node.value!r} is not a finite number")
+        return {}, float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        c, k = _linear(node.operand, text)
+        s = -1.0 if isinstance(node.op, ast.USub) else 1.0
+        return {f: s * v for f, v in c.items()}, s * k
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        ca, ka = _linear(node.left, text)
+        cb, kb = _linear(node.right, text)
+        s = 1.0 if isinstance(node.op, ast.Add) else -1.0
+        out = dict(ca)
+        for f, v in cb.items():
+            out[f] = out.get(f, 0.0) + s * v
+        return out, ka + s * kb
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        ca, ka = _linear(node.left, text)
+        cb, kb = _linear(node.right, text)
+        if ca and cb:
+            raise ValidationError(f"constraint {text!r}: a product of features is not linear "
+                                  "(only + - and * by a numeric constant)")
+        coef, k, terms = (ka, kb, cb) if not ca else (kb, ka, ca)
+        return {f: coef * v for f, v in terms.items()}, coef * k
+    what = type(node).__name__
+    if isinstance(node, ast.BinOp):
+        what = f"operator {type(node.op).__name__}"
+    raise ValidationError(f"constraint {text!r}: {what} is not allowed (a linear relation uses "
+                          "feature names, numbers, + - and * by a numeric constant)")
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One parsed relation ``Σ coefs[f] · f  op  rhs`` (``op`` one of <=, >=, ==)."""
+
+    text: str
+    coefs: tuple[tuple[str, float], ...]
+    op: str
+    rhs: float
+
+    @classmethod
+    def parse(cls, text: Any) -> Relation:
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError(f"a constraint relation must be a non-empty string, got "
+                                  f"{text!r}")
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError as exc:
+            raise ValidationError(f"constraint {text!r}: not a relation ({exc.msg})") from None
+        body = tree.body
+        if not isinstance(body, ast.Compare) or len(body.ops) != 1:
+            raise ValidationError(f"constraint {text!r}: needs exactly one comparison "
+                                  "(<=, >= or ==)")
+        op = _OPS.get(type(body.ops[0]))
+        if op is None:
+            raise ValidationError(f"constraint {text!r}: comparison "
+                                  f"{type(body.ops[0]).__name__} is not allowed (<=, >=, ==)")
+        cl, kl = _linear(body.left, text)
+        cr, kr = _linear(body.comparators[0], text)
+        coefs = dict(cl)
+        for f, v in cr.items():
+            coefs[f] = coefs.get(f, 0.0) - v
+        names = sorted(coefs)  # every feature named, even with a zero net coefficient
+        return cls(text.strip(), tuple((f, float(coefs[f])) for f in names), op, kr - kl)
+
+    @property
+    def features(self) -> list[str]:
+        return [f for f, _ in self.coefs]
+
+    def lhs(self, frame: pd.DataFrame) -> np.ndarray:
+        out = np.zeros(len(frame))
+        for f, a in self.coefs:
+            out += a * np.asarray(frame[f], dtype=np.float64)
+        return out
+
+    def violation(self, frame: pd.DataFrame) -> np.ndarray:
+        """Per row, how far the relation is violated in raw units (0 when it holds)."""
+        d = self.lhs(frame) - self.rhs
+        if self.op == "<=":
+            return np.maximum(d, 0.0)
+        if self.op == ">=":
+            return np.maximum(-d, 0.0)
+        return np.abs(d)
+
+
+@dataclass(frozen=True)
+class CompiledConstraints:
+    """:class:`Constraints` in a fitted encoder's model space: rows ``lower <= A x <= upper``
+    (one per relation, each scaled so that its largest coefficient is 1) and ``max_changes``
+    over ``feature_of_column``."""
+
+    A: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    texts: tuple[str, ...]
+    max_changes: int | None
+    feature_of_column: np.ndarray
+    n_features: int
+
+    @property
+    def empty(self) -> bool:
+        return len(self.texts) == 0 and self.max_changes is None
+
+    def n_changed(self, query: np.ndarray, X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        """Per row of ``X`` (model space), the number of raw features with a column that
+        differs from ``query`` by more than ``tol``."""
+        moved = np.abs(np.atleast_2d(X) - np.asarray(query)[None, :]) > tol
+        per = np.zeros((moved.shape[0], self.n_features), dtype=bool)
+        for j in np.flatnonzero(moved.any(axis=0)):
+            per[:, self.feature_of_column[j]] |= moved[:, j]
+        return per.sum(axis=1)
+
+    def relations_hold(self, X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        """Per row of ``X`` (model space), whether every relation row holds within ``tol``."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if not len(self.texts):
+            return np.ones(len(X), dtype=bool)
+        v = X @ self.A.T
+        return np.all((v >= self.lower - tol) & (v <= self.upper + tol), axis=1)
+
+    def satisfied(self, query: np.ndarray, X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        """Per row of ``X`` (model space): every relation row holds within ``tol`` and at
+        most ``max_changes`` features moved from ``query``."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        ok = self.relations_hold(X, tol)
+        if self.max_changes is not None:
+            ok &= self.n_changed(query, X) <= self.max_changes
+        return ok
+
+
+class Constraints:
+    """Linear relations between raw numeric features and a cap on changed features.
+
+    Parameters
+    ----------
+    relations : iterable of strings such as ``"debt <= 0.6 * income"`` (see the module
+        docstring for the language); parsed at once.
+    max_changes : int >= 1 or None — at most this many raw features differ from the query
+        (a categorical counts once).
+
+    ``Constraints.from_dict({"relations": [...], "max_changes": 2})`` builds one from a
+    mapping (TOML / JSON); :meth:`to_dict` gives it back.
+    """
+
+    def __init__(self, relations: Iterable[str] | str = (), max_changes: int | None = None):
+        if isinstance(relations, str):
+            relations = [relations]
+        try:
+            texts = list(relations)
+        except TypeError:
+            raise ValidationError(f"constraints relations must be a list of strings, got "
+                                  f"{type(relations).__name__}") from None
+        self.relations: tuple[Relation, ...] = tuple(Relation.parse(t) for t in texts)
+        if max_changes is not None and (isinstance(max_changes, bool)
+                                        or not isinstance(max_changes, int | np.integer)
+                                        or max_changes < 1):
+            raise ValidationError(f"constraints max_changes must be an integer >= 1 or None, "
+                                  f"got {max_changes!r}")
+        self.max_changes = None if max_changes is None else int(max_changes)
+        self.schema: Schema | None = None
+
+    # --- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> Constraints:
+        if not isinstance(spec, Mapping):
+            raise ValidationError(f"constraints must be a mapping with 'relations' and "
+                                  f"'max_changes', got {type(spec).__name__}")
+        unknown = sorted(set(spec) - {"relations", "max_changes"})
+        if unknown:
+            raise ValidationError(f"constraints: unknown keys {unknown}; expected 'relations', "
+                                  "'max_changes'")
+        return cls(spec.get("relations", ()), spec.get("max_changes"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"relations": [r.text for r in self.relations], "max_changes": self.max_changes}
+
+    def __repr__(self) -> str:
+        return (f"Constraints(relations={[r.text for r in self.relations]!r}, "
+                f"max_changes={self.max_changes!r})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Constraints) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((tuple(r.text for r in self.relations), self.max_changes))
+
+    @property
+    def features(self) -> list[str]:
+        """Every feature some relation names."""
+        return sorted({f for r in self.relations for f in r.features})
+
+    # --- validation -----------------------------------------------------------------------
+    def validate(self, schema: Schema) -> Constraints:
+        """Check against ``schema`` (once): every feature exists and is numeric (continuous
+        or integer), and each relation can hold somewhere in the features' bounds. Returns
+        self, bound to the schema (used by :meth:`satisfied` for its tolerance scale)."""
+        if not isinstance(schema, Schema):
+            raise ValidationError(f"constraints validate against a Schema, got "
+                                  f"{type(schema).__name__}")
+        for r in self.relations:
+            for f in r.features:
+                if f not in schema:
+                    raise ValidationError(f"constraint {r.text!r}: unknown feature {f!r}; "
+                                          f"features are {schema.names}")
+                kind = schema[f].kind
+                if kind not in (FeatureKind.CONTINUOUS, FeatureKind.INTEGER):
+                    raise ValidationError(f"constraint {r.text!r}: feature {f!r} is {kind}; "
+                                          "linear relations take continuous or integer "
+                                          "features only")
+            # the relation's range over the features' bounds must meet rhs
+            lo = hi = 0.0
+            for f, a in r.coefs:
+                b = (a * float(schema[f].lower), a * float(schema[f].upper))
+                lo, hi = lo + min(b), hi + max(b)
+            tol = SATISFIED_TOL * self._scale(r, schema)
+            if ((r.op == "<=" and lo > r.rhs + tol) or (r.op == ">=" and hi < r.rhs - tol)
+                    or (r.op == "==" and not lo - tol <= r.rhs <= hi + tol)):
+                raise ValidationError(f"constraint {r.text!r} holds nowhere within the "
+                                      f"features' bounds (left side ranges over [{lo:g}, "
+                                      f"{hi:g}])")
+        if self.max_changes is not None and self.max_changes > len(schema):
+            raise ValidationError(f"constraints max_changes={self.max_changes} exceeds the "
+                                  f"{len(schema)} features")
+        self.schema = schema
+        return self
+
+    @staticmethod
+    def _scale(r: Relation, schema: Schema | None) -> float:
+        """The relation's raw magnitude: 1 + |rhs| + Σ |a_f| · max(|lower_f|, |upper_f|)
+        (without a schema, 1 + |rhs|)."""
+        s = 1.0 + abs(r.rhs)
+        if schema is not None:
+            for f, a in r.coefs:
+                if f in schema and schema[f].kind.is_numeric:
+                    s += abs(a) * max(abs(float(schema[f].lower)), abs(float(schema[f].upper)))
+        return s
+
+    # --- evaluation on raw rows -----------------------------------------------------------
+    def violations(self, frame: pd.DataFrame, tol: float = SATISFIED_TOL) -> pd.DataFrame:
+        """Per row and relation (columns: the relation texts), whether it is violated by
+        more than ``tol`` times the relation's magnitude."""
+        self._check_frame(frame)
+        out = {}
+        for r in self.relations:
+            out[r.text] = r.violation(frame) > tol * self._scale(r, self.schema)
+        return pd.DataFrame(out, index=frame.index, dtype=bool)
+
+    def n_changed(self, frame: pd.DataFrame, query_frame: pd.DataFrame,
+                  tol: float = SATISFIED_TOL) -> np.ndarray:
+        """Per row of ``frame``, how many raw features differ from its query (``query_frame``:
+        one row for all, or one per row, matched by position). A numeric feature differs by
+        more than ``tol`` times max(1, |query value|, its range); a categorical feature counts
+        once."""
+        if not isinstance(query_frame, pd.DataFrame):
+            raise ValidationError("max_changes needs query_frame: the queries as a DataFrame")
+        if len(query_frame) not in (1, len(frame)):
+            raise ValidationError(f"query_frame must have 1 row or one per row ({len(frame)}), "
+                                  f"got {len(query_frame)}")
+        names = [c for c in frame.columns if c in query_frame.columns]
+        missing = sorted(set(frame.columns) - set(query_frame.columns))
+        if missing:
+            raise ValidationError(f"query_frame lacks columns {missing}")
+        count = np.zeros(len(frame), dtype=np.int64)
+        for c in names:
+            a = frame[c].to_numpy()
+            b = query_frame[c].to_numpy()
+            b = np.repeat(b, len(frame)) if len(b) == 1 else b
+            feat = self.schema[c] if self.schema is not None and c in self.schema else None
+            numeric = (feat.kind.is_numeric if feat is not None
+                       else pd.api.types.is_numeric_dtype(frame[c])
+                       and pd.api.types.is_numeric_dtype(query_frame[c]))
+            if numeric:
+                a, b = a.astype(np.float64), b.astype(np.float64)
+                span = 0.0 if feat is None else float(feat.upper) - float(feat.lower)
+                count += np.abs(a - b) > tol * np.maximum(np.maximum(1.0, np.abs(b)), span)
+            else:
+                count += np.array([x != y for x, y in zip(a, b, strict=True)], dtype=bool)
+        return count
+
+    def satisfied(self, raw_frame: pd.DataFrame, query_frame: pd.DataFrame | None = None,
+                  tol: float = SATISFIED_TOL) -> np.ndarray:
+        """The independent evaluator: per raw row, whether every relation holds (within
+        ``tol`` times its magnitude, see :meth:`violations`) and, with ``max_changes``, at
+        most that many features differ from the row's query (``query_frame``, required then).
+        """
+        if not (isinstance(tol, int | float) and not isinstance(tol, bool) and tol >= 0
+                and math.isfinite(tol)):
+            raise ValidationError(f"tol must be a finite number >= 0, got {tol!r}")
+        ok = ~self.violations(raw_frame, tol).to_numpy().any(axis=1) if self.relations \
+            else np.ones(len(raw_frame), dtype=bool)
+        if self.max_changes is not None:
+            if query_frame is None:
+                raise ValidationError("constraints with max_changes need query_frame to "
+                                      "count changed features")
+            ok &= self.n_changed(raw_frame, query_frame, tol) <= self.max_changes
+        return ok
+
+    def check(self, frame: pd.DataFrame, *, strict: bool = False) -> dict[str, int]:
+        """How many rows of ``frame`` (e.g. the training data) violate each relation
+        (``{relation text: count}``). With ``strict``, raise ValidationError naming every
+        violated relation and its count."""
+        viol = self.violations(frame)
+        counts = {c: int(viol[c].sum()) for c in viol.columns}
+        bad = {c: n for c, n in counts.items() if n}
+        if strict and bad:
+            parts = [f"{c!r} is violated by {n} of {len(frame)} rows" for c, n in bad.items()]
+            raise ValidationError("constraints do not hold on the data: " + "; ".join(parts))
+        return counts
+
+    def _check_frame(self, frame: Any) -> None:
+        if not isinstance(frame, pd.DataFrame):
+            raise ValidationError(f"constraints evaluate raw rows (a DataFrame), got "
+                                  f"{type(frame).__name__}")
+        missing = [f for f in self.features if f not in frame.columns]
+        if missing:
+            raise ValidationError(f"constraints name features the frame lacks: {missing}")
+
+    # --- model space --------------------------------------------------------------------
+    def compile(self, encoder: Any) -> CompiledConstraints:
+        """The relations as model-space rows of a fitted ``encoder``: each feature's
+        ``raw = lower + x · (upper − lower)`` on its scaled column (integer features too:
+        their grid column is scaled the same way), so the rows are exact. Validates against
+        the encoder's schema first."""
+        self.validate(encoder.schema)
+        d = int(encoder.n_features_out_)
+        blocks = {b.name: b for b in encoder.blocks_}
+        A = np.zeros((len(self.relations), d))
+        lo = np.full(len(self.relations), -np.inf)
+        hi = np.full(len(self.relations), np.inf)
+        for i, r in enumerate(self.relations):
+            const = 0.0
+            for f, a in r.coefs:
+                b = blocks[f]
+                if b.encoding != "scaled":
+                    raise ValidationError(f"constraint {r.text!r}: feature {f!r} is encoded "
+                                          f"as {b.encoding!r}, not scaled")
+                flo, fhi = float(b.feature.lower), float(b.feature.upper)
+                A[i, b.start] += a * (fhi - flo)
+                const += a * flo
+            rhs = r.rhs - const
+            s = float(np.max(np.abs(A[i]))) if np.any(A[i]) else 1.0
+            A[i] /= s
+            rhs /= s
+            if r.op in ("<=", "=="):
+                hi[i] = rhs
+            if r.op in (">=", "=="):
+                lo[i] = rhs
+        return CompiledConstraints(A, lo, hi, tuple(r.text for r in self.relations),
+                                   self.max_changes, np.asarray(encoder.feature_of_column_),
+                                   len(encoder.blocks_))
+
+
+def as_constraints(value: Any) -> Constraints | None:
+    """``None``, a :class:`Constraints`, or a mapping for :meth:`Constraints.from_dict`."""
+    if value is None or isinstance(value, Constraints):
+        return value
+    if isinstance(value, Mapping):
+        return Constraints.from_dict(value)
+    raise ValidationError(f"constraints must be a robustce Constraints, a mapping with "
+                          f"'relations' / 'max_changes', or None; got {type(value).__name__}")

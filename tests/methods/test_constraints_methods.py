@@ -1,0 +1,221 @@
+"""Constraints in the explainers (issue 34, first slice): MILPNearest enforces relations and
+``max_changes`` exactly (networks and a forest), checked by the independent raw evaluator and
+against brute force on a small grid; NearestNeighbour filters; others refuse with a typed
+error."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import RandomForestClassifier
+
+import robustce as rc
+from robustce.data import Constraints, Feature, Schema, from_frame
+from robustce.errors import UnsupportedConstraintsError, ValidationError
+from robustce.methods import MILPNearest, NearestNeighbour, Wachter
+from robustce.methods.milp_nearest import feature_distance
+from robustce.models.network import class_margin
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+RELATIONS = ["years <= age - 16", "debt <= 0.8 * income", "income + debt <= 15"]
+
+
+def _loan(n: int = 400, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 41, n)
+    years = np.minimum(rng.integers(0, 21, n), age - 16)
+    income = rng.uniform(0, 10, n)
+    debt = np.minimum(rng.uniform(0, 8, n), 0.8 * income)
+    city = rng.choice(["a", "b", "c"], n)
+    score = income - 1.5 * debt + 0.15 * years + (city == "a") - 2 + rng.normal(0, 0.5, n)
+    df = pd.DataFrame({"age": age, "years": years, "income": income, "debt": debt,
+                       "city": city, "y": (score > 0).astype(int)})
+    schema = Schema([Feature("age", "integer", 18, 40), Feature("years", "integer", 0, 20),
+                     Feature("income", "continuous", 0.0, 10.0),
+                     Feature("debt", "continuous", 0.0, 10.0),
+                     Feature("city", "categorical", categories=("a", "b", "c"))])
+    return from_frame(df, "y", schema)
+
+
+@pytest.fixture(scope="module")
+def loan():
+    data = _loan()
+    mlp = rc.models.MLP((8,), epochs=40, random_state=0).fit(data)
+    enc = mlp.encoder
+    rf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0)
+    rf.fit(enc.transform(data.frame), data.y)
+    forest = rc.models.wrap(rf, enc)
+    return data, mlp, forest
+
+
+def _queries(data, model, n=12):
+    rej = np.flatnonzero(model.predict(data.frame) == 0)
+    return data.frame.iloc[rej[:n]]
+
+
+def _assert_all_satisfy(res, queries, constraints):
+    cfs = res.counterfactuals
+    assert len(cfs), "no CE at all"
+    raw = cfs[queries.columns]
+    q = queries.loc[cfs["query_id"].to_numpy()]
+    ok = constraints.satisfied(raw.reset_index(drop=True), q.reset_index(drop=True))
+    assert ok.all(), raw[~ok]
+
+
+@pytest.mark.parametrize("which", ["mlp", "forest"])
+@pytest.mark.parametrize("norm", ["l1", "l0"])
+def test_milp_nearest_ces_satisfy_constraints(loan, which, norm):
+    data, mlp, forest = loan
+    model = mlp if which == "mlp" else forest
+    c = Constraints(RELATIONS, max_changes=2)
+    queries = _queries(data, model)
+    res = MILPNearest(model, data, norm=norm, constraints=c, time_limit=20).explain(queries)
+    assert set(res.status) <= {"found", "infeasible"}
+    _assert_all_satisfy(res, queries, c)
+    # the unconstrained CEs break them on some query (the constraints bite)
+    free = MILPNearest(model, data, norm=norm, time_limit=20).explain(queries)
+    fc = free.counterfactuals
+    assert not c.satisfied(fc[queries.columns].reset_index(drop=True),
+                           queries.loc[fc["query_id"].to_numpy()].reset_index(drop=True)).all()
+
+
+def _grid_data():
+    rng = np.random.default_rng(1)
+    n = 300
+    a, b = rng.integers(0, 11, n), rng.integers(0, 11, n)
+    city = rng.choice(["a", "b", "c"], n)
+    y = ((a + 2 * b + 3 * (city == "c") + rng.normal(0, 1, n)) > 14).astype(int)
+    df = pd.DataFrame({"a": a, "b": b, "city": city, "y": y})
+    schema = Schema([Feature("a", "integer", 0, 10), Feature("b", "integer", 0, 10),
+                     Feature("city", "categorical", categories=("a", "b", "c"))])
+    return from_frame(df, "y", schema)
+
+
+@pytest.mark.parametrize("norm, max_changes", [("l1", None), ("l1", 1), ("l0", 1)])
+def test_milp_optimum_equals_brute_force(norm, max_changes):
+    data = _grid_data()
+    model = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    enc = model.encoder
+    c = Constraints(["a + b <= 13", "b <= a + 3"], max_changes=max_changes)
+    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
+                        columns=["a", "b", "city"])
+    G = enc.transform(grid)
+    margin = class_margin(model.network().forward(G), 1)
+    queries = _queries(data, model, n=8)
+    ex = MILPNearest(model, data, norm=norm, constraints=c, time_limit=30)
+    res = ex.explain(queries)
+    checked = 0
+    for i, (label, row) in enumerate(queries.iterrows()):
+        q = enc.transform(row.to_frame().T.astype({"a": int, "b": int}))[0]
+        ok = (margin >= ex.tau) & c.satisfied(grid, queries.loc[[label]])
+        cert = res.certificates.iloc[i]
+        if not ok.any():
+            assert res.status.iloc[i] == "infeasible"
+            continue
+        z = feature_distance(enc, q, G[ok], norm)
+        if norm == "l0":  # the objective adds tie_break · l1
+            z = z + ex.tie_break * feature_distance(enc, q, G[ok], "l1")
+            best = G[ok][np.argmin(z)]
+            expect = feature_distance(enc, q, best[None], "l0")[0]
+        else:
+            expect = z.min()
+        assert res.status.iloc[i] == "found"
+        assert cert["distance"] == pytest.approx(expect, abs=1e-6)
+        checked += 1
+    assert checked >= 3
+
+
+def test_max_changes_counts_one_hot_once(loan):
+    """Only the categorical is free: a category change moves two one-hot columns, and with
+    ``max_changes=1`` it must still be allowed (one feature)."""
+    data, mlp, _ = loan
+    frozen = {"age": "immutable", "years": "immutable", "income": "immutable"}
+    schema = data.schema.with_actionability(**frozen)
+    d2 = from_frame(pd.concat([data.frame, pd.Series(data.y, name="y", index=data.frame.index)],
+                              axis=1), "y", schema)
+    model = rc.models.MLP((8,), epochs=40, random_state=0).fit(d2)
+    c = Constraints(max_changes=1)
+    queries = _queries(d2, model, n=30)
+    res = MILPNearest(model, d2, norm="l1", constraints=c, time_limit=20).explain(queries)
+    cfs = res.counterfactuals
+    q = queries.loc[cfs["query_id"].to_numpy()].reset_index(drop=True)
+    raw = cfs[queries.columns].reset_index(drop=True)
+    assert (c.validate(d2.schema).n_changed(raw, q) <= 1).all()
+    assert (raw["city"] != q["city"]).any(), "no CE changed the categorical"
+
+
+def test_nearest_neighbour_filters(loan):
+    data, mlp, _ = loan
+    c = Constraints(["income >= 6"], max_changes=3)
+    queries = _queries(data, mlp)
+    res = NearestNeighbour(mlp, data, constraints=c, n_neighbours=3).explain(queries)
+    assert set(res.status) <= {"found", "infeasible"}
+    _assert_all_satisfy(res, queries, c)
+
+
+def test_unsupported_and_bad_constraints(loan):
+    data, mlp, forest = loan
+    c = Constraints(RELATIONS)
+    with pytest.raises(UnsupportedConstraintsError, match="Wachter cannot honour constraints"):
+        Wachter(mlp, data, constraints=c)
+    with pytest.raises(UnsupportedConstraintsError, match="MILPRobust"):
+        rc.methods.MILPRobust(mlp, data, constraints=c)
+    with pytest.raises(ValidationError, match="unknown feature 'salary'"):
+        MILPNearest(mlp, data, constraints=Constraints(["salary <= 3"]))
+    with pytest.raises(ValidationError, match="'city' is categorical"):
+        MILPNearest(mlp, data, constraints={"relations": ["city <= 1"]})
+    with pytest.raises(ValidationError, match="constraints must be"):
+        MILPNearest(mlp, data, constraints=["income <= 3"])
+    ex = MILPNearest(mlp, data, constraints={"relations": RELATIONS, "max_changes": 2})
+    assert ex.get_params()["constraints"] == {"relations": RELATIONS, "max_changes": 2}
+    res = ex.explain(_queries(data, mlp, 2))
+    assert res.meta["params"]["constraints"] == {"relations": RELATIONS, "max_changes": 2}
+
+
+@pytest.mark.parametrize("max_changes", [None, 1])
+def test_forest_optimum_equals_brute_force(max_changes):
+    """The tree MILP with relations returns its own (integral) point: its distance is the
+    brute-force minimum over the grid of points the forest puts in the target class."""
+    data = _grid_data()
+    enc = rc.models.MLP((2,), epochs=1, random_state=0).fit(data).encoder
+    rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
+    rf.fit(enc.transform(data.frame), data.y)
+    forest = rc.models.wrap(rf, enc)
+    c = Constraints(["a + b <= 13", "b <= a + 3"], max_changes=max_changes)
+    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
+                        columns=["a", "b", "city"])
+    G = enc.transform(grid)
+    pred = forest.predict(G)
+    queries = _queries(data, forest, n=8)
+    res = MILPNearest(forest, data, norm="l1", constraints=c, time_limit=30).explain(queries)
+    checked = 0
+    for i, (label, row) in enumerate(queries.iterrows()):
+        q = enc.transform(row.to_frame().T.astype({"a": int, "b": int}))[0]
+        ok = (pred == 1) & c.satisfied(grid, queries.loc[[label]])
+        if not ok.any():
+            assert res.status.iloc[i] == "infeasible"
+            continue
+        assert res.status.iloc[i] == "found"
+        expect = feature_distance(enc, q, G[ok], "l1").min()
+        assert res.certificates.iloc[i]["distance"] == pytest.approx(expect, abs=1e-6)
+        checked += 1
+    assert checked >= 3
+
+
+def test_config_tables_become_constraints():
+    from robustce.errors import ConfigError
+    from robustce.methods.registry import convert_params
+
+    spec = {"relations": ["a + b <= 13"], "max_changes": 1}
+    out = convert_params(MILPNearest, {"constraints": spec})["constraints"]
+    assert isinstance(out, Constraints) and out.to_dict() == spec
+    assert convert_params(MILPNearest, {"constraints": ["a <= 3"]})["constraints"] == \
+        Constraints(["a <= 3"])
+    with pytest.raises(ConfigError, match="constraints: "):
+        convert_params(MILPNearest, {"constraints": 3})
+    with pytest.raises(ConfigError, match="constraints: constraint 'a \\* b <= 1'"):
+        convert_params(MILPNearest, {"constraints": ["a * b <= 1"]})
