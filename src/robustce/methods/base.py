@@ -473,8 +473,9 @@ class Explainer:
                 status = "error" if r.status == "found" else r.status
                 if (status == "error" and n_constr[j] == sizes[j]
                         and self.constraint_support() == "filter"):
-                    # a filtering method: every CE it found breaks the constraints
-                    status = "infeasible"
+                    # a filtering method: every CE it found breaks the constraints — no
+                    # proof that none exists (that is "infeasible"), only that none was found
+                    status = "not_found"
                 out.append(QueryResult(status, None, r.certificate, r.time, "; ".join(notes)))
             else:
                 out.append(QueryResult(r.status, kept, r.certificate, r.time, "; ".join(notes)))
