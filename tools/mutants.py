@@ -430,12 +430,13 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/models/test_boosters.py::test_vote_trees_sum_to_the_logits"),
            "MACE's MILP on a boosted model forgets the intercept: CEs and bounds for another model"),
     # the (δ, ε)-test for tree ensembles and the nearest (δ, ε)-robust CE
-    Mutant("ensemble_reach_right_closed", "robustness/ensemble.py",
+    Mutant("ensemble_reach_ignores_parent", "robustness/ensemble.py",
            """            R[:, s.right[nodes]] = here & ((t - below[:, f]) <= e)""",
-           """            R[:, s.right[nodes]] = here & ((t - X[:, f]) < e)""",
+           """            R[:, s.right[nodes]] = (t - below[:, f]) <= e""",
            ("tests/robustness/test_ensemble_certificate.py::test_worst_case_equals_brute_force_on_"
             "tiny_ensembles",),
-           "a CE exactly ε above a threshold counted as unable to go right: a leaf missed"),
+           "a right child counted reachable though its parent is not: worst cases of leaves "
+           "the CE cannot reach"),
     Mutant("ensemble_eps_ignored", "robustness/ensemble.py",
            """        eps = shift.epsilons(self.n_features)
         n = len(X)""",
@@ -451,7 +452,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ensemble_witness_unchecked", "robustness/ensemble.py",
            """            if int(np.argmax(votes)) != t[i]:""",
            """            if True:""",
-           ("tests/robustness/test_ensemble_certificate.py",),
+           ("tests/robustness/test_ensemble_certificate.py::test_a_tie_the_witness_does_not_"
+            "break_is_inconclusive",),
            "a tie reported not_robust with a witness that does not flip the CE"),
     Mutant("robust_trees_reach_drops_parent", "solvers/robust_trees.py",
            """                rows_lb.append(p_c0[new] + g_c0[new] - 1.0)""",

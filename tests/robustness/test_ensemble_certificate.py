@@ -243,3 +243,15 @@ def test_the_metrics_take_the_ensemble_set_unchanged(fitted):
     want = EnsembleCertifier(shift).certify(model, C, 1).robust
     np.testing.assert_array_equal(got.to_numpy(), want.astype(float))
     assert 0 < want.sum() < len(want)
+
+
+def test_a_tie_the_witness_does_not_break_is_inconclusive():
+    """A leaf whose two classes tie keeps class 0 (the first maximum wins): worst margin 0,
+    no member of the (0, 0)-set flips it, so it is neither robust nor not_robust."""
+    tree = TreeView(np.array([0, -1, -1]), np.array([0.5, np.nan, np.nan]), np.array([1, -1, -1]),
+                    np.array([2, -1, -1]), np.array([[0.5, 0.5], [0.5, 0.5], [0.9, 0.1]]), 1)
+    certs = EnsembleCertifier(EnsembleShift(0.0, 0.0)).certify([tree], np.array([[0.2], [0.8]]), 0)
+    assert certs.status[0] is CertStatus.INCONCLUSIVE and certs.evidence[0] is None
+    assert certs.status[1] is CertStatus.ROBUST
+    flipped = EnsembleCertifier(EnsembleShift(0.01, 0.0)).certify([tree], np.array([[0.2]]), 0)
+    assert flipped.status[0] is CertStatus.NOT_ROBUST
