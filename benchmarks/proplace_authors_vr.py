@@ -65,14 +65,15 @@ def member_names(family: Any) -> list[str]:
     return names
 
 
-def models_breakdown(out_dir: Path, dataset: str, method: str) -> None:
+def models_breakdown(out_dir: Path, dataset: str, method: str, seeds: list[int] | None = None
+                     ) -> None:
     """Rebuild each seed's family and name the members that reject a CE."""
     import robustce as rc
 
     result = load_results(out_dir)
     config = result.config
     entry = next(d for d in config.datasets if d.label == dataset)
-    for seed in config.seeds:
+    for seed in seeds or config.seeds:
         ctx = prepare_group(config, entry, seed)
         expl = rc.Explanations.load(out_dir / "explanations" / cell_id(dataset, seed, method))
         cfs = expl.counterfactuals
@@ -164,6 +165,7 @@ def main() -> None:
     b.add_argument("--dataset", default="heloc")
     b.add_argument("--method", default="proplace")
     b.add_argument("--models", action="store_true")
+    b.add_argument("--seeds", type=int, nargs="+", default=None, help="--models: these seeds")
     a = sub.add_parser("ablate")
     a.add_argument("out", type=Path)
     a.add_argument("--dataset", default="heloc")
@@ -176,7 +178,7 @@ def main() -> None:
         result = load_results(args.dir)
         print(losses(result.per_query, args.dataset, args.method).to_string(index=False))
         if args.models:
-            models_breakdown(args.dir, args.dataset, args.method)
+            models_breakdown(args.dir, args.dataset, args.method, args.seeds)
     else:
         print(ablate(args.out, args.dataset, args.n_jobs, args.seeds, args.protocols
                      ).to_string(index=False))
