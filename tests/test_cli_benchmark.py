@@ -216,3 +216,95 @@ def test_quick_file_config_runs_into_its_own_directory(tmp_path, capsys, monkeyp
     result = load_results(out)
     assert result.config.name == "benchmark (quick)" and result.per_cell()["n_queries"].tolist() == [2]
     assert "results: results/c-quick" in capsys.readouterr().out
+
+
+# --- protocol variants (issue 31) ---------------------------------------------------------------
+WITH_VARIANT = {**TWO_DATASETS, "variants": {"other": {
+    "description": "another construction",
+    "queries": {"order": "random", "replace": True},
+    "model": {"epochs": 4},
+    "datasets": {"moons_big": {"evaluation": {"lof_neighbors": 3}, "model": {"hidden_layers": [5]}}},
+}}}
+
+
+def test_a_variant_changes_the_protocol_and_keeps_the_rest():
+    plain, other = parse_config(WITH_VARIANT), parse_config(WITH_VARIANT, variant="other")
+    assert plain.datasets == parse_config(TWO_DATASETS).datasets and plain.variant is None
+    assert other.variant == "other" and other.name == "overrides (other variant)"
+    assert other.description == "another construction"
+    assert other.queries == {"n": 3, "from_class": 0, "order": "random", "replace": True}
+    small, big = other.datasets
+    assert small.model == {**plain.datasets[0].model, "epochs": 4}
+    assert big.model == {**plain.datasets[1].model, "epochs": 4, "hidden_layers": [5]}
+    assert big.evaluation["lof_neighbors"] == 3 and small.evaluation == plain.datasets[0].evaluation
+    assert [m.params for m in other.methods] == [m.params for m in plain.methods]
+    assert other.seeds == plain.seeds
+    assert other.group_fingerprint(big, 0) != plain.group_fingerprint(plain.datasets[1], 0)
+    # then the quick scale of that protocol
+    both = parse_config(WITH_VARIANT, variant="other", quick=True)
+    assert both.name == "overrides (other variant) (quick)" and both.queries["n"] == 2
+    assert [d.label for d in both.datasets] == ["moons_big"] and both.datasets[0].model == big.model
+    assert "variants" not in other.raw and "variants" not in plain.raw
+    again = parse_config(json.loads(json.dumps(other.raw)))  # config.json round-trips
+    assert again.cell_fingerprint(again.datasets[1], 0, again.methods[0]) == \
+        other.cell_fingerprint(big, 0, other.methods[0])
+
+
+@pytest.mark.parametrize(("variants", "name", "message"), [
+    ({"other": {}}, "authors", "variant 'authors': this config has no [variants.authors] table "
+                               "(variants: other)"),
+    ({"other": {"methods": []}}, "other", "variants.other.methods: unknown key"),
+    ({"other": {"seeds": [1]}}, None, "variants.other.seeds: unknown key"),
+    ({"other": {"datasets": {"iris": {}}}}, "other",
+     "variants.other.datasets.iris: no dataset labelled 'iris'"),
+    ({"other": {"datasets": {"moons": {"rows": 5}}}}, "other",
+     "variants.other.datasets.moons.rows: unknown key"),
+])
+def test_bad_variants_are_config_errors(variants, name, message):
+    with pytest.raises(ConfigError) as info:
+        parse_config({**TWO_DATASETS, "variants": variants}, variant=name)
+    assert message in str(info.value)
+
+
+def test_proplace_table1_authors_variant_is_the_authors_construction():
+    plain = resolve_config("proplace-table1")
+    cfg = resolve_config("proplace-table1", variant="authors")
+    assert cfg.name == "PROPLACE Table 1 (authors variant)"
+    assert [m.label for m in cfg.methods] == [m.label for m in plain.methods]
+    assert cfg.seeds == plain.seeds
+    # get_test_data: 50 rows of D1's training part, np.random.choice with replacement
+    assert cfg.queries == {"n": 50, "from_class": 0, "source": "d1", "order": "random",
+                           "family_agrees": True, "replace": True}
+    by = {d.label: d for d in cfg.datasets}
+    # clfutils.py: torch seeds — base ADULT 5, COMPAS 101, GMC 0, HELOC 101 (the notebooks);
+    # retrain_models 101..110, retrain_models_leave_some_out 3..12 with one drop set
+    same = {"adult": ([], [3]), "compas": ([1], []), "gmc": ([], []), "heloc": ([1], [])}
+    for label, d in by.items():
+        r = d.evaluation["retrain"]
+        assert r["shared_drop"] and r["method_data"] == "d1_all"  # run_rnnce / eval_ces: d.X1
+        assert (r.get("same_init_retrain", []), r.get("same_init_drop", [])) == same[label]
+        assert d.model == plain.datasets[list(by).index(label)].model  # the base network
+        members = {**d.model, **r.get("member_model", {})}
+        assert members["hidden_layers"] == ([50, 50] if label == "compas" else d.model["hidden_layers"])
+    quick = resolve_config("proplace-table1", variant="authors", quick=True)
+    assert quick.queries["replace"] and quick.datasets[0].evaluation["retrain"]["n_drop"] == 2
+
+
+def test_variant_runs_into_its_own_directory(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        'seeds = [0]\nmetrics = ["validity"]\n[model]\nhidden_layers = [8]\nepochs = 30\nlr = 0.01\n'
+        '[queries]\nn = 3\n[quick]\nqueries = { n = 2 }\n'
+        '[variants.wide]\nmodel = { hidden_layers = [16] }\n'
+        '[[datasets]]\nname = "moons"\nparams = { n_samples = 150 }\n'
+        '[[methods]]\nname = "nearest_neighbour"\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["benchmark", str(path), "--variant", "wide", "--quick", "--no-progress",
+                 "--no-report"]) == 0
+    out = tmp_path / "results" / "c-wide-quick"
+    result = load_results(out)
+    assert result.config.name == "benchmark (wide variant) (quick)"
+    assert result.config.datasets[0].model["hidden_layers"] == [16]
+    assert "results: results/c-wide-quick" in capsys.readouterr().out
+    assert main(["benchmark", str(path), "--variant", "narrow", "--out", str(tmp_path / "o")]) == 2
+    assert "no [variants.narrow] table (variants: wide)" in capsys.readouterr().err

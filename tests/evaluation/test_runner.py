@@ -260,13 +260,26 @@ def _bad(**changes):
         (_bad(evaluation={"retrain": {"protocol": "continued", "fraction": 1.5}}),
          "evaluation.retrain.fraction: must be in (0, 1]"),
         (_bad(backend="nope"), "backend: unknown joblib backend 'nope'"),
-        (_bad(queries__source="holdout"), "queries.source: expected one of ('test', 'train')"),
+        (_bad(queries__source="holdout"), "queries.source: expected one of ('test', 'train', 'd1')"),
         (_bad(queries__order="last"), "queries.order: expected one of ('first', 'random')"),
         (_bad(queries__family_agrees="yes"), "queries.family_agrees: expected"),
         (_bad(queries__family_agrees=True, evaluation={}, metrics=["validity"]),
          "queries.family_agrees: dataset 'synthetic_loan' has no [evaluation.retrain] table"),
         (_bad(evaluation={"retrain": {"method_data": "d2"}}),
-         "evaluation.retrain.method_data: expected one of ('all', 'd1')"),
+         "evaluation.retrain.method_data: expected one of ('all', 'd1', 'd1_all')"),
+        (_bad(queries__replace=True), "queries.replace: drawing with replacement needs order"),
+        (_bad(queries__source="d1", evaluation={"retrain": {"protocol": "seeds"}}),
+         "queries.source = \"d1\": dataset 'synthetic_loan' has no D1"),
+        (_bad(evaluation={"retrain": {"same_init_drop": [0]}}),
+         "evaluation.retrain.same_init_drop: expected a list of 1-based model positions"),
+        (_bad(evaluation={"retrain": {"same_init_retrain": 1}}),
+         "evaluation.retrain.same_init_retrain: expected list"),
+        (_bad(evaluation={"retrain": {"member_model": {"kind": "tree"}}}),
+         "evaluation.retrain.member_model: the retrained models are robustce MLPs"),
+        (_bad(evaluation={"retrain": {"member_model": {"hidden": [3]}}}),
+         "evaluation.retrain.member_model.hidden: unknown parameter"),
+        (_bad(evaluation={"retrain": {"protocol": "seeds", "shared_drop": True}}),
+         "evaluation.retrain.shared_drop: not a parameter of protocol 'seeds'"),
         (_bad(evaluation={"retrain": {"protocol": "seeds", "method_data": "d1"}}),
          "evaluation.retrain.method_data: not a parameter of protocol 'seeds'"),
         (_bad(colour="red"), "colour: unknown key"),
@@ -495,3 +508,70 @@ def test_methods_that_train_their_own_model_are_measured_on_it(tmp_path):
     assert (own.model.predict(C) == 1).all()
     per_query = res.per_query[res.per_query["method"] == "counternet"]
     assert (per_query["validity"] == 1).all()
+
+
+# --- the PROPLACE authors' construction (issue 31) ----------------------------------------------
+def test_select_queries_with_replacement_draws_like_the_authors():
+    from robustce.evaluation.runner import select_queries
+
+    data = rc.datasets.load("synthetic_loan", n_samples=600)
+    base, fam = retrain_protocol(data, {"hidden_layers": [8], "epochs": 15, "lr": 0.01}, 3,
+                                 {"protocol": "proplace", "n_retrain": 2, "n_drop": 1})
+    pool = select_queries(base, data, 10_000, 0, family=fam)
+    n = len(pool) + 40  # more draws than rows: only a draw with replacement gives n
+    drawn = select_queries(base, data, n, 0, family=fam, order="random", random_state=7,
+                           replace=True)
+    assert len(drawn) == n and list(drawn.index) == list(range(n)) and drawn.index.name == "draw"
+    # np.random.choice(…, n) with replacement, in draw order: rows repeat
+    pick = np.random.default_rng(7).choice(len(pool), size=n, replace=True)
+    np.testing.assert_array_equal(drawn.to_numpy(), pool.to_numpy()[pick])
+    assert drawn.duplicated().any()
+    without = select_queries(base, data, n, 0, family=fam, order="random", random_state=7)
+    assert len(without) == len(pool) and not without.duplicated().any()
+
+
+def test_d1_all_gives_the_methods_and_lof_d1_and_half_the_test_rows(monkeypatch):
+    cfg = copy.deepcopy(CONFIG)
+    cfg["seeds"] = [0]
+    cfg["queries"] = {"n": 30, "source": "d1", "order": "random", "replace": True}
+    cfg["evaluation"] = {"retrain": {"protocol": "proplace", "n_retrain": 1, "n_drop": 1,
+                                     "method_data": "d1_all"}}
+    config = parse_config(cfg)
+    ctx = runner_mod.prepare_group(config, config.datasets[0], 0)
+    d1, d2 = set(ctx.family.meta["d1_index"]), set(ctx.family.meta["d2_index"])
+    rows = set(ctx.train.frame.index)
+    test_rows = rows - d1
+    assert d1 <= rows and not rows & d2  # all of D1, none of D2
+    assert test_rows <= set(ctx.test.frame.index) and len(test_rows) == len(ctx.test) // 2
+    assert ctx.train.frame.index.is_monotonic_increasing == ctx.test.frame.index.is_monotonic_increasing
+    assert ctx.lof.n_rows == len(ctx.train)  # the LOF reference is that pool
+    # the queries are D1 rows the model was trained on (not the test half), drawn with replacement
+    assert len(ctx.queries) == 30 and list(ctx.queries.index) == list(range(30))
+    d1_frame = ctx.d1.frame
+    assert all((d1_frame == q).all(axis=1).any() for _, q in ctx.queries.iterrows())
+    # the cells see the pool
+    seen = {}
+
+    def spy(self, model, data, seed, params=None):
+        seen["rows"] = set(data.frame.index)
+        raise RuntimeError("stop")
+
+    method = config.methods[0]
+    monkeypatch.setattr(type(method), "build", spy)
+    record, _ = runner_mod.run_cell(config, ctx, method)
+    assert seen["rows"] == rows and not record["ok"]
+
+
+def test_retrain_protocol_passes_the_authors_options():
+    data = rc.datasets.load("synthetic_loan", n_samples=400)
+    params = {"hidden_layers": [6], "epochs": 10, "lr": 0.02}
+    base, fam = retrain_protocol(data, params, 5, {
+        "protocol": "proplace", "n_retrain": 2, "n_drop": 2, "drop_fraction": 0.05,
+        "member_model": {"hidden_layers": [7, 7]}, "shared_drop": True,
+        "same_init_retrain": [1, 3], "same_init_drop": [2]})
+    assert base.network().layer_sizes[1:-1] == [6]
+    assert [m.network().layer_sizes[1:-1] for m in fam] == [[7, 7]] * 4
+    assert list(fam.meta["dropped_index"][0]) == list(fam.meta["dropped_index"][1])
+    # position 3 is past n_retrain = 2: left out, so the [quick] scale keeps the protocol
+    assert fam.meta["same_init"] == ["retrain_full:1", "drop_subset:2"]
+    assert fam.seeds[0] == fam.seeds[3] == fam.meta["base_seed"] != fam.seeds[1]

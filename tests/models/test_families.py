@@ -268,3 +268,66 @@ def test_continued_family_trains_the_proplace_base_on_over_d2(loan, proplace):
     moved = fam.empirical_deltas(base)
     retrained = pfam.empirical_deltas(pbase)
     assert np.all(moved > 0) and moved.max() < np.median(retrained)
+
+
+# --- the authors' construction (junqi-jiang/proplace, clfutils.py; issue 31) ---------------------
+def test_shared_drop_leaves_the_same_rows_out_of_every_leave_out_model(loan, proplace):
+    train, _ = loan
+    _, own = proplace
+    base, fam = proplace_family(train, FAST, n_retrain=1, n_drop=3, drop_fraction=0.05,
+                                random_state=0, shared_drop=True)
+    dropped = fam.meta["dropped_index"]
+    assert len(dropped) == 3 and fam.meta["shared_drop"]
+    assert all(list(d) == list(dropped[0]) for d in dropped)  # one set, drawn once
+    assert len({tuple(d) for d in own.meta["dropped_index"]}) == 3  # the default: one per model
+    # and the leave-out models were trained on D1 minus that set, with their own seeds
+    d1 = train.subset(fam.meta["d1_index"])
+    keep = ~d1.frame.index.isin(dropped[0])
+    for i in (1, 3):
+        again = MLP(**{**FAST, "random_state": fam.seeds[i]}).fit(d1.subset(keep), encoder=base.encoder)
+        np.testing.assert_array_equal(again.network().flat(), fam[i].network().flat())
+    assert len(set(fam.seeds)) == 4
+
+
+def test_member_params_give_the_retrained_models_their_own_layers(loan):
+    train, _ = loan
+    base, fam = proplace_family(train, FAST, n_retrain=1, n_drop=1, random_state=0,
+                                member_params={**FAST, "hidden_layers": (9, 9)})
+    assert base.network().layer_sizes[1:-1] == [6, 3]
+    assert [m.network().layer_sizes[1:-1] for m in fam] == [[9, 9], [9, 9]]
+    again = MLP(**{**FAST, "hidden_layers": (9, 9), "random_state": fam.seeds[0]}).fit(
+        train, encoder=base.encoder)
+    np.testing.assert_array_equal(again.network().flat(), fam[0].network().flat())
+
+
+@pytest.mark.filterwarnings("ignore::robustce.errors.ConstantModelWarning")  # untrained on purpose
+def test_same_init_members_start_from_the_base_models_initial_weights(loan):
+    train, _ = loan
+    # a learning rate so small that every trained network is its initial weights to 1e-6
+    frozen = {**FAST, "lr": 1e-12, "epochs": 1}
+    kw = dict(n_retrain=2, n_drop=3, random_state=0)
+    base, plain = proplace_family(train, frozen, **kw)
+    base2, fam = proplace_family(train, frozen, same_init_retrain=[1], same_init_drop=[3], **kw)
+    start = base.network().flat()
+    np.testing.assert_array_equal(base2.network().flat(), start)
+    for i in (0, 4):  # retrained 1, leave-out 3
+        assert fam.seeds[i] == fam.meta["base_seed"]
+        assert np.abs(fam[i].network().flat() - start).max() < 1e-6
+        assert np.abs(plain[i].network().flat() - start).max() > 1e-2  # a new seed, new weights
+    assert fam.meta["same_init"] == ["retrain_full:1", "drop_subset:3"]
+    # the other members are untouched
+    for i in (1, 2, 3):
+        assert fam.seeds[i] == plain.seeds[i]
+        np.testing.assert_array_equal(fam[i].network().flat(), plain[i].network().flat())
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"same_init_retrain": [2]}, "same_init_retrain: positions must be integers in 1..1"),
+    ({"same_init_drop": [0]}, "same_init_drop: positions must be integers in 1..1"),
+    ({"same_init_drop": [1, 1]}, "repeated positions"),
+    ({"same_init_retrain": 1}, "sequence of 1-based positions"),
+])
+def test_same_init_positions_are_checked(loan, kw, message):
+    train, _ = loan
+    with pytest.raises(ValidationError, match=message):
+        proplace_family(train, FAST, n_retrain=1, n_drop=1, **kw)

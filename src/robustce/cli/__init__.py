@@ -238,6 +238,10 @@ def _add_benchmark(sub: Any) -> None:
     p.add_argument("--quick", action="store_true",
                    help="the configuration's [quick] scale: the same protocol on fewer seeds, "
                         "queries and retrained models (output to DIR-quick by default)")
+    p.add_argument("--variant", metavar="NAME", default=None,
+                   help="a protocol variant of the configuration, its [variants.NAME] table "
+                        "(e.g. `authors`: the construction of the paper's own code; output to "
+                        "DIR-NAME by default)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output directory (default: the config's out_dir, else results/NAME)")
     p.add_argument("--n-jobs", type=int, default=None, metavar="N", help="parallel workers (-1 = all cores)")
@@ -271,11 +275,13 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     raw = read_toml(path)
     if raw.get("protocol") == "parts":
         return _run_part_shift(args, path, raw)
-    config = parse_config(raw, base_dir=path.parent, quick=args.quick)
+    config = parse_config(raw, base_dir=path.parent, quick=args.quick, variant=args.variant)
     if args.out:
         out = Path(args.out)
     else:
         out = config.out_dir or Path("results") / Path(args.config).stem
+        if args.variant:
+            out = out.with_name(f"{out.name}-{args.variant}")
         if args.quick:
             out = out.with_name(out.name + "-quick")
     if args.n_jobs == 0:
@@ -340,9 +346,15 @@ def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) ->
     if args.n_jobs is not None or args.backend is not None:
         raise ConfigError("--n-jobs / --backend: a parts-protocol benchmark runs its cells one "
                           "after another (training uses torch's threads)")
+    if args.variant:
+        from robustce.evaluation.config import apply_variant
+
+        raw = apply_variant(raw, args.variant)
     config = parse_part_shift(raw, base_dir=path.parent, quick=args.quick)
     check_data(config)  # before any work: one line naming the missing files
     out = Path(args.out) if args.out else (config.out_dir or Path("results") / path.stem)
+    if args.variant and not args.out:
+        out = out.with_name(f"{out.name}-{args.variant}")
     if args.quick and not args.out:
         out = out.with_name(out.name + "-quick")
     out = check_destination(out, "--out" if args.out else "output directory")  # normalised

@@ -27,8 +27,11 @@ schema (documented in ``docs/benchmark.md``)::
                                   # target_class (binary) the other class
     target_class = 1              # optional; binary default: the other class; a label, or
                                   # "favourable": each dataset's declared favourable class
-    source = "test"               # or "train": rows of the data the methods see
+    source = "test"               # or "train": rows of the data the methods see; "d1": the
+                                  # rows the model was trained on (protocols with a D1)
     order = "first"               # or "random": n drawn with the seed (no replacement)
+    replace = false               # with order = "random": draw with replacement (query ids
+                                  # become the draw positions 0..n-1)
     family_agrees = false         # true: only rows every retrained model also predicts as
                                   # `from_class` (needs [evaluation.retrain])
 
@@ -38,7 +41,8 @@ schema (documented in ``docs/benchmark.md``)::
     [evaluation.retrain]          # model family for validity after retraining (omit to skip)
     n_models = 5
     method_data = "all"           # protocols with a D1 (proplace, continued): "d1" gives the
-                                  # methods and the data metrics D1 only, the model's own data
+                                  # methods and the data metrics D1 only, the model's own data;
+                                  # "d1_all": D1 and a random half of the test split
     [evaluation.perturb]          # input-perturbation protocol (omit to skip): enables the
     scale = 0.0008                # set_distance_* metrics; variance = scale * training range
     n_repeats = 3                 # perturbed copies per query (per-query values: their mean)
@@ -56,6 +60,11 @@ schema (documented in ``docs/benchmark.md``)::
     name = "wachter"
     label = "Wachter"             # optional; must be unique
     params = { lam = 0.1 }
+
+    [variants.authors]            # optional; a protocol variant run by `--variant authors`:
+    description = "..."           # its model / split / queries / evaluation tables merge over
+    queries = { replace = true }  # the top-level ones, its `datasets` table (by label) over
+    datasets = { adult = { evaluation = { delta = 0.05 } } }   # the entries
 """
 
 from __future__ import annotations
@@ -89,6 +98,7 @@ __all__ = [
     "MethodEntry",
     "available_metric_names",
     "apply_quick",
+    "apply_variant",
     "config_path",
     "load_config",
     "method_params",
@@ -103,12 +113,16 @@ __all__ = [
 CONFIG_DIR = Path(__file__).with_name("configs")
 
 TOP_KEYS = {"name", "description", "seeds", "metrics", "n_jobs", "backend", "out_dir", "on_error",
-            "data_home", "model", "split", "queries", "evaluation", "datasets", "methods", "quick"}
+            "data_home", "model", "split", "queries", "evaluation", "datasets", "methods", "quick",
+            "variants"}
 DATASET_KEYS = {"name", "label", "params", "model", "evaluation", "methods", "rows", "all_free",
                 "all_continuous",
                 "optional"}
 # what [quick] may change: the scale, never the protocol
 QUICK_KEYS = {"description", "seeds", "queries", "evaluation", "datasets", "n_jobs"}
+# what a [variants.NAME] table may change: the protocol, never the methods or the scale
+VARIANT_KEYS = {"description", "model", "split", "queries", "evaluation", "datasets"}
+VARIANT_DATASET_KEYS = {"model", "evaluation", "methods", "all_free", "all_continuous"}
 MODEL_SKIP = {"self", "random_state"}
 METHOD_KEYS = {"name", "label", "params", "datasets"}
 #: ``[model] kind`` -> the scikit-learn estimator trained on the encoded training split and
@@ -126,20 +140,24 @@ class ClassRef:
 
 
 QUERY_KEYS = {"n": int, "from_class": ClassRef, "target_class": ClassRef, "source": str,
-              "family_agrees": bool, "order": str}
-QUERY_SOURCES = ("test", "train")
+              "family_agrees": bool, "order": str, "replace": bool}
+QUERY_SOURCES = ("test", "train", "d1")
 QUERY_ORDERS = ("first", "random")
 EVAL_KEYS = {"delta", "lof_neighbors", "retrain", "perturb"}
 PERTURB_KEYS = {"scale": float, "n_repeats": int, "max_tries": int}
 RETRAIN_KEYS = {"protocol": str, "n_models": int, "n_retrain": int, "n_drop": int,
                 "drop_fraction": float, "fraction": float, "epochs": int, "lr": float,
-                "method_data": str}
+                "method_data": str, "shared_drop": bool, "same_init_retrain": list,
+                "same_init_drop": list, "member_model": dict}
 #: what the methods (and the data-based metrics) see under a protocol whose model is trained on
-#: a half D1: the whole training split, or D1 only (D2 arrives with the retraining)
-METHOD_DATA = ("all", "d1")
+#: a half D1: the whole training split, D1 only (D2 arrives with the retraining), or D1 and a
+#: random half of the test split ("d1_all": the PROPLACE authors halve the data first and split
+#: each half 80/20, so their D1 is a half's training and test rows)
+METHOD_DATA = ("all", "d1", "d1_all")
 RETRAIN_PROTOCOLS = ("proplace", "seeds", "continued")
 #: the parameters each retraining protocol takes (besides ``protocol``)
-RETRAIN_PARAMS = {"proplace": {"n_retrain", "n_drop", "drop_fraction", "method_data"},
+RETRAIN_PARAMS = {"proplace": {"n_retrain", "n_drop", "drop_fraction", "method_data", "shared_drop",
+                               "same_init_retrain", "same_init_drop", "member_model"},
                   "seeds": {"n_models", "drop_fraction"},
                   "continued": {"n_models", "fraction", "epochs", "lr", "method_data"}}
 # parameters set by the runner, never from a config
@@ -238,6 +256,7 @@ class BenchmarkConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     quick: bool = False
+    variant: str | None = None
 
     def method_params(self, dataset: DatasetEntry, method: MethodEntry) -> dict[str, Any]:
         """The method's parameters on ``dataset``: its own, with the dataset's overrides."""
@@ -266,9 +285,11 @@ def _digest(obj: Any) -> str:
 
 
 # --- entry points -----------------------------------------------------------------------------
-def load_config(path: str | Path, *, quick: bool = False) -> BenchmarkConfig:
-    """Read and validate a TOML benchmark configuration (its ``[quick]`` scale with ``quick``)."""
-    return parse_config(read_toml(path), base_dir=Path(path).parent, quick=quick)
+def load_config(path: str | Path, *, quick: bool = False, variant: str | None = None
+                ) -> BenchmarkConfig:
+    """Read and validate a TOML benchmark configuration (its ``[quick]`` scale with ``quick``,
+    its ``[variants.NAME]`` protocol with ``variant``)."""
+    return parse_config(read_toml(path), base_dir=Path(path).parent, quick=quick, variant=variant)
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
@@ -308,10 +329,11 @@ def named_config_path(name: str) -> Path:
     return path
 
 
-def resolve_config(name_or_path: str | Path, *, quick: bool = False) -> BenchmarkConfig:
+def resolve_config(name_or_path: str | Path, *, quick: bool = False, variant: str | None = None
+                   ) -> BenchmarkConfig:
     """A shipped configuration by name (``"proplace-table1"``) or a TOML file by path (see
     :func:`config_path`)."""
-    return load_config(config_path(name_or_path), quick=quick)
+    return load_config(config_path(name_or_path), quick=quick, variant=variant)
 
 
 def config_path(name_or_path: str | Path) -> Path:
@@ -325,10 +347,11 @@ def config_path(name_or_path: str | Path) -> Path:
 
 
 def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path | None = None, *,
-                 quick: bool = False) -> BenchmarkConfig:
+                 quick: bool = False, variant: str | None = None) -> BenchmarkConfig:
     """Validate a config dict (same schema as the TOML file). Raises :class:`ConfigError`.
 
-    ``quick=True`` applies the config's ``[quick]`` table first (see :func:`apply_quick`)."""
+    ``variant="NAME"`` applies the config's ``[variants.NAME]`` protocol first (see
+    :func:`apply_variant`), then ``quick=True`` its ``[quick]`` table (see :func:`apply_quick`)."""
     if isinstance(raw, BenchmarkConfig):
         return raw
     if not isinstance(raw, Mapping):
@@ -339,6 +362,12 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
                           "with robustce.evaluation.part_shift.run_part_shift (robustce "
                           "benchmark does)")
     _no_unknown(raw, TOP_KEYS, "")
+    if variant is not None:
+        raw = apply_variant(raw, variant)
+    elif "variants" in raw:
+        for key, table in _table(raw["variants"], "variants").items():
+            _variant_table(table, f"variants.{key}")
+        del raw["variants"]
     if quick:
         raw = apply_quick(raw)
     elif "quick" in raw:
@@ -375,6 +404,8 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     for key, allowed in (("source", QUERY_SOURCES), ("order", QUERY_ORDERS)):
         if key in queries and queries[key] not in allowed:
             raise ConfigError(f"queries.{key}: expected one of {allowed}, got {queries[key]!r}")
+    if queries.get("replace") and queries.get("order", "first") != "random":
+        raise ConfigError("queries.replace: drawing with replacement needs order = \"random\"")
     evaluation_raw = _table(raw.get("evaluation", {}), "evaluation")
     evaluation = _evaluation(evaluation_raw)
     methods = _methods(raw.get("methods"))
@@ -386,6 +417,11 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
                 raise ConfigError(f"methods[{m.index}].datasets: no dataset labelled {k!r}; "
                                   f"labels: {', '.join(labels)}")
     metrics = _metrics(raw.get("metrics"), [d.evaluation for d in datasets])
+    if queries.get("source") == "d1":
+        for d in datasets:
+            if d.evaluation.get("retrain", {}).get("protocol") not in ("proplace", "continued"):
+                raise ConfigError(f"queries.source = \"d1\": dataset {d.label!r} has no D1 (it "
+                                  "needs [evaluation.retrain] with protocol proplace or continued)")
     if queries.get("family_agrees"):
         for d in datasets:
             if "retrain" not in d.evaluation:
@@ -406,7 +442,7 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
                            metrics=metrics, model=model, split=split, queries=queries,
                            evaluation=evaluation, n_jobs=n_jobs, backend=backend, out_dir=out_dir,
                            on_error=on_error, data_home=data_home, raw=normalised,
-                           description=description, quick=quick)
+                           description=description, quick=quick, variant=variant)
 
 
 # --- the quick scale ----------------------------------------------------------------------------
@@ -454,6 +490,50 @@ def apply_quick(raw: Mapping[str, Any]) -> dict[str, Any]:
                                   f"labels: {', '.join(map(str, labels))}")
         out["datasets"] = [e for e, lab in zip(entries, labels, strict=True) if lab in keep]
     out["name"] = f"{out.get('name', 'benchmark')} (quick)"
+    return out
+
+
+# --- protocol variants --------------------------------------------------------------------------
+def _variant_table(value: Any, path: str) -> dict[str, Any]:
+    table = _table(value, path)
+    _no_unknown(table, VARIANT_KEYS, path)
+    for label, entry in _table(table.get("datasets", {}), f"{path}.datasets").items():
+        _no_unknown(_table(entry, f"{path}.datasets.{label}"), VARIANT_DATASET_KEYS,
+                    f"{path}.datasets.{label}")
+    return table
+
+
+def apply_variant(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The config under its ``[variants.NAME]`` protocol (e.g. ``authors``: the construction of
+    a paper's own code where it differs from the paper's text). The variant's ``model``,
+    ``split``, ``queries`` and ``evaluation`` tables merge into the top-level ones (key by key),
+    its ``datasets`` table (by dataset label) into those entries; its ``description`` replaces
+    the config's; ``name`` gets a " (NAME variant)" suffix. Methods, seeds and the ``[quick]``
+    scale are the config's own. Other variants are dropped."""
+    variants = _table(raw.get("variants", {}), "variants")
+    if name not in variants:
+        known = ", ".join(sorted(variants)) or "none"
+        raise ConfigError(f"variant {name!r}: this config has no [variants.{name}] table "
+                          f"(variants: {known})")
+    variant = _variant_table(variants[name], f"variants.{name}")
+    out = {k: copy.deepcopy(v) for k, v in raw.items() if k != "variants"}
+    for key in ("model", "split", "queries", "evaluation"):
+        if key in variant:
+            out[key] = _merge(_table(out.get(key, {}), key),
+                              _table(variant[key], f"variants.{name}.{key}"))
+    if "datasets" in variant:
+        entries = [e if isinstance(e, Mapping) else {"name": e} for e in out.get("datasets") or []]
+        labels = [e.get("label", e.get("name")) for e in entries]
+        for label, over in variant["datasets"].items():
+            if label not in labels:
+                raise ConfigError(f"variants.{name}.datasets.{label}: no dataset labelled "
+                                  f"{label!r}; labels: {', '.join(map(str, labels))}")
+            i = labels.index(label)
+            entries[i] = _merge(entries[i], over)
+        out["datasets"] = entries
+    if "description" in variant:
+        out["description"] = variant["description"]
+    out["name"] = f"{out.get('name', 'benchmark')} ({name} variant)"
     return out
 
 
@@ -594,6 +674,15 @@ def _retrain(value: Any, path: str = "evaluation.retrain") -> dict[str, Any]:
     if "method_data" in retrain and retrain["method_data"] not in METHOD_DATA:
         raise ConfigError(f"{path}.method_data: expected one of {METHOD_DATA}, "
                           f"got {retrain['method_data']!r}")
+    for key in ("same_init_retrain", "same_init_drop"):
+        if key in retrain and not all(_matches(v, int) and v >= 1 for v in retrain[key]):
+            raise ConfigError(f"{path}.{key}: expected a list of 1-based model positions, got "
+                              f"{_show(retrain[key])}")
+    if "member_model" in retrain:
+        retrain["member_model"] = _model(retrain["member_model"], f"{path}.member_model")
+        if "kind" in retrain["member_model"]:
+            raise ConfigError(f"{path}.member_model: the retrained models are robustce MLPs; "
+                              "give MLP parameters only")
     if protocol == "proplace":
         retrain.setdefault("n_retrain", 5)
         retrain.setdefault("n_drop", 5)

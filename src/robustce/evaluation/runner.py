@@ -88,6 +88,7 @@ class GroupContext:
     lof: Any = None  # LOFScorer of train, fitted once for every cell of the group (LOF metrics)
     from_class: int | None = None  # queries.from_class / target_class resolved on the data
     target_class: int | None = None  # None: left to the method
+    d1: Any = None  # the rows the model was trained on, under a protocol with a D1
 
 
 def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, retrain: Mapping[str, Any]
@@ -98,7 +99,12 @@ def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, ret
     of ``train``), ``"seeds"`` → :func:`~robustce.models.families.seed_family` (the model on all
     of ``train``, the family with other seeds), ``"continued"`` →
     :func:`~robustce.models.families.continued_family` (the model on D1, the family trained on
-    from it on D2)."""
+    from it on D2).
+
+    ``"proplace"`` options: ``member_model`` (MLP parameters merged over ``model_params`` for
+    the retrained models), ``shared_drop``, ``same_init_retrain`` / ``same_init_drop`` (model
+    positions past ``n_retrain`` / ``n_drop`` are left out, so a smaller scale keeps the
+    protocol)."""
     from robustce.models.families import continued_family, proplace_family, seed_family
 
     params = {k: v for k, v in dict(model_params).items() if k != "random_state"}
@@ -106,6 +112,12 @@ def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, ret
     protocol = opts.pop("protocol", "proplace")
     opts.pop("method_data", None)  # which data the methods see: the runner's business
     if protocol == "proplace":
+        member_model = opts.pop("member_model", None)
+        if member_model is not None:
+            opts["member_params"] = {**params, **member_model}
+        for key, count in (("same_init_retrain", "n_retrain"), ("same_init_drop", "n_drop")):
+            if key in opts:
+                opts[key] = [i for i in opts[key] if i <= opts.get(count, 10)]
         return proplace_family(train, params, random_state=seed, **opts)
     if protocol == "seeds":
         return seed_family(train, params, random_state=seed, **opts)
@@ -133,12 +145,18 @@ def train_sklearn_model(spec: Mapping[str, Any], train: Any, seed: int) -> Any:
 
 
 def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family: Any = None,
-                   order: str = "first", random_state: int | None = None) -> pd.DataFrame:
+                   order: str = "first", random_state: int | None = None,
+                   replace: bool = False) -> pd.DataFrame:
     """``n`` rows of ``test`` that ``model`` predicts as ``from_class``: the first ``n``
     (``order="first"``) or ``n`` drawn at random without replacement and kept in data order
     (``order="random"``, seeded by ``random_state``). With a ``family``, only rows that every
     member of it also predicts as ``from_class`` qualify (PROPLACE's authors explain points
-    rejected by the model and by all of its retrained versions)."""
+    rejected by the model and by all of its retrained versions).
+
+    ``replace=True`` (``order="random"`` only) draws ``n`` rows with replacement, in draw
+    order, as the PROPLACE authors' ``get_test_data`` does: a row drawn twice is explained
+    twice. The query ids are then the draw positions 0..n-1 (index name ``draw``), since a
+    query id names one query."""
     keep = model.predict(test.frame) == int(from_class)
     where = "test row"
     if family is not None:
@@ -151,6 +169,9 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family
         return rows.iloc[: int(n)]
     if order != "random":
         raise ValidationError(f"queries order must be 'first' or 'random', got {order!r}")
+    if replace:
+        pick = np.random.default_rng(random_state).choice(len(rows), size=int(n), replace=True)
+        return rows.iloc[pick].set_axis(pd.RangeIndex(int(n), name="draw"))
     if len(rows) <= int(n):
         return rows
     pick = np.random.default_rng(random_state).choice(len(rows), size=int(n), replace=False)
@@ -229,19 +250,35 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
         else:
             model = MLP(**dataset.model, random_state=seed).fit(train)
     ctx.train, ctx.test, ctx.model = train, test, model
-    if retrain and retrain.get("method_data", "all") == "d1":  # D2 arrives with the retraining
-        d1 = train.frame.index.get_indexer(ctx.family.meta["d1_index"])
-        ctx.train = train.subset(np.sort(d1))
+    if retrain and "d1_index" in ctx.family.meta:
+        ctx.d1 = train.subset(np.sort(train.frame.index.get_indexer(ctx.family.meta["d1_index"])))
+    method_data = retrain.get("method_data", "all") if retrain else "all"
+    if method_data == "d1":  # D2 arrives with the retraining
+        ctx.train = ctx.d1
+    elif method_data == "d1_all":  # and D1's share of the test rows (the authors' d.X1)
+        ctx.train = _with_test_half(data, ctx.d1, test, seed)
     q = config.queries
-    source = ctx.train if q.get("source", "test") == "train" else test
+    source = {"train": ctx.train, "d1": ctx.d1}.get(q.get("source", "test"), test)
     family = ctx.family if q.get("family_agrees", False) else None
     ctx.queries = select_queries(model, source, q["n"], ctx.from_class, family=family,
-                                 order=q.get("order", "first"), random_state=seed)
+                                 order=q.get("order", "first"), random_state=seed,
+                                 replace=q.get("replace", False))
     if "delta" in dataset.evaluation:
         ctx.shift = ParameterShift(delta=dataset.evaluation["delta"])
     ctx.lof = _group_lof(config, dataset, ctx)
     ctx.prepare_s = time.perf_counter() - t0
     return ctx
+
+
+def _with_test_half(data: Any, d1: Any, test: Any, seed: int) -> Any:
+    """D1 and a random half of the test split (drawn with the seed), in ``data``'s row order:
+    the PROPLACE authors halve the data first and split each half 80/20, so their ``d.X1``
+    (the robust-neighbour pool, the LOF reference) is D1's training rows and its test rows."""
+    from robustce.models.families import split_halves
+
+    half, _ = split_halves(test, random_state=np.random.default_rng([int(seed), 7177]))
+    rows = data.frame.index.get_indexer(d1.frame.index.append(half.frame.index))
+    return data.subset(np.sort(rows))
 
 
 def _group_lof(config: BenchmarkConfig, dataset: DatasetEntry, ctx: GroupContext) -> Any:

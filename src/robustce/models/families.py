@@ -6,7 +6,9 @@ protocol that produced them, their seeds and accuracies. Protocols:
 * :func:`proplace_family` — PROPLACE §5 (after Dutta et al. 2022, Upadhyay et al. 2021): split
   the data into random halves D1/D2; the base model is trained on D1; ``n_retrain`` models are
   retrained on D1 ∪ D2 with new seeds ("new data arrived") and ``n_drop`` on D1 minus a
-  different random 1 % each ("leave-some-out").
+  different random 1 % each ("leave-some-out"); options follow the authors' code instead
+  (one shared drop set, other layer sizes for the retrained models, members that start from
+  the base model's initial weights).
 * :func:`incremental_family` — the base model fine-tuned for a few epochs on a random fraction
   of D2 (``MLP.fit_more``; ``partial_fit`` for scikit-learn estimators that have it).
 * :func:`group_family` — one model per group of ``data.groups`` (temporal or population shift:
@@ -273,6 +275,20 @@ def _seeds(rng: np.random.Generator, n: int) -> list[int]:
     return [int(s) for s in rng.integers(0, _SEED_MAX, size=n)]
 
 
+def _positions(value: Sequence[int], n: int, name: str) -> list[int]:
+    """1-based model positions, each in 1..n, without repeats."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+        raise ValidationError(f"{name} must be a sequence of 1-based positions, got {value!r}")
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 1 <= v <= n:
+            raise ValidationError(f"{name}: positions must be integers in 1..{n}, got {v!r}")
+        out.append(int(v))
+    if len(set(out)) != len(out):
+        raise ValidationError(f"{name}: repeated positions in {list(out)}")
+    return sorted(out)
+
+
 def _accuracy(model: Model, test: Dataset) -> float:
     return float((model.predict(test.frame) == test.y).mean())
 
@@ -308,6 +324,10 @@ def proplace_family(
     encoder: Encoder | None = None,
     random_state: int | np.random.Generator | None = 0,
     n_jobs: int | None = 1,
+    member_params: dict[str, Any] | Any = None,
+    shared_drop: bool = False,
+    same_init_retrain: Sequence[int] = (),
+    same_init_drop: Sequence[int] = (),
 ) -> tuple[Model, ModelFamily]:
     """PROPLACE's retraining protocol. Returns ``(base_model, family)``.
 
@@ -318,6 +338,20 @@ def proplace_family(
     scikit-learn estimator (cloned, ``random_state`` set per model). With ``test`` the
     accuracies of the family (and ``meta["base_accuracy"]``) are measured on it.
     ``meta`` records the D1/D2 index labels, each model's training kind and dropped rows.
+
+    Options that follow the authors' code (``junqi-jiang/proplace``, ``clfutils.py``):
+
+    * ``member_params``: the retrained models' parameters when they differ from the base
+      model's (COMPAS: a 20-20 base network, 50-50 retrained ones; default: ``base_params``).
+    * ``shared_drop``: the ``n_drop`` leave-out models all leave out the same rows, drawn once
+      (default: a different random subset each).
+    * ``same_init_retrain`` / ``same_init_drop``: 1-based positions of retrained (D1 ∪ D2) /
+      leave-out models trained with the base model's seed, so that (same layer sizes) they
+      start from its initial weights and draw its mini-batch order; the authors seed torch
+      with fixed numbers, and on HELOC the base model and the first retrained one share 101,
+      on ADULT the base model and the third leave-out one share 5.
+
+    The seeds and rows of the other models do not depend on these options.
     """
     if not isinstance(data, Dataset):
         raise ValidationError(f"proplace_family expects a robustce Dataset, got {type(data).__name__}")
@@ -327,21 +361,31 @@ def proplace_family(
         raise ValidationError(f"drop_fraction must be in (0, 1), got {drop_fraction}")
     if len(data) < 4:
         raise ValidationError(f"need at least 4 rows to split into halves, got {len(data)}")
+    same_retrain = _positions(same_init_retrain, int(n_retrain), "same_init_retrain")
+    same_drop = _positions(same_init_drop, int(n_drop), "same_init_drop")
+    member_spec = base_params if member_params is None else member_params
     rng = check_random_state(random_state)
     d1_pos, d2_pos = _halves(len(data), rng)
     enc = _encoder_for(base_params, data, encoder)
     base_seed = _seeds(rng, 1)[0]
     retrain_seeds = _seeds(rng, int(n_retrain))
     drop_seeds = _seeds(rng, int(n_drop))
+    for i in same_retrain:
+        retrain_seeds[i - 1] = base_seed
+    for i in same_drop:
+        drop_seeds[i - 1] = base_seed
     n_dropped = max(1, int(round(drop_fraction * len(d1_pos))))
-    drops = [np.sort(rng.choice(len(d1_pos), size=n_dropped, replace=False)) for _ in range(int(n_drop))]
+    n_sets = min(1, int(n_drop)) if shared_drop else int(n_drop)
+    drops = [np.sort(rng.choice(len(d1_pos), size=n_dropped, replace=False)) for _ in range(n_sets)]
+    if shared_drop:
+        drops = drops * int(n_drop)
     d1 = data.subset(d1_pos)
     tasks = [(base_params, d1, enc, base_seed)]
-    tasks += [(base_params, data, enc, s) for s in retrain_seeds]
+    tasks += [(member_spec, data, enc, s) for s in retrain_seeds]
     for s, drop in zip(drop_seeds, drops, strict=True):
         keep = np.ones(len(d1_pos), dtype=bool)
         keep[drop] = False
-        tasks.append((base_params, d1.subset(keep), enc, s))
+        tasks.append((member_spec, d1.subset(keep), enc, s))
     models = _run(tasks, n_jobs)
     base, members = models[0], models[1:]
     meta: dict[str, Any] = {
@@ -351,6 +395,8 @@ def proplace_family(
         "dropped_index": [d1.frame.index[d] for d in drops],
         "drop_fraction": drop_fraction,
         "base_seed": base_seed,
+        "shared_drop": bool(shared_drop),
+        "same_init": [f"retrain_full:{i}" for i in same_retrain] + [f"drop_subset:{i}" for i in same_drop],
     }
     family = ModelFamily(members, "proplace", retrain_seeds + drop_seeds, meta=meta)
     if test is not None:
