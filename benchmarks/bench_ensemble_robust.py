@@ -23,20 +23,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from bench_boosters import _adult_pipeline, _boosters  # the same pipelines
 
 import robustce as rc
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.trees import TreeView
 from robustce.robustness import EnsembleCertifier, EnsembleShift
-
-
-def _boosters() -> dict[str, Any]:
-    from lightgbm import LGBMClassifier
-    from xgboost import XGBClassifier
-
-    return {"xgboost": XGBClassifier(n_estimators=100, max_depth=4, random_state=0, n_jobs=1),
-            "lightgbm": LGBMClassifier(n_estimators=100, max_depth=4, num_leaves=16,
-                                       random_state=0, n_jobs=1, verbose=-1)}
 
 
 def sampled_flips(parts: AdditiveTrees, X: np.ndarray, target: int, shift: EnsembleShift,
@@ -63,21 +55,13 @@ def sampled_flips(parts: AdditiveTrees, X: np.ndarray, target: int, shift: Ensem
 
 
 def run(quick: bool = False, delta: float = 0.005, epsilon: float = 0.005) -> list[dict[str, Any]]:
-    from sklearn.compose import ColumnTransformer
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
-
     ds = rc.datasets.load("adult")
-    X, y = ds.frame, ds.y
-    cat = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
-    num = [c for c in X.columns if c not in cat]
+    X = ds.frame
     n = 6 if quick else 20
     shift = EnsembleShift(delta, epsilon)
     rows = []
     for name, clf in _boosters().items():
-        pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), cat),
-                                 ("num", StandardScaler(), num)])
-        pipe = Pipeline([("pre", pre), ("clf", clf)]).fit(X, y)
+        pipe = _adult_pipeline(ds, clf)
         model = rc.models.from_sklearn(pipe, ds)
         Xm = model.encoder.transform(X.iloc[:2000])
         cert = EnsembleCertifier(shift)

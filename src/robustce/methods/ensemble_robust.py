@@ -33,7 +33,7 @@ from robustce.robustness.ensemble import EnsembleCertifier, EnsembleShift, VoteE
 from robustce.solvers.encodings import InputDomain
 from robustce.solvers.milp import MILP
 from robustce.solvers.robust_trees import encode_robust_ensemble
-from robustce.solvers.tree_encoding import TreeEncoding, ensemble_of, tree_parts
+from robustce.solvers.tree_encoding import TreeEncoding, TreeEnsemble, ensemble_of, tree_parts
 from robustce.validation import check_integer, check_number
 
 __all__ = ["EnsembleRobust"]
@@ -91,21 +91,22 @@ class EnsembleRobust(MILPNearest):
                 f"EnsembleRobust needs a tree model (decision tree, forest or boosted "
                 f"ensemble; kind {getattr(self.model, 'kind', None)!r} given): for networks "
                 f"use MILPRobust")
-        super()._check_params()
-        #: the set certified against
+        #: the set certified against (read by :meth:`_tree_ensemble` inside the base check)
         self.shift_ = EnsembleShift(self.delta, self.epsilon)
+        super()._check_params()
         check_number(self.growth, "growth", low=1, low_open=True)
         check_integer(self.max_rounds, "max_rounds", low=1)
         check_number(self.slack, "slack", low=0)
         check_number(self.bisect_tol, "bisect_tol", low=0, high=1, low_open=True,
                      high_open=True)
-        d = self.encoder.n_features_out_
-        self._eps_ = self.shift_.epsilons(d)
-        kind, parts = tree_parts(self.model)
-        self._ensemble_ = ensemble_of(kind, parts, self.encoder, epsilon=self._eps_)
         self._votes_ = VoteEnsemble.of(self.model)
         self._certifier_ = EnsembleCertifier(self.shift_)
         self._tau_ = 0.0
+
+    def _tree_ensemble(self, kind: str, parts: Any) -> TreeEnsemble:
+        """The ensemble with two literals per split, at θ − ε and θ + ε."""
+        eps = self.shift_.epsilons(self.encoder.n_features_out_)
+        return ensemble_of(kind, parts, self.encoder, epsilon=eps)
 
     # --- the search at a margin ----------------------------------------------------------------
     def _tree_margins(self, target: int) -> tuple[float, float]:

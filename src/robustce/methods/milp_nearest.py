@@ -360,7 +360,7 @@ class MILPNearest(Explainer):
         self._tree_kind_: str | None = None
         if parts is not None:
             self._tree_kind_ = parts[0]
-            self._ensemble_ = ensemble_of(parts[0], parts[1], self.encoder)
+            self._ensemble_ = self._tree_ensemble(parts[0], parts[1])
             self._network = None
         else:
             self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
@@ -842,6 +842,11 @@ class MILPNearest(Explainer):
         MILP backend asks the same)."""
         strict = _TREE_VOTE_MARGIN
         return strict, (strict if self._tree_kind_ == "boosted" else 0.0)
+
+    def _tree_ensemble(self, kind: str, parts: Any) -> TreeEnsemble:
+        """The tree model's :class:`TreeEnsemble`, built once in ``_check_params``
+        (:func:`ensemble_of`; the robust ensemble CE builds it with its ε)."""
+        return ensemble_of(kind, parts, self.encoder)
 
     def _encode_trees(self, m: MILP, dom: InputDomain, target: int,
                       prune: Any) -> TreeEncoding:

@@ -181,7 +181,7 @@ def encode_robust_ensemble(milp: MILP, ensemble: TreeEnsemble, domain: InputDoma
         milp.add_constrs_coo(np.concatenate(w_i), np.concatenate(w_j), np.concatenate(w_v),
                              n_w, -np.inf, np.concatenate(w_ub))
     if np.any(~np.isfinite(const)):
-        return _infeasible()
+        return TreeEncoding.empty()
     vote_rows = np.zeros(0, dtype=np.int64)
     if vote_cols:
         vc = np.concatenate(vote_cols)
@@ -189,13 +189,9 @@ def encode_robust_ensemble(milp: MILP, ensemble: TreeEnsemble, domain: InputDoma
         vote_rows = milp.add_constrs_coo(vr, vc, np.ones(len(vc)), len(rivals),
                                          margin - const, np.inf)
     elif np.any(const < margin):
-        return _infeasible()
+        return TreeEncoding.empty()
     split_var = np.full(n_split, -1, dtype=np.int64)
     split_var[ysid] = yvar
     used = np.flatnonzero(free)
     return TreeEncoding(col[used], lm[used], rm[used], split_var[used], vote_rows, n_nodes)
 
-
-def _infeasible() -> TreeEncoding:
-    empty = np.zeros(0, dtype=np.int64)
-    return TreeEncoding(empty, np.zeros(0), np.zeros(0), empty, empty, 0, infeasible=True)

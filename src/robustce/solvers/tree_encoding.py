@@ -377,6 +377,12 @@ class TreeEncoding:
     n_nodes: int
     infeasible: bool = False
 
+    @classmethod
+    def empty(cls) -> TreeEncoding:
+        """No split, no vote row: the box rules every point out (``infeasible``)."""
+        none = np.zeros(0, dtype=np.int64)
+        return cls(none, np.zeros(0), np.zeros(0), none, none, 0, infeasible=True)
+
     @property
     def n_binaries(self) -> int:
         return int((self.split_var >= 0).sum())
@@ -519,8 +525,7 @@ def encode_tree_ensemble(milp: MILP, ensemble: TreeEnsemble, domain: InputDomain
     state, v = ensemble._states(votes, visited, pruned, levels, excluded)
     roots = ensemble.roots
     if np.any(state[roots] < _UNI):  # some tree has no leaf of interest in the box
-        empty = np.zeros(0, dtype=np.int64)
-        return TreeEncoding(empty, np.zeros(0), np.zeros(0), empty, empty, 0, infeasible=True)
+        return TreeEncoding.empty()
     uni_root = roots[state[roots] == _UNI]
     const += v[uni_root].sum(axis=0)
     qvar = np.full(len(ensemble.feature), -1, dtype=np.int64)
