@@ -47,6 +47,7 @@ import numpy as np
 
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.models.boosting import AdditiveTrees
+from robustce.models.network import resolve_targets
 from robustce.models.trees import TreeStack, TreeView
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.solvers.tree_encoding import tree_parts
@@ -321,20 +322,13 @@ def _rows(X: Any, d: int) -> np.ndarray:
     return X
 
 
-def _targets(targets: Any, n: int, n_classes: int, predicted: Any,
-             name: str = "target_class") -> np.ndarray:
-    if targets is None:
-        return np.asarray(predicted(), dtype=np.int64)
-    t = np.asarray(targets)
-    if not np.issubdtype(t.dtype, np.integer):
-        raise ValidationError(f"{name} must be class indices, got {targets!r}")
-    t = t.astype(np.int64).reshape(-1)
-    if t.size not in (1, n):
-        raise ValidationError(f"{name} needs one class or one per row ({n}), got {t.size}")
-    t = np.broadcast_to(t, (n,))
+def _targets(targets: Any, n: int, n_classes: int, predicted: Any) -> np.ndarray:
+    """One target class per row (:func:`~robustce.models.network.resolve_targets`), the
+    predicted class where ``targets`` is None, each in ``[0, n_classes)``."""
+    t = np.asarray(predicted(), dtype=np.int64) if targets is None else resolve_targets(targets, n)
     if np.any(t < 0) or np.any(t >= n_classes):
-        raise ValidationError(f"{name} must lie in [0, {n_classes})")
-    return np.array(t)
+        raise ValidationError(f"target_class must lie in [0, {n_classes})")
+    return t
 
 
 class EnsembleCertifier(Certifier):
@@ -378,7 +372,7 @@ class EnsembleCertifier(Certifier):
         X = _rows(X, ens.n_features)
         n = len(X)
         t = _targets(targets, n, ens.n_classes,
-                     lambda: np.argmax(predicted_votes(ens.parts, X), axis=1), "targets")
+                     lambda: np.argmax(predicted_votes(ens.parts, X), axis=1))
         tol = self.tol if self.tol is not None else (1e-6 if ens.kind == "boosted" else 1e-9)
         bad = ~np.isfinite(X).all(axis=1)
         worst, rival = np.full(n, np.nan), np.full(n, -1, dtype=np.int64)
