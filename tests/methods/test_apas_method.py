@@ -39,7 +39,8 @@ def test_certifier_follows_the_protocol_and_apas_certify():
     cert = APASCertifier(0.1, alpha=0.99, R=0.95, random_state=3)
     c = cert.certify(net, X, t)
     assert len(c) == 10 and c.certifier == "apas"
-    assert c.params == {"delta": 0.1, "p": "inf", "biases": True, "alpha": 0.99, "R": 0.95, "n": 90}
+    assert c.params == {"delta": 0.1, "p": "inf", "biases": True, "alpha": 0.99, "R": 0.95, "n": 90,
+                        "fixed_draws": False}
     assert c.status[0] is CertStatus.NOT_ROBUST and c.status[1] is CertStatus.ERROR
     ref = apas_certify(net, X, 0.1, alpha=0.99, R=0.95, target_class=t,
                        random_state=cert.rng_for(np.where(np.isnan(X), 0.0, X), t))

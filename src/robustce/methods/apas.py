@@ -39,6 +39,9 @@ class APAS(MILPRobust):
     alpha, R : with confidence α, a fraction ≥ R of Δ keeps a returned CE's class (Lemma 4;
         n = ⌈ln(1−α)/ln R⌉ draws, 1379 for the defaults).
     n : draws per test instead of Lemma 4's (``alpha`` becomes 1 − Rⁿ).
+    fixed_draws : every test samples the same n networks (needs an int ``random_state``), as the
+        authors' generation loop does (10 000 draws, ``np.random.seed(1)`` before each test);
+        default False: the draws are a function of the seed and the CE.
     delta_init : δ_init of the δ_max search reported per CE (its bisection resolution).
     report_delta_max : compute each found CE's δ_max (Algorithm 1; n draws per tested δ).
     growth, max_rounds, slack, bisect_tol, norm, tau, solver, time_limit, … : as
@@ -67,8 +70,10 @@ class APAS(MILPRobust):
 
     def __init__(self, model: Any, data: Any = None, *, delta: ParameterShift | float | None = None,
                  alpha: float = 0.999, R: float = 0.995, n: int | None = None,
-                 delta_init: float = 1e-4, report_delta_max: bool = True, **kwargs: Any):
+                 fixed_draws: bool = False, delta_init: float = 1e-4,
+                 report_delta_max: bool = True, **kwargs: Any):
         self.delta = delta
+        self.fixed_draws = fixed_draws
         self.alpha = alpha
         self.R = R
         self.n = n
@@ -94,8 +99,10 @@ class APAS(MILPRobust):
                                   "the margin loop with another one use MILPRobust(certifier=...)")
         _check_delta(self.delta_init, "delta_init")
         check_bool(self.report_delta_max, "report_delta_max")
+        check_bool(self.fixed_draws, "fixed_draws")
         self.certifier_ = APASCertifier(self.shift, alpha=self.alpha, R=self.R, n=self.n,
-                                        random_state=self.random_state)
+                                        random_state=self.random_state,
+                                        fixed_draws=self.fixed_draws)
 
     def _certifier(self) -> APASCertifier:
         return self.certifier_

@@ -57,6 +57,10 @@ class MarginSchedule:
     After an unreachable ``tau``: :meth:`unreachable` — bisect between ``lo`` (the largest
     margin whose CE was not robust) and ``hi`` (the smallest unreachable one). Both return
     False when the bracket is narrower than ``bisect_tol`` (relative to ``hi``): stop.
+
+    With ``step`` (the APΔS authors' schedule: 0.01, then + 0.2 logit a round) the margin grows
+    by ``step`` after each CE that is not robust, and the first unreachable margin stops the
+    search: no bisection.
     """
 
     tau: float
@@ -65,6 +69,7 @@ class MarginSchedule:
     bisect_tol: float
     lo: float = math.nan
     hi: float = math.inf
+    step: float | None = None
 
     @property
     def bisecting(self) -> bool:
@@ -75,6 +80,9 @@ class MarginSchedule:
 
     def not_robust(self, drop: float) -> bool:
         self.lo = self.tau if math.isnan(self.lo) else max(self.lo, self.tau)
+        if self.step is not None:
+            self.tau += self.step
+            return True
         if not self.bisecting:
             self.tau = max(self.growth * self.tau, drop * (1.0 + self.slack) + 1e-6)
             return True
@@ -85,7 +93,7 @@ class MarginSchedule:
 
     def unreachable(self) -> bool:
         self.hi = self.tau
-        if self._narrow():
+        if self.step is not None or self._narrow():
             return False
         self.tau = 0.5 * (self.lo + self.hi)
         return True
@@ -124,6 +132,7 @@ class _QueryState:
 def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
                     targets: np.ndarray, *, tau: float, growth: float, slack: float,
                     bisect_tol: float, max_rounds: int, time_limit: float,
+                    tau_step: float | None = None,
                     delta_time_limit: float | None = None, base_cert: Mapping[str, Any] | None = None,
                     unreachable_text: str = "no actionable point reaches margin"
                     ) -> list[QueryResult]:
@@ -137,10 +146,11 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     ``rounds``, ``delta_status``, ``worst_case_margin`` (the certifier's lower bound for a
     robust CE); ``base_cert`` gives every other column its starting value and ``find``'s
     :attr:`Candidate.info` updates them. ``unreachable_text`` words a margin the search did not
-    reach in the messages (the MILP proves it; a heuristic only failed to find one)."""
+    reach in the messages (the MILP proves it; a heuristic only failed to find one).
+    ``tau_step``: the additive schedule of :class:`MarginSchedule` instead of raise-and-bisect."""
     t_start = time.perf_counter()
     targets = np.asarray(targets, dtype=np.int64)
-    states = [_QueryState(MarginSchedule(tau, growth, slack, bisect_tol),
+    states = [_QueryState(MarginSchedule(tau, growth, slack, bisect_tol, step=tau_step),
                           dict(base_cert or {}, delta_status=None)) for _ in range(len(X))]
     dtl = delta_time_limit or time_limit
 
@@ -155,6 +165,9 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
 
     def bisected_out(s: _QueryState) -> str:
         sch = s.schedule
+        if sch.step is not None:
+            return (f"no Δ-robust CE: the CE at margin {sch.lo:.6g} is not Δ-robust and "
+                    f"{unreachable_text} {sch.hi:.6g} (margin step {sch.step:g}); {s.last_msg}")
         return (f"no Δ-robust CE: bisected the margin down to [{sch.lo:.6g}, {sch.hi:.6g}] "
                 f"(relative width < {bisect_tol:g}): the CE at margin {sch.lo:.6g} is not "
                 f"Δ-robust and {unreachable_text} {sch.hi:.6g}; {s.last_msg}")
@@ -244,6 +257,9 @@ class DeltaRobustLoop:
     max_rounds : cap on search / Δ-test rounds per query (raises and bisection steps).
     slack : relative safety added to the observed margin drop.
     bisect_tol : relative width ``(hi − lo) / hi`` at which the margin bisection stops, in (0, 1).
+    tau_step : None (default: raise by ``growth`` / the observed drop, then bisect), or a
+        positive step: the margin grows by it each round and the first unreachable margin ends
+        the search (the APΔS authors' schedule: ``tau=0.01, tau_step=0.2``).
     delta_time_limit : seconds per Δ-test (default: ``time_limit``).
     certifier : the robustness test of each candidate (a
         :class:`~robustce.robustness.Certifier`); default None: the exact MILP Δ-test at
@@ -253,13 +269,15 @@ class DeltaRobustLoop:
 
     def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
                  growth: float = 2.0, max_rounds: int = 10, slack: float = 0.05,
-                 bisect_tol: float = 1e-3, delta_time_limit: float | None = None,
+                 bisect_tol: float = 1e-3, tau_step: float | None = None,
+                 delta_time_limit: float | None = None,
                  certifier: Certifier | None = None, **kwargs: Any):
         self.shift = shift
         self.growth = growth
         self.max_rounds = max_rounds
         self.slack = slack
         self.bisect_tol = bisect_tol
+        self.tau_step = tau_step
         self.delta_time_limit = delta_time_limit
         self.certifier = certifier
         super().__init__(model, data, **kwargs)
@@ -272,6 +290,7 @@ class DeltaRobustLoop:
         check_integer(self.max_rounds, "max_rounds", low=1)
         check_number(self.slack, "slack", low=0)
         check_number(self.bisect_tol, "bisect_tol", low=0, high=1, low_open=True, high_open=True)
+        check_number(self.tau_step, "tau_step", low=0, low_open=True, allow_none=True)
         check_number(self.delta_time_limit, "delta_time_limit", low=0, low_open=True,
                      allow_none=True)
         if self.certifier is not None and not callable(getattr(self.certifier, "certify", None)):
@@ -301,5 +320,6 @@ class DeltaRobustLoop:
         return run_margin_loop(find, certifier, network, X, targets, tau=tau,
                                growth=self.growth, slack=self.slack, bisect_tol=self.bisect_tol,
                                max_rounds=self.max_rounds, time_limit=self.time_limit,
+                               tau_step=self.tau_step,
                                delta_time_limit=self.delta_time_limit, base_cert=cert,
                                unreachable_text=unreachable_text)

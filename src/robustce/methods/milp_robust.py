@@ -41,6 +41,9 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     slack : relative safety added to the observed margin drop.
     bisect_tol : relative width ``(hi − lo) / hi`` at which the margin bisection stops
         (in (0, 1); see below).
+    tau_step : None (default), or the additive schedule of the APΔS authors' MILP-R: the
+        margin grows by ``tau_step`` a round (``tau=0.01, tau_step=0.2``) and the first
+        unreachable margin ends the search (no bisection).
     delta_time_limit : seconds per Δ-test (default: ``time_limit``).
     certifier : the robustness test of each candidate (a
         :class:`~robustce.robustness.Certifier`); default None: the exact MILP Δ-test at

@@ -1146,6 +1146,9 @@ class APASCertifier(Certifier):
     random_state : None (fresh entropy per call), an int (each call's draws are seeded by it and
         the rows tested — the same CE gets the same draws in any order or process) or a
         Generator (consumed call by call).
+    fixed_draws : with an int ``random_state``, every call draws the same n networks, whatever
+        the rows (the APΔS authors' loop reseeds before each test: ``np.random.seed(1)``); a
+        CE that fails once then fails at every margin whose CE sits where it does.
 
     Certificates: ``lower`` — the smallest sampled margin where the test passed (Lemma 4: with
     confidence α a fraction ≥ R of Δ has at least this margin; NaN where it failed);
@@ -1158,7 +1161,8 @@ class APASCertifier(Certifier):
     name = "apas"
 
     def __init__(self, shift: ParameterShift | float, *, alpha: float = 0.999, R: float = 0.995,
-                 n: int | None = None, random_state: int | np.random.Generator | None = None):
+                 n: int | None = None, random_state: int | np.random.Generator | None = None,
+                 fixed_draws: bool = False):
         self.shift = ParameterShift.of(shift)
         self.n, self.alpha, self.R = _resolve_n(alpha, R, n)
         if not (random_state is None or isinstance(random_state, np.random.Generator)
@@ -1166,10 +1170,15 @@ class APASCertifier(Certifier):
             raise ValidationError(
                 f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}")
         self.random_state = random_state
+        check_bool(fixed_draws, "fixed_draws")
+        if fixed_draws and not isinstance(random_state, int | np.integer):
+            raise ValidationError("fixed_draws needs an int random_state (the seed of the one "
+                                  f"set of draws), got {type(random_state).__name__}")
+        self.fixed_draws = fixed_draws
 
     def params(self) -> dict[str, Any]:
         return {"delta": self.shift.delta, "p": "inf", "biases": self.shift.biases,
-                "alpha": self.alpha, "R": self.R, "n": self.n}
+                "alpha": self.alpha, "R": self.R, "n": self.n, "fixed_draws": self.fixed_draws}
 
     def rng_for(self, X: np.ndarray, targets: np.ndarray) -> np.random.Generator:
         """The generator one call draws from (see ``random_state``)."""
@@ -1177,6 +1186,8 @@ class APASCertifier(Certifier):
             return self.random_state
         if self.random_state is None:
             return np.random.default_rng()
+        if self.fixed_draws:
+            return np.random.default_rng(int(self.random_state))
         key = zlib.crc32(np.ascontiguousarray(X, dtype=np.float64).tobytes())
         key = zlib.crc32(np.ascontiguousarray(targets, dtype=np.int64).tobytes(), key)
         return np.random.default_rng(np.random.SeedSequence([int(self.random_state), key]))
