@@ -91,7 +91,7 @@ def test_additive_schedule_stops_at_the_first_unreachable_margin():
     r = MILPRobust(model, tau_step=0.6, **kw).explain(q)
     row = r.to_frame().iloc[0]
     assert row["status"] == "no_robust_point" and row["rounds"] == 2  # 0.5 (not robust), 1.1 (out of reach)
-    assert "margin step 0.6" in r.results[0].message
+    assert "margin step 0.6" in row["message"]
     bisecting = MILPRobust(model, **kw).explain(q).to_frame().iloc[0]
     assert bisecting["rounds"] > 2
 
