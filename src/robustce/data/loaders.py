@@ -382,6 +382,111 @@ def load_german_raw(data_home: PathLike = None) -> Dataset:
                    meta={"files": [relpath], "target": "credit_risk"})
 
 
+# --- the APΔS authors' German credit (Marzari et al. 2024, exp_sec7/credit.ipynb) -----------
+# Statlog's symbolic codes -> the South German codes of corrected_german.csv (Groemping 2019),
+# as the authors' utilcredit.py maps them; Statlog's numeric codes (installment_rate,
+# present_residence, number_credits, people_liable) are already South German codes. Note A92
+# and A93 (female / male, divorced or separated) both become 2, as in the authors' map.
+_STATLOG_TO_SOUTH_GERMAN = {
+    "status": {"A14": 1, "A11": 2, "A12": 3, "A13": 4},
+    "credit_history": {"A33": 0, "A34": 1, "A30": 2, "A32": 3, "A31": 4},
+    "purpose": {"A410": 0, "A40": 1, "A41": 2, "A42": 3, "A43": 4, "A44": 5, "A45": 6,
+                "A46": 7, "A47": 8, "A48": 9, "A49": 10},
+    "savings": {"A65": 1, "A61": 2, "A62": 3, "A63": 4, "A64": 5},
+    "employment_duration": {"A71": 1, "A72": 2, "A73": 3, "A74": 4, "A75": 5},
+    "personal_status_sex": {"A91": 1, "A92": 2, "A93": 2, "A94": 3, "A95": 4},
+    "other_debtors": {"A101": 1, "A102": 2, "A103": 3},
+    "property": {"A124": 1, "A123": 2, "A122": 3, "A121": 4},
+    "other_installment_plans": {"A141": 1, "A142": 2, "A143": 3},
+    "housing": {"A153": 1, "A151": 2, "A152": 3},
+    "job": {"A171": 1, "A172": 2, "A173": 3, "A174": 4},
+    "telephone": {"A191": 1, "A192": 2},
+    "foreign_worker": {"A201": 1, "A202": 2},
+}
+# the authors' feature types: ordinal (thermometer), discrete (one-hot), continuous (min-max)
+_APAS_CREDIT_ORDINAL = {"status": range(1, 5), "savings": range(1, 6),
+                        "employment_duration": range(1, 6), "installment_rate": range(1, 5),
+                        "other_debtors": range(1, 4), "present_residence": range(1, 5),
+                        "property": range(1, 5), "housing": range(1, 4),
+                        "number_credits": range(1, 5), "job": range(1, 5),
+                        "people_liable": range(1, 3)}
+_APAS_CREDIT_DISCRETE = {"credit_history": range(0, 5), "purpose": range(0, 11),
+                         "personal_status_sex": range(1, 5),
+                         "other_installment_plans": range(1, 4), "telephone": range(1, 3),
+                         "foreign_worker": range(1, 3)}
+_APAS_CREDIT_D2_ROWS = "apas_credit_d2_rows.json"
+
+
+def _apas_credit_schema(X: pd.DataFrame) -> Schema:
+    kinds = _kinds(ordinal=_APAS_CREDIT_ORDINAL, categorical=_APAS_CREDIT_DISCRETE,
+                   continuous=["duration", "amount", "age"])
+    return infer_schema(X, kinds=kinds, ordinal={c: tuple(v) for c, v in _APAS_CREDIT_ORDINAL.items()},
+                        categories={c: tuple(v) for c, v in _APAS_CREDIT_DISCRETE.items()})
+
+
+def load_apas_credit(data_home: PathLike = None) -> Dataset:
+    """Statlog German credit (``german.data``) in the South German codes, typed as the APΔS
+    authors type it (their "credit": the model's data). Class 1 = good credit."""
+    relpath = "german_credit/german.data"
+    df = _read(relpath, data_home, sep=" ", header=None, names=[*GERMAN_COLUMNS, "credit_risk"])
+    X = df[list(GERMAN_COLUMNS)].copy()
+    for col, codes in _STATLOG_TO_SOUTH_GERMAN.items():
+        unknown = sorted(set(X[col]) - set(codes))
+        if unknown:
+            raise DatasetUnavailableError(f"{relpath}: column {col!r} has codes {unknown} that "
+                                          "Statlog's documentation does not define")
+        X[col] = X[col].map(codes).astype(np.int64)
+    X[["duration", "amount", "age"]] = X[["duration", "amount", "age"]].astype(float)
+    return _finish("apas_credit", X, _codes(df["credit_risk"], (2, 1)), _apas_credit_schema(X),
+                   ("bad", "good"), APAS_CREDIT_DESCRIPTION,
+                   meta={"files": [relpath], "target": "credit_risk"})
+
+
+def load_apas_credit_shift(data_home: PathLike = None, *, authors_alignment: bool = False) -> Dataset:
+    """The APΔS authors' shift data: their 800 rows of South German credit (Kaggle's training
+    file, found by content in ``corrected_german.csv``), in their order, typed as
+    :func:`load_apas_credit`. Class 1 = good credit.
+
+    ``authors_alignment=True`` rebuilds the rows their notebook trains on: its preprocessing
+    concatenates each one-hot / thermometer block (index 0..799) to a frame indexed 1..800, so
+    every ordinal and discrete feature of row k comes from row k + 1 while duration, amount,
+    age and the label stay; ``dropna`` then leaves 799 rows."""
+    import json
+    from importlib import resources
+
+    relpath = "german_credit/corrected_german.csv"
+    df = _read(relpath, data_home)
+    spec = json.loads(resources.files("robustce.data").joinpath(_APAS_CREDIT_D2_ROWS).read_text())
+    rows = np.asarray(spec["rows"], dtype=np.int64)
+    if len(df) != 1000 or rows.max() >= len(df):
+        raise DatasetUnavailableError(f"{relpath}: expected the 1 000 rows of South German "
+                                      f"credit, got {len(df)}")
+    df = df.iloc[rows].reset_index(drop=True)
+    X = df[list(GERMAN_COLUMNS)].copy()
+    X[["duration", "amount", "age"]] = X[["duration", "amount", "age"]].astype(float)
+    y = df["credit_risk"]
+    if authors_alignment:
+        coded = [*_APAS_CREDIT_ORDINAL, *_APAS_CREDIT_DISCRETE]
+        X.loc[: len(X) - 2, coded] = X[coded].iloc[1:].to_numpy()
+        X, y = X.iloc[:-1], y.iloc[:-1]
+    return _finish("apas_credit_shift", X, _codes(y, (0, 1)), _apas_credit_schema(X),
+                   ("bad", "good"), APAS_CREDIT_SHIFT_DESCRIPTION,
+                   meta={"files": [relpath], "target": "credit_risk",
+                         "authors_alignment": bool(authors_alignment)})
+
+
+APAS_CREDIT_DESCRIPTION = (
+    "Statlog German credit (german.data, 1 000 rows) recoded into the South German codes and "
+    "typed as the APΔS authors do (11 ordinal, 6 discrete, 3 continuous features; no "
+    "actionability): the data of their 'credit' model. Class 1 = good credit."
+)
+APAS_CREDIT_SHIFT_DESCRIPTION = (
+    "The APΔS authors' shift data for 'credit': their 800 rows of South German credit "
+    "(Kaggle's training file, located by content in corrected_german.csv), typed as "
+    "apas_credit. Class 1 = good credit."
+)
+
+
 # ----------------------------------------------------------------------------------------
 # SBA (ROAR's loan data)
 # ----------------------------------------------------------------------------------------
@@ -746,6 +851,10 @@ CATALOG: dict[str, LoaderInfo] = {
                                    ("german_credit/corrected_german.csv",)),
     "german_raw": LoaderInfo(load_german_raw, GERMAN_RAW_DESCRIPTION,
                              ("german_credit/german.data",)),
+    "apas_credit": LoaderInfo(load_apas_credit, APAS_CREDIT_DESCRIPTION,
+                              ("german_credit/german.data",)),
+    "apas_credit_shift": LoaderInfo(load_apas_credit_shift, APAS_CREDIT_SHIFT_DESCRIPTION,
+                                    ("german_credit/corrected_german.csv",)),
     "spambase": LoaderInfo(load_spambase, SPAMBASE_DESCRIPTION, ("spambase/spambase.csv",)),
     "spam": LoaderInfo(load_spam, SPAM_DESCRIPTION, ("spambase/spam.csv",)),
     "sba": LoaderInfo(load_sba, SBA_DESCRIPTION, ("sba/SBAcase.11.13.17.csv",)),

@@ -28,10 +28,17 @@ schema (documented in ``docs/benchmark.md``)::
     target_class = 1              # optional; binary default: the other class; a label, or
                                   # "favourable": each dataset's declared favourable class
     source = "test"               # or "train": rows of the data the methods see; "d1": the
-                                  # rows the model was trained on (protocols with a D1)
+                                  # rows the model was trained on (protocols with a D1);
+                                  # "all": the rows the model was trained on and the test
+                                  # rows
     order = "first"               # or "random": n drawn with the seed (no replacement)
     replace = false               # with order = "random": draw with replacement (query ids
                                   # become the draw positions 0..n-1)
+    draws = 2000                  # optional, with replace: draw min(draws, rows) rows, then
+                                  # keep the first n that pass own_class_robust
+    own_class_robust = false      # true: keep a row only if the model's class for it is
+                                  # Δ-robust at evaluation.delta (exact test; the APΔS
+                                  # authors' `verify_soundness`)
     family_agrees = false         # true: only rows every retrained model also predicts as
                                   # `from_class` (needs [evaluation.retrain])
 
@@ -40,6 +47,12 @@ schema (documented in ``docs/benchmark.md``)::
     lof_neighbors = 10
     [evaluation.retrain]          # model family for validity after retraining (omit to skip)
     n_models = 5
+    d2 = "apas_credit_shift"      # continued only: a dataset of its own as D2 (the model is
+    d2_params = {}                # then trained on the whole training split); its loader's
+                                  # parameters
+    optimizer = "kept"            # continued only: resume the optimiser state of the base
+                                  # model's training ("kept") or start a new one ("fresh");
+                                  # default: the model's own way (MLP fresh, partial_fit kept)
     method_data = "all"           # protocols with a D1 (proplace, continued): "d1" gives the
                                   # methods and the data metrics D1 only, the model's own data;
                                   # "d1_all": D1 and a random half of the test split
@@ -55,6 +68,7 @@ schema (documented in ``docs/benchmark.md``)::
     all_free = true               # optional; every feature free (no immutable/monotone ones)
     all_continuous = true         # optional; every feature a real number on its model column
     optional = true               # optional; skip (with the reason) if its file is unavailable
+    query_draws = 2000            # optional; this dataset's queries.draws
 
     [[methods]]
     name = "wachter"
@@ -116,13 +130,13 @@ TOP_KEYS = {"name", "description", "seeds", "metrics", "n_jobs", "backend", "out
             "data_home", "model", "split", "queries", "evaluation", "datasets", "methods", "quick",
             "variants"}
 DATASET_KEYS = {"name", "label", "params", "model", "evaluation", "methods", "rows", "all_free",
-                "all_continuous",
-                "optional"}
+                "all_continuous", "optional", "query_draws"}
 # what [quick] may change: the scale, never the protocol
 QUICK_KEYS = {"description", "seeds", "queries", "evaluation", "datasets", "n_jobs"}
 # what a [variants.NAME] table may change: the protocol, never the methods or the scale
 VARIANT_KEYS = {"description", "model", "split", "queries", "evaluation", "datasets"}
-VARIANT_DATASET_KEYS = {"model", "evaluation", "methods", "all_free", "all_continuous"}
+VARIANT_DATASET_KEYS = {"name", "params", "model", "evaluation", "methods", "all_free",
+                        "all_continuous", "query_draws"}
 MODEL_SKIP = {"self", "random_state"}
 METHOD_KEYS = {"name", "label", "params", "datasets"}
 #: ``[model] kind`` -> the scikit-learn estimator trained on the encoded training split and
@@ -140,15 +154,17 @@ class ClassRef:
 
 
 QUERY_KEYS = {"n": int, "from_class": ClassRef, "target_class": ClassRef, "source": str,
-              "family_agrees": bool, "order": str, "replace": bool}
-QUERY_SOURCES = ("test", "train", "d1")
+              "family_agrees": bool, "order": str, "replace": bool, "draws": int,
+              "own_class_robust": bool}
+QUERY_SOURCES = ("test", "train", "d1", "all")
 QUERY_ORDERS = ("first", "random")
 EVAL_KEYS = {"delta", "lof_neighbors", "retrain", "perturb"}
 PERTURB_KEYS = {"scale": float, "n_repeats": int, "max_tries": int}
 RETRAIN_KEYS = {"protocol": str, "n_models": int, "n_retrain": int, "n_drop": int,
                 "drop_fraction": float, "fraction": float, "epochs": int, "lr": float,
                 "method_data": str, "shared_drop": bool, "same_init_retrain": list,
-                "same_init_drop": list, "member_model": dict}
+                "same_init_drop": list, "member_model": dict, "d2": str, "d2_params": dict,
+                "optimizer": str}
 #: what the methods (and the data-based metrics) see under a protocol whose model is trained on
 #: a half D1: the whole training split, D1 only (D2 arrives with the retraining), or D1 and a
 #: random half of the test split ("d1_all": the PROPLACE authors halve the data first and split
@@ -159,7 +175,9 @@ RETRAIN_PROTOCOLS = ("proplace", "seeds", "continued")
 RETRAIN_PARAMS = {"proplace": {"n_retrain", "n_drop", "drop_fraction", "method_data", "shared_drop",
                                "same_init_retrain", "same_init_drop", "member_model"},
                   "seeds": {"n_models", "drop_fraction"},
-                  "continued": {"n_models", "fraction", "epochs", "lr", "method_data"}}
+                  "continued": {"n_models", "fraction", "epochs", "lr", "method_data", "d2",
+                                "d2_params", "optimizer"}}
+OPTIMIZER_STATES = ("fresh", "kept")
 # parameters set by the runner, never from a config
 RUNNER_SET = {"random_state"}
 
@@ -175,7 +193,7 @@ class DatasetEntry:
     ``all_continuous``: every feature a real number on its model-space column (binary and
     numeric features only; the domain of papers whose MILP relaxes every column);
     ``optional``: a data file that cannot be had skips the dataset's cells with the reason
-    instead of failing them."""
+    instead of failing them; ``query_draws``: this dataset's ``queries.draws``."""
 
     name: str
     label: str
@@ -188,6 +206,7 @@ class DatasetEntry:
     all_free: bool = False
     all_continuous: bool = False
     optional: bool = False
+    query_draws: int | None = None
 
     def data_options(self) -> dict[str, Any]:
         """The entry's data options as written (``rows``, ``all_free``, ``optional``; defaults
@@ -201,6 +220,8 @@ class DatasetEntry:
             out["all_continuous"] = True
         if self.optional:
             out["optional"] = True
+        if self.query_draws is not None:
+            out["query_draws"] = self.query_draws
         return out
 
 
@@ -406,6 +427,12 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
             raise ConfigError(f"queries.{key}: expected one of {allowed}, got {queries[key]!r}")
     if queries.get("replace") and queries.get("order", "first") != "random":
         raise ConfigError("queries.replace: drawing with replacement needs order = \"random\"")
+    if "draws" in queries:
+        if not queries.get("replace"):
+            raise ConfigError("queries.draws: a number of draws needs replace = true")
+        if queries["draws"] < queries["n"]:
+            raise ConfigError(f"queries.draws: must be at least queries.n ({queries['n']}), "
+                              f"got {queries['draws']}")
     evaluation_raw = _table(raw.get("evaluation", {}), "evaluation")
     evaluation = _evaluation(evaluation_raw)
     methods = _methods(raw.get("methods"))
@@ -417,6 +444,15 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
                 raise ConfigError(f"methods[{m.index}].datasets: no dataset labelled {k!r}; "
                                   f"labels: {', '.join(labels)}")
     metrics = _metrics(raw.get("metrics"), [d.evaluation for d in datasets])
+    for d in datasets:
+        if d.query_draws is not None and not queries.get("replace"):
+            raise ConfigError(f"datasets ({d.label}).query_draws: a number of draws needs "
+                              "queries.replace = true")
+    if queries.get("own_class_robust"):
+        for d in datasets:
+            if "delta" not in d.evaluation:
+                raise ConfigError(f"queries.own_class_robust: dataset {d.label!r} has no "
+                                  "evaluation.delta to test the queries' own class at")
     if queries.get("source") == "d1":
         for d in datasets:
             if d.evaluation.get("retrain", {}).get("protocol") not in ("proplace", "continued"):
@@ -507,7 +543,8 @@ def apply_variant(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The config under its ``[variants.NAME]`` protocol (e.g. ``authors``: the construction of
     a paper's own code where it differs from the paper's text). The variant's ``model``,
     ``split``, ``queries`` and ``evaluation`` tables merge into the top-level ones (key by key),
-    its ``datasets`` table (by dataset label) into those entries; its ``description`` replaces
+    its ``datasets`` table (by dataset label) into those entries (a dataset ``model`` of another
+    ``kind`` replaces the entry's instead); its ``description`` replaces
     the config's; ``name`` gets a " (NAME variant)" suffix. Methods, seeds and the ``[quick]``
     scale are the config's own. Other variants are dropped."""
     variants = _table(raw.get("variants", {}), "variants")
@@ -529,6 +566,10 @@ def apply_variant(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
                 raise ConfigError(f"variants.{name}.datasets.{label}: no dataset labelled "
                                   f"{label!r}; labels: {', '.join(map(str, labels))}")
             i = labels.index(label)
+            model = over.get("model")
+            if isinstance(model, Mapping) and model.get("kind", "mlp") != \
+                    _table(entries[i].get("model", {}), f"datasets.{label}.model").get("kind", "mlp"):
+                entries[i] = {k: v for k, v in entries[i].items() if k != "model"}  # another kind
             entries[i] = _merge(entries[i], over)
         out["datasets"] = entries
     if "description" in variant:
@@ -614,8 +655,15 @@ def _model(value: Any, path: str = "model") -> dict[str, Any]:
     if "random_state" in table:
         raise ConfigError(f"{path}.random_state: set by `seeds`, not in the model table")
     if kind != "mlp":
+        # names against the signature; values by scikit-learn's own parameter constraints (a
+        # default such as batch_size="auto" says nothing about the other accepted types)
         cls = sklearn_model_class(kind)
-        _check_params(table, cls.__init__, path, skip=MODEL_SKIP)
+        names = {n: (None, inspect.Parameter.empty) for n in _signature_info(cls.__init__)}
+        _check_values(table, names, path, skip=MODEL_SKIP)
+        try:
+            cls(**table)._validate_params()
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
         return {"kind": kind, **table}
     _check_params(table, MLP.__init__, path, skip=MODEL_SKIP)
     try:
@@ -671,6 +719,20 @@ def _retrain(value: Any, path: str = "evaluation.retrain") -> dict[str, Any]:
         if key not in allowed:
             raise ConfigError(f"{path}.{key}: not a parameter of protocol {protocol!r}; "
                               f"allowed: {', '.join(sorted(allowed))}")
+    if "optimizer" in retrain and retrain["optimizer"] not in OPTIMIZER_STATES:
+        raise ConfigError(f"{path}.optimizer: expected one of {OPTIMIZER_STATES}, "
+                          f"got {retrain['optimizer']!r}")
+    if "d2_params" in retrain and "d2" not in retrain:
+        raise ConfigError(f"{path}.d2_params: parameters of a d2 dataset, but there is no d2")
+    if "d2" in retrain:
+        from robustce.data.registry import get_spec
+
+        try:
+            spec = get_spec(retrain["d2"])
+        except RobustCEError as exc:
+            raise ConfigError(f"{path}.d2: {exc}") from None
+        _check_params(retrain.get("d2_params", {}), spec.loader, f"{path}.d2_params",
+                      skip={"data_home"})
     if "method_data" in retrain and retrain["method_data"] not in METHOD_DATA:
         raise ConfigError(f"{path}.method_data: expected one of {METHOD_DATA}, "
                           f"got {retrain['method_data']!r}")
@@ -816,17 +878,25 @@ def _datasets(value: Any, model: Mapping[str, Any], evaluation: Mapping[str, Any
         if rows is not None and (not _matches(rows, int) or rows < 2):
             raise ConfigError(f"{path}.rows: expected an integer >= 2 (rows to subsample), "
                               f"got {_show(rows)}")
-        if own_model.get("kind", "mlp") != "mlp" and "retrain" in own_eval:
-            raise ConfigError(f"{path}: evaluation.retrain retrains the torch MLP; model kind "
-                              f"{own_model['kind']!r} has no retraining protocol")
+        kind = own_model.get("kind", "mlp")
+        if kind != "mlp" and "retrain" in own_eval and not (
+                own_eval["retrain"]["protocol"] == "continued"
+                and hasattr(sklearn_model_class(kind), "partial_fit")):
+            raise ConfigError(f"{path}: evaluation.retrain retrains the torch MLP (or, protocol "
+                              f"continued, an estimator with partial_fit); model kind {kind!r} "
+                              "has no retraining protocol")
         all_free = _typed(entry.get("all_free", False), bool, f"{path}.all_free")
         all_continuous = _typed(entry.get("all_continuous", False), bool,
                                 f"{path}.all_continuous")
         optional = _typed(entry.get("optional", False), bool, f"{path}.optional")
+        query_draws = entry.get("query_draws")
+        if query_draws is not None and (not _matches(query_draws, int) or query_draws < 1):
+            raise ConfigError(f"{path}.query_draws: expected a positive integer, got "
+                              f"{_show(query_draws)}")
         out.append(DatasetEntry(name=name, label=label, params=params, model=own_model,
                                 evaluation=own_eval, method_params=method_params, overrides=overrides,
                                 rows=rows, all_free=all_free, all_continuous=all_continuous,
-                                optional=optional))
+                                optional=optional, query_draws=query_draws))
     _unique([d.label for d in out], "datasets", "label")
     return out
 

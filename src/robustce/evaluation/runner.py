@@ -91,30 +91,39 @@ class GroupContext:
     d1: Any = None  # the rows the model was trained on, under a protocol with a D1
 
 
-def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, retrain: Mapping[str, Any]
-                     ) -> tuple[Any, Any]:
+def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, retrain: Mapping[str, Any],
+                     d2: Any = None) -> tuple[Any, Any]:
     """``(model to explain, family)`` for "validity after retraining", from
     :mod:`robustce.models.families`: ``protocol = "proplace"`` →
     :func:`~robustce.models.families.proplace_family` (the model is trained on a random half D1
     of ``train``), ``"seeds"`` → :func:`~robustce.models.families.seed_family` (the model on all
     of ``train``, the family with other seeds), ``"continued"`` →
     :func:`~robustce.models.families.continued_family` (the model on D1, the family trained on
-    from it on D2).
+    from it on D2; ``d2``: the loaded dataset of ``retrain["d2"]`` as D2, the model then
+    trained on all of ``train``). A model table of another ``kind`` (e.g. ``sklearn_mlp``)
+    gives the scikit-learn estimator as the protocol's model specification.
 
     ``"proplace"`` options: ``member_model`` (MLP parameters merged over ``model_params`` for
     the retrained models), ``shared_drop``, ``same_init_retrain`` / ``same_init_drop`` (model
     positions past ``n_retrain`` / ``n_drop`` are left out, so a smaller scale keeps the
     protocol)."""
+    from robustce.evaluation.config import sklearn_model_class
     from robustce.models.families import continued_family, proplace_family, seed_family
 
-    params = {k: v for k, v in dict(model_params).items() if k != "random_state"}
+    params: Any = {k: v for k, v in dict(model_params).items() if k != "random_state"}
+    kind = params.pop("kind", "mlp")
+    if kind != "mlp":
+        params = sklearn_model_class(kind)(**params)
     opts = dict(retrain)
     protocol = opts.pop("protocol", "proplace")
     opts.pop("method_data", None)  # which data the methods see: the runner's business
+    opts.pop("d2_params", None)  # the runner loads d2
+    if opts.pop("d2", None) is not None:
+        opts["d2"] = d2
     if protocol == "proplace":
         member_model = opts.pop("member_model", None)
         if member_model is not None:
-            opts["member_params"] = {**params, **member_model}
+            opts["member_params"] = {**dict(params), **member_model}
         for key, count in (("same_init_retrain", "n_retrain"), ("same_init_drop", "n_drop")):
             if key in opts:
                 opts[key] = [i for i in opts[key] if i <= opts.get(count, 10)]
@@ -146,7 +155,8 @@ def train_sklearn_model(spec: Mapping[str, Any], train: Any, seed: int) -> Any:
 
 def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family: Any = None,
                    order: str = "first", random_state: int | None = None,
-                   replace: bool = False) -> pd.DataFrame:
+                   replace: bool = False, draws: int | None = None,
+                   robust_shift: Any = None) -> pd.DataFrame:
     """``n`` rows of ``test`` that ``model`` predicts as ``from_class``: the first ``n``
     (``order="first"``) or ``n`` drawn at random without replacement and kept in data order
     (``order="random"``, seeded by ``random_state``). With a ``family``, only rows that every
@@ -156,7 +166,13 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family
     ``replace=True`` (``order="random"`` only) draws ``n`` rows with replacement, in draw
     order, as the PROPLACE authors' ``get_test_data`` does: a row drawn twice is explained
     twice. The query ids are then the draw positions 0..n-1 (index name ``draw``), since a
-    query id names one query."""
+    query id names one query. ``draws`` (with ``replace``): ``min(draws, rows)`` rows are
+    drawn and the first ``n`` that qualify are kept (ids: their draw positions).
+
+    ``robust_shift`` (a :class:`~robustce.robustness.ParameterShift`): only rows whose class
+    ``from_class`` is Δ-robust for the model at that shift qualify, by the exact Δ-test (the
+    APΔS authors' ``verify_soundness``: a query whose own class a shift in Δ can flip is not
+    explained). A row whose test ends undecided (timeout) does not qualify."""
     keep = model.predict(test.frame) == int(from_class)
     where = "test row"
     if family is not None:
@@ -165,17 +181,37 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family
     rows = test.frame[keep]
     if len(rows) == 0:
         raise ValidationError(f"no {where} is predicted as class {from_class}; nothing to explain")
+    if robust_shift is not None and not replace:
+        rows = rows[_own_class_robust(model, rows, from_class, robust_shift)]
+        if len(rows) == 0:
+            raise ValidationError(f"no {where} of class {from_class} is Δ-robust at "
+                                  f"δ = {robust_shift.delta:g}; nothing to explain")
     if order == "first":
         return rows.iloc[: int(n)]
     if order != "random":
         raise ValidationError(f"queries order must be 'first' or 'random', got {order!r}")
     if replace:
-        pick = np.random.default_rng(random_state).choice(len(rows), size=int(n), replace=True)
-        return rows.iloc[pick].set_axis(pd.RangeIndex(int(n), name="draw"))
+        size = int(n) if draws is None else min(int(draws), len(rows))
+        pick = np.random.default_rng(random_state).choice(len(rows), size=size, replace=True)
+        drawn = rows.iloc[pick].set_axis(pd.RangeIndex(size, name="draw"))
+        if robust_shift is not None:
+            drawn = drawn[_own_class_robust(model, drawn, from_class, robust_shift)]
+            if len(drawn) == 0:
+                raise ValidationError(f"no drawn row's class {from_class} is Δ-robust at "
+                                      f"δ = {robust_shift.delta:g}; nothing to explain")
+        return drawn.iloc[: int(n)]
     if len(rows) <= int(n):
         return rows
     pick = np.random.default_rng(random_state).choice(len(rows), size=int(n), replace=False)
     return rows.iloc[np.sort(pick)]
+
+
+def _own_class_robust(model: Any, rows: pd.DataFrame, cls: int, shift: Any) -> np.ndarray:
+    """Whether ``model``'s class ``cls`` for each row is Δ-robust at ``shift`` (exact test)."""
+    from robustce.robustness import ExactDeltaCertifier
+
+    cert = ExactDeltaCertifier(shift).certify(model, rows, np.full(len(rows), int(cls)))
+    return np.asarray(cert.robust, dtype=bool)
 
 
 def load_entry(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> Any:
@@ -242,9 +278,14 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
     train, test = data.split(test_size=split.get("test_size", 0.2), random_state=seed,
                              stratify=split.get("stratify", True))
     retrain = dataset.evaluation.get("retrain")
+    d2 = None
+    if retrain and "d2" in retrain:
+        from robustce.data.registry import load
+
+        d2 = load(retrain["d2"], data_home=config.data_home, **retrain.get("d2_params", {}))
     with _TRAIN_LOCK:
         if retrain:
-            model, ctx.family = retrain_protocol(train, dataset.model, seed, retrain)
+            model, ctx.family = retrain_protocol(train, dataset.model, seed, retrain, d2=d2)
         elif dataset.model.get("kind", "mlp") != "mlp":
             model = train_sklearn_model(dataset.model, train, seed)
         else:
@@ -258,13 +299,19 @@ def prepare_group(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> 
     elif method_data == "d1_all":  # and D1's share of the test rows (the authors' d.X1)
         ctx.train = _with_test_half(data, ctx.d1, test, seed)
     q = config.queries
+    if "delta" in dataset.evaluation:
+        ctx.shift = ParameterShift(delta=dataset.evaluation["delta"])
     source = {"train": ctx.train, "d1": ctx.d1}.get(q.get("source", "test"), test)
+    if q.get("source") == "all":  # the rows the model was trained on, and the test rows
+        fitted = train if ctx.d1 is None else ctx.d1
+        source = data.subset(np.sort(data.frame.index.get_indexer(
+            fitted.frame.index.append(test.frame.index))))
     family = ctx.family if q.get("family_agrees", False) else None
     ctx.queries = select_queries(model, source, q["n"], ctx.from_class, family=family,
                                  order=q.get("order", "first"), random_state=seed,
-                                 replace=q.get("replace", False))
-    if "delta" in dataset.evaluation:
-        ctx.shift = ParameterShift(delta=dataset.evaluation["delta"])
+                                 replace=q.get("replace", False),
+                                 draws=dataset.query_draws or q.get("draws"),
+                                 robust_shift=ctx.shift if q.get("own_class_robust") else None)
     ctx.lof = _group_lof(config, dataset, ctx)
     ctx.prepare_s = time.perf_counter() - t0
     return ctx
@@ -318,9 +365,11 @@ def _entry_files(dataset: Any) -> tuple[str, ...]:
     from robustce.data.loaders import CATALOG, files_for
     from robustce.data.registry import get_spec
 
+    retrain = dataset.evaluation.get("retrain") or {}
+    extra = files_for(retrain["d2"], retrain.get("d2_params")) if retrain.get("d2") in CATALOG else ()
     if dataset.name in CATALOG:
-        return files_for(dataset.name, dataset.params)
-    return get_spec(dataset.name).files  # a registered dataset (built-ins have none)
+        return tuple(dict.fromkeys((*files_for(dataset.name, dataset.params), *extra)))
+    return (*get_spec(dataset.name).files, *extra)  # a registered dataset (built-ins: none)
 
 
 def missing_data(config: Any) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ fastest.)
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import math
 import threading
@@ -33,7 +34,7 @@ from robustce.models.base import Model, warn_if_constant
 from robustce.models.network import ReLUNetwork
 from robustce.models.persistence import register_model, save_model
 from robustce.utils import check_random_state
-from robustce.validation import check_choice, check_integer, check_number
+from robustce.validation import check_bool, check_choice, check_integer, check_number
 
 __all__ = ["MLP"]
 
@@ -194,19 +195,29 @@ class MLP(Model):
                 "class weights for imbalanced data")
 
     def fit_more(self, data: Dataset | tuple[np.ndarray, np.ndarray], epochs: int,
-                 random_state: int | None = None, lr: float | None = None) -> MLP:
-        """Continue training the current weights (incremental update / fine-tuning)."""
+                 random_state: int | None = None, lr: float | None = None,
+                 resume_optimizer: bool = False) -> MLP:
+        """Continue training the current weights (incremental update / fine-tuning).
+
+        ``resume_optimizer``: start from the Adam state (moment estimates and step count) the
+        last training left, as scikit-learn's ``partial_fit`` does, instead of a fresh Adam;
+        ``lr`` then overrides the resumed learning rate only when given."""
         self._check_fitted()
+        check_bool(resume_optimizer, "resume_optimizer")
+        if resume_optimizer and getattr(self, "optimizer_state_", None) is None:
+            raise NotFittedError("resume_optimizer=True needs the Adam state of a training run "
+                                 "in this process (a loaded MLP has none)")
         if isinstance(data, Dataset):
             X, y = self.encoder.transform(data.frame), data.y
         else:
             X, y = self.encoder.check_array(data[0]), np.asarray(data[1], dtype=np.int64)
         seed = int(check_random_state(random_state).integers(2**31 - 1))
-        self._train(X, y, int(epochs), seed, lr=lr)
+        self._train(X, y, int(epochs), seed, lr=lr,
+                    optimizer_state=self.optimizer_state_ if resume_optimizer else None)
         return self
 
     def _train(self, X: np.ndarray, y: np.ndarray, epochs: int | None, seed: int,
-               lr: float | None = None) -> None:
+               lr: float | None = None, optimizer_state: dict[str, Any] | None = None) -> None:
         """``epochs`` passes over the data; ``None``: until the epoch's mean training loss has
         not improved by ``tol`` for ``patience`` epochs, at most ``max_epochs``. Records
         ``n_epochs_`` and ``loss_curve_`` (mean training loss per epoch)."""
@@ -225,6 +236,11 @@ class MLP(Model):
         with _single_thread():
             opt = torch.optim.Adam(module.parameters(), lr=lr or self.lr,
                                    weight_decay=self.weight_decay, **extra)
+            if optimizer_state is not None:
+                opt.load_state_dict(copy.deepcopy(optimizer_state))
+                if lr is not None:
+                    for group in opt.param_groups:
+                        group["lr"] = lr
             module.train()
             curve: list[float] = []
             best, stale = math.inf, 0
@@ -248,6 +264,7 @@ class MLP(Model):
                         if stale >= self.patience:
                             break
             module.eval()
+            self.optimizer_state_ = copy.deepcopy(opt.state_dict())
         self.n_epochs_ = len(curve)
         self.loss_curve_ = curve
         self._network = None
