@@ -260,7 +260,7 @@ def _bad(**changes):
         (_bad(evaluation={"retrain": {"protocol": "continued", "fraction": 1.5}}),
          "evaluation.retrain.fraction: must be in (0, 1]"),
         (_bad(backend="nope"), "backend: unknown joblib backend 'nope'"),
-        (_bad(queries__source="holdout"), "queries.source: expected one of ('test', 'train', 'd1')"),
+        (_bad(queries__source="holdout"), "queries.source: expected one of ('test', 'train', 'd1', 'all')"),
         (_bad(queries__order="last"), "queries.order: expected one of ('first', 'random')"),
         (_bad(queries__family_agrees="yes"), "queries.family_agrees: expected"),
         (_bad(queries__family_agrees=True, evaluation={}, metrics=["validity"]),

@@ -365,7 +365,7 @@ def _entry_files(dataset: Any) -> tuple[str, ...]:
     from robustce.data.loaders import CATALOG, files_for
     from robustce.data.registry import get_spec
 
-    retrain = dataset.evaluation.get("retrain") or {}
+    retrain = (getattr(dataset, "evaluation", None) or {}).get("retrain") or {}
     extra = files_for(retrain["d2"], retrain.get("d2_params")) if retrain.get("d2") in CATALOG else ()
     if dataset.name in CATALOG:
         return tuple(dict.fromkeys((*files_for(dataset.name, dataset.params), *extra)))
