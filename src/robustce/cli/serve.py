@@ -31,6 +31,8 @@ def _add_serve(sub: Any) -> None:
                    help="items per synchronous request; larger batches use jobs (default 100)")
     p.add_argument("--max-body", type=int, default=2 * 1024 * 1024, metavar="BYTES",
                    help="largest request body (default 2 MiB)")
+    p.add_argument("--max-request-s", type=float, default=120.0, metavar="S",
+                   help="time budget of one request; items past it get status timeout (default 120)")
     p.add_argument("--demo-dir", metavar="DIR", default=None,
                    help="where the demo model is written (default: a temporary directory)")
     p.set_defaults(func=_cmd_serve)
@@ -73,7 +75,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise _user_error(f"--port must be in 1..65535, got {args.port}")
     token = read_token(args.token_file) if args.token_file else None
     settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
-                             max_body_bytes=args.max_body, token=token, audit_log=args.audit_log)
+                             max_body_bytes=args.max_body, max_request_s=args.max_request_s, token=token, audit_log=args.audit_log)
     specs, tmp = _specs(args)
     app = create_app(specs, settings)
     print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "
