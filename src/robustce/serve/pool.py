@@ -1,7 +1,8 @@
 """A bounded pool of solver processes for the service's event loop.
 
-Each slot is a one-process :class:`concurrent.futures.ProcessPoolExecutor` (spawned, models
-loaded by :func:`~robustce.serve.worker.init_worker`), so a crash breaks only that slot: the
+Each slot is a one-process :class:`concurrent.futures.ProcessPoolExecutor` (forked from a
+forkserver that imported the library once; models loaded by
+:func:`~robustce.serve.worker.init_worker`), so a crash breaks only that slot: the
 request it ran gets :class:`WorkerCrashed` (HTTP 503) and the slot is replaced while the
 others go on. Requests wait for a free slot in a queue of bounded length; beyond it
 :meth:`SolverPool.run` raises :class:`QueueFull` at once (HTTP 429 with ``Retry-After``). A task
@@ -69,8 +70,12 @@ class SolverPool:
 
     # --- lifecycle ---------------------------------------------------------------------
     def _new_executor(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=init_worker, initargs=(self.specs,))
+        # forkserver: a clean server process imports torch and robustce once; each worker (and
+        # each replacement of a crashed one) is forked from it and only loads the models
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["robustce.serve.worker", "robustce.models", "robustce.methods"])
+        return ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=init_worker,
+                                   initargs=(self.specs,))
 
     async def _start_slot(self) -> _Slot:
         executor = self._new_executor()
