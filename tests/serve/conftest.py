@@ -35,6 +35,7 @@ class Server:
     audit_log: Path
     model_dir: Path
     log: Path
+    token: str = TOKEN
 
     def client(self, token: str | None = TOKEN, timeout: float = 60.0) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}

@@ -8,8 +8,6 @@ import time
 import numpy as np
 import pandas as pd
 
-from tests.serve.conftest import TOKEN  # noqa: F401
-
 
 def _frame(model, records):
     schema = model.encoder.schema
@@ -105,9 +103,9 @@ def test_auth(server):
         r = c.get("/v1/models")
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
         assert "token" in r.json()["detail"]
-    with server.client(token=TOKEN[:-1] + "x") as c:
+    with server.client(token=server.token[:-1] + "x") as c:
         assert c.get("/v1/models").status_code == 401
-    with server.client(token=TOKEN) as c:
+    with server.client(token=server.token) as c:
         assert c.get("/v1/models").status_code == 200
 
 

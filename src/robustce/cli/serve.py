@@ -75,7 +75,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise _user_error(f"--port must be in 1..65535, got {args.port}")
     token = read_token(args.token_file) if args.token_file else None
     settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
-                             max_body_bytes=args.max_body, max_request_s=args.max_request_s, token=token, audit_log=args.audit_log)
+                             max_body_bytes=args.max_body, max_request_s=args.max_request_s,
+                             token=token, audit_log=args.audit_log)
     specs, tmp = _specs(args)
     app = create_app(specs, settings)
     print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "

@@ -90,13 +90,29 @@ async def _send_413(send: Any, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _shift_params(methods: list[str]) -> dict[str, str]:
+    """Per method, the name of its parameter typed :class:`ParameterShift` (robust methods)."""
+    from robustce.methods.registry import converter_for, get_method, param_annotations
+    from robustce.robustness.shift import ParameterShift
+
+    out = {}
+    for name in methods:
+        for key, (hint, _) in param_annotations(get_method(name)).items():
+            found = converter_for(hint)
+            if found is not None and found[0] is ParameterShift:
+                out[name] = key
+                break
+    return out
+
+
 def _model_info(m: ServedModel) -> ModelInfo:
     feats = [FeatureOut(**{**f.to_dict(), "categories": list(f.categories) if f.categories else None})
              for f in m.schema]
     default = "milp_robust" if "milp_robust" in m.methods else (m.methods[0] if m.methods else None)
     return ModelInfo(id=m.id, hash=m.hash, class_names=m.class_names,
                      default_target_class=len(m.class_names) - 1, features=feats,
-                     methods=m.methods, default_method=default, has_training_data=m.data is not None)
+                     methods=m.methods, shift_params=_shift_params(m.methods),
+                     default_method=default, has_training_data=m.data is not None)
 
 
 class Service:

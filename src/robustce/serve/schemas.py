@@ -116,6 +116,8 @@ class ModelInfo(BaseModel):
     default_target_class: int
     features: list[FeatureOut]
     methods: list[str]
+    shift_params: dict[str, str] = Field(default_factory=dict, description="per method, its "
+                                         "parameter that takes the shift δ (robust methods)")
     default_method: str | None
     has_training_data: bool
 
