@@ -23,6 +23,7 @@ async function api(path, options = {}) {
 
 function fmt(v) {
   if (typeof v === "number") {
+    if (v !== 0 && Math.abs(v) < 1) return String(Number(v.toPrecision(2)));
     const r = Math.abs(v) >= 100 ? Math.round(v) : Math.round(v * 100) / 100;
     return r.toLocaleString("en-GB").replace(/,/g, " ");
   }
