@@ -196,3 +196,32 @@ def test_audit_log_has_one_whole_line_per_request(server, applicants):
         assert len(rec["model_hash"]) == 64 and rec["versions"]["highspy"]
         assert [it["id"] for it in rec["items"]] == ["a0", "a1"]
         assert all(it["status"] == "found" and it["time_s"] >= 0 for it in rec["items"])
+
+
+def test_concurrent_requests_each_get_their_own_answers(server, model, applicants):
+    """Concurrent nearest-neighbour requests are merged into worker batches while the workers
+    are busy; each response must still hold exactly its own items, in its order."""
+    import concurrent.futures
+
+    def one(k: int) -> tuple[list[str], dict]:
+        items = [{"id": f"r{k}-{j}", "features": applicants[(k + j) % len(applicants)]["features"]}
+                 for j in range(1 + k % 3)]
+        with server.client() as c:
+            r = c.post("/v1/models/loan/explain", json={"items": items, "method": "nearest_neighbour"})
+        assert r.status_code == 200, r.text
+        return [it["id"] for it in items], r.json()
+
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        results = list(ex.map(one, range(48)))
+    for sent, out in results:
+        assert [it["id"] for it in out["items"]] == sent
+        for it in out["items"]:
+            k, j = (int(x) for x in it["id"][1:].split("-"))
+            query = applicants[(k + j) % len(applicants)]["features"]
+            if it["status"] == "found":
+                cf = it["counterfactuals"][0]
+                assert model.predict(_frame(model, [cf]))[0] == 1
+                # its own query: every unchanged feature equals this item's query value
+                assert all(cf[f] == query[f] for f in query if f not in it["changed"][0])
+    with server.client() as c:
+        assert c.get("/v1/status").json()["merged_requests"] > 0

@@ -24,6 +24,7 @@ from fastapi.staticfiles import StaticFiles
 
 from robustce.errors import RobustCEError
 from robustce.serve.audit_log import AuditLog, library_versions
+from robustce.serve.batching import Coalescer
 from robustce.serve.jobs import JobStore
 from robustce.serve.pool import DeadlineExceeded, QueueFull, SolverPool, WorkerCrashed
 from robustce.serve.records import RecordError, validate_records
@@ -125,7 +126,9 @@ class Service:
         self.audit = AuditLog(settings.audit_log) if settings.audit_log else None
         self.versions = library_versions()
         self.jobs = JobStore(self, settings.max_jobs)
+        self.coalescer = Coalescer(self.pool, explain_task, settings.max_items)
         self._checked: set[tuple] = set()
+        self._vectorised: dict[str, bool] = {}
 
     def load(self) -> None:
         for spec in self.specs:
@@ -181,14 +184,28 @@ class Service:
 
     # --- solver work ------------------------------------------------------------------
     async def run(self, fn: Any, task: dict[str, Any], deadline_s: float, *, wait: bool = False) -> Any:
+        """``fn(task)`` in the pool (429 when the queue is full, 503 when the worker dies)."""
+        return await self._guard(self.pool.run(fn, task, deadline_s=deadline_s, wait=wait))
+
+    async def _guard(self, work: Any) -> Any:
         try:
-            return await self.pool.run(fn, task, deadline_s=deadline_s, wait=wait)
+            return await work
         except QueueFull:
             raise ApiError(429, "all solver workers are busy and the queue is full; retry later",
                            {"Retry-After": str(self.settings.retry_after_s)}) from None
         except WorkerCrashed:
             raise ApiError(503, "the solver worker running this request stopped unexpectedly; "
                            "the request was not completed (retry it)") from None
+
+    def vectorised(self, method: str) -> bool:
+        """Whether ``method`` explains a batch at once (no per-query ``_explain_one``): only
+        such requests are merged (merging per-query solver work would only queue it)."""
+        if method not in self._vectorised:
+            from robustce.methods.base import Explainer
+            from robustce.methods.registry import get_method
+
+            self._vectorised[method] = get_method(method)._explain_one is Explainer._explain_one
+        return self._vectorised[method]
 
     def explain_deadline(self, req: ExplainRequest, n: int) -> float:
         cert = (req.certify.time_limit_s * 2 + 5) if req.certify else 0.0
@@ -203,7 +220,12 @@ class Service:
                 "certify": req.certify.model_dump() if req.certify else None}
         deadline = self.explain_deadline(req, len(records))
         try:
-            return await self.run(explain_task, task, deadline, wait=wait)
+            if wait or req.certify is not None or not self.vectorised(method):
+                return await self.run(explain_task, task, deadline, wait=wait)
+            key = (m.id, method, json.dumps(req.params, sort_keys=True, default=str), target,
+                   req.time_limit_s, req.seed)
+            return await self._guard(self.coalescer.run(
+                key, task, records, lambda n: self.explain_deadline(req, n)))
         except DeadlineExceeded:
             return [{"status": "timeout", "message": f"the request's time budget of {deadline:g} s "
                      "ran out before this item was answered"} for _ in records]
@@ -282,7 +304,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
     @app.get("/v1/status", dependencies=v1, tags=["health"])
     async def pool_status() -> dict[str, Any]:
         """Worker processes (pids, busy), queue, crash and deadline counts, jobs."""
-        return {**service.pool.status(), "jobs": service.jobs.counts()}
+        return {**service.pool.status(), "merged_requests": service.coalescer.merged,
+                "jobs": service.jobs.counts()}
 
     # --- models ---------------------------------------------------------------------------
     @app.get("/v1/models", response_model=ModelList, dependencies=v1, tags=["models"])

@@ -132,13 +132,11 @@ class SolverPool:
                 "deadlines": self.deadlines}
 
     # --- work --------------------------------------------------------------------------
-    async def run(self, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any], *,
-                  deadline_s: float, wait: bool = False) -> Any:
-        """Run ``fn(task)`` in a worker. Raises :class:`QueueFull` (queue full and ``wait``
-        false), :class:`WorkerCrashed` or :class:`DeadlineExceeded` (``deadline_s`` counts
-        from the call, waiting included)."""
+    async def acquire(self, end: float, *, wait: bool = False) -> _Slot:
+        """A free worker, waiting in the queue until the loop time ``end``. Raises
+        :class:`QueueFull` at once when the queue is full (unless ``wait``) and
+        :class:`DeadlineExceeded` when ``end`` passes first."""
         loop = asyncio.get_running_loop()
-        end = loop.time() + deadline_s
         if self._idle.empty() and self._waiting >= self.max_queue and not wait:
             raise QueueFull
         self._waiting += 1
@@ -150,6 +148,14 @@ class SolverPool:
         finally:
             self._waiting -= 1
         slot.busy = True
+        return slot
+
+    async def submit(self, slot: _Slot, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any],
+                     end: float) -> Any:
+        """Run ``fn(task)`` on an acquired ``slot`` (given back afterwards) until the loop time
+        ``end``. Raises :class:`WorkerCrashed` or :class:`DeadlineExceeded` (the worker is then
+        replaced)."""
+        loop = asyncio.get_running_loop()
         try:
             future = asyncio.wrap_future(slot.executor.submit(fn, task))
             result = await asyncio.wait_for(future, timeout=max(end - loop.time(), 0.001))
@@ -168,3 +174,11 @@ class SolverPool:
         slot.busy = False
         self._idle.put_nowait(slot)
         return result
+
+    async def run(self, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any], *,
+                  deadline_s: float, wait: bool = False) -> Any:
+        """Run ``fn(task)`` in a worker: :meth:`acquire` then :meth:`submit`, ``deadline_s``
+        counted from the call (waiting included)."""
+        end = asyncio.get_running_loop().time() + deadline_s
+        slot = await self.acquire(end, wait=wait)
+        return await self.submit(slot, fn, task, end)
