@@ -182,6 +182,12 @@ class Service:
             raise ApiError(422, exc.errors) from None
         return records
 
+    def admit(self, model_id: str, items: list[Any], limit: int, loc: str, target_class: Any
+              ) -> tuple[ServedModel, list[dict], int]:
+        """The checks every solver request passes first: (model, validated records, target)."""
+        m = self.model(model_id)
+        return m, self.check_items(m, items, limit, loc), self.target(m, target_class)
+
     # --- solver work ------------------------------------------------------------------
     async def run(self, fn: Any, task: dict[str, Any], deadline_s: float, *, wait: bool = False) -> Any:
         """``fn(task)`` in the pool (429 when the queue is full, 503 when the worker dies)."""
@@ -234,9 +240,16 @@ class Service:
         except Exception as exc:  # noqa: BLE001 - the method failed: a status, with its reason
             return [{"status": "error", "message": f"{type(exc).__name__}: {exc}"} for _ in records]
 
-    def log(self, record: dict[str, Any]) -> None:
-        if self.audit is not None:
-            self.audit.write({"ts": time.time(), "versions": self.versions, **record})
+    def log(self, request_id: str, endpoint: str, m: ServedModel, method: str, params: Any,
+            seed: int, target: int, items: list[dict[str, Any]], **extra: Any) -> None:
+        """One audit record: the request, the model's hash, versions, per item id/status/time."""
+        if self.audit is None:
+            return
+        self.audit.write({"ts": time.time(), "versions": self.versions, "request_id": request_id,
+                          "endpoint": endpoint, "model_id": m.id, "model_hash": m.hash,
+                          "method": method, "params": params, "seed": seed, "target_class": target,
+                          **extra, "items": [{"id": it.get("id"), "status": it.get("status"),
+                                              "time_s": it.get("time_s")} for it in items]})
 
 
 def _items_out(items: list[Any], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -331,19 +344,15 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
               tags=["recourse"])
     async def explain(model_id: str, req: ExplainRequest) -> dict[str, Any]:
         """Counterfactuals for a batch of applicants, in request order."""
-        m = service.model(model_id)
-        records = service.check_items(m, req.items, settings.max_items, "items")
-        target = service.target(m, req.target_class)
+        m, records, target = service.admit(model_id, req.items, settings.max_items, "items",
+                                           req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
         rid = uuid.uuid4().hex
         results = await service.explain(m, req, records, method, target)
         items = _items_out(req.items, results)
-        service.log({"request_id": rid, "endpoint": "explain", "model_id": m.id, "model_hash": m.hash,
-                     "method": method, "params": req.params, "seed": req.seed, "target_class": target,
-                     "time_limit_s": req.time_limit_s,
-                     "certify": req.certify.model_dump() if req.certify else None,
-                     "items": [{"id": it["id"], "status": it["status"], "time_s": it.get("time_s")}
-                               for it in items]})
+        service.log(rid, "explain", m, method, req.params, req.seed, target, items,
+                    time_limit_s=req.time_limit_s,
+                    certify=req.certify.model_dump() if req.certify else None)
         return {"request_id": rid, "items": items, "model": {"id": m.id, "hash": m.hash},
                 "method": method, "target_class": target}
 
@@ -351,9 +360,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
               tags=["recourse"])
     async def certify(model_id: str, req: CertifyRequest) -> dict[str, Any]:
         """Exact Δ-test and/or APΔS certificates for counterfactuals the caller supplies."""
-        m = service.model(model_id)
-        records = service.check_items(m, req.counterfactuals, settings.max_items, "counterfactuals")
-        target = service.target(m, req.target_class)
+        m, records, target = service.admit(model_id, req.counterfactuals, settings.max_items,
+                                           "counterfactuals", req.target_class)
         rid = uuid.uuid4().hex
         spec = {"delta": req.delta, "apas": req.apas.model_dump() if req.apas else None,
                 "time_limit_s": req.time_limit_s}
@@ -365,10 +373,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         except DeadlineExceeded:
             raise ApiError(504, f"certification did not finish within {deadline:g} s") from None
         items = _items_out(req.counterfactuals, results)
-        service.log({"request_id": rid, "endpoint": "certify", "model_id": m.id, "model_hash": m.hash,
-                     "method": "certify", "params": spec, "seed": req.seed, "target_class": target,
-                     "items": [{"id": it["id"], "status": "valid" if it["valid"] else "invalid",
-                                "time_s": it["time_s"]} for it in items]})
+        service.log(rid, "certify", m, "certify", spec, req.seed, target,
+                    [{**it, "status": "valid" if it["valid"] else "invalid"} for it in items])
         return {"request_id": rid, "items": items, "model": {"id": m.id, "hash": m.hash},
                 "target_class": target}
 
@@ -377,9 +383,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
               tags=["jobs"])
     async def submit_job(model_id: str, req: ExplainRequest) -> dict[str, Any]:
         """A large batch, explained in the background: poll ``GET /v1/jobs/{job_id}``."""
-        m = service.model(model_id)
-        records = service.check_items(m, req.items, settings.max_job_items, "items")
-        target = service.target(m, req.target_class)
+        m, records, target = service.admit(model_id, req.items, settings.max_job_items, "items",
+                                           req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
         job = service.jobs.submit(m, req, records, method, target)
         return job.view()

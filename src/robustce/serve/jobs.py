@@ -106,13 +106,9 @@ class JobStore:
             job.status = "done"
         except Exception as exc:  # noqa: BLE001 - reported on the job
             job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
-        self.service.log({"request_id": job.id, "endpoint": "job", "model_id": job.model.id,
-                          "model_hash": job.model.hash, "method": job.method,
-                          "params": job.request.params, "seed": job.request.seed,
-                          "target_class": job.target, "time_limit_s": job.request.time_limit_s,
-                          "status": job.status,
-                          "items": [{"id": it.id, "status": r["status"], "time_s": r.get("time_s")}
-                                    for it, r in zip(job.request.items, job.results, strict=False)]})
+        items = [{"id": it.id, **r} for it, r in zip(job.request.items, job.results, strict=False)]
+        self.service.log(job.id, "job", job.model, job.method, job.request.params, job.request.seed,
+                         job.target, items, time_limit_s=job.request.time_limit_s, status=job.status)
 
     async def close(self) -> None:
         for task in list(self._tasks):
