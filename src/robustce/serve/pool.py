@@ -120,6 +120,8 @@ class SolverPool:
                 os.kill(slot.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+        for slot in self._slots:  # the workers are gone: joining releases the executors' locks
+            slot.executor.shutdown(wait=True)
 
     # --- state -------------------------------------------------------------------------
     @property
