@@ -28,6 +28,7 @@ def test_models_list_and_detail(server):
         assert feats["housing"]["categories"] == ["mortgage", "own", "rent"]
         assert {"milp_robust", "nearest_neighbour"} <= set(info["methods"])
         assert info["default_method"] == "milp_robust"
+        assert info["family_size"] == 3 and info["has_training_data"]
         assert c.get("/v1/models/nope").status_code == 404
         assert "paths" in c.get("/openapi.json").json()
 
@@ -79,6 +80,11 @@ def test_milp_robust_certificate_is_checked_exactly(server, model, applicants):
     assert certs["apas"][0]["delta_max"] >= 0.03 and certs["apas"][0]["alpha"] == 0.99
     X = model.encoder.transform(_frame(model, it["counterfactuals"]))
     assert is_delta_robust(model, X, ParameterShift(0.03), 1).all()  # re-checked independently
+    from robustce.models import load
+
+    family = [load(d) for d in sorted((server.model_dir / "family").iterdir())]
+    vr = np.mean([m.predict(X)[0] == 1 for m in family])
+    assert certs["family"][0]["vr"] == vr and certs["family"][0]["n_models"] == 3
 
 
 def test_certify_supplied_counterfactuals(server, model, applicants):

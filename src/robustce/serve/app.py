@@ -113,7 +113,8 @@ def _model_info(m: ServedModel) -> ModelInfo:
     return ModelInfo(id=m.id, hash=m.hash, class_names=m.class_names,
                      default_target_class=len(m.class_names) - 1, features=feats,
                      methods=m.methods, shift_params=_shift_params(m.methods),
-                     default_method=default, has_training_data=m.data is not None)
+                     default_method=default, has_training_data=m.data is not None,
+                     family_size=len(m.family))
 
 
 class Service:

@@ -10,7 +10,9 @@ pickle):
 
 Either may hold ``train.csv``: the raw training rows (the schema's columns, plus ``_target``,
 the class index) that data-based methods (nearest neighbour, PROPLACE, ...) search. Without it
-only the methods that need the model alone are offered. ``robustce serve`` with no ``--model``
+only the methods that need the model alone are offered. A ``family/`` folder of saved models
+(retrained versions of the model, e.g. :func:`~robustce.models.families.seed_family`) adds the
+validity-after-retraining certificate ``vr``. ``robustce serve`` with no ``--model``
 writes such a directory for the built-in ``synthetic_loan`` demo (:func:`build_demo_model`).
 """
 
@@ -35,6 +37,7 @@ SERVED_METHODS = ("milp_robust", "nearest_neighbour", "robust_nearest_neighbour"
                   "wachter", "proplace", "apas", "diverse_robust")
 TRAIN_FILE = "train.csv"
 TARGET_COLUMN = "_target"
+FAMILY_DIR = "family"
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class ModelSpec:
     model_dir: str
     train_csv: str | None
     explanations_dir: str | None
+    family_dirs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -58,6 +62,7 @@ class ServedModel:
     applicants: pd.DataFrame
     hash: str
     methods: list[str] = field(default_factory=list)
+    family: list[Any] = field(default_factory=list)  # retrained models (for vr)
 
     @property
     def id(self) -> str:
@@ -85,10 +90,12 @@ def model_spec(path: str | os.PathLike, model_id: str | None = None) -> ModelSpe
         raise ModelFileError(f"{path} holds no saved model (no model.json, nor model/model.json); "
                              "give a directory of Model.save or `robustce explain --out`")
     train = root / TRAIN_FILE
+    family = tuple(str(d) for d in sorted((root / FAMILY_DIR).glob("*"), key=lambda p: p.name)
+                   if (d / "model.json").is_file()) if (root / FAMILY_DIR).is_dir() else ()
     mid = model_id or root.name
     if not mid or any(c in mid for c in "/?#% "):
         raise ConfigError(f"model id {mid!r} must be a plain name (no '/', '?', '#', '%', space)")
-    return ModelSpec(mid, str(model_dir), str(train) if train.is_file() else None, expl)
+    return ModelSpec(mid, str(model_dir), str(train) if train.is_file() else None, expl, family)
 
 
 def _model_hash(model_dir: str) -> str:
@@ -151,8 +158,12 @@ def load_served_model(spec: ModelSpec, *, with_methods: bool = True) -> ServedMo
 
     model = load_model(spec.model_dir)
     data = _read_training(spec, model)
+    family = [load_model(d) for d in spec.family_dirs]
+    for d, member in zip(spec.family_dirs, family, strict=True):
+        if member.encoder.n_features_out_ != model.encoder.n_features_out_:
+            raise ModelFileError(f"{d}: a family member must share the model's encoding")
     return ServedModel(spec, model, data, _applicants(spec, model, data), _model_hash(spec.model_dir),
-                       _methods_for(model, data) if with_methods else [])
+                       _methods_for(model, data) if with_methods else [], family)
 
 
 def resolve_class(model: Any, value: Any) -> int:
@@ -167,13 +178,16 @@ def resolve_class(model: Any, value: Any) -> int:
                           + ", ".join(f"{k} = {c}" for k, c in enumerate(labels)))
 
 
-def build_demo_model(directory: str | os.PathLike, *, seed: int = 0, n_applicants: int = 20) -> Path:
+def build_demo_model(directory: str | os.PathLike, *, seed: int = 0, n_applicants: int = 20,
+                     n_family: int = 3) -> Path:
     """Train the demo MLP on ``synthetic_loan`` and write a served-model directory: the
     Explanations of ``n_applicants`` rejected test applicants (nearest neighbour), the model in
-    ``model/`` and ``train.csv``. Reuses a directory already written for the same seed."""
+    ``model/``, ``train.csv`` and ``family/``: ``n_family`` retrained versions (other seeds,
+    1 % of the rows left out: :func:`~robustce.models.families.seed_family`). Reuses a
+    directory already written."""
     from robustce.datasets import load as load_dataset
     from robustce.methods.registry import build_explainer
-    from robustce.models import MLP
+    from robustce.models.families import seed_family
     from robustce.utils import atomic_write
 
     root = Path(directory)
@@ -181,11 +195,14 @@ def build_demo_model(directory: str | os.PathLike, *, seed: int = 0, n_applicant
         return root
     data = load_dataset("synthetic_loan", n_samples=2000, random_state=seed)
     train, test = data.split(test_size=0.2, random_state=seed)
-    model = MLP((16, 8), epochs=50, lr=5e-3, random_state=seed).fit(train)
+    model, family = seed_family(train, {"hidden_layers": (16, 8), "epochs": 50, "lr": 5e-3},
+                                n_models=n_family, drop_fraction=0.01, random_state=seed)
     rejected = test.frame[model.predict(test.frame) == 0].iloc[:n_applicants]
     expl = build_explainer("nearest_neighbour", model, train).explain(rejected, target_class=1)
     expl.save(root)  # writes the directory atomically
     model.save(root / "model")
+    for k, member in enumerate(family.models):
+        member.save(root / FAMILY_DIR / f"{k:02d}")
     with atomic_write(root / TRAIN_FILE) as fh:
         train.frame.assign(**{TARGET_COLUMN: train.target.to_numpy()}).to_csv(fh, index=False)
     return root

@@ -120,6 +120,7 @@ class ModelInfo(BaseModel):
                                          "parameter that takes the shift δ (robust methods)")
     default_method: str | None
     has_training_data: bool
+    family_size: int = Field(0, description="retrained models behind the vr certificate")
 
 
 class ModelList(BaseModel):

@@ -89,15 +89,23 @@ def changed_matrix(schema: Any, queries: pd.DataFrame, cfs: pd.DataFrame) -> np.
     return out
 
 
-def _certify(model: Any, X: np.ndarray, targets: np.ndarray, spec: dict[str, Any] | None,
+def _certify(served: Any, X: np.ndarray, targets: np.ndarray, spec: dict[str, Any] | None,
              seed: int) -> dict[str, list[dict[str, Any]]]:
     """Certificates of encoded CEs ``X``: the exact Δ-test (``spec["delta"]``) with its
-    worst-case margin, and APΔS's δ_max at (α, R) (``spec["apas"]``)."""
-    from robustce.robustness import ParameterShift, apas_max_delta, exact_worst_case
+    worst-case margin, APΔS's δ_max at (α, R) (``spec["apas"]``) and, where the served model
+    has a family of retrained models, ``vr``: the share of them that give the target class."""
+    from robustce.robustness import FamilyCertifier, ParameterShift, apas_max_delta, exact_worst_case
 
+    model = served.model
     out: dict[str, list[dict[str, Any]]] = {}
     if not spec or len(X) == 0:
         return out
+    if served.family:
+        fam = FamilyCertifier(served.family, include_model=False).certify(model, X, targets)
+        out["family"] = [{"vr": float(v), "status": str(getattr(st, "value", st)), "lowest_margin": plain(lo),
+                          "n_models": len(served.family)}
+                         for v, st, lo in zip(fam.columns["valid_fraction"], fam.status, fam.lower,
+                                              strict=True)]
     if spec.get("delta") is not None:
         res = exact_worst_case(model, X, ParameterShift(float(spec["delta"])), targets,
                                time_limit=float(spec.get("time_limit_s", 5.0)))
@@ -133,7 +141,7 @@ def explain_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     X = expl.counterfactuals_encoded
     valid = model.predict(X) == target if len(X) else np.zeros(0, dtype=bool)
     t0 = time.perf_counter()
-    certs = _certify(model, X, np.full(len(X), target), task.get("certify"), seed)
+    certs = _certify(served, X, np.full(len(X), target), task.get("certify"), seed)
     cert_time = np.zeros(len(frame))
     if len(X):  # the certification time, shared out over the items by their CEs
         np.add.at(cert_time, owner, (time.perf_counter() - t0) / len(X))
@@ -176,7 +184,7 @@ def certify_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     target = np.full(len(X), int(task["target_class"]))
     t0 = time.perf_counter()
     pred = model.predict(X)
-    certs = _certify(model, X, target, task.get("certify"), int(task.get("seed", 0)))
+    certs = _certify(served, X, target, task.get("certify"), int(task.get("seed", 0)))
     per = (time.perf_counter() - t0) / max(len(X), 1)
     return [{"valid": bool(pred[i] == target[i]), "prediction": int(pred[i]),
              "certificates": {k: v[i] for k, v in certs.items()}, "time_s": per}

@@ -121,7 +121,7 @@ function cost(query, ce) {  // normalised ℓ1: numeric |Δ| / range, 1 per chan
   return c;
 }
 
-function certWords(delta, apas) {
+function certWords(delta, apas, family) {
   const out = [];
   if (delta) {
     const how = delta.decided_by ? ` (${delta.decided_by === "milp" ? "MILP" : delta.decided_by})` : "";
@@ -137,6 +137,10 @@ function certWords(delta, apas) {
     out.push("sampled models with the smallest weight changes tested already reject it (APΔS)");
   } else if (apas && apas.delta_max !== null && apas.delta_max !== undefined) {
     out.push(`with ${apas.alpha * 100}% confidence, at least ${apas.R * 100}% of models within ±${fmt(apas.delta_max)} of today's weights still approve it (sampled test, APΔS)`);
+  }
+  if (family) {
+    const k = Math.round(family.vr * family.n_models);
+    out.push(`approved by ${k} of ${family.n_models} retrained versions of the model (vr = ${family.vr.toFixed(2)})`);
   }
   return out.map((t) => `<p class="cert">${t}</p>`).join("");
 }
@@ -157,7 +161,8 @@ function showResult(query, responses) {
       if (options.some((o) => JSON.stringify(o.ce) === JSON.stringify(ce))) return;
       const certs = it.certificates || {};
       options.push({ method: resp.method, ce, changed: it.changed[k], valid: it.valid[k],
-        delta: (certs.delta || [])[k], apas: (certs.apas || [])[k], cost: cost(query, ce) });
+        delta: (certs.delta || [])[k], apas: (certs.apas || [])[k], family: (certs.family || [])[k],
+        cost: cost(query, ce) });
     });
   }
   const cards = $("cards");
@@ -175,7 +180,7 @@ function showResult(query, responses) {
       `<span class="badge ${o.valid ? "ok" : "no"}">${o.valid ? names[target] + " by today's model" : "not " + names[target]}</span></h3>` +
       `<p class="what">${changeWords(query, o.ce, o.changed)}</p>` +
       `<p class="cost">cost ${o.cost.toFixed(3)} (normalised ℓ1 over ${o.changed.length} change${o.changed.length === 1 ? "" : "s"})</p>` +
-      certWords(o.delta, o.apas);
+      certWords(o.delta, o.apas, o.family);
     cards.appendChild(card);
   });
   drawChart(options);
