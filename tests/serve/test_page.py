@@ -61,6 +61,7 @@ def test_page_fills_form_submits_and_shows_accepted_options(browser, server, mod
     assert cards.nth(0).get_attribute("data-method") == "milp_robust"
     first = cards.nth(0).inner_text()
     assert "keep everything else" in first and "checked exactly" in first
+    assert "retrained versions of the model" in first  # the vr certificate in words
     assert "rejected" in page.inner_text("#decision")
     assert page.locator("#chart circle").count() >= 1
     with page.expect_download() as dl:
