@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["APASSpec", "CertifyItemOut", "CertifyRequest", "CertifyResponse", "CertifySpec",
            "ExplainItemOut", "ExplainRequest", "ExplainResponse", "FeatureOut", "Item", "JobOut",
@@ -15,8 +15,32 @@ __all__ = ["APASSpec", "CertifyItemOut", "CertifyRequest", "CertifyResponse", "C
 Value = int | float | str | bool | None
 
 
+def _no_lone_surrogates(value: Any) -> None:
+    """Raise ValueError when a string (key or value) anywhere in ``value`` is not valid Unicode
+    (a lone surrogate such as ``"\\ud800"``: valid JSON text, but no UTF-8 encoding exists)."""
+    stack = [value]
+    while stack:  # iterative: the depth is the client's
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("a string is not valid Unicode (it holds a lone surrogate)") from None
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        _no_lone_surrogates(data)
+        return data
 
 
 class Item(_Strict):
