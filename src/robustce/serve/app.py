@@ -165,9 +165,9 @@ class Service:
         if key not in self._checked:
             try:
                 build_explainer(name, m.model, m.data, seed=seed, **params)
-            except (RobustCEError, TypeError, ValueError) as exc:
-                raise ApiError(422, [{"loc": ["body", "params"], "msg": str(exc),
-                                      "type": "value_error"}]) from None
+            except Exception as exc:  # noqa: BLE001 - whatever the parameters broke, they are the cause
+                raise ApiError(422, [{"loc": ["body", "params"], "type": "value_error",
+                                      "msg": f"{type(exc).__name__}: {exc}"}]) from None
             self._checked.add(key)
         return name
 
