@@ -168,6 +168,8 @@ class Service:
             except Exception as exc:  # noqa: BLE001 - whatever the parameters broke, they are the cause
                 raise ApiError(422, [{"loc": ["body", "params"], "type": "value_error",
                                       "msg": f"{type(exc).__name__}: {exc}"}]) from None
+            if len(self._checked) >= 4096:  # bounded: a client cannot grow it without end
+                self._checked.clear()
             self._checked.add(key)
         return name
 
