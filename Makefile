@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEMO_OUT ?= robustce-demo
 
-.PHONY: install demo test test-all test-nodata data lint bench mutants
+.PHONY: install demo test test-all test-nodata data lint bench mutants serve
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/robustce demo --out $(DEMO_OUT)
+
+# The recourse service on http://127.0.0.1:8000/ (the demo model; see docs/serve.md).
+serve: $(STAMP)
+	$(VENV)/bin/robustce serve
 
 test: $(STAMP)
 	$(PY) -m pytest -q

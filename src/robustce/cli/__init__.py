@@ -26,6 +26,7 @@ from robustce.cli._common import (
     _user_error,
 )
 from robustce.cli.explain import _add_explain
+from robustce.cli.serve import _add_serve
 from robustce.errors import RobustCEError
 
 __all__ = ["build_parser", "main"]
@@ -407,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explain(sub)
     _add_certify(sub)
     _add_benchmark(sub)
+    _add_serve(sub)
     return parser
 
 

@@ -1,0 +1,214 @@
+"""Load test of ``robustce serve`` on loopback: N concurrent clients for a fixed time on the
+demo model, then a 1 000-applicant batch through the job resource.
+
+Scenarios (each stops by itself: a duration and a request cap):
+
+* ``nearest_neighbour``, one applicant per request, 50 concurrent clients (target: p99 < 50 ms);
+* ``milp_robust`` (δ = 0.03), one applicant per request, 8 concurrent clients (reported);
+* a 1 000-applicant ``nearest_neighbour`` batch via ``POST /v1/models/{id}/jobs``.
+
+Every request carries a unique item id; a response must echo exactly that id, so lost
+(no answer) and duplicated (an id answered twice) responses are counted. 429s (queue full) are
+counted apart, not as errors; the client then waits ``Retry-After``. The baseline of the
+latency rows is the same explanation by the library in this process (``explainer.explain``
+of one applicant), so the ratio is the service's overhead factor, measured in the same run.
+
+Usage: python benchmarks/bench_serve.py [--quick] [--duration S] [--clients N] [--workers W]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_REQUESTS = 200_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(demo_dir: str, workers: int) -> tuple[subprocess.Popen, str]:
+    import httpx
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen([sys.executable, "-m", "robustce.cli", "serve", "--port", str(port),
+                             "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 300
+    while time.monotonic() < end:
+        try:
+            if httpx.get(url + "/ready", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError("robustce serve exited")
+        time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError("robustce serve did not become ready")
+
+
+async def _load(url: str, applicants: list[dict], body: dict[str, Any], clients: int,
+                duration: float) -> dict[str, Any]:
+    """``clients`` closed-loop clients for ``duration`` seconds; latencies of the 200s."""
+    import httpx
+
+    lat: list[float] = []
+    codes: collections.Counter = collections.Counter()
+    seen: collections.Counter = collections.Counter()
+    sent = 0
+    lost = 0
+    wrong = 0
+    end = time.monotonic() + duration
+
+    async def client(k: int, http: httpx.AsyncClient) -> None:
+        nonlocal sent, lost, wrong
+        seq = 0
+        while time.monotonic() < end and sent < MAX_REQUESTS:
+            rid = f"c{k}-{seq}"
+            seq += 1
+            item = {"id": rid, "features": applicants[(k + seq) % len(applicants)]["features"]}
+            sent += 1
+            t0 = time.perf_counter()
+            try:
+                r = await http.post("/v1/models/synthetic_loan/explain", json={**body, "items": [item]})
+            except httpx.HTTPError:
+                lost += 1
+                continue
+            dt = time.perf_counter() - t0
+            codes[r.status_code] += 1
+            if r.status_code == 429:
+                await asyncio.sleep(float(r.headers.get("retry-after", "1")))
+                continue
+            if r.status_code != 200:
+                continue
+            ids = [it["id"] for it in r.json()["items"]]
+            for i in ids:
+                seen[i] += 1
+            wrong += ids != [rid]
+            lat.append(dt)
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    t0 = time.perf_counter()
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
+        await asyncio.gather(*(client(k, http) for k in range(clients)))
+    wall = time.perf_counter() - t0
+    a = np.array(lat) if lat else np.array([np.nan])
+    return {"clients": clients, "duration_s": round(wall, 1), "sent": sent, "ok": len(lat),
+            "req_per_s": round(len(lat) / wall, 1), "p50_ms": round(float(np.percentile(a, 50)) * 1e3, 1),
+            "p99_ms": round(float(np.percentile(a, 99)) * 1e3, 1), "status_429": codes.get(429, 0),
+            "other_errors": sum(v for c, v in codes.items() if c not in (200, 429)),
+            "lost": lost, "duplicated": sum(1 for v in seen.values() if v > 1), "wrong_id": wrong}
+
+
+def _batch(url: str, applicants: list[dict], n: int) -> dict[str, Any]:
+    import httpx
+
+    items = [{"id": f"b{i}", "features": applicants[i % len(applicants)]["features"]} for i in range(n)]
+    t0 = time.perf_counter()
+    with httpx.Client(base_url=url, timeout=60) as http:
+        job = http.post("/v1/models/synthetic_loan/jobs",
+                        json={"items": items, "method": "nearest_neighbour"}).json()
+        end = time.monotonic() + 600
+        while job["status"] in ("queued", "running") and time.monotonic() < end:
+            time.sleep(0.2)
+            job = http.get(f"/v1/jobs/{job['job_id']}").json()
+    wall = time.perf_counter() - t0
+    got = [it["id"] for it in (job.get("result") or {}).get("items", [])]
+    statuses = collections.Counter(it["status"] for it in (job.get("result") or {}).get("items", []))
+    return {"n": n, "status": job["status"], "seconds": round(wall, 2),
+            "applicants_per_s": round(n / wall, 1), "in_order": got == [it["id"] for it in items],
+            "lost": n - len(set(got)), "duplicated": len(got) - len(set(got)), "statuses": dict(statuses)}
+
+
+def _baseline(demo_dir: str, applicants: list[dict], method: str, params: dict, reps: int) -> float:
+    """Median seconds of the library's own ``explain`` of one applicant (warm explainer)."""
+    import pandas as pd
+
+    from robustce.methods.registry import build_explainer
+    from robustce.serve.registry import load_served_model, model_spec
+
+    served = load_served_model(model_spec(Path(demo_dir) / "synthetic_loan"), with_methods=False)
+    explainer = build_explainer(method, served.model, served.data, seed=0, **params)
+    times = []
+    for k in range(reps):
+        row = pd.DataFrame([applicants[k % len(applicants)]["features"]])[served.schema.names]
+        t0 = time.perf_counter()
+        explainer.explain(row, target_class=1)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times[1:] if len(times) > 1 else times))
+
+
+def run(quick: bool = False, duration: float | None = None, clients: int | None = None,
+        workers: int = 2) -> list[dict[str, Any]]:
+    import httpx
+
+    duration = duration or (10.0 if quick else 60.0)
+    nn_clients = clients or (10 if quick else 50)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as demo_dir:
+        proc, url = _start(demo_dir, workers)
+        try:
+            applicants = httpx.get(url + "/v1/models/synthetic_loan/applicants").json()["applicants"]
+            nn = {"method": "nearest_neighbour", "time_limit_s": 10}
+            # warm each worker's explainer cache (a KD-tree per worker)
+            for _ in range(2 * workers):
+                httpx.post(url + "/v1/models/synthetic_loan/explain", timeout=60,
+                           json={**nn, "items": [{"features": applicants[0]["features"]}]})
+            res = asyncio.run(_load(url, applicants, nn, nn_clients, duration))
+            base = _baseline(demo_dir, applicants, "nearest_neighbour", {}, 50)
+            rows.append({"name": f"nearest_neighbour over HTTP, {nn_clients} clients, p50 (vs library "
+                                 "explain in-process)", "seconds": res["p50_ms"] / 1e3,
+                         "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
+                         "target_p99_ms": 50, "workers": workers})
+            mr = {"method": "milp_robust", "params": {"shift": 0.03}, "time_limit_s": 10}
+            res = asyncio.run(_load(url, applicants, mr, 4 if quick else 8, duration))
+            base = _baseline(demo_dir, applicants, "milp_robust", {"shift": 0.03}, 6 if quick else 12)
+            rows.append({"name": f"milp_robust over HTTP, {res['clients']} clients, p50 (vs library "
+                                 "explain in-process)", "seconds": res["p50_ms"] / 1e3,
+                         "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
+                         "workers": workers})
+            res = _batch(url, applicants, 200 if quick else 1000)
+            rows.append({"name": f"{res['n']}-applicant nearest_neighbour batch via jobs",
+                         "seconds": res["seconds"], **res, "workers": workers})
+        finally:
+            proc.terminate()
+            proc.wait(60)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="Load test of robustce serve (loopback).")
+    ap.add_argument("--quick", action="store_true", help="10 s per scenario, fewer clients")
+    ap.add_argument("--duration", type=float, default=None, help="seconds per scenario (default 60)")
+    ap.add_argument("--clients", type=int, default=None, help="nearest_neighbour clients (default 50)")
+    ap.add_argument("--workers", type=int, default=2, help="solver worker processes (default 2)")
+    args = ap.parse_args()
+    if args.duration is not None and not 0 < args.duration <= 600:
+        raise SystemExit("--duration must be in (0, 600]")
+    rows = run(args.quick, args.duration, args.clients, args.workers)
+    for row in rows:
+        print(json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""``robustce serve``: the recourse service (HTTP API + page) with uvicorn; see docs/serve.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from robustce.cli._common import EXIT_OK, _user_error
+
+
+def _add_serve(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve", help="serve recourse over HTTP: a JSON API (/v1, OpenAPI at /docs) and a page at /",
+        description="Serve saved models (directories of Model.save or `robustce explain --out`) "
+                    "over HTTP. With no --model, trains and serves the built-in synthetic_loan "
+                    "demo model. Needs the extra: pip install 'robustce[serve]'.")
+    p.add_argument("--model", metavar="[ID=]DIR", action="append", default=[],
+                   help="a served model directory (repeatable); ID defaults to the directory name")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--workers", type=int, default=2, metavar="N",
+                   help="solver worker processes (default 2)")
+    p.add_argument("--token-file", metavar="F", default=None,
+                   help="require `Authorization: Bearer <token>` on /v1 with the token in F")
+    p.add_argument("--audit-log", metavar="JSONL", default=None,
+                   help="append one JSON line per request here (default: none)")
+    p.add_argument("--max-queue", type=int, default=64, metavar="N",
+                   help="requests that may wait for a worker before 429 (default 64)")
+    p.add_argument("--max-items", type=int, default=100, metavar="N",
+                   help="items per synchronous request; larger batches use jobs (default 100)")
+    p.add_argument("--max-body", type=int, default=2 * 1024 * 1024, metavar="BYTES",
+                   help="largest request body (default 2 MiB)")
+    p.add_argument("--max-request-s", type=float, default=120.0, metavar="S",
+                   help="time budget of one request; items past it get status timeout (default 120)")
+    p.add_argument("--demo-dir", metavar="DIR", default=None,
+                   help="where the demo model is written (default: a temporary directory)")
+    p.set_defaults(func=_cmd_serve)
+
+
+def _specs(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    import tempfile
+
+    from robustce.serve.registry import build_demo_model, model_spec
+
+    if args.model:
+        specs = []
+        for item in args.model:
+            mid, sep, path = item.partition("=")
+            specs.append(model_spec(path, mid) if sep else model_spec(item))
+        ids = [s.id for s in specs]
+        if len(set(ids)) != len(ids):
+            raise _user_error(f"--model: model ids must be unique, got {ids}")
+        return specs, None
+    tmp = None
+    if args.demo_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="robustce-serve-")
+        args.demo_dir = tmp.name
+    print("training the synthetic_loan demo model ...", file=sys.stderr)
+    root = build_demo_model(f"{args.demo_dir}/synthetic_loan")
+    return [model_spec(root, "synthetic_loan")], tmp
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from robustce.serve.app import create_app
+    except ImportError as exc:
+        raise _user_error(f"robustce serve needs the 'serve' extra ({exc.name} is missing): "
+                          "pip install 'robustce[serve]'") from None
+    from robustce.serve.settings import ServeSettings, read_token
+
+    if not 0 < args.port < 65536:
+        raise _user_error(f"--port must be in 1..65535, got {args.port}")
+    token = read_token(args.token_file) if args.token_file else None
+    settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
+                             max_body_bytes=args.max_body, max_request_s=args.max_request_s,
+                             token=token, audit_log=args.audit_log)
+    specs, tmp = _specs(args)
+    app = create_app(specs, settings)
+    print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "
+          f"(API /v1, OpenAPI /docs; {settings.workers} workers)", file=sys.stderr)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                    timeout_graceful_shutdown=30)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return EXIT_OK

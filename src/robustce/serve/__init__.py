@@ -1,0 +1,1 @@
+"""``robustce serve``: a recourse service — HTTP API (FastAPI), worker pool, audit log, page."""

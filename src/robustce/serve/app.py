@@ -1,0 +1,407 @@
+"""The FastAPI application: routes of the ``/v1`` API, the page at ``/``, limits, auth, audit.
+
+:func:`create_app` builds it from the served models' :class:`ModelSpec`\\ s and the
+:class:`ServeSettings`; ``robustce serve`` runs it with uvicorn. The solver work goes to the
+:class:`~robustce.serve.pool.SolverPool` (429 when its queue is full, 503 when a worker dies);
+requests are checked here first (413 body size, 401 token, 404 model, 422 fields).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+import uuid
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from robustce.errors import RobustCEError
+from robustce.serve.audit_log import AuditLog, library_versions
+from robustce.serve.batching import Coalescer
+from robustce.serve.jobs import JobStore
+from robustce.serve.pool import DeadlineExceeded, QueueFull, SolverPool, WorkerCrashed
+from robustce.serve.records import RecordError, validate_records
+from robustce.serve.registry import ModelSpec, ServedModel, load_served_model, resolve_class
+from robustce.serve.schemas import (
+    CertifyRequest,
+    CertifyResponse,
+    ExplainRequest,
+    ExplainResponse,
+    FeatureOut,
+    JobOut,
+    ModelInfo,
+    ModelList,
+)
+from robustce.serve.settings import ServeSettings
+from robustce.serve.worker import certify_task, explain_task
+
+__all__ = ["ApiError", "create_app"]
+
+STATIC = Path(__file__).parent / "static"
+GRACE_S = 10.0
+
+
+class ApiError(Exception):
+    """An error answer: ``status`` and a ``detail`` (text or FastAPI-style field errors)."""
+
+    def __init__(self, status: int, detail: Any, headers: dict[str, str] | None = None):
+        super().__init__(str(detail))
+        self.status, self.detail, self.headers = status, detail, headers
+
+
+class BodyLimit:
+    """ASGI middleware: a body over ``limit`` bytes gets 413, by its ``Content-Length`` or,
+    for a chunked body, as soon as the bytes read pass the limit."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await _send_413(send, self.limit)
+        seen = 0
+
+        async def limited_receive() -> dict:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:  # FastAPI re-raises an HTTPException met reading a body
+                    raise HTTPException(413, f"request body larger than {self.limit} bytes")
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
+async def _send_413(send: Any, limit: int) -> None:
+    body = json.dumps({"detail": f"request body larger than {limit} bytes"}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _shift_params(methods: list[str]) -> dict[str, str]:
+    """Per method, the name of its parameter typed :class:`ParameterShift` (robust methods)."""
+    from robustce.methods.registry import converter_for, get_method, param_annotations
+    from robustce.robustness.shift import ParameterShift
+
+    out = {}
+    for name in methods:
+        for key, (hint, _) in param_annotations(get_method(name)).items():
+            found = converter_for(hint)
+            if found is not None and found[0] is ParameterShift:
+                out[name] = key
+                break
+    return out
+
+
+def _model_info(m: ServedModel) -> ModelInfo:
+    feats = [FeatureOut(**{**f.to_dict(), "categories": list(f.categories) if f.categories else None})
+             for f in m.schema]
+    default = "milp_robust" if "milp_robust" in m.methods else (m.methods[0] if m.methods else None)
+    return ModelInfo(id=m.id, hash=m.hash, class_names=m.class_names,
+                     default_target_class=len(m.class_names) - 1, features=feats,
+                     methods=m.methods, shift_params=_shift_params(m.methods),
+                     default_method=default, has_training_data=m.data is not None,
+                     family_size=len(m.family))
+
+
+class Service:
+    """The state behind the routes: models, pool, jobs, audit log, settings."""
+
+    def __init__(self, specs: list[ModelSpec], settings: ServeSettings):
+        self.specs, self.settings = specs, settings
+        self.models: dict[str, ServedModel] = {}
+        self.pool = SolverPool(specs, settings.workers, settings.max_queue)
+        self.audit = AuditLog(settings.audit_log) if settings.audit_log else None
+        self.versions = library_versions()
+        self.jobs = JobStore(self, settings.max_jobs)
+        self.coalescer = Coalescer(self.pool, explain_task, settings.max_items)
+        self._checked: set[tuple] = set()
+        self._vectorised: dict[str, bool] = {}
+
+    def load(self) -> None:
+        for spec in self.specs:
+            self.models[spec.id] = load_served_model(spec)
+
+    def model(self, model_id: str) -> ServedModel:
+        if model_id not in self.models:
+            raise ApiError(404, f"no model {model_id!r}; the models are {sorted(self.models)}")
+        return self.models[model_id]
+
+    # --- checks before any solver work ------------------------------------------------
+    def target(self, m: ServedModel, value: Any) -> int:
+        if value is None:
+            return len(m.class_names) - 1
+        try:
+            return resolve_class(m.model, value)
+        except RobustCEError as exc:
+            raise ApiError(422, [{"loc": ["body", "target_class"], "msg": str(exc),
+                                  "type": "value_error"}]) from None
+
+    def check_method(self, m: ServedModel, method: str, params: dict[str, Any], seed: int) -> str:
+        from robustce.methods.registry import build_explainer, method_name
+
+        try:
+            name = method_name(method)
+        except RobustCEError:
+            name = method
+        if name not in m.methods:
+            raise ApiError(422, [{"loc": ["body", "method"], "type": "value_error",
+                                  "msg": f"method {method!r} is not served for {m.id}; "
+                                         f"available: {m.methods}"}])
+        key = (m.id, name, json.dumps(params, sort_keys=True, default=str), seed)
+        if key not in self._checked:
+            try:
+                build_explainer(name, m.model, m.data, seed=seed, **params)
+            except Exception as exc:  # noqa: BLE001 - whatever the parameters broke, they are the cause
+                raise ApiError(422, [{"loc": ["body", "params"], "type": "value_error",
+                                      "msg": f"{type(exc).__name__}: {exc}"}]) from None
+            if len(self._checked) >= 4096:  # bounded: a client cannot grow it without end
+                self._checked.clear()
+            self._checked.add(key)
+        return name
+
+    def check_items(self, m: ServedModel, items: list[Any], limit: int, loc: str) -> list[dict]:
+        if len(items) > limit:
+            hint = " (use POST /v1/models/{id}/jobs for large batches)" if loc == "items" else ""
+            raise ApiError(422, [{"loc": ["body", loc], "type": "value_error.too_many",
+                                  "msg": f"{len(items)} items; at most {limit} per request{hint}"}])
+        records = [it.features for it in items]
+        try:
+            validate_records(m.schema, records, loc=("body", loc))
+        except RecordError as exc:
+            raise ApiError(422, exc.errors) from None
+        return records
+
+    def admit(self, model_id: str, items: list[Any], limit: int, loc: str, target_class: Any
+              ) -> tuple[ServedModel, list[dict], int]:
+        """The checks every solver request passes first: (model, validated records, target)."""
+        m = self.model(model_id)
+        return m, self.check_items(m, items, limit, loc), self.target(m, target_class)
+
+    # --- solver work ------------------------------------------------------------------
+    async def run(self, fn: Any, task: dict[str, Any], deadline_s: float, *, wait: bool = False) -> Any:
+        """``fn(task)`` in the pool (429 when the queue is full, 503 when the worker dies)."""
+        return await self._guard(self.pool.run(fn, task, deadline_s=deadline_s, wait=wait))
+
+    async def _guard(self, work: Any) -> Any:
+        try:
+            return await work
+        except QueueFull:
+            raise ApiError(429, "all solver workers are busy and the queue is full; retry later",
+                           {"Retry-After": str(self.settings.retry_after_s)}) from None
+        except WorkerCrashed:
+            raise ApiError(503, "the solver worker running this request stopped unexpectedly; "
+                           "the request was not completed (retry it)") from None
+
+    def vectorised(self, method: str) -> bool:
+        """Whether ``method`` explains a batch at once (no per-query ``_explain_one``): only
+        such requests are merged (merging per-query solver work would only queue it)."""
+        if method not in self._vectorised:
+            from robustce.methods.base import Explainer
+            from robustce.methods.registry import get_method
+
+            self._vectorised[method] = get_method(method)._explain_one is Explainer._explain_one
+        return self._vectorised[method]
+
+    def explain_deadline(self, req: ExplainRequest, n: int) -> float:
+        cert = (req.certify.time_limit_s * 2 + 5) if req.certify else 0.0
+        return min(self.settings.max_request_s, n * (req.time_limit_s + cert) + GRACE_S)
+
+    async def explain(self, m: ServedModel, req: ExplainRequest, records: list[dict],
+                      method: str, target: int, *, wait: bool = False) -> list[dict[str, Any]]:
+        """Per-item results of an explain task; a task past its deadline gives every item
+        status ``timeout``, one that raised gives status ``error`` with the reason."""
+        task = {"model_id": m.id, "method": method, "params": req.params, "records": records,
+                "target_class": target, "time_limit_s": req.time_limit_s, "seed": req.seed,
+                "certify": req.certify.model_dump() if req.certify else None}
+        deadline = self.explain_deadline(req, len(records))
+        try:
+            if wait or req.certify is not None or not self.vectorised(method):
+                return await self.run(explain_task, task, deadline, wait=wait)
+            key = (m.id, method, json.dumps(req.params, sort_keys=True, default=str), target,
+                   req.time_limit_s, req.seed)
+            return await self._guard(self.coalescer.run(
+                key, task, records, lambda n: self.explain_deadline(req, n)))
+        except DeadlineExceeded:
+            return [{"status": "timeout", "message": f"the request's time budget of {deadline:g} s "
+                     "ran out before this item was answered"} for _ in records]
+        except ApiError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the method failed: a status, with its reason
+            return [{"status": "error", "message": f"{type(exc).__name__}: {exc}"} for _ in records]
+
+    def log(self, request_id: str, endpoint: str, m: ServedModel, method: str, params: Any,
+            seed: int, target: int, items: list[dict[str, Any]], **extra: Any) -> None:
+        """One audit record: the request, the model's hash, versions, per item id/status/time."""
+        if self.audit is None:
+            return
+        self.audit.write({"ts": time.time(), "versions": self.versions, "request_id": request_id,
+                          "endpoint": endpoint, "model_id": m.id, "model_hash": m.hash,
+                          "method": method, "params": params, "seed": seed, "target_class": target,
+                          **extra, "items": [{"id": it.get("id"), "status": it.get("status"),
+                                              "time_s": it.get("time_s")} for it in items]})
+
+
+def _items_out(items: list[Any], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"id": it.id, **res} for it, res in zip(items, results, strict=True)]
+
+
+def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) -> FastAPI:
+    """The service's ASGI app for the models ``specs`` (loaded, and the worker pool started,
+    when the app starts)."""
+    settings = settings or ServeSettings()
+    service = Service(specs, settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await asyncio.to_thread(service.load)
+        await service.pool.start()
+        yield
+        await service.jobs.close()
+        service.pool.close()
+        if service.audit is not None:
+            service.audit.close()
+
+    app = FastAPI(title="robustce recourse service", version=service.versions["robustce"],
+                  description="Robust counterfactual explanations (recourse) with certificates.",
+                  lifespan=lifespan)
+    app.state.service = service
+
+    def auth(request: Request) -> None:
+        if settings.token is None:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(),
+                                                                 settings.token.encode()):
+            raise ApiError(401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+                  for e in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": f"internal error ({type(exc).__name__})"}, status_code=500)
+
+    # --- health ---------------------------------------------------------------------------
+    @app.get("/health", tags=["health"])
+    async def health() -> dict[str, str]:
+        """The process answers."""
+        return {"status": "ok"}
+
+    @app.get("/ready", tags=["health"])
+    async def ready() -> JSONResponse:
+        """Models loaded and the worker pool started (503 otherwise)."""
+        ok = service.pool.ready and len(service.models) == len(specs)
+        return JSONResponse({"ready": ok, "models": sorted(service.models)}, status_code=200 if ok else 503)
+
+    v1 = [Depends(auth)]
+
+    @app.get("/v1/status", dependencies=v1, tags=["health"])
+    async def pool_status() -> dict[str, Any]:
+        """Worker processes (pids, busy), queue, crash and deadline counts, jobs."""
+        return {**service.pool.status(), "merged_requests": service.coalescer.merged,
+                "jobs": service.jobs.counts()}
+
+    # --- models ---------------------------------------------------------------------------
+    @app.get("/v1/models", response_model=ModelList, dependencies=v1, tags=["models"])
+    async def list_models() -> ModelList:
+        return ModelList(models=[_model_info(m) for m in service.models.values()])
+
+    @app.get("/v1/models/{model_id}", response_model=ModelInfo, dependencies=v1, tags=["models"])
+    async def get_model(model_id: str) -> ModelInfo:
+        return _model_info(service.model(model_id))
+
+    @app.get("/v1/models/{model_id}/applicants", dependencies=v1, tags=["models"])
+    async def applicants(model_id: str) -> dict[str, Any]:
+        """Rejected applicants of the model's test data (for the page's picker)."""
+        from robustce.serve.worker import plain
+
+        m = service.model(model_id)
+        rows = m.applicants.to_dict("records")
+        return {"applicants": [{"id": plain(i), "features": plain(r)}
+                               for i, r in zip(m.applicants.index, rows, strict=True)]}
+
+    # --- explain / certify ----------------------------------------------------------------
+    @app.post("/v1/models/{model_id}/explain", response_model=ExplainResponse, dependencies=v1,
+              tags=["recourse"])
+    async def explain(model_id: str, req: ExplainRequest) -> dict[str, Any]:
+        """Counterfactuals for a batch of applicants, in request order."""
+        m, records, target = service.admit(model_id, req.items, settings.max_items, "items",
+                                           req.target_class)
+        method = service.check_method(m, req.method, req.params, req.seed)
+        rid = uuid.uuid4().hex
+        results = await service.explain(m, req, records, method, target)
+        items = _items_out(req.items, results)
+        service.log(rid, "explain", m, method, req.params, req.seed, target, items,
+                    time_limit_s=req.time_limit_s,
+                    certify=req.certify.model_dump() if req.certify else None)
+        return {"request_id": rid, "items": items, "model": {"id": m.id, "hash": m.hash},
+                "method": method, "target_class": target}
+
+    @app.post("/v1/models/{model_id}/certify", response_model=CertifyResponse, dependencies=v1,
+              tags=["recourse"])
+    async def certify(model_id: str, req: CertifyRequest) -> dict[str, Any]:
+        """Exact Δ-test and/or APΔS certificates for counterfactuals the caller supplies."""
+        m, records, target = service.admit(model_id, req.counterfactuals, settings.max_items,
+                                           "counterfactuals", req.target_class)
+        rid = uuid.uuid4().hex
+        spec = {"delta": req.delta, "apas": req.apas.model_dump() if req.apas else None,
+                "time_limit_s": req.time_limit_s}
+        task = {"model_id": m.id, "records": records, "target_class": target, "certify": spec,
+                "seed": req.seed}
+        deadline = min(settings.max_request_s, len(records) * (2 * req.time_limit_s + 5) + GRACE_S)
+        try:
+            results = await service.run(certify_task, task, deadline)
+        except DeadlineExceeded:
+            raise ApiError(504, f"certification did not finish within {deadline:g} s") from None
+        items = _items_out(req.counterfactuals, results)
+        service.log(rid, "certify", m, "certify", spec, req.seed, target,
+                    [{**it, "status": "valid" if it["valid"] else "invalid"} for it in items])
+        return {"request_id": rid, "items": items, "model": {"id": m.id, "hash": m.hash},
+                "target_class": target}
+
+    # --- jobs -----------------------------------------------------------------------------
+    @app.post("/v1/models/{model_id}/jobs", response_model=JobOut, status_code=202, dependencies=v1,
+              tags=["jobs"])
+    async def submit_job(model_id: str, req: ExplainRequest) -> dict[str, Any]:
+        """A large batch, explained in the background: poll ``GET /v1/jobs/{job_id}``."""
+        m, records, target = service.admit(model_id, req.items, settings.max_job_items, "items",
+                                           req.target_class)
+        method = service.check_method(m, req.method, req.params, req.seed)
+        job = service.jobs.submit(m, req, records, method, target)
+        return job.view()
+
+    @app.get("/v1/jobs/{job_id}", response_model=JobOut, dependencies=v1, tags=["jobs"])
+    async def get_job(job_id: str) -> dict[str, Any]:
+        return service.jobs.get(job_id).view()
+
+    # --- the page -------------------------------------------------------------------------
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app

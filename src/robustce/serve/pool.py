@@ -1,0 +1,186 @@
+"""A bounded pool of solver processes for the service's event loop.
+
+Each slot is a one-process :class:`concurrent.futures.ProcessPoolExecutor` (forked from a
+forkserver that imported the library once; models loaded by
+:func:`~robustce.serve.worker.init_worker`), so a crash breaks only that slot: the
+request it ran gets :class:`WorkerCrashed` (HTTP 503) and the slot is replaced while the
+others go on. Requests wait for a free slot in a queue of bounded length; beyond it
+:meth:`SolverPool.run` raises :class:`QueueFull` at once (HTTP 429 with ``Retry-After``). A task
+that outlives its deadline has its process killed and replaced, and raises
+:class:`DeadlineExceeded` (each item then gets status ``timeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from robustce.serve.worker import init_worker, worker_pid
+
+__all__ = ["DeadlineExceeded", "QueueFull", "SolverPool", "WorkerCrashed"]
+
+
+class QueueFull(Exception):
+    """Every worker is busy and the waiting queue is full."""
+
+
+class WorkerCrashed(Exception):
+    """The worker process running the task died."""
+
+
+class DeadlineExceeded(Exception):
+    """The task did not finish within its deadline (its worker was replaced)."""
+
+
+@dataclass
+class _Slot:
+    executor: ProcessPoolExecutor
+    pid: int
+    busy: bool = False
+
+
+class SolverPool:
+    """``n_workers`` solver processes and a waiting queue of at most ``max_queue`` requests.
+
+    Parameters
+    ----------
+    specs : the :class:`~robustce.serve.registry.ModelSpec` of every served model.
+    n_workers : worker processes (≥ 1).
+    max_queue : requests that may wait for a worker; one more gets :class:`QueueFull`.
+    """
+
+    def __init__(self, specs: list[Any], n_workers: int, max_queue: int):
+        self.specs = list(specs)
+        self.n_workers = int(n_workers)
+        self.max_queue = int(max_queue)
+        self._slots: list[_Slot] = []
+        self._idle: asyncio.Queue[_Slot] = asyncio.Queue()
+        self._waiting = 0
+        self.crashes = 0
+        self.deadlines = 0
+        self._closed = False
+        self._tasks: set[asyncio.Task] = set()
+
+    # --- lifecycle ---------------------------------------------------------------------
+    def _new_executor(self) -> ProcessPoolExecutor:
+        # forkserver: a clean server process imports torch and robustce once; each worker (and
+        # each replacement of a crashed one) is forked from it and only loads the models
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["robustce.serve.worker", "robustce.models", "robustce.methods"])
+        return ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=init_worker,
+                                   initargs=(self.specs,))
+
+    async def _start_slot(self) -> _Slot:
+        executor = self._new_executor()
+        pid = await asyncio.wrap_future(executor.submit(worker_pid))
+        slot = _Slot(executor, pid)
+        self._slots.append(slot)
+        return slot
+
+    async def start(self) -> None:
+        """Start the workers (each loads the models) and wait until all are ready."""
+        slots = await asyncio.gather(*(self._start_slot() for _ in range(self.n_workers)))
+        for slot in slots:
+            self._idle.put_nowait(slot)
+
+    def _replace(self, slot: _Slot) -> None:
+        """Kill ``slot``'s process (if alive), shut its executor and start a fresh slot in the
+        background (the caller answers its request at once)."""
+        self._slots.remove(slot)
+        try:
+            os.kill(slot.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        slot.executor.shutdown(wait=False, cancel_futures=True)
+        if not self._closed:
+            task = asyncio.get_running_loop().create_task(self._start_replacement())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _start_replacement(self) -> None:
+        try:
+            fresh = await self._start_slot()
+        except Exception:  # noqa: BLE001 - the pool goes on with one worker fewer
+            return
+        self._idle.put_nowait(fresh)
+
+    def close(self) -> None:
+        """Stop every worker (after the server has finished its requests)."""
+        self._closed = True
+        for slot in self._slots:
+            slot.executor.shutdown(wait=False, cancel_futures=True)
+            try:
+                os.kill(slot.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for slot in self._slots:  # the workers are gone: joining releases the executors' locks
+            slot.executor.shutdown(wait=True)
+
+    # --- state -------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        return bool(self._slots) and not self._closed
+
+    def status(self) -> dict[str, Any]:
+        return {"workers": [{"pid": s.pid, "busy": s.busy} for s in self._slots],
+                "waiting": self._waiting, "max_queue": self.max_queue, "crashes": self.crashes,
+                "deadlines": self.deadlines}
+
+    # --- work --------------------------------------------------------------------------
+    async def acquire(self, end: float, *, wait: bool = False) -> _Slot:
+        """A free worker, waiting in the queue until the loop time ``end``. Raises
+        :class:`QueueFull` at once when the queue is full (unless ``wait``) and
+        :class:`DeadlineExceeded` when ``end`` passes first."""
+        loop = asyncio.get_running_loop()
+        if self._idle.empty() and self._waiting >= self.max_queue and not wait:
+            raise QueueFull
+        self._waiting += 1
+        try:
+            slot = await asyncio.wait_for(self._idle.get(), timeout=max(end - loop.time(), 0.001))
+        except TimeoutError:
+            self.deadlines += 1
+            raise DeadlineExceeded from None
+        finally:
+            self._waiting -= 1
+        slot.busy = True
+        return slot
+
+    async def submit(self, slot: _Slot, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any],
+                     end: float) -> Any:
+        """Run ``fn(task)`` on an acquired ``slot`` (given back afterwards) until the loop time
+        ``end``. Raises :class:`WorkerCrashed` or :class:`DeadlineExceeded` (the worker is then
+        replaced)."""
+        loop = asyncio.get_running_loop()
+        try:
+            future = asyncio.wrap_future(slot.executor.submit(fn, task))
+            result = await asyncio.wait_for(future, timeout=max(end - loop.time(), 0.001))
+        except BrokenProcessPool:
+            self.crashes += 1
+            self._replace(slot)
+            raise WorkerCrashed from None
+        except TimeoutError:
+            self.deadlines += 1
+            self._replace(slot)
+            raise DeadlineExceeded from None
+        except BaseException:
+            slot.busy = False
+            self._idle.put_nowait(slot)
+            raise
+        slot.busy = False
+        self._idle.put_nowait(slot)
+        return result
+
+    async def run(self, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any], *,
+                  deadline_s: float, wait: bool = False) -> Any:
+        """Run ``fn(task)`` in a worker: :meth:`acquire` then :meth:`submit`, ``deadline_s``
+        counted from the call (waiting included)."""
+        end = asyncio.get_running_loop().time() + deadline_s
+        slot = await self.acquire(end, wait=wait)
+        return await self.submit(slot, fn, task, end)

@@ -1,0 +1,208 @@
+"""The models a service serves: where each is read from, its schema, hash and methods.
+
+A served model is a directory, in one of two layouts (both written by robustce itself, never a
+pickle):
+
+* a saved model (``Model.save`` / :func:`robustce.models.load`: ``model.json`` +
+  ``weights.pt``);
+* an Explanations directory of ``robustce explain --out DIR`` (its ``model/`` is the model and
+  its ``queries`` are the rejected applicants the page offers).
+
+Either may hold ``train.csv``: the raw training rows (the schema's columns, plus ``_target``,
+the class index) that data-based methods (nearest neighbour, PROPLACE, ...) search. Without it
+only the methods that need the model alone are offered. A ``family/`` folder of saved models
+(retrained versions of the model, e.g. :func:`~robustce.models.families.seed_family`) adds the
+validity-after-retraining certificate ``vr``. ``robustce serve`` with no ``--model``
+writes such a directory for the built-in ``synthetic_loan`` demo (:func:`build_demo_model`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from robustce.errors import ConfigError, ModelFileError, RobustCEError, ValidationError
+
+__all__ = ["SERVED_METHODS", "ModelSpec", "ServedModel", "build_demo_model", "load_served_model",
+           "model_spec", "resolve_class"]
+
+#: methods the service offers, in the page's order (those importable and applicable to a model;
+#: methods that train their own predictor cannot explain a served model)
+SERVED_METHODS = ("milp_robust", "nearest_neighbour", "robust_nearest_neighbour", "milp_nearest",
+                  "wachter", "proplace", "apas", "diverse_robust")
+TRAIN_FILE = "train.csv"
+TARGET_COLUMN = "_target"
+FAMILY_DIR = "family"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where a served model lives: what the worker processes are given (paths, no objects)."""
+
+    id: str
+    model_dir: str
+    train_csv: str | None
+    explanations_dir: str | None
+    family_dirs: tuple[str, ...] = ()
+
+
+@dataclass
+class ServedModel:
+    """A loaded served model: the model, its training data (or None), the rejected applicants
+    offered by the page, its hash and the methods available for it."""
+
+    spec: ModelSpec
+    model: Any
+    data: Any  # robustce Dataset or None
+    applicants: pd.DataFrame
+    hash: str
+    methods: list[str] = field(default_factory=list)
+    family: list[Any] = field(default_factory=list)  # retrained models (for vr)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def schema(self) -> Any:
+        return self.model.encoder.schema
+
+    @property
+    def class_names(self) -> list[str]:
+        return [str(c) for c in self.model.class_names]
+
+
+def model_spec(path: str | os.PathLike, model_id: str | None = None) -> ModelSpec:
+    """The :class:`ModelSpec` of a served-model directory (either layout); ``model_id``
+    defaults to the directory's name. Raises :class:`ModelFileError` if it holds no model."""
+    root = Path(path).resolve()
+    if (root / "model.json").is_file():
+        model_dir, expl = root, None
+    elif (root / "model" / "model.json").is_file():
+        model_dir = root / "model"
+        expl = str(root) if (root / "meta.json").is_file() else None
+    else:
+        raise ModelFileError(f"{path} holds no saved model (no model.json, nor model/model.json); "
+                             "give a directory of Model.save or `robustce explain --out`")
+    train = root / TRAIN_FILE
+    family = tuple(str(d) for d in sorted((root / FAMILY_DIR).glob("*"), key=lambda p: p.name)
+                   if (d / "model.json").is_file()) if (root / FAMILY_DIR).is_dir() else ()
+    mid = model_id or root.name
+    if not mid or any(c in mid for c in "/?#% "):
+        raise ConfigError(f"model id {mid!r} must be a plain name (no '/', '?', '#', '%', space)")
+    return ModelSpec(mid, str(model_dir), str(train) if train.is_file() else None, expl, family)
+
+
+def _model_hash(model_dir: str) -> str:
+    """SHA-256 of ``model.json`` (which records the weights' own SHA-256)."""
+    return hashlib.sha256(Path(model_dir, "model.json").read_bytes()).hexdigest()
+
+
+def _read_training(spec: ModelSpec, model: Any) -> Any:
+    from robustce.data.dataset import Dataset
+
+    if spec.train_csv is None:
+        return None
+    frame = pd.read_csv(spec.train_csv)
+    schema = model.encoder.schema
+    if TARGET_COLUMN not in frame.columns:
+        raise ModelFileError(f"{spec.train_csv} has no {TARGET_COLUMN!r} column (the class index)")
+    target = frame.pop(TARGET_COLUMN).astype("int64")
+    frame = frame[[c for c in schema.names if c in frame.columns]]
+    try:
+        schema.validate(frame, check_bounds=False)
+    except RobustCEError as exc:
+        raise ModelFileError(f"{spec.train_csv} does not fit the model's schema: {exc}") from None
+    return Dataset(frame, target, schema, name=spec.id, class_names=tuple(model.class_names))
+
+
+def _applicants(spec: ModelSpec, model: Any, data: Any) -> pd.DataFrame:
+    """Rows the page offers: the explained queries of an explain directory, else the first
+    training rows the model does not put in class 1 (binary) — at most 50."""
+    if spec.explanations_dir is not None:
+        from robustce.explanations import Explanations
+
+        frame = Explanations.load(spec.explanations_dir).queries
+    elif data is not None:
+        frame = data.frame[model.predict(data.frame) != len(model.class_names) - 1]
+    else:
+        return pd.DataFrame(columns=model.encoder.schema.names)
+    return frame.iloc[:50]
+
+
+def _methods_for(model: Any, data: Any) -> list[str]:
+    """The :data:`SERVED_METHODS` that can be built for ``model`` (and ``data``)."""
+    from robustce.methods.registry import available_methods, build_explainer
+
+    out = []
+    available = set(available_methods())
+    for name in SERVED_METHODS:
+        if name not in available:
+            continue
+        try:
+            build_explainer(name, model, data)
+        except RobustCEError:
+            continue
+        out.append(name)
+    return out
+
+
+def load_served_model(spec: ModelSpec, *, with_methods: bool = True) -> ServedModel:
+    """Load a served model from its :class:`ModelSpec` (model, training rows, applicants)."""
+    from robustce.models import load as load_model
+
+    model = load_model(spec.model_dir)
+    data = _read_training(spec, model)
+    family = [load_model(d) for d in spec.family_dirs]
+    for d, member in zip(spec.family_dirs, family, strict=True):
+        if member.encoder.n_features_out_ != model.encoder.n_features_out_:
+            raise ModelFileError(f"{d}: a family member must share the model's encoding")
+    return ServedModel(spec, model, data, _applicants(spec, model, data), _model_hash(spec.model_dir),
+                       _methods_for(model, data) if with_methods else [], family)
+
+
+def resolve_class(model: Any, value: Any) -> int:
+    """A class index from an index or a label of ``model.class_names``; :class:`ValidationError`
+    naming the classes otherwise."""
+    labels = [str(c) for c in model.class_names]
+    if isinstance(value, str) and value in labels:
+        return labels.index(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(labels):
+        return value
+    raise ValidationError(f"unknown target class {value!r}; the classes are "
+                          + ", ".join(f"{k} = {c}" for k, c in enumerate(labels)))
+
+
+def build_demo_model(directory: str | os.PathLike, *, seed: int = 0, n_applicants: int = 20,
+                     n_family: int = 3) -> Path:
+    """Train the demo MLP on ``synthetic_loan`` and write a served-model directory: the
+    Explanations of ``n_applicants`` rejected test applicants (nearest neighbour), the model in
+    ``model/``, ``train.csv`` and ``family/``: ``n_family`` retrained versions (other seeds,
+    1 % of the rows left out: :func:`~robustce.models.families.seed_family`). Reuses a
+    directory already written."""
+    from robustce.datasets import load as load_dataset
+    from robustce.methods.registry import build_explainer
+    from robustce.models.families import seed_family
+    from robustce.utils import atomic_write
+
+    root = Path(directory)
+    if (root / "model" / "model.json").is_file() and (root / TRAIN_FILE).is_file():
+        return root
+    data = load_dataset("synthetic_loan", n_samples=2000, random_state=seed)
+    train, test = data.split(test_size=0.2, random_state=seed)
+    model, family = seed_family(train, {"hidden_layers": (16, 8), "epochs": 50, "lr": 5e-3},
+                                n_models=n_family, drop_fraction=0.01, random_state=seed)
+    rejected = test.frame[model.predict(test.frame) == 0].iloc[:n_applicants]
+    expl = build_explainer("nearest_neighbour", model, train).explain(rejected, target_class=1)
+    expl.save(root)  # writes the directory atomically
+    model.save(root / "model")
+    for k, member in enumerate(family.models):
+        member.save(root / FAMILY_DIR / f"{k:02d}")
+    with atomic_write(root / TRAIN_FILE) as fh:
+        train.frame.assign(**{TARGET_COLUMN: train.target.to_numpy()}).to_csv(fh, index=False)
+    return root

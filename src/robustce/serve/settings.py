@@ -1,0 +1,60 @@
+"""The service's configuration: limits, pool size, auth token, audit log path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from robustce.errors import ConfigError
+
+__all__ = ["ServeSettings", "read_token"]
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Parameters
+    ----------
+    workers : solver processes in the pool.
+    max_queue : requests that may wait for a worker; more get 429.
+    max_items : items per synchronous explain/certify request; more get 422 (use a job).
+    max_job_items : items per job.
+    max_jobs : jobs queued or running at once; more get 429.
+    job_chunk : items per worker task of a job.
+    max_body_bytes : larger request bodies get 413.
+    max_request_s : time budget of one request (items past it get status ``timeout``).
+    token : bearer token the ``/v1`` routes require (None: no auth).
+    audit_log : JSON-lines audit file (None: no audit log).
+    retry_after_s : the ``Retry-After`` of a 429.
+    """
+
+    workers: int = 2
+    max_queue: int = 64
+    max_items: int = 100
+    max_job_items: int = 10_000
+    max_jobs: int = 4
+    job_chunk: int = 100
+    max_body_bytes: int = 2 * 1024 * 1024
+    max_request_s: float = 120.0
+    token: str | None = None
+    audit_log: str | None = None
+    retry_after_s: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("workers", "max_items", "max_job_items", "max_jobs", "job_chunk",
+                     "max_body_bytes", "retry_after_s"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_queue < 0 or not self.max_request_s > 0:
+            raise ConfigError("max_queue must be >= 0 and max_request_s > 0")
+
+
+def read_token(path: str | Path) -> str:
+    """The bearer token in ``path`` (surrounding whitespace stripped); :class:`ConfigError`
+    if the file is missing, empty or shorter than 16 characters."""
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"--token-file {path}: {exc.strerror or exc}") from None
+    if len(token) < 16 or any(c.isspace() for c in token):
+        raise ConfigError(f"--token-file {path}: the token must be one word of at least 16 characters")
+    return token

@@ -1,0 +1,124 @@
+"""Live servers for the service tests: ``robustce serve`` started as a real process on a free
+loopback port; the tests talk HTTP to it (httpx)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+TOKEN = "test-token-0123456789abcdef"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen
+    audit_log: Path
+    model_dir: Path
+    log: Path
+    token: str = TOKEN
+
+    def client(self, token: str | None = TOKEN, timeout: float = 60.0) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def launch(tmp: Path, model_dir: Path, name: str, *extra: str) -> Server:
+    """Start ``robustce serve`` (not waiting for it to be ready)."""
+    port = free_port()
+    token_file = tmp / f"{name}.token"
+    token_file.write_text(TOKEN + "\n")
+    audit = tmp / f"{name}-audit.jsonl"
+    log = tmp / f"{name}.log"
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-m", "robustce.cli", "serve", "--model", f"loan={model_dir}",
+           "--port", str(port), "--token-file", str(token_file), "--audit-log", str(audit), *extra]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+    return Server(f"http://127.0.0.1:{port}", proc, audit, model_dir, log)
+
+
+def wait_ready(server: Server, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"server exited ({server.proc.returncode}): {server.log.read_text()[-2000:]}")
+        try:
+            if httpx.get(server.url + "/ready", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"server not ready after {timeout} s: {server.log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from robustce.serve.registry import build_demo_model
+
+    return build_demo_model(tmp_path_factory.mktemp("served") / "loan")
+
+
+@pytest.fixture(scope="session")
+def servers(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
+    """Two servers started together: ``main`` (2 workers, roomy limits, small batch/body
+    limits for the limit tests) and ``faults`` (1 worker, a queue of 1, a 3 s request budget)."""
+    tmp = tmp_path_factory.mktemp("servers")
+    main = launch(tmp, model_dir, "main", "--workers", "2", "--max-items", "20",
+                  "--max-body", str(256 * 1024))
+    faults = launch(tmp, model_dir, "faults", "--workers", "1", "--max-queue", "1",
+                    "--max-request-s", "3")
+    try:
+        wait_ready(main)
+        wait_ready(faults)
+        yield {"main": main, "faults": faults}
+    finally:
+        main.stop()
+        faults.stop()
+
+
+@pytest.fixture(scope="session")
+def server(servers) -> Server:
+    return servers["main"]
+
+
+@pytest.fixture(scope="session")
+def model(model_dir: Path):
+    from robustce.models import load
+
+    return load(model_dir / "model")
+
+
+@pytest.fixture(scope="session")
+def applicants(server: Server) -> list[dict]:
+    with server.client() as c:
+        rows = c.get("/v1/models/loan/applicants").json()["applicants"]
+    return [{"id": f"a{i}", "features": r["features"]} for i, r in enumerate(rows)]
