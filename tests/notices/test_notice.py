@@ -180,6 +180,7 @@ def test_protected_only_mutable_feature_is_a_typed_error():
 
 
 def test_json_validates_against_its_schema_and_the_schema_bites(setup):
+    pytest.importorskip("jsonschema")
     _, model, expl = setup
     found = expl.query_ids[(expl.status == "found").to_numpy()]
     doc = json.loads(to_json(notice(model, found[0], expl, seed=0)))
