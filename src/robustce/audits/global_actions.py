@@ -159,7 +159,7 @@ def global_actions(model: Any, sample: pd.DataFrame, groups: Sequence[str], targ
     chosen: list[Action] = []
     covered = np.zeros(len(X), dtype=bool)
     for _ in range(max_actions):
-        def gain(a: Action) -> tuple[int, float]:
+        def gain(a: Action, covered: np.ndarray = covered) -> tuple[int, float]:
             cov, cost = evaluated[a]
             new = int((cov & ~covered).sum())
             return new, -float(cost[cov].mean()) if cov.any() else 0.0
