@@ -197,31 +197,51 @@ def test_json_validates_against_its_schema_and_the_schema_bites(setup):
         validate_notice(bad)
 
 
-def test_options_are_valid_cheapest_first_with_certificates(setup):
+def _options_setup(setup):
     data, model, expl = setup
     qid = expl.query_ids[(expl.status == "found").to_numpy()][0]
     rej = expl.queries.loc[[qid]]
     nn3 = rc.methods.NearestNeighbour(model, data, n_neighbours=3).explain(rej, target_class=1)
     milp = rc.methods.MILPNearest(model, data).explain(rej, target_class=1)
-    _, family = rc.models.families.seed_family(data, rc.models.MLP((8,), epochs=30),
-                                               n_models=3, random_state=0)
-    n = notice(model, qid, [nn3, milp], family=family, shift=0.01, max_options=3)
+    return data, model, qid, rej, [nn3, milp]
+
+
+def _applied(rej, option):
+    row = rej.copy()
+    for ch in option.changes:
+        row[ch["feature"]] = ch["required"]
+    return row
+
+
+def test_options_without_certifiers_are_valid_and_cheapest_first(setup):
+    _, model, qid, rej, expls = _options_setup(setup)
+    n = notice(model, qid, expls, max_options=3)
     assert len(n.options) == 3
     costs = [o.cost_l1_model for o in n.options]
     assert costs == sorted(costs)
     assert n.options[0].method == "milp_nearest"  # the optimal ℓ1 CE is the cheapest
-    assert any("retrained models" in s for s in n.options[0].certificates)
-    assert any("δ = 0.01" in s for s in n.options[0].certificates)
-    enc = model.encoder
-    for o in n.options:
-        row = rej.copy()
-        for ch in o.changes:
-            row[ch["feature"]] = ch["required"]
-        assert model.predict(row)[0] == 1  # applying the option's changes flips the decision
+    for o in n.options:  # applying the option's changes flips the decision
+        assert model.predict(_applied(rej, o))[0] == 1
     assert n.record["schema_hash"].startswith("sha256:")
     assert n.record["model_hash"] == rc.notices.record.model_hash(model)
     assert n.record["versions"]["robustce"]
-    assert enc is model.encoder
+
+
+def test_options_are_ranked_most_durable_first(setup):
+    data, model, qid, rej, expls = _options_setup(setup)
+    _, family = rc.models.families.seed_family(data, rc.models.MLP((8,), epochs=30),
+                                               n_models=3, random_state=0)
+    shift = rc.robustness.ParameterShift(0.01)
+    n = notice(model, qid, expls, family=family, shift=shift, max_options=3)
+    keys = []
+    for o in n.options:
+        C = model.encode(_applied(rej, o))
+        robust = bool(rc.robustness.is_delta_robust(model, C, shift, 1)[0])
+        vr = float(family.validity(C, 1).per_ce[0])
+        keys.append((not robust, -vr, o.cost_l1_model))
+        assert any(f"vr = {vr:.2f}" in s for s in o.certificates)
+        assert any(("Proven" in s) == robust for s in o.certificates if "δ = 0.01" in s)
+    assert keys == sorted(keys)
 
 
 def test_html_is_self_contained(setup):

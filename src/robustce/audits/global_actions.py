@@ -58,7 +58,7 @@ def frame_from_columns(sample: pd.DataFrame, prefix: str, schema: Any) -> pd.Dat
             lookup = {str(c): c for c in f.categories}
             lookup.update({str(float(c)): c for c in f.categories
                            if isinstance(c, int | float) and not isinstance(c, bool)})
-            out[f.name] = col.map(lambda v, lk=lookup: lk.get(v, v)).to_numpy(dtype=object)
+            out[f.name] = col.map(lookup).where(col.isin(list(lookup)), col).to_numpy(dtype=object)
     return pd.DataFrame(out, index=sample.index)
 
 
@@ -79,7 +79,8 @@ def apply_action(action: Action, X: pd.DataFrame, schema: Any) -> tuple[pd.DataF
             new[name] = np.full(len(X), v, dtype=object)
             if f.kind.value == "ordinal":
                 cats = list(f.categories)
-                delta = cats.index(v) - old.map(cats.index).to_numpy(dtype=float)
+                rank = {c: i for i, c in enumerate(cats)}
+                delta = rank[v] - old.map(rank).to_numpy(dtype=float)
             else:
                 delta = np.where(old.to_numpy() == v, 0.0, np.nan)
         if f.actionability is Actionability.INCREASE:

@@ -169,5 +169,6 @@ def _stable_types(out: pd.DataFrame, schema: Any) -> pd.DataFrame:
             if f.kind.is_numeric:
                 out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
             else:
-                out[c] = out[c].map(lambda v: None if v is None or v != v else str(v))
+                col = out[c]
+                out[c] = np.where(col.isna(), None, col.astype(str)).astype(object)
     return out

@@ -2,7 +2,10 @@
 one or more methods: principal reasons, one to three recourse options with costs and
 certificates in plain language, and an audit record.
 
-The reasons are those of the *recommended* option (the cheapest valid one, ℓ1 in model space);
+Options are ranked most durable first — proven Δ-robust (with ``shift``), then higher robust
+validity vr (with ``family``), then cheaper (ℓ1 in model space) — among the ten cheapest
+distinct valid CEs of all methods. The reasons are those of the *recommended* option (the
+first);
 see :mod:`robustce.notices.reasons` for the attribution. Protected features
 (:attr:`Schema.protected <robustce.data.schema.Schema.protected>`) never appear as reasons,
 and an option that changes one is dropped (methods keep them fixed: they are immutable).
@@ -32,6 +35,7 @@ __all__ = ["NOTICE_VERSION", "MAX_OPTIONS", "Notice", "RecourseOption", "notice"
 
 NOTICE_VERSION = "1.0"
 MAX_OPTIONS = 3
+_POOL = 10  # distinct candidate CEs ranked for durability
 
 
 def plain_name(feature: str, labels: Mapping[str, str] | None = None) -> str:
@@ -108,35 +112,48 @@ def _applicant_id(applicant: Any, expl: Any) -> Any:
     return applicant
 
 
-def _certificates(model: Any, C: np.ndarray, target: int, family: Any, shift: Any,
-                  method_cert: Mapping[str, Any], time_limit: float) -> list[list[str]]:
-    """Plain-language certificate sentences for each CE row of ``C``."""
-    label = model.class_names[target]
-    out = [[f"The current model gives '{label}' for this profile (checked by recomputing "
-            "the model's output)."] for _ in range(len(C))]
-    if family is not None:
-        vr = family.validity(C, target).per_ce
-        for s, v in zip(out, vr, strict=True):
-            s.append(f"{int(round(v * len(family)))} of {len(family)} retrained models "
-                     f"({family.protocol}) also give '{label}' (robust validity vr = {v:.2f}).")
-    if shift is not None:
-        from robustce.robustness import ParameterShift, is_delta_robust
+def _robustness(model: Any, C: np.ndarray, target: int, family: Any, shift: Any,
+                time_limit: float) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per CE row of ``C``: vr over ``family`` (NaN without one), proven Δ-robust under
+    ``shift`` (False without one), and the exact test's status ('' without one)."""
+    vr = (family.validity(C, target).per_ce if family is not None
+          else np.full(len(C), np.nan))
+    if shift is None:
+        return vr, np.zeros(len(C), dtype=bool), [""] * len(C)
+    from robustce.robustness import is_delta_robust
 
-        shift = shift if isinstance(shift, ParameterShift) else ParameterShift(float(shift))
-        robust, res = is_delta_robust(model, C, shift, target, return_result=True,
-                                      time_limit=time_limit)
-        for s, ok, st in zip(out, robust, res.status, strict=True):
-            if ok:
-                s.append(f"Proven (exact MILP): every model whose weights differ from the "
-                         f"current one by at most δ = {shift.delta:g} also gives '{label}'.")
-            else:
-                s.append(f"Not proven to hold if the model's weights change by up to "
-                         f"δ = {shift.delta:g} (check result: {st!s}).")
+    robust, res = is_delta_robust(model, C, _as_shift(shift), target, return_result=True,
+                                  time_limit=time_limit)
+    return vr, np.asarray(robust, dtype=bool), [str(st) for st in res.status]
+
+
+def _as_shift(shift: Any) -> Any:
+    from robustce.robustness import ParameterShift
+
+    return shift if isinstance(shift, ParameterShift) else ParameterShift(float(shift))
+
+
+def _certificates(model: Any, target: int, family: Any, shift: Any, vr: float, robust: bool,
+                  status: str, method_cert: Mapping[str, Any]) -> list[str]:
+    """Plain-language certificate sentences of one CE."""
+    label = model.class_names[target]
+    out = [f"The current model gives '{label}' for this profile (checked by recomputing the "
+           "model's output)."]
+    if family is not None:
+        out.append(f"{int(round(vr * len(family)))} of {len(family)} retrained models "
+                   f"({family.protocol}) also give '{label}' (robust validity vr = {vr:.2f}).")
+    if shift is not None:
+        delta = _as_shift(shift).delta
+        if robust:
+            out.append(f"Proven (exact MILP): every model whose weights differ from the "
+                       f"current one by at most δ = {delta:g} also gives '{label}'.")
+        else:
+            out.append(f"Not proven to hold if the model's weights change by up to "
+                       f"δ = {delta:g} (check result: {status}).")
     extra = [f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in method_cert.items()
              if v is not None and not (isinstance(v, float) and np.isnan(v))]
     if extra:
-        for s in out:
-            s.append("Method certificate: " + "; ".join(extra) + ".")
+        out.append("Method certificate: " + "; ".join(extra) + ".")
     return out
 
 
@@ -166,7 +183,7 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
         applicant's CEs of all of them are the candidate options.
     family : optional :class:`~robustce.models.ModelFamily` (robust validity vr per option).
     shift : optional :class:`~robustce.robustness.ParameterShift` or δ (exact Δ-test).
-    max_options : 1–3 options, cheapest first (ℓ1 in model space).
+    max_options : 1–3 options, most durable first, then cheapest (see the module docstring).
     max_reasons : at most this many principal reasons (≤ 4).
     labels : plain names of features (default: the schema's names with spaces).
     seed : recorded in the audit record.
@@ -219,20 +236,26 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
         for c in C[ok]:
             cands.append((float(proximity(x[None, :], c[None, :])[0]), e.method, c, cert))
     cands.sort(key=lambda t: t[0])
-    chosen: list[tuple[float, str, np.ndarray, dict[str, Any]]] = []
-    for cand in cands:
-        if not any(np.array_equal(cand[2], c[2]) for c in chosen):
-            chosen.append(cand)
-        if len(chosen) == max_options:
+    distinct: list[tuple[float, str, np.ndarray, dict[str, Any]]] = []
+    for cand in cands:  # the cheapest distinct CEs, a pool for the robustness ranking
+        if not any(np.array_equal(cand[2], c[2]) for c in distinct):
+            distinct.append(cand)
+        if len(distinct) == _POOL:
             break
     options: list[RecourseOption] = []
-    if chosen:
+    if distinct:
+        vr, robust, st = _robustness(model, np.vstack([c[2] for c in distinct]), target,
+                                     family, shift, time_limit)
+        # most durable first: proven Δ-robust, then higher vr, then cheaper
+        order = sorted(range(len(distinct)), key=lambda i: (
+            not robust[i], -(0.0 if np.isnan(vr[i]) else vr[i]), distinct[i][0]))[:max_options]
+        chosen = [distinct[i] for i in order]
         C = np.vstack([c[2] for c in chosen])
         X = np.repeat(x[None, :], len(C), axis=0)
         raw_cost = raw_distance(enc, X, C, "l1")
         n_changed = sparsity(enc, X, C)
-        certs = [_certificates(model, c[2][None, :], target, family, shift, c[3], time_limit)[0]
-                 for c in chosen]
+        certs = [_certificates(model, target, family, shift, vr[i], robust[i], st[i],
+                               distinct[i][3]) for i in order]
         for i, (cost, method, c, _) in enumerate(chosen):
             reasons, _ = principal_reasons(model, x, c, target, max_reasons=len(schema))
             changes = [{"feature": r.feature, "plain_name": plain_name(r.feature, labels),
