@@ -13,6 +13,7 @@ and an option that changes one is dropped (methods keep them fixed: they are imm
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ import pandas as pd
 
 from robustce.errors import ValidationError
 from robustce.evaluation.metrics import proximity, raw_distance, sparsity
+from robustce.explanations import _jsonable
 from robustce.notices.reasons import (
     MAX_REASONS,
     Reason,
@@ -76,21 +78,8 @@ class Notice:
     def to_dict(self) -> dict[str, Any]:
         out = {"notice_version": NOTICE_VERSION, "kind": "robustce.adverse_action_notice"}
         out.update(asdict(self))
-        return _jsonable(out)
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float):
-        return None if not np.isfinite(obj) else float(round(obj, 10))
-    if obj is None or isinstance(obj, bool | int | str):
-        return obj
-    return str(obj)
+        # plain JSON values; NaN (e.g. a share of a zero margin change) becomes null
+        return json.loads(json.dumps(_jsonable(out)), parse_constant=lambda _: None)
 
 
 def _as_list(explanations: Any) -> list[Any]:
