@@ -113,6 +113,10 @@ def audit(model: Any, data: Any, *, method: str = "nearest_neighbour",
     if target_class is None:
         fav = getattr(train, "favourable", None)
         target_class = int(fav) if fav is not None else 1
+    if isinstance(shift, int | float) and not isinstance(shift, bool):
+        from robustce.robustness import ParameterShift
+
+        shift = ParameterShift(float(shift))
     bands = {k: [float(e) for e in v] for k, v in (bands or {}).items()}
     group_names = [f"{g}_band" if g in bands else g for g in groups]
     for b in bands:

@@ -55,10 +55,15 @@ def frame_from_columns(sample: pd.DataFrame, prefix: str, schema: Any) -> pd.Dat
             vals = col.to_numpy(dtype=float)
             out[f.name] = np.round(vals) if f.kind.value == "integer" else vals
         else:
-            lookup = {str(c): c for c in f.categories}
-            lookup.update({str(float(c)): c for c in f.categories
-                           if isinstance(c, int | float) and not isinstance(c, bool)})
-            out[f.name] = col.map(lookup).where(col.isin(list(lookup)), col).to_numpy(dtype=object)
+            keys = [str(c) for c in f.categories]
+            values = list(f.categories)
+            for c in f.categories:  # a numeric level may have been stored as "1.0"
+                if isinstance(c, int | float) and not isinstance(c, bool) and str(float(c)) not in keys:
+                    keys.append(str(float(c)))
+                    values.append(c)
+            pos = pd.Index(keys).get_indexer(col.astype(object).where(col.notna(), None))
+            raw = col.to_numpy(dtype=object)
+            out[f.name] = np.where(pos >= 0, np.asarray(values + [None], dtype=object)[pos], raw)
     return pd.DataFrame(out, index=sample.index)
 
 
