@@ -137,7 +137,8 @@ def audit(model: Any, data: Any, *, method: str = "nearest_neighbour",
     directory = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="robustce-audit-"))
     store = PartitionStore(directory, config)
     task = AuditTask(model=model, train=train, method=config["method"], params=config["params"],
-                     target_class=int(target_class), seed=int(seed), groups=list(groups),
+                     target_class=int(target_class), seed=int(seed),
+                     groups=list(groups) + [b for b in bands if b not in groups],
                      bands=bands, family=family, shift=shift, sample_fraction=sample_fraction,
                      token=token)
     n_rows = [0]
