@@ -28,7 +28,8 @@ def _run(loan, tmp, **kw):
     train, test, model = loan
     kw.setdefault("partition_rows", 150)
     kw.setdefault("n_boot", 40)
-    return audit(model, test.frame, train=train, groups=["housing", "age"],
+    # age is banded without being listed in groups: it is a group all the same
+    return audit(model, test.frame, train=train, groups=["housing"],
                  bands={"age": [30, 50]}, out=tmp, **kw)
 
 
@@ -74,6 +75,7 @@ def test_audit_reports_and_global_actions_cover_when_applied(loan, tmp_path):
     train, test, model = loan
     res = _run(loan, tmp_path / "a")
     assert res.totals["declined_audited"] == int((model.predict(test.frame) == 0).sum())
+    assert set(res.groups["group"]) == {"housing", "age_band"}
     assert (tmp_path / "a" / "report.html").exists() and (tmp_path / "a" / "report.md").exists()
     assert 1 <= len(res.actions) <= 5
     # re-check each action's coverage by applying it to the same sample with the model

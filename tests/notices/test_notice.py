@@ -278,3 +278,19 @@ def test_batch_notices_resume_without_recomputing(setup, tmp_path, monkeypatch):
     write_notices(model, expl, tmp_path)
     assert calls == [expl.query_ids[1]]
     assert paths[0].read_text() == first
+
+
+@pytest.mark.slow
+def test_pdf_via_headless_chromium(setup, tmp_path):
+    pytest.importorskip("playwright")
+    import shutil
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("no chromium on this machine")
+    _, model, expl = setup
+    found = expl.query_ids[(expl.status == "found").to_numpy()]
+    pdf = rc.notices.to_pdf(notice(model, found[0], expl), tmp_path / "n.pdf",
+                            executable_path=chromium)
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and len(data) > 1000

@@ -11,9 +11,16 @@ from robustce.notices.reasons import (
     feature_contributions,
     principal_reasons,
 )
-from robustce.notices.render import notice_schema, to_html, to_json, validate_notice, write_notice
+from robustce.notices.render import (
+    notice_schema,
+    to_html,
+    to_json,
+    to_pdf,
+    validate_notice,
+    write_notice,
+)
 
 __all__ = ["MAX_REASONS", "NOTICE_VERSION", "Notice", "Reason", "RecourseOption",
            "check_recourse_possible", "feature_contributions", "notice", "notice_schema",
-           "principal_reasons", "to_html", "to_json", "validate_notice", "write_notice",
+           "principal_reasons", "to_html", "to_json", "to_pdf", "validate_notice", "write_notice",
            "write_notices"]

@@ -14,7 +14,7 @@ from typing import Any
 from robustce.errors import ValidationError
 from robustce.utils import atomic_write
 
-__all__ = ["notice_schema", "to_html", "to_json", "validate_notice", "write_notice"]
+__all__ = ["notice_schema", "to_html", "to_json", "to_pdf", "validate_notice", "write_notice"]
 
 
 def notice_schema() -> dict[str, Any]:
@@ -129,3 +129,37 @@ def write_notice(notice: Any, directory: str | os.PathLike, *, stem: str | None 
         with atomic_write(path) as fh:
             fh.write(text)
     return paths
+
+
+def to_pdf(notice: Any, path: str | os.PathLike, *, executable_path: str | None = None,
+           timeout_s: float = 30.0) -> Path:
+    """Print the notice's HTML page to a PDF (A4) with headless Chromium via Playwright
+    (optional extra ``pdf``), written atomically.
+
+    Parameters
+    ----------
+    notice : a Notice (or its dict).
+    path : the PDF to write.
+    executable_path : a Chromium binary (e.g. Debian's ``/usr/bin/chromium``); default:
+        Playwright's own browser.
+    timeout_s : give up after this many seconds.
+
+    Raises
+    ------
+    ImportError
+        Without the ``playwright`` package.
+    """
+    from playwright.sync_api import sync_playwright
+
+    path = Path(path)
+    page_html = to_html(notice)
+    with atomic_write(path, "wb") as fh, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable_path, timeout=timeout_s * 1000,
+                                     args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.set_content(page_html, timeout=timeout_s * 1000)
+            fh.write(page.pdf(format="A4", print_background=True))
+        finally:
+            browser.close()
+    return path
