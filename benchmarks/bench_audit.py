@@ -30,17 +30,10 @@ def _children_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--big", type=int, default=200_000, help="rows of the 1M extrapolation run")
-    ap.add_argument("--partition-rows", type=int, default=10_000)
-    ap.add_argument("--milp-sample", type=float, default=0.002,
-                    help="share of the declined audited with milp_robust")
-    ap.add_argument("--workers", default="1,2,4")
-    ap.add_argument("--skip", default="", help="comma list of backends to skip")
-    args = ap.parse_args(argv)
-
+def measure(rows: int, big: int, partition_rows: int = 10_000, milp_sample: float = 0.0005,
+            workers: tuple[int, ...] = (1, 2, 4), skip: tuple[str, ...] = ()) -> list[dict]:
+    """Every measurement as a row: ``name``, ``seconds``, ``baseline_seconds`` (the serial run
+    of the same method, same run), ``ratio`` = baseline / seconds, throughput, peak memory."""
     import robustce as rc
     from robustce.audits import audit
     from robustce.data.registry import load
@@ -48,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     train = load("synthetic_loan", n_samples=4000, random_state=0)
     model = rc.models.MLP((20, 10), epochs=60, random_state=0).fit(train)
     tmp = Path(tempfile.mkdtemp(prefix="bench-audit-"))
-    rows = []
+    out_rows: list[dict] = []
     try:
         def applicants(n: int) -> Path:
             path = tmp / f"applicants_{n}.parquet"
@@ -56,48 +49,75 @@ def main(argv: list[str] | None = None) -> int:
                 load("synthetic_loan", n_samples=n, random_state=1).frame.to_parquet(path)
             return path
 
-        def run(label: str, n: int, method: str, backend: str, **kw) -> float:
-            out = tmp / f"out_{label}"
+        def run_one(label: str, n: int, method: str, backend: str, base: float | None,
+                    **kw) -> float:
+            out = tmp / "out"
             shutil.rmtree(out, ignore_errors=True)
             t0 = time.perf_counter()
             res = audit(model, str(applicants(n)), train=train, method=method,
                         groups=["housing"], bands={"age": [30, 50]}, out=out,
-                        partition_rows=args.partition_rows, backend=backend, n_boot=50,
+                        partition_rows=partition_rows, backend=backend, n_boot=50,
                         report=False, seed=0, **kw)
             s = time.perf_counter() - t0
-            rows.append((label, n, res.totals["declined_audited"], s,
-                         res.totals["declined_audited"] / s, _peak_mb(), _children_peak_mb()))
-            print(f"{label:<40} rows {n:>8}  audited {res.totals['declined_audited']:>7}  "
-                  f"{s:8.1f} s  {rows[-1][4]:9.0f} applicants/s  driver peak {rows[-1][5]:.0f} MB"
-                  f"  children peak {rows[-1][6]:.0f} MB", flush=True)
+            audited = res.totals["declined_audited"]
+            row = {"name": label, "n": n, "audited": audited, "seconds": s,
+                   "baseline_seconds": base if base is not None else s,
+                   "ratio": (base / s) if base is not None else 1.0,
+                   "applicants_per_s": audited / s, "driver_peak_mb": _peak_mb(),
+                   "children_peak_mb": _children_peak_mb()}
+            out_rows.append(row)
+            print(f"{label:<44} rows {n:>8}  audited {audited:>7}  {s:8.1f} s  "
+                  f"{row['applicants_per_s']:9.1f} applicants/s  ratio vs serial "
+                  f"{row['ratio']:.2f}x  driver peak {row['driver_peak_mb']:.0f} MB  "
+                  f"children peak {row['children_peak_mb']:.0f} MB", flush=True)
             shutil.rmtree(out, ignore_errors=True)
             return s
 
-        skip = set(args.skip.split(","))
-        workers = [int(w) for w in args.workers.split(",") if w]
         for method, extra in (("nearest_neighbour", {}),
-                              ("milp_robust", {"sample_fraction": args.milp_sample})):
-            base = run(f"{method} serial", args.rows, method, "serial", **extra)
+                              ("milp_robust", {"sample_fraction": milp_sample})):
+            base = run_one(f"audit {method} serial", rows, method, "serial", None, **extra)
             if "joblib" not in skip:
                 for w in workers:
-                    s = run(f"{method} joblib n_jobs={w}", args.rows, method, "joblib",
+                    run_one(f"audit {method} joblib n_jobs={w}", rows, method, "joblib", base,
                             n_jobs=w, **extra)
-                    print(f"  ratio serial/joblib({w}) = {base / s:.2f}×")
             if "dask" not in skip:
                 from distributed import Client, LocalCluster
 
                 for w in workers:
                     with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
                                       dashboard_address=None) as cl, Client(cl) as client:
-                        s = run(f"{method} dask LocalCluster {w} proc", args.rows, method,
-                                "dask", scheduler=client, **extra)
-                    print(f"  ratio serial/dask({w}) = {base / s:.2f}×")
-        if args.big:
-            s = run("nearest_neighbour serial (big)", args.big, "nearest_neighbour", "serial")
+                        run_one(f"audit {method} dask LocalCluster {w} proc", rows, method,
+                                "dask", base, scheduler=client, **extra)
+        if big:
+            s = run_one("audit nearest_neighbour serial (big)", big, "nearest_neighbour",
+                        "serial", None)
             print(f"1 000 000 applicants with nearest_neighbour, serial, extrapolated from "
-                  f"{args.big} rows: {s * 1_000_000 / args.big / 60:.1f} min")
+                  f"{big} rows: {s * 1_000_000 / big / 60:.1f} min", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return out_rows
+
+
+def run(quick: bool = False) -> list[dict]:
+    """For ``benchmarks/run_all.py``: quick = 5 000 applicants, 1 and 2 workers, no big run."""
+    if quick:
+        return measure(5000, 0, partition_rows=1000, milp_sample=0.002, workers=(1, 2))
+    return measure(100_000, 200_000)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--big", type=int, default=200_000, help="rows of the 1M extrapolation run")
+    ap.add_argument("--partition-rows", type=int, default=10_000)
+    ap.add_argument("--milp-sample", type=float, default=0.0005,
+                    help="share of the declined audited with milp_robust")
+    ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--skip", default="", help="comma list of backends to skip")
+    args = ap.parse_args(argv)
+    measure(args.rows, args.big, args.partition_rows, args.milp_sample,
+            tuple(int(w) for w in args.workers.split(",") if w),
+            tuple(s for s in args.skip.split(",") if s))
     return 0
 
 
