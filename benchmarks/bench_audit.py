@@ -7,6 +7,8 @@ audit 1 million applicants (linear extrapolation: partitions are independent).
 
     python benchmarks/bench_audit.py                       # 100 000 applicants, 200 000 big run
     python benchmarks/bench_audit.py --rows 20000 --big 0  # a quick look
+    python benchmarks/bench_audit.py --write-input 1000000 /tmp/a1m.parquet
+    python benchmarks/bench_audit.py --audit-file /tmp/a1m.parquet   # time + peak memory
 
 Input is streamed from a Parquet file in partitions of ``--partition-rows`` rows.
 """
@@ -98,6 +100,41 @@ def measure(rows: int, big: int, partition_rows: int = 10_000, milp_sample: floa
     return out_rows
 
 
+def _model_and_train() -> tuple:
+    import robustce as rc
+    from robustce.data.registry import load
+
+    train = load("synthetic_loan", n_samples=4000, random_state=0)
+    return rc.models.MLP((20, 10), epochs=60, random_state=0).fit(train), train
+
+
+def audit_file(path: str, partition_rows: int = 10_000) -> dict:
+    """Audit the applicants of a Parquet file with nearest_neighbour, serially, in this
+    process: seconds, and this process's peak resident memory before and after the audit
+    (the input is streamed, so the peak should not grow with the file's rows)."""
+    from robustce.audits import audit
+
+    model, train = _model_and_train()
+    before = _peak_mb()
+    out = Path(tempfile.mkdtemp(prefix="bench-audit-file-"))
+    try:
+        t0 = time.perf_counter()
+        res = audit(model, path, train=train, method="nearest_neighbour", groups=["housing"],
+                    bands={"age": [30, 50]}, out=out, partition_rows=partition_rows,
+                    n_boot=50, report=False, seed=0)
+        s = time.perf_counter() - t0
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    row = {"name": f"audit nearest_neighbour serial, {res.totals['rows']} rows from Parquet",
+           "seconds": s, "rows": res.totals["rows"], "audited": res.totals["declined_audited"],
+           "peak_mb_before_audit": before, "peak_mb_after_audit": _peak_mb()}
+    print(f"{row['name']}: {s:.1f} s, {row['audited']} declined audited, "
+          f"{row['audited'] / s:.0f} applicants/s; peak RSS before the audit "
+          f"{before:.0f} MB, after {row['peak_mb_after_audit']:.0f} MB; 1 000 000 rows "
+          f"extrapolated: {s * 1_000_000 / row['rows'] / 60:.1f} min", flush=True)
+    return row
+
+
 def run(quick: bool = False) -> list[dict]:
     """For ``benchmarks/run_all.py``: quick = 5 000 applicants, 1 and 2 workers, no big run."""
     if quick:
@@ -114,7 +151,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="share of the declined audited with milp_robust")
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--skip", default="", help="comma list of backends to skip")
+    ap.add_argument("--write-input", nargs=2, metavar=("ROWS", "PARQUET"),
+                    help="only write ROWS synthetic applicants to PARQUET")
+    ap.add_argument("--audit-file", metavar="PARQUET",
+                    help="only audit this file (nearest_neighbour, serial) and report memory")
     args = ap.parse_args(argv)
+    if args.write_input:
+        from robustce.data.registry import load
+
+        n, path = int(args.write_input[0]), args.write_input[1]
+        load("synthetic_loan", n_samples=n, random_state=1).frame.to_parquet(path)
+        return 0
+    if args.audit_file:
+        audit_file(args.audit_file, args.partition_rows)
+        return 0
     measure(args.rows, args.big, args.partition_rows, args.milp_sample,
             tuple(int(w) for w in args.workers.split(",") if w),
             tuple(s for s in args.skip.split(",") if s))
