@@ -33,7 +33,8 @@ def _children_peak_mb() -> float:
 
 
 def measure(rows: int, big: int, partition_rows: int = 10_000, milp_sample: float = 0.0005,
-            workers: tuple[int, ...] = (1, 2, 4), skip: tuple[str, ...] = ()) -> list[dict]:
+            workers: tuple[int, ...] = (1, 2, 4), skip: tuple[str, ...] = (),
+            methods: tuple[str, ...] = ("nearest_neighbour", "milp_robust")) -> list[dict]:
     """Every measurement as a row: ``name``, ``seconds``, ``baseline_seconds`` (the serial run
     of the same method, same run), ``ratio`` = baseline / seconds, throughput, peak memory."""
     import robustce as rc
@@ -77,6 +78,8 @@ def measure(rows: int, big: int, partition_rows: int = 10_000, milp_sample: floa
 
         for method, extra in (("nearest_neighbour", {}),
                               ("milp_robust", {"sample_fraction": milp_sample})):
+            if method not in methods:
+                continue
             base = run_one(f"audit {method} serial", rows, method, "serial", None, **extra)
             if "joblib" not in skip:
                 for w in workers:
@@ -151,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="share of the declined audited with milp_robust")
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--skip", default="", help="comma list of backends to skip")
+    ap.add_argument("--methods", default="nearest_neighbour,milp_robust")
     ap.add_argument("--write-input", nargs=2, metavar=("ROWS", "PARQUET"),
                     help="only write ROWS synthetic applicants to PARQUET")
     ap.add_argument("--audit-file", metavar="PARQUET",
@@ -167,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     measure(args.rows, args.big, args.partition_rows, args.milp_sample,
             tuple(int(w) for w in args.workers.split(",") if w),
-            tuple(s for s in args.skip.split(",") if s))
+            tuple(s for s in args.skip.split(",") if s),
+            tuple(m for m in args.methods.split(",") if m))
     return 0
 
 
