@@ -64,3 +64,13 @@ def test_audit_scheduler_that_does_not_answer(tmp_path, capsys):
     assert rc_ == 2
     assert "did not answer within 2 s" in capsys.readouterr().err
     assert time.perf_counter() - t0 < 60
+
+
+def test_notice_scheduler_that_does_not_answer_stops_before_training(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    rc_ = main(["notice", *COMMON, "--method", "nearest_neighbour", "--scheduler",
+                "tcp://127.0.0.1:9", "--connect-timeout", "2", "--out", str(tmp_path / "s")])
+    assert rc_ == 2
+    captured = capsys.readouterr()
+    assert "did not answer within 2 s" in captured.err
+    assert "training" not in captured.err

@@ -294,3 +294,23 @@ def test_pdf_via_headless_chromium(setup, tmp_path):
                             executable_path=chromium)
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF") and len(data) > 1000
+
+
+def _without_times(path):
+    doc = json.loads(path.read_text())
+    for key in ("started_at", "created_at"):
+        doc["record"].pop(key)
+    return doc
+
+
+def test_batch_notices_on_dask_equal_serial(setup, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    _, model, expl = setup
+    serial = write_notices(model, expl, tmp_path / "s")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        dask = write_notices(model, expl, tmp_path / "d", n_jobs=2, backend="dask")
+    assert [p.name for p in serial] == [p.name for p in dask]
+    for a, b in zip(serial, dask, strict=True):
+        assert _without_times(a) == _without_times(b)

@@ -59,6 +59,12 @@ def _add_notice(sub: Any) -> None:
     p.add_argument("--applicants", metavar="N", type=int, default=3,
                    help="the first N declined test rows (default 3)")
     p.add_argument("--options", type=int, default=3, metavar="K", help="1-3 options (default 3)")
+    p.add_argument("--n-jobs", type=int, default=1, metavar="N",
+                   help="write the notices on N joblib processes (default 1: here)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                   help="write the notices on this Dask cluster (joblib's Dask backend)")
+    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds to wait for the scheduler (default 10)")
     p.set_defaults(func=_cmd_notice)
 
 
@@ -98,19 +104,40 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, int, Any, Any]:
 
 
 def _cmd_notice(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from robustce.cli.explain import _parse_params
-    from robustce.evaluation.config import method_params
-    from robustce.methods.registry import build_explainer, get_method
-    from robustce.notices import write_notices
+    from robustce.methods.registry import get_method
 
     if not 1 <= args.options <= 3:
         raise _user_error(f"--options must be 1 to 3, got {args.options}")
-    if args.applicants < 1:
-        raise _user_error(f"--applicants must be >= 1, got {args.applicants}")
+    if args.applicants < 1 or args.n_jobs < 1:
+        raise _user_error("--applicants and --n-jobs must be >= 1")
     classes = [get_method(m) for m in args.method]
     params = _parse_params(args.param)
+    client = None
+    if args.scheduler is not None:  # before any training: a silent address stops here
+        from robustce.audits.execute import connect
+
+        client = connect(args.scheduler, args.connect_timeout)
+    try:
+        paths = _notices(args, classes, params, client)
+    finally:
+        if client is not None:
+            client.close()
+    for p in paths:
+        print(f"notice: {p}  (+ {p.with_suffix('.html').name})")
+    return EXIT_OK
+
+
+def _notices(args: argparse.Namespace, classes: list[Any], params: dict[str, Any],
+             client: Any) -> list[Any]:
+    """Train or load, explain the declined applicants with each method, write the notices."""
+    from pathlib import Path
+
+    from robustce.evaluation.config import method_params
+    from robustce.methods.registry import build_explainer
+    from robustce.notices import write_notices
+
     data, train, test, target, model, family = prepare(args)
     declined = test.frame[model.predict(test.frame) != target].iloc[: args.applicants]
     if not len(declined):
@@ -120,11 +147,11 @@ def _cmd_notice(args: argparse.Namespace) -> int:
         own = method_params(cls, params, "--param") if params else {}
         explainer = build_explainer(cls, model, train, seed=args.seed, **own)
         expls.append(explainer.explain(declined, target_class=target))
-    paths = write_notices(model, expls, Path(args.out), family=family, shift=args.delta,
-                          max_options=args.options, seed=args.seed)
-    for p in paths:
-        print(f"notice: {p}  (+ {p.with_suffix('.html').name})")
-    return EXIT_OK
+    kw = {"family": family, "shift": args.delta, "max_options": args.options, "seed": args.seed}
+    if client is not None:
+        return write_notices(model, expls, Path(args.out), n_jobs=max(2, args.n_jobs),
+                             backend="dask", **kw)
+    return write_notices(model, expls, Path(args.out), n_jobs=args.n_jobs, **kw)
 
 
 __all__ = ["prepare"]
