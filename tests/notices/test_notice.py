@@ -136,6 +136,8 @@ def test_tree_leaf_path_attribution_is_exact_and_on_changed_features(setup):
         assert np.all(phi[np.abs(c - x) <= 1e-12] == 0)
         reasons, _ = principal_reasons(forest, x, c, 1)
         assert {r.feature for r in reasons} == _changed(forest, x, c)
+    doc = notice(forest, expl.query_ids[pos[0]], expl).to_dict()  # a notice for a forest
+    assert doc["reasons"] and all(r["feature"] != "sex" for r in doc["reasons"])
 
 
 def test_protected_feature_never_changes_nor_appears(setup):

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from robustce.errors import ValidationError
-from robustce.evaluation.metrics import proximity, raw_distance, sparsity
+from robustce.evaluation.metrics import delta_validity, proximity, raw_distance, sparsity
 from robustce.explanations import _jsonable
 from robustce.notices.reasons import (
     MAX_REASONS,
@@ -109,11 +109,28 @@ def _robustness(model: Any, C: np.ndarray, target: int, family: Any, shift: Any,
           else np.full(len(C), np.nan))
     if shift is None:
         return vr, np.zeros(len(C), dtype=bool), [""] * len(C)
-    from robustce.robustness import is_delta_robust
+    from robustce.robustness import ParameterShift, is_delta_robust
 
-    robust, res = is_delta_robust(model, C, _as_shift(shift), target, return_result=True,
-                                  time_limit=time_limit)
-    return vr, np.asarray(robust, dtype=bool), [str(st) for st in res.status]
+    if isinstance(shift, ParameterShift | int | float):  # the exact Δ-test, with its statuses
+        robust, res = is_delta_robust(model, C, _as_shift(shift), target, return_result=True,
+                                      time_limit=time_limit)
+        return vr, np.asarray(robust, dtype=bool), [str(st) for st in res.status]
+    # an EnsembleShift (trees) or any Certifier: robust or not, as delta_validity reads it
+    robust = delta_validity(model, C, shift, target)
+    return vr, robust, ["robust" if r else "not proven" for r in robust]
+
+
+def _shift_words(shift: Any) -> str:
+    """The shift set in words, for a certificate sentence."""
+    from robustce.robustness import ParameterShift
+
+    if isinstance(shift, ParameterShift | int | float):
+        return (f"whose weights differ from the current one by at most "
+                f"δ = {_as_shift(shift).delta:g} (exact MILP test)")
+    delta, eps = getattr(shift, "delta", None), getattr(shift, "epsilon", None)
+    if delta is not None and eps is not None:  # EnsembleShift
+        return f"of the tree-ensemble shift set (δ = {delta:g}, ε = {eps:g})"
+    return f"in the certifier's set ({type(shift).__name__})"
 
 
 def _as_shift(shift: Any) -> Any:
@@ -132,13 +149,11 @@ def _certificates(model: Any, target: int, family: Any, shift: Any, vr: float, r
         out.append(f"{int(round(vr * len(family)))} of {len(family)} retrained models "
                    f"({family.protocol}) also give '{label}' (robust validity vr = {vr:.2f}).")
     if shift is not None:
-        delta = _as_shift(shift).delta
+        what = _shift_words(shift)
         if robust:
-            out.append(f"Proven (exact MILP): every model whose weights differ from the "
-                       f"current one by at most δ = {delta:g} also gives '{label}'.")
+            out.append(f"Proven: every model {what} also gives '{label}'.")
         else:
-            out.append(f"Not proven to hold if the model's weights change by up to "
-                       f"δ = {delta:g} (check result: {status}).")
+            out.append(f"Not proven to hold for every model {what} (check result: {status}).")
     extra = [f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in method_cert.items()
              if v is not None and not (isinstance(v, float) and np.isnan(v))]
     if extra:
