@@ -316,3 +316,15 @@ def test_batch_notices_on_dask_equal_serial(setup, tmp_path):
     assert [p.name for p in serial] == [p.name for p in dask]
     for a, b in zip(serial, dask, strict=True):
         assert _without_times(a) == _without_times(b)
+
+
+def test_multiclass_contributions_are_exact_across_rival_switches():
+    data = rc.datasets.load("iris")
+    model = rc.models.MLP((8,), epochs=80, random_state=0).fit(data)
+    X = model.encode(data.frame)
+    rng = np.random.default_rng(0)
+    for target in range(3):
+        for _ in range(10):
+            a, b = X[rng.integers(len(X))], X[rng.integers(len(X))]
+            phi = feature_contributions(model, a, b, target)
+            assert phi.sum() == pytest.approx(margin_change(model, a, b, target), abs=1e-9)
