@@ -3,7 +3,8 @@
 Layers, lowest first (a module may import its own layer and those below it, never above):
 
     errors, utils, validation  →  data, distance, datasets  →  models  →  solvers  →
-    robustness  →  explanations  →  methods  →  evaluation  →  cli, __main__  →  robustce
+    robustness  →  explanations  →  methods  →  evaluation  →  notices, audits  →
+    cli, __main__  →  robustce
 
 Every ``import`` / ``from ... import`` in ``src/robustce`` counts — module level, inside
 functions and under ``TYPE_CHECKING`` alike — because a lazy import is still a dependency.
@@ -30,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("robustce.explanations",),
     ("robustce.methods",),
     ("robustce.evaluation",),
+    ("robustce.notices", "robustce.audits"),
     ("robustce.cli", "robustce.__main__"),
     ("robustce",),
 )

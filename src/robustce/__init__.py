@@ -14,17 +14,23 @@ from robustce.utils import package_version
 
 __version__ = package_version()
 
-_LAZY = ("evaluation", "methods", "models", "robustness", "solvers")
+_LAZY = ("audits", "evaluation", "methods", "models", "notices", "robustness", "solvers")
+# functions of lazily imported submodules: rc.notice(...), rc.audit(...)
+_LAZY_FUNCTIONS = {"notice": "robustce.notices.notice", "audit": "robustce.audits.audit"}
 
 __all__ = [
     "Explanations",
     "__version__",
+    "audit",
+    "audits",
     "data",
     "datasets",
     "errors",
     "evaluation",
     "methods",
     "models",
+    "notice",
+    "notices",
     "robustness",
     "solvers",
 ]
@@ -35,8 +41,12 @@ def __getattr__(name: str) -> Any:
         module = import_module(f"robustce.{name}")
         globals()[name] = module
         return module
+    if name in _LAZY_FUNCTIONS:
+        func = getattr(import_module(_LAZY_FUNCTIONS[name]), name)
+        globals()[name] = func
+        return func
     raise AttributeError(f"module 'robustce' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_FUNCTIONS))

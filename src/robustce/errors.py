@@ -15,6 +15,15 @@ class SchemaError(ValidationError):
     """A feature schema is inconsistent or does not match the data."""
 
 
+class ProtectedFeatureError(SchemaError):
+    """Recourse would need a protected feature: it is the only one left to change (every
+    other feature is immutable), and protected features never change."""
+
+
+class SchedulerUnavailableError(RobustCEError, ConnectionError):
+    """A Dask scheduler address did not answer within the connect time limit."""
+
+
 class UnknownDatasetError(ValidationError, KeyError):
     """A dataset name is not in the registry."""
 

@@ -58,7 +58,7 @@ def _load_dataset(args: argparse.Namespace) -> Any:
     if favourable:
         data = data.with_favourable(favourable)
     actions = {}
-    for flag, action in (("free", "free"), ("immutable", "immutable"),
+    for flag, action in (("free", "free"), ("immutable", "immutable"), ("protected", "protected"),
                          ("increase_only", "increase"), ("decrease_only", "decrease")):
         for name in _names(getattr(args, flag, None)):
             if name not in data.schema.names:

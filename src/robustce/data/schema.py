@@ -16,6 +16,11 @@ it — information, not a rule: values outside are accepted, with an
 Actionability (how a counterfactual may move a feature): ``free``, ``immutable``,
 ``increase`` (only up) and ``decrease`` (only down). Monotone actionability needs an order, so
 it is refused for categoricals.
+
+Role ``protected`` (``Feature(..., protected=True)``, or ``actionability="protected"`` as a
+shorthand): a legally protected attribute (sex, race, age band). It is immutable for every
+method — the actionability *is* ``immutable``, so each explainer keeps it fixed — and an
+adverse-action notice never names it as a reason (:mod:`robustce.notices`).
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ class FeatureKind(StrEnum):
     @property
     def has_levels(self) -> bool:
         return self in (FeatureKind.ORDINAL, FeatureKind.CATEGORICAL, FeatureKind.BINARY)
+
+
+PROTECTED = "protected"  # the role's spelling where an actionability is expected
 
 
 class Actionability(StrEnum):
@@ -86,9 +94,17 @@ class Feature:
     actionability: Actionability = Actionability.FREE
     dtype: str | None = None
     observed: bool = False
+    protected: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", _member(FeatureKind, self.kind, self.name, "kind"))
+        if str(getattr(self.actionability, "value", self.actionability)) == PROTECTED:
+            object.__setattr__(self, "protected", True)
+            object.__setattr__(self, "actionability", Actionability.IMMUTABLE)
+        object.__setattr__(self, "protected", bool(self.protected))
+        if self.protected and self.actionability not in (Actionability.IMMUTABLE, "immutable"):
+            raise SchemaError(f"feature {self.name!r} is protected, so it is immutable; "
+                              f"it cannot also be {self.actionability!s}")
         object.__setattr__(self, "actionability",
                            _member(Actionability, self.actionability, self.name, "actionability"))
         if self.kind.is_numeric:
@@ -152,7 +168,7 @@ class Feature:
                 out["observed"] = True
         else:
             out["categories"] = list(self.categories or ())
-        out["actionability"] = self.actionability.value
+        out["actionability"] = PROTECTED if self.protected else self.actionability.value
         if self.dtype is not None:
             out["dtype"] = self.dtype
         return out
@@ -222,6 +238,11 @@ class Schema:
     @property
     def immutable(self) -> list[str]:
         return [f.name for f in self.features if f.immutable]
+
+    @property
+    def protected(self) -> list[str]:
+        """Features with the ``protected`` role (immutable; never a notice's reason)."""
+        return [f.name for f in self.features if f.protected]
 
     @property
     def observed(self) -> list[str]:
@@ -343,7 +364,8 @@ class Schema:
             else:
                 cats = [str(c) for c in f.categories or ()]
                 domain = "{" + ", ".join(cats[:6]) + (", …" if len(cats) > 6 else "") + "}"
-            rows.append((f.name, f.kind.value, domain, f.actionability.value))
+            rows.append((f.name, f.kind.value, domain,
+                         PROTECTED if f.protected else f.actionability.value))
         return pd.DataFrame(rows, columns=["feature", "kind", "domain", "actionability"])
 
 

@@ -12,7 +12,7 @@ with the keys of :meth:`Feature.to_dict <robustce.data.schema.Feature.to_dict>`)
     kind = "integer"             # continuous, integer, binary, ordinal, categorical
     lower = 21                   # declared bounds of a numeric feature
     upper = 70
-    actionability = "immutable"  # free, immutable, increase, decrease
+    actionability = "immutable"  # free, immutable, increase, decrease, protected
 """
 
 from __future__ import annotations

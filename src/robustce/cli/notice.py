@@ -1,0 +1,157 @@
+"""``robustce notice``: adverse-action notices (JSON + HTML) for the declined applicants of
+a dataset's test split (or a CSV of applicants), one pair of files per applicant, written
+atomically; a rerun with the same arguments resumes (finished notices are kept)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from robustce.cli._common import EXIT_OK, _load_dataset, _user_error
+
+
+def _add_source_args(p: argparse.ArgumentParser) -> None:
+    """Data, model, method and actionability arguments shared by ``notice`` and ``audit``."""
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (robustce datasets list)")
+    src.add_argument("--data", metavar="CSV", help="your own data as CSV (needs --target)")
+    p.add_argument("--target", metavar="COL", help="target column of --data")
+    p.add_argument("--data-home", metavar="DIR", default=None, help="folder holding dataset files")
+    p.add_argument("--favourable", metavar="LABEL", default=None,
+                   help="the label of the favourable outcome (default: the dataset's)")
+    p.add_argument("--model", metavar="DIR", default=None,
+                   help="a saved model (model.save); default: train an MLP on the training split")
+    p.add_argument("--hidden", default="20,10", metavar="H1,H2",
+                   help="hidden layers of the MLP trained without --model (default 20,10)")
+    p.add_argument("--epochs", type=int, default=None, metavar="N",
+                   help="epochs of the MLP trained without --model (default: until it converges)")
+    p.add_argument("--param", metavar="K=V", action="append", default=[],
+                   help="method parameter (repeatable; as in `robustce explain`)")
+    p.add_argument("--family-size", type=int, default=0, metavar="N",
+                   help="retrain N MLPs with other seeds and report robust validity vr over them "
+                        "(default 0: not measured)")
+    p.add_argument("--delta", type=float, default=None, metavar="D",
+                   help="certify each CE's Δ-robustness with the exact test at δ = D")
+    act = p.add_argument_group("actionability (override the schema)")
+    act.add_argument("--protected", metavar="F1,F2", default=None,
+                     help="protected features (sex, race, age...): immutable, never a reason")
+    act.add_argument("--immutable", metavar="F1,F2", default=None)
+    act.add_argument("--increase-only", metavar="F1,F2", default=None)
+    act.add_argument("--decrease-only", metavar="F1,F2", default=None)
+    act.add_argument("--free", metavar="F1,F2", default=None)
+    act.add_argument("--schema", metavar="TOML", default=None, help="the schema to use")
+    p.add_argument("--seed", type=int, default=0, help="split, training and method seed (default 0)")
+    p.add_argument("--test-size", type=float, default=0.2, help="test share of the split (default 0.2)")
+    p.add_argument("--out", metavar="DIR", required=True, help="output folder (resumable)")
+    p.add_argument("--quiet", action="store_true", help="no notes on stderr")
+
+
+def _add_notice(sub: Any) -> None:
+    p = sub.add_parser(
+        "notice", help="adverse-action notices (JSON + HTML) for declined applicants",
+        description="Write one adverse-action notice per declined applicant: principal reasons, "
+                    "1-3 recourse options with certificates, audit record (docs/notices.md).")
+    _add_source_args(p)
+    p.add_argument("--method", metavar="NAME", action="append", required=True,
+                   help="method giving the options (repeatable: options of all methods "
+                        "compete; --param then applies to each)")
+    p.add_argument("--applicants", metavar="N", type=int, default=3,
+                   help="the first N declined test rows (default 3)")
+    p.add_argument("--options", type=int, default=3, metavar="K", help="1-3 options (default 3)")
+    p.add_argument("--n-jobs", type=int, default=1, metavar="N",
+                   help="write the notices on N joblib processes (default 1: here)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                   help="write the notices on this Dask cluster (joblib's Dask backend)")
+    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds to wait for the scheduler (default 10)")
+    p.set_defaults(func=_cmd_notice)
+
+
+def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, int, Any, Any]:
+    """(data, train, test, favourable class, model, family) of ``notice``/``audit``: the
+    dataset with its actionability flags, its split, and the model (loaded or trained)."""
+    from robustce.models import MLP
+    from robustce.models import load as load_model
+    from robustce.models.families import seed_family
+    from robustce.notices.reasons import check_recourse_possible
+
+    if not 0 < args.test_size < 1:
+        raise _user_error(f"--test-size must be in (0, 1), got {args.test_size}")
+    if args.family_size < 0:
+        raise _user_error(f"--family-size must be >= 0, got {args.family_size}")
+    if args.delta is not None and args.delta <= 0:
+        raise _user_error(f"--delta must be > 0, got {args.delta}")
+    try:
+        hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
+    except ValueError:
+        raise _user_error(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
+    data = _load_dataset(args)
+    check_recourse_possible(data.schema)
+    target = data.favourable if data.favourable is not None else 1
+    train, test = data.split(test_size=args.test_size, random_state=args.seed)
+    if args.model is not None:
+        model = load_model(args.model)
+    else:
+        if not args.quiet:
+            print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
+        model = MLP(hidden, epochs=args.epochs, lr=5e-3, random_state=args.seed).fit(train)
+    family = None
+    if args.family_size:
+        _, family = seed_family(train, MLP(hidden, epochs=args.epochs, lr=5e-3),
+                                n_models=args.family_size, random_state=args.seed + 1)
+    return data, train, test, int(target), model, family
+
+
+def _cmd_notice(args: argparse.Namespace) -> int:
+
+    from robustce.cli.explain import _parse_params
+    from robustce.methods.registry import get_method
+
+    if not 1 <= args.options <= 3:
+        raise _user_error(f"--options must be 1 to 3, got {args.options}")
+    if args.applicants < 1 or args.n_jobs < 1:
+        raise _user_error("--applicants and --n-jobs must be >= 1")
+    classes = [get_method(m) for m in args.method]
+    params = _parse_params(args.param)
+    client = None
+    if args.scheduler is not None:  # before any training: a silent address stops here
+        from robustce.audits.execute import connect
+
+        client = connect(args.scheduler, args.connect_timeout)
+    try:
+        paths = _notices(args, classes, params, client)
+    finally:
+        if client is not None:
+            client.close()
+    for p in paths:
+        print(f"notice: {p}  (+ {p.with_suffix('.html').name})")
+    return EXIT_OK
+
+
+def _notices(args: argparse.Namespace, classes: list[Any], params: dict[str, Any],
+             client: Any) -> list[Any]:
+    """Train or load, explain the declined applicants with each method, write the notices."""
+    from pathlib import Path
+
+    from robustce.evaluation.config import method_params
+    from robustce.methods.registry import build_explainer
+    from robustce.notices import write_notices
+
+    data, train, test, target, model, family = prepare(args)
+    declined = test.frame[model.predict(test.frame) != target].iloc[: args.applicants]
+    if not len(declined):
+        raise _user_error("the model declines no test row; nothing to notify")
+    expls = []
+    for cls in classes:
+        own = method_params(cls, params, "--param") if params else {}
+        explainer = build_explainer(cls, model, train, seed=args.seed, **own)
+        expls.append(explainer.explain(declined, target_class=target))
+    kw = {"family": family, "shift": args.delta, "max_options": args.options, "seed": args.seed}
+    if client is not None:
+        return write_notices(model, expls, Path(args.out), n_jobs=max(2, args.n_jobs),
+                             backend="dask", **kw)
+    return write_notices(model, expls, Path(args.out), n_jobs=args.n_jobs, **kw)
+
+
+__all__ = ["prepare"]

@@ -1,0 +1,295 @@
+"""Build an adverse-action notice from a model, a declined applicant and the explanations of
+one or more methods: principal reasons, one to three recourse options with costs and
+certificates in plain language, and an audit record.
+
+Options are ranked most durable first — proven Δ-robust (with ``shift``), then higher robust
+validity vr (with ``family``), then cheaper (ℓ1 in model space) — among the ten cheapest
+distinct valid CEs of all methods. The reasons are those of the *recommended* option (the
+first);
+see :mod:`robustce.notices.reasons` for the attribution. Protected features
+(:attr:`Schema.protected <robustce.data.schema.Schema.protected>`) never appear as reasons,
+and an option that changes one is dropped (methods keep them fixed: they are immutable).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from robustce.errors import ValidationError
+from robustce.evaluation.metrics import delta_validity, proximity, raw_distance, sparsity
+from robustce.explanations import _jsonable
+from robustce.notices.reasons import (
+    MAX_REASONS,
+    Reason,
+    check_recourse_possible,
+    principal_reasons,
+)
+from robustce.notices.record import audit_record
+
+__all__ = ["NOTICE_VERSION", "MAX_OPTIONS", "Notice", "RecourseOption", "notice", "plain_name"]
+
+NOTICE_VERSION = "1.0"
+MAX_OPTIONS = 3
+_POOL = 10  # distinct candidate CEs ranked for durability
+
+
+def plain_name(feature: str, labels: Mapping[str, str] | None = None) -> str:
+    """The schema's name in plain words: ``labels[feature]``, else ``_``/``-`` as spaces."""
+    if labels and feature in labels:
+        return str(labels[feature])
+    return feature.replace("_", " ").replace("-", " ").strip()
+
+
+@dataclass
+class RecourseOption:
+    """One way to reach the favourable outcome."""
+
+    method: str
+    changes: list[dict[str, Any]]
+    cost_l1_model: float
+    cost_l1_raw: float
+    n_changes: int
+    certificates: list[str]
+    reasons: list[dict[str, Any]]
+
+
+@dataclass
+class Notice:
+    """An adverse-action notice (``to_dict`` gives the JSON document, schema version
+    :data:`NOTICE_VERSION`)."""
+
+    applicant_id: str
+    decision: str
+    favourable_outcome: str
+    reasons: list[dict[str, Any]]
+    options: list[RecourseOption]
+    protected_features: list[str]
+    statement: str
+    record: dict[str, Any]
+    applicant: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"notice_version": NOTICE_VERSION, "kind": "robustce.adverse_action_notice"}
+        out.update(asdict(self))
+        # plain JSON values; NaN (e.g. a share of a zero margin change) becomes null
+        return json.loads(json.dumps(_jsonable(out)), parse_constant=lambda _: None)
+
+
+def _as_list(explanations: Any) -> list[Any]:
+    if isinstance(explanations, Sequence) and not isinstance(explanations, str):
+        out = list(explanations)
+    else:
+        out = [explanations]
+    if not out:
+        raise ValidationError("notice needs at least one Explanations object")
+    return out
+
+
+def _applicant_id(applicant: Any, expl: Any) -> Any:
+    if isinstance(applicant, pd.DataFrame):
+        if len(applicant) != 1:
+            raise ValidationError(f"applicant must be one row, got {len(applicant)}")
+        applicant = applicant.index[0]
+    expl._check_query_id(applicant)
+    return applicant
+
+
+def _robustness(model: Any, C: np.ndarray, target: int, family: Any, shift: Any,
+                time_limit: float) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per CE row of ``C``: vr over ``family`` (NaN without one), proven Δ-robust under
+    ``shift`` (False without one), and the exact test's status ('' without one)."""
+    vr = (family.validity(C, target).per_ce if family is not None
+          else np.full(len(C), np.nan))
+    if shift is None:
+        return vr, np.zeros(len(C), dtype=bool), [""] * len(C)
+    from robustce.robustness import ParameterShift, is_delta_robust
+
+    if isinstance(shift, ParameterShift | int | float):  # the exact Δ-test, with its statuses
+        robust, res = is_delta_robust(model, C, _as_shift(shift), target, return_result=True,
+                                      time_limit=time_limit)
+        return vr, np.asarray(robust, dtype=bool), [str(st) for st in res.status]
+    # an EnsembleShift (trees) or any Certifier: robust or not, as delta_validity reads it
+    robust = delta_validity(model, C, shift, target)
+    return vr, robust, ["robust" if r else "not proven" for r in robust]
+
+
+def _shift_words(shift: Any) -> str:
+    """The shift set in words, for a certificate sentence."""
+    from robustce.robustness import ParameterShift
+
+    if isinstance(shift, ParameterShift | int | float):
+        return (f"whose weights differ from the current one by at most "
+                f"δ = {_as_shift(shift).delta:g} (exact MILP test)")
+    delta, eps = getattr(shift, "delta", None), getattr(shift, "epsilon", None)
+    if delta is not None and eps is not None:  # EnsembleShift
+        return f"of the tree-ensemble shift set (δ = {delta:g}, ε = {eps:g})"
+    return f"in the certifier's set ({type(shift).__name__})"
+
+
+def _as_shift(shift: Any) -> Any:
+    from robustce.robustness import ParameterShift
+
+    return shift if isinstance(shift, ParameterShift) else ParameterShift(float(shift))
+
+
+def _certificates(model: Any, target: int, family: Any, shift: Any, vr: float, robust: bool,
+                  status: str, method_cert: Mapping[str, Any]) -> list[str]:
+    """Plain-language certificate sentences of one CE."""
+    label = model.class_names[target]
+    out = [f"The current model gives '{label}' for this profile (checked by recomputing the "
+           "model's output)."]
+    if family is not None:
+        out.append(f"{int(round(vr * len(family)))} of {len(family)} retrained models "
+                   f"({family.protocol}) also give '{label}' (robust validity vr = {vr:.2f}).")
+    if shift is not None:
+        what = _shift_words(shift)
+        if robust:
+            out.append(f"Proven: every model {what} also gives '{label}'.")
+        else:
+            out.append(f"Not proven to hold for every model {what} (check result: {status}).")
+    extra = [f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in method_cert.items()
+             if v is not None and not (isinstance(v, float) and np.isnan(v))]
+    if extra:
+        out.append("Method certificate: " + "; ".join(extra) + ".")
+    return out
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float | np.floating):
+        return f"{float(v):.6g}"
+    return str(v)
+
+
+def _reason_dict(r: Reason, labels: Mapping[str, str] | None) -> dict[str, Any]:
+    return {"feature": r.feature, "plain_name": plain_name(r.feature, labels),
+            "current": r.current, "required": r.required,
+            "contribution": r.contribution, "share": r.share}
+
+
+def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
+           shift: Any = None, max_options: int = MAX_OPTIONS, max_reasons: int = MAX_REASONS,
+           labels: Mapping[str, str] | None = None, seed: int | None = None,
+           time_limit: float = 10.0) -> Notice:
+    """The adverse-action notice of one declined applicant.
+
+    Parameters
+    ----------
+    model : the fitted robustce model that made the decision.
+    applicant : the applicant's ``query_id`` in ``explanations`` (or its one-row frame).
+    explanations : one :class:`~robustce.Explanations` or several (one per method); the
+        applicant's CEs of all of them are the candidate options.
+    family : optional :class:`~robustce.models.ModelFamily` (robust validity vr per option).
+    shift : optional :class:`~robustce.robustness.ParameterShift` or δ (exact Δ-test).
+    max_options : 1–3 options, most durable first, then cheapest (see the module docstring).
+    max_reasons : at most this many principal reasons (≤ 4).
+    labels : plain names of features (default: the schema's names with spaces).
+    seed : recorded in the audit record.
+    time_limit : seconds per exact Δ-test.
+
+    Returns
+    -------
+    Notice
+
+    Raises
+    ------
+    ValidationError
+        Unknown applicant, an applicant the model does not decline, bad ``max_options``.
+    ProtectedFeatureError
+        When a protected feature would be the only mutable one.
+    """
+    started = datetime.now(UTC)
+    if not 1 <= int(max_options) <= MAX_OPTIONS:
+        raise ValidationError(f"max_options must be 1 to {MAX_OPTIONS}, got {max_options}")
+    if not 1 <= int(max_reasons) <= MAX_REASONS:
+        raise ValidationError(f"max_reasons must be 1 to {MAX_REASONS}, got {max_reasons}")
+    expls = _as_list(explanations)
+    enc = model.encoder
+    schema = enc.schema
+    check_recourse_possible(schema)
+    qid = _applicant_id(applicant, expls[0])
+    pos = expls[0].queries.index.get_loc(qid)
+    x = expls[0].queries_encoded[pos]
+    target = int(expls[0].target_class.loc[qid])
+    pred = int(model.predict(x[None, :])[0])
+    if pred == target:
+        raise ValidationError(f"applicant {qid!r} already gets the favourable outcome "
+                              f"{model.class_names[target]!s}; no adverse-action notice")
+    protected_cols = np.zeros(len(x), dtype=bool)
+    for blk in enc.blocks_:
+        if schema[blk.name].protected:
+            protected_cols[blk.slice] = True
+    cands: list[tuple[float, str, np.ndarray, dict[str, Any]]] = []
+    statuses = []
+    for e in expls:
+        e._check_query_id(qid)
+        statuses.append(f"{e.method}: {e.status.loc[qid]}")
+        rows = e.cf_positions(qid)
+        if not len(rows):
+            continue
+        C = e.counterfactuals_encoded[rows]
+        ok = (model.predict(C) == target) & np.all(np.abs(C[:, protected_cols]
+                                                          - x[protected_cols]) <= 1e-9, axis=1)
+        cert = (e.certificates.loc[qid].to_dict() if len(e.certificates.columns) else {})
+        for c in C[ok]:
+            cands.append((float(proximity(x[None, :], c[None, :])[0]), e.method, c, cert))
+    cands.sort(key=lambda t: t[0])
+    distinct: list[tuple[float, str, np.ndarray, dict[str, Any]]] = []
+    for cand in cands:  # the cheapest distinct CEs, a pool for the robustness ranking
+        if not any(np.array_equal(cand[2], c[2]) for c in distinct):
+            distinct.append(cand)
+        if len(distinct) == _POOL:
+            break
+    options: list[RecourseOption] = []
+    if distinct:
+        vr, robust, st = _robustness(model, np.vstack([c[2] for c in distinct]), target,
+                                     family, shift, time_limit)
+        # most durable first: proven Δ-robust, then higher vr, then cheaper
+        order = sorted(range(len(distinct)), key=lambda i: (
+            not robust[i], -(0.0 if np.isnan(vr[i]) else vr[i]), distinct[i][0]))[:max_options]
+        chosen = [distinct[i] for i in order]
+        C = np.vstack([c[2] for c in chosen])
+        X = np.repeat(x[None, :], len(C), axis=0)
+        raw_cost = raw_distance(enc, X, C, "l1")
+        n_changed = sparsity(enc, X, C)
+        certs = [_certificates(model, target, family, shift, vr[i], robust[i], st[i],
+                               distinct[i][3]) for i in order]
+        for i, (cost, method, c, _) in enumerate(chosen):
+            reasons, _ = principal_reasons(model, x, c, target, max_reasons=len(schema))
+            changes = [{"feature": r.feature, "plain_name": plain_name(r.feature, labels),
+                        "current": r.current, "required": r.required} for r in reasons]
+            options.append(RecourseOption(
+                method=method, changes=changes, cost_l1_model=cost,
+                cost_l1_raw=float(raw_cost[i]), n_changes=int(n_changed[i]),
+                certificates=certs[i],
+                reasons=[_reason_dict(r, labels) for r in reasons[:max_reasons]]))
+    label_t = str(model.class_names[target])
+    label_p = str(model.class_names[pred])
+    if options:
+        main = options[0].reasons
+        statement = ("Your application was not approved. The principal reasons are the "
+                     "features below, in order of their weight in the decision; changing them "
+                     f"as shown in option 1 would lead to '{label_t}'.")
+    else:
+        main = []
+        statement = ("Your application was not approved. No change of the features you can "
+                     "act on was found that leads to "
+                     f"'{label_t}' ({'; '.join(statuses)}).")
+    raw = enc.inverse_transform(x[None, :]).iloc[0]
+    applicant_values = {n: raw[n] for n in schema.names if not schema[n].protected}
+    methods = [{"method": e.method, "params": e.meta.get("params", {}),
+                "status": str(e.status.loc[qid])} for e in expls]
+    record = audit_record(model, methods=methods, seed=seed, started_at=started)
+    if family is not None:
+        record["family"] = {"protocol": family.protocol, "n_models": len(family)}
+    if shift is not None:
+        record["shift_delta"] = float(getattr(shift, "delta", shift))
+    return Notice(applicant_id=str(qid), decision=label_p, favourable_outcome=label_t,
+                  reasons=main, options=options, protected_features=list(schema.protected),
+                  statement=statement, record=record, applicant=applicant_values)

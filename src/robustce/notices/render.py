@@ -1,0 +1,165 @@
+"""Render a :class:`~robustce.notices.notice.Notice`: a JSON document (validated against
+``notice.schema.json`` when ``jsonschema`` is installed) and a self-contained printable HTML
+page (inline CSS, no scripts, no external assets; print it to PDF from any browser)."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from robustce.errors import ValidationError
+from robustce.utils import atomic_write
+
+__all__ = ["notice_schema", "to_html", "to_json", "to_pdf", "validate_notice", "write_notice"]
+
+
+def notice_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a notice document."""
+    text = resources.files("robustce.notices").joinpath("notice.schema.json").read_text()
+    return json.loads(text)
+
+
+def validate_notice(doc: dict[str, Any]) -> None:
+    """Check ``doc`` against :func:`notice_schema`.
+
+    Raises
+    ------
+    ValidationError
+        Naming the first violation (path and message).
+    ImportError
+        Without the optional ``jsonschema`` package (extra ``notice``).
+    """
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(notice_schema())
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+    if errors:
+        e = errors[0]
+        where = "/".join(str(p) for p in e.path) or "(root)"
+        raise ValidationError(f"notice does not match its schema at {where}: {e.message}")
+
+
+def to_json(notice: Any, *, validate: bool = True) -> str:
+    """The notice as indented JSON; validated first when ``jsonschema`` is available."""
+    doc = notice.to_dict() if hasattr(notice, "to_dict") else notice
+    if validate:
+        try:
+            validate_notice(doc)
+        except ImportError:
+            pass
+    return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+_CSS = """
+body{font-family:Georgia,serif;max-width:46em;margin:2em auto;color:#111;line-height:1.45}
+h1{font-size:1.5em;border-bottom:2px solid #333}h2{font-size:1.15em;margin-top:1.6em}
+table{border-collapse:collapse;width:100%;margin:.5em 0}
+th,td{border:1px solid #999;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#eee}.small{font-size:.85em;color:#444}
+.option{border:1px solid #bbb;padding:.5em 1em;margin:1em 0;page-break-inside:avoid}
+@media print{body{margin:0}a{color:#111}}
+"""
+
+
+def _v(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:,.6g}"
+    return html.escape(str(x))
+
+
+def to_html(notice: Any) -> str:
+    """A self-contained printable HTML page of the notice."""
+    d = notice.to_dict() if hasattr(notice, "to_dict") else notice
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+             f"<title>Notice of adverse action — applicant {_v(d['applicant_id'])}</title>",
+             f"<style>{_CSS}</style></head><body>",
+             "<h1>Notice of adverse action</h1>",
+             f"<p>Applicant: <b>{_v(d['applicant_id'])}</b>. Decision: <b>{_v(d['decision'])}"
+             f"</b>.</p><p>{_v(d['statement'])}</p>"]
+    if d["reasons"]:
+        parts.append("<h2>Principal reasons</h2><table><tr><th>#</th><th>Reason</th>"
+                     "<th>Your value</th><th>Needed</th><th>Share of the decision</th></tr>")
+        for i, r in enumerate(d["reasons"], 1):
+            share = "" if r["share"] is None else f"{100 * r['share']:.0f}%"
+            parts.append(f"<tr><td>{i}</td><td>{_v(r['plain_name'])}</td><td>{_v(r['current'])}"
+                         f"</td><td>{_v(r['required'])}</td><td>{share}</td></tr>")
+        parts.append("</table>")
+    if d["options"]:
+        parts.append("<h2>What would change the decision</h2>")
+    for i, o in enumerate(d["options"], 1):
+        parts.append(f"<div class='option'><b>Option {i}</b> "
+                     f"<span class='small'>({_v(o['method'])}; {o['n_changes']} change(s); "
+                     f"cost ℓ1 {o['cost_l1_model']:.3f} model units, "
+                     f"{o['cost_l1_raw']:.3f} normalised raw units)</span>"
+                     "<table><tr><th>Feature</th><th>From</th><th>To</th></tr>")
+        for c in o["changes"]:
+            parts.append(f"<tr><td>{_v(c['plain_name'])}</td><td>{_v(c['current'])}</td>"
+                         f"<td>{_v(c['required'])}</td></tr>")
+        parts.append("</table><ul>" + "".join(f"<li>{_v(s)}</li>" for s in o["certificates"])
+                     + "</ul></div>")
+    if d["protected_features"]:
+        parts.append("<p class='small'>These features were not used as reasons and are never "
+                     "asked to change: " + ", ".join(_v(p) for p in d["protected_features"])
+                     + ".</p>")
+    rec = d["record"]
+    parts.append("<h2>Audit record</h2><table class='small'>")
+    for key in ("model_hash", "model_class", "schema_hash", "seed", "started_at", "created_at"):
+        parts.append(f"<tr><th>{key.replace('_', ' ')}</th><td>{_v(rec.get(key))}</td></tr>")
+    for m in rec["methods"]:
+        parts.append(f"<tr><th>method</th><td>{_v(m['method'])} ({_v(m['status'])}): "
+                     f"{_v(json.dumps(m['params'], sort_keys=True, default=str))}</td></tr>")
+    versions = ", ".join(f"{k} {v}" for k, v in rec["versions"].items() if v)
+    parts.append(f"<tr><th>versions</th><td>{_v(versions)}</td></tr></table>")
+    parts.append(f"<p class='small'>Notice format {_v(d['notice_version'])}.</p></body></html>")
+    return "\n".join(parts)
+
+
+def write_notice(notice: Any, directory: str | os.PathLike, *, stem: str | None = None
+                 ) -> tuple[Path, Path]:
+    """Write ``<stem>.json`` and ``<stem>.html`` atomically into ``directory``."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = stem or f"notice_{notice.applicant_id}"
+    paths = out / f"{stem}.json", out / f"{stem}.html"
+    for path, text in zip(paths, (to_json(notice), to_html(notice)), strict=True):
+        with atomic_write(path) as fh:
+            fh.write(text)
+    return paths
+
+
+def to_pdf(notice: Any, path: str | os.PathLike, *, executable_path: str | None = None,
+           timeout_s: float = 30.0) -> Path:
+    """Print the notice's HTML page to a PDF (A4) with headless Chromium via Playwright
+    (optional extra ``pdf``), written atomically.
+
+    Parameters
+    ----------
+    notice : a Notice (or its dict).
+    path : the PDF to write.
+    executable_path : a Chromium binary (e.g. Debian's ``/usr/bin/chromium``); default:
+        Playwright's own browser.
+    timeout_s : give up after this many seconds.
+
+    Raises
+    ------
+    ImportError
+        Without the ``playwright`` package.
+    """
+    from playwright.sync_api import sync_playwright
+
+    path = Path(path)
+    page_html = to_html(notice)
+    with atomic_write(path, "wb") as fh, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable_path, timeout=timeout_s * 1000,
+                                     args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.set_content(page_html, timeout=timeout_s * 1000)
+            fh.write(page.pdf(format="A4", print_background=True))
+        finally:
+            browser.close()
+    return path
