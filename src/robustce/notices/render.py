@@ -140,17 +140,26 @@ def to_pdf(notice: Any, path: str | os.PathLike, *, executable_path: str | None 
     ----------
     notice : a Notice (or its dict).
     path : the PDF to write.
-    executable_path : a Chromium binary (e.g. Debian's ``/usr/bin/chromium``); default:
-        Playwright's own browser.
+    executable_path : a Chromium binary; default: the system's ``chromium`` (Debian's
+        ``/usr/bin/chromium``) found on ``PATH``.
     timeout_s : give up after this many seconds.
 
     Raises
     ------
     ImportError
         Without the ``playwright`` package.
+    FileNotFoundError
+        When no Chromium binary is given or on ``PATH``.
     """
+    import shutil
+
     from playwright.sync_api import sync_playwright
 
+    if executable_path is None:
+        executable_path = shutil.which("chromium") or shutil.which("chromium-browser")
+        if executable_path is None:
+            raise FileNotFoundError("no Chromium on PATH for the PDF (Debian: apt-get install "
+                                    "chromium), or pass executable_path=")
     path = Path(path)
     page_html = to_html(notice)
     with atomic_write(path, "wb") as fh, sync_playwright() as pw:
