@@ -3,7 +3,7 @@
 Layers, lowest first (a module may import its own layer and those below it, never above):
 
     errors, utils, validation  →  data, distance, datasets  →  models  →  solvers  →
-    robustness  →  explanations  →  methods  →  evaluation  →  notices, audits  →
+    robustness  →  explanations  →  methods  →  evaluation  →  notices, audits, serve  →
     cli, __main__  →  robustce
 
 Every ``import`` / ``from ... import`` in ``src/robustce`` counts — module level, inside
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("robustce.explanations",),
     ("robustce.methods",),
     ("robustce.evaluation",),
-    ("robustce.notices", "robustce.audits"),
+    ("robustce.notices", "robustce.audits", "robustce.serve"),
     ("robustce.cli", "robustce.__main__"),
     ("robustce",),
 )

@@ -23,6 +23,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from robustce.errors import RobustCEError
+from robustce.serve.api_error import ApiError
 from robustce.serve.audit_log import AuditLog, library_versions
 from robustce.serve.batching import Coalescer
 from robustce.serve.jobs import JobStore
@@ -46,14 +47,6 @@ __all__ = ["ApiError", "create_app"]
 
 STATIC = Path(__file__).parent / "static"
 GRACE_S = 10.0
-
-
-class ApiError(Exception):
-    """An error answer: ``status`` and a ``detail`` (text or FastAPI-style field errors)."""
-
-    def __init__(self, status: int, detail: Any, headers: dict[str, str] | None = None):
-        super().__init__(str(detail))
-        self.status, self.detail, self.headers = status, detail, headers
 
 
 class BodyLimit:

@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from robustce.serve.api_error import ApiError
+
 __all__ = ["Job", "JobStore"]
 
 KEEP_FINISHED = 100
@@ -62,7 +64,6 @@ class JobStore:
         return out
 
     def submit(self, model: Any, request: Any, records: list[dict], method: str, target: int) -> Job:
-        from robustce.serve.app import ApiError
 
         active = sum(j.status in ("queued", "running") for j in self.jobs.values())
         if active >= self.max_jobs:
@@ -77,7 +78,6 @@ class JobStore:
         return job
 
     def get(self, job_id: str) -> Job:
-        from robustce.serve.app import ApiError
 
         if job_id not in self.jobs:
             raise ApiError(404, f"no job {job_id!r}")
@@ -89,7 +89,6 @@ class JobStore:
             del self.jobs[job.id]
 
     async def _run(self, job: Job) -> None:
-        from robustce.serve.app import ApiError
 
         job.status = "running"
         size = self.service.settings.job_chunk
