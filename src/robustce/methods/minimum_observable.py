@@ -131,6 +131,8 @@ class MinimumObservable(Explainer):
     target_class, time_limit, random_state, n_jobs : see :class:`Explainer` (the scan is
         deterministic; ``n_jobs`` is not used).
 
+    Notes
+    -----
     Certificate columns: ``distance`` (MACE distance of the CE, NaN if none),
     ``n_candidates`` (training points of the target class that are reachable),
     ``training_index`` (index label in ``data.frame`` of the CE).

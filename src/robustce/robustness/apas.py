@@ -1147,6 +1147,8 @@ class APASCertifier(Certifier):
         the rows tested — the same CE gets the same draws in any order or process) or a
         Generator (consumed call by call).
 
+    Notes
+    -----
     Certificates: ``lower`` — the smallest sampled margin where the test passed (Lemma 4: with
     confidence α a fraction ≥ R of Δ has at least this margin; NaN where it failed);
     ``upper`` — the smallest margin of a concrete network seen (a draw, or the base network);

@@ -421,6 +421,8 @@ class ExactDeltaCertifier(Certifier):
         loops (PROPLACE) converge in fewer rounds with it.
     **options : ``mode``, ``threads``, ``attack_steps``, ``precheck`` of :func:`exact_worst_case`.
 
+    Notes
+    -----
     Certificates: ``lower`` the proven lower bound of the worst case, ``upper`` the margin of
     the worst network found (the witness, in ``evidence``), ``columns``: ``value``,
     ``decided_by``, ``solver_status``.
