@@ -38,6 +38,13 @@ def register(spec: DatasetSpec) -> DatasetSpec:
 
 
 def list_datasets() -> list[DatasetSpec]:
+    """Every registered dataset (built in or read from files), sorted by name.
+
+    Returns
+    -------
+    list of DatasetSpec
+        ``name``, ``description``, ``builtin`` (no file needed) and ``files`` of each.
+    """
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 

@@ -35,6 +35,19 @@ __all__ = ["Actionability", "Feature", "FeatureKind", "Schema", "infer_schema"]
 
 
 class FeatureKind(StrEnum):
+    """The kind of a raw feature, which fixes its encoding in model space ``[0, 1]^d``.
+
+    ``continuous`` and ``integer`` are min-max scaled to one column (an integer CE is rounded
+    to a whole number); ``ordinal`` levels map to one column at ``k / (m - 1)`` (or a
+    thermometer block); ``categorical`` becomes a one-hot block (exactly one 1);
+    ``binary`` one 0/1 column.
+
+    Examples
+    --------
+    >>> FeatureKind("ordinal").has_levels
+    True
+    """
+
     CONTINUOUS = "continuous"
     INTEGER = "integer"
     ORDINAL = "ordinal"
@@ -51,6 +64,15 @@ class FeatureKind(StrEnum):
 
 
 class Actionability(StrEnum):
+    """How a CE may change a feature: ``free``; ``immutable`` (fixed at the query's value);
+    ``increase`` (only up, e.g. age, education); ``decrease`` (only down).
+
+    Examples
+    --------
+    >>> Actionability("increase") is Actionability.INCREASE
+    True
+    """
+
     FREE = "free"
     IMMUTABLE = "immutable"
     INCREASE = "increase"

@@ -51,6 +51,8 @@ _VTYPE_CODES = ("C", "I", "B")
 
 
 class VarType(StrEnum):
+    """The domain of a MILP variable: ``C`` continuous, ``I`` integer, ``B`` binary (0/1)."""
+
     CONTINUOUS = "C"
     INTEGER = "I"
     BINARY = "B"
