@@ -38,8 +38,9 @@ class FeatureKind(StrEnum):
     """The kind of a raw feature, which fixes its encoding in model space ``[0, 1]^d``.
 
     ``continuous`` and ``integer`` are min-max scaled to one column (an integer CE is rounded
-    to a whole number); ``ordinal`` levels map to one column at ``k / (m - 1)`` (or a
-    thermometer block); ``categorical`` becomes a one-hot block (exactly one 1);
+    to a whole number); ``ordinal`` with k levels a thermometer block of k − 1 columns (or,
+    with ``ordinal_encoding="integer"``, one column ``index / (k − 1)``); ``categorical`` a
+    one-hot block (exactly one 1);
     ``binary`` one 0/1 column.
 
     Examples

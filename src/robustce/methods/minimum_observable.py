@@ -128,7 +128,7 @@ class MinimumObservable(Explainer):
         to 1 — :func:`mace_distance`.
     actionability : optional ``{feature: "immutable" | "increase" | "decrease" | "free"}``
         overriding the schema's actionability (e.g. ``{"age": "immutable"}``).
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer` (the scan is
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer` (the scan is
         deterministic; ``n_jobs`` is not used).
 
     Notes
