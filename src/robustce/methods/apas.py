@@ -50,8 +50,8 @@ class APAS(MILPRobust):
     certifier : must stay None: APAS's test is APΔS's sampled one
         (:class:`~robustce.robustness.APASCertifier` at ``delta``); another certifier is
         :class:`MILPRobust`'s ``certifier=``.
-    weights, tie_break, mip_gap, threads, warm_start, box_from_incumbent, bound_tightening,
-        relax_first : as :class:`MILPNearest`.
+    weights, tie_break, mip_gap, threads : as :class:`MILPNearest`.
+    warm_start, box_from_incumbent, bound_tightening, relax_first : as :class:`MILPNearest`.
     target_class, n_jobs, constraints : see :class:`Explainer`.
 
     Certificate columns (``certificate_columns``)
