@@ -267,6 +267,31 @@ def from_frame(
     ``favourable`` names the label people want (``"approved"``); left out, a binary target
     whose labels say it (:func:`guess_favourable`: approved/rejected, yes/no, good/bad, ...)
     gets it, and any other target has none (``Dataset.favourable is None``).
+
+    Parameters
+    ----------
+    df : the raw data, one row per person, with the ``target`` column.
+    target : name of the label column.
+    schema : a :class:`~robustce.data.Schema` to validate against, or None to infer one.
+    name : the dataset's name (reports, metadata).
+    positive : the label encoded as class 1 (default: the sorted labels' second).
+    favourable : the label people want (see above).
+    description : free text kept with the dataset.
+    **infer : options of :func:`~robustce.data.infer_schema` (``immutable``, ``increasing``,
+        ``bounds``, ``kinds``, ...).
+
+    Returns
+    -------
+    Dataset
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"income": [20, 35, 50, 80], "age": [25, 40, 33, 51],
+    ...                    "decision": ["rejected", "rejected", "approved", "approved"]})
+    >>> ds = from_frame(df, "decision", immutable=["age"])
+    >>> ds.class_names[ds.favourable]
+    'approved'
     """
     if not isinstance(df, pd.DataFrame):
         raise ValidationError(f"expected a pandas DataFrame, got {type(df).__name__}")

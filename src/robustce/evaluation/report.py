@@ -343,7 +343,7 @@ def default_figures(table: pd.DataFrame) -> list[tuple[str, Any, str]]:
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
-max-width:1100px;color:#222;padding:0 1em}
+max-width:1400px;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}
 .table-wrap{overflow-x:auto;max-width:100%;margin:1em 0}
 table{border-collapse:collapse;font-size:.8em}
