@@ -203,7 +203,12 @@ class Feature:
 
 @dataclass(frozen=True)
 class Schema:
-    """Ordered feature records; validates frames against them."""
+    """Ordered feature records; validates frames against them.
+
+    Parameters
+    ----------
+    features : the :class:`Feature` records, in column order (names must be unique).
+    """
 
     features: tuple[Feature, ...]
     _index: dict[str, int] = field(init=False, repr=False, compare=False)

@@ -288,7 +288,23 @@ def _digest(obj: Any) -> str:
 def load_config(path: str | Path, *, quick: bool = False, variant: str | None = None
                 ) -> BenchmarkConfig:
     """Read and validate a TOML benchmark configuration (its ``[quick]`` scale with ``quick``,
-    its ``[variants.NAME]`` protocol with ``variant``)."""
+    its ``[variants.NAME]`` protocol with ``variant``).
+
+    Parameters
+    ----------
+    path : the TOML file.
+    quick : apply its ``[quick]`` table.
+    variant : the name of a ``[variants.NAME]`` table to apply.
+
+    Returns
+    -------
+    BenchmarkConfig
+
+    Raises
+    ------
+    ConfigError
+        The file is not valid TOML or breaks the configuration's rules (the message names the key).
+    """
     return parse_config(read_toml(path), base_dir=Path(path).parent, quick=quick, variant=variant)
 
 

@@ -122,7 +122,13 @@ def _row_strings(table: pd.DataFrame, digits: int) -> tuple[list[str], list[list
 
 
 def format_table(table: pd.DataFrame, digits: int = 3) -> str:
-    """Plain-text table, ``mean ± std`` per metric, columns aligned."""
+    """Plain-text table, ``mean ± std`` per metric, columns aligned.
+
+    Parameters
+    ----------
+    table : a benchmark table (``BenchmarkResult.table()``: metrics with mean/std columns).
+    digits : significant digits.
+    """
     if table is None or len(table) == 0:
         return "(no results)"
     header, rows = _row_strings(table, digits)
@@ -138,7 +144,13 @@ def format_table(table: pd.DataFrame, digits: int = 3) -> str:
 
 
 def markdown_table(table: pd.DataFrame, digits: int = 3) -> str:
-    """GitHub-flavoured Markdown table, ``mean ± std`` per metric."""
+    """GitHub-flavoured Markdown table, ``mean ± std`` per metric.
+
+    Parameters
+    ----------
+    table : a benchmark table, as :func:`format_table` takes.
+    digits : significant digits.
+    """
     if table is None or len(table) == 0:
         return "_no results_"
     header, rows = _row_strings(table, digits)

@@ -135,7 +135,17 @@ def available_solvers() -> list[str]:
 
 def check_solver(solver: str) -> str:
     """Normalise a backend name; raise :class:`UnknownSolverError` (a ``ValueError``) if the
-    name is unknown, :class:`SolverError` if the backend is not installed."""
+    name is unknown, :class:`SolverError` if the backend is not installed.
+
+    Parameters
+    ----------
+    solver : "highs" or "gurobi" (any case).
+
+    Returns
+    -------
+    str
+        The normalised name.
+    """
     if not isinstance(solver, str):
         raise UnknownSolverError(f"solver must be a string ('highs' or 'gurobi'), got {solver!r}")
     name = solver.strip().lower()
@@ -883,7 +893,12 @@ def _check_index(idx: Any, size: int, what: str) -> np.ndarray:
 
 def check_time_limit(time_limit: Any) -> float:
     """``time_limit`` as a float of seconds; :class:`ValidationError` unless positive and
-    finite (every solver call in robustce has one)."""
+    finite (every solver call in robustce has one).
+
+    Parameters
+    ----------
+    time_limit : seconds, a positive finite number.
+    """
     try:
         t = float(time_limit)
     except (TypeError, ValueError):
