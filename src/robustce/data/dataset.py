@@ -25,6 +25,32 @@ class Dataset:
     where the data does not say (multi-class tables, unclear labels); ``groups`` optionally tags each
     row with a period or population (loan year, school, original/corrected data) for shift
     protocols. Index labels are kept through splits and become ``query_id`` in explanations.
+
+    Build one with :func:`from_frame` (your DataFrame) or :func:`~robustce.datasets.load`.
+
+    Parameters
+    ----------
+    frame : the raw feature columns, one row per person.
+    target : the labels as class indices 0..K-1, same index as ``frame``.
+    schema : the :class:`~robustce.data.Schema` of the features (kinds, bounds, actionability).
+    name : the dataset's name.
+    class_names : the original label of each class index.
+    description : free text.
+    groups : optional period / population per row (see above).
+    meta : provenance (source, preprocessing).
+    favourable : the index of the wanted outcome, or None (see above).
+
+    Raises
+    ------
+    ValidationError
+        Rows of ``frame`` and ``target`` differ, or ``favourable`` is not a class index.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan")
+    >>> train, test = data.split(test_size=0.2, random_state=0)
+    >>> len(train), len(test)
+    (1600, 400)
     """
 
     frame: pd.DataFrame

@@ -473,7 +473,30 @@ def evaluate(
     fits it once for all its methods' cells).
     ``metrics=None`` computes every metric whose inputs are
     given; naming a metric whose input is missing, or an unknown one, raises ConfigError
-    before any work."""
+    before any work.
+
+    Parameters
+    ----------
+    explanations : the :class:`~robustce.Explanations` to score.
+    model : the model that was explained.
+    data : the training :class:`~robustce.data.Dataset` (LOF).
+    family : a :class:`~robustce.models.ModelFamily` of retrained models (``vr``).
+    shift : a ParameterShift, EnsembleShift or Certifier (``v_delta``).
+    perturbed : Explanations of perturbed copies of the queries (``set_distance_*``).
+    metrics : names of the metrics to compute (None: every one whose inputs are given).
+    lof_neighbors : k of the k-LOF.
+    lof : a fitted :class:`LOFScorer` to reuse.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per query with a CE, one column per metric.
+
+    Examples
+    --------
+    >>> per_query = rc.evaluation.evaluate(result, model, data=train)   # doctest: +SKIP
+    >>> rc.evaluation.summarise(per_query, result)                        # doctest: +SKIP
+    """
     names = check_metrics(metrics, data=data, family=family, shift=shift, perturbed=perturbed)
     enc = model.encoder
     width = explanations.queries_encoded.shape[1]

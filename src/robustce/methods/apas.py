@@ -53,6 +53,7 @@ class APAS(MILPRobust):
     weights, tie_break, mip_gap, threads : as :class:`MILPNearest`.
     warm_start, box_from_incumbent, bound_tightening, relax_first : as :class:`MILPNearest`.
     target_class, n_jobs, constraints : see :class:`Explainer`.
+    random_state : see above (``growth, ...``): an int seeds every test's draws.
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------
