@@ -85,12 +85,8 @@ KNOWN_GAPS = frozenset({
     "robustce.robustness.ExactResult", "robustce.robustness.IntervalNetwork",
     "robustce.robustness.MaxDeltaResult", "robustce.robustness.SampledNetworks",
     "robustce.evaluation.LOFScorer", "robustce.evaluation.MetricInputs",
-    "robustce.evaluation.MetricSpec", "robustce.evaluation.check_metrics",
-    "robustce.evaluation.default_metrics", "robustce.evaluation.register_metric",
-    "robustce.evaluation.summarise", "robustce.evaluation.BenchmarkConfig",
-    "robustce.evaluation.BenchmarkResult", "robustce.evaluation.load_results",
-    "robustce.evaluation.parse_config", "robustce.evaluation.write_report",
-    "robustce.solvers.SolveResult",
+    "robustce.evaluation.MetricSpec", "robustce.evaluation.BenchmarkConfig",
+    "robustce.evaluation.BenchmarkResult", "robustce.solvers.SolveResult",
 })
 
 OBJECTS = public_objects()

@@ -367,7 +367,19 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     """Validate a config dict (same schema as the TOML file). Raises :class:`ConfigError`.
 
     ``variant="NAME"`` applies the config's ``[variants.NAME]`` protocol first (see
-    :func:`apply_variant`), then ``quick=True`` its ``[quick]`` table (see :func:`apply_quick`)."""
+    :func:`apply_variant`), then ``quick=True`` its ``[quick]`` table (see :func:`apply_quick`).
+
+    Parameters
+    ----------
+    raw : the configuration mapping (or a BenchmarkConfig, revalidated).
+    base_dir : the folder relative paths in it are read from (a TOML file's folder).
+    quick : apply its ``[quick]`` table.
+    variant : the name of a ``[variants.NAME]`` table to apply.
+
+    Returns
+    -------
+    BenchmarkConfig
+    """
     if isinstance(raw, BenchmarkConfig):
         return raw
     if not isinstance(raw, Mapping):

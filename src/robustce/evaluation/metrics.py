@@ -279,7 +279,12 @@ METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
 
 def register_metric(spec: MetricSpec) -> None:
     """Add a metric to :data:`METRICS` (after the built-in ones). A per-query metric needs a
-    ``compute`` function; names are unique and ``needs`` ⊆ :data:`INPUTS`."""
+    ``compute`` function; names are unique and ``needs`` ⊆ :data:`INPUTS`.
+
+    Parameters
+    ----------
+    spec : the metric's :class:`MetricSpec`.
+    """
     if not isinstance(spec, MetricSpec):
         raise ConfigError(f"register_metric expects a MetricSpec, got {type(spec).__name__}")
     if spec.name in METRICS:
@@ -311,7 +316,20 @@ def check_metrics(names: Iterable[str] | None, *, data: Any = None, family: Any 
 
     ``names=None`` means :func:`default_metrics`. An unknown name, or a metric whose input
     (``data``/``family``/``shift``/``perturbed``) is not given, raises
-    :class:`~robustce.errors.ConfigError` naming it."""
+    :class:`~robustce.errors.ConfigError` naming it.
+
+    Parameters
+    ----------
+    names : the metric names asked for, or None.
+    data : the training :class:`~robustce.data.Dataset` (LOF), or None.
+    family : a :class:`~robustce.models.ModelFamily` (``vr``), or None.
+    shift : a ParameterShift, EnsembleShift or Certifier (``v_delta``), or None.
+    perturbed : Explanations of perturbed queries (``set_distance_*``), or None.
+
+    Returns
+    -------
+    list of str
+    """
     have = _have(data, family, shift, perturbed)
     if names is None:
         return default_metrics(data=data, family=family, shift=shift, perturbed=perturbed)
@@ -330,7 +348,19 @@ def check_metrics(names: Iterable[str] | None, *, data: Any = None, family: Any 
 
 def default_metrics(*, data: Any = None, family: Any = None, shift: Any = None,
                     perturbed: Any = None) -> list[str]:
-    """Every per-query metric whose inputs are available."""
+    """Every per-query metric whose inputs are available.
+
+    Parameters
+    ----------
+    data : the training :class:`~robustce.data.Dataset` (LOF), or None.
+    family : a :class:`~robustce.models.ModelFamily` (``vr``), or None.
+    shift : a ParameterShift, EnsembleShift or Certifier (``v_delta``), or None.
+    perturbed : Explanations of perturbed queries (``set_distance_*``), or None.
+
+    Returns
+    -------
+    list of str
+    """
     have = _have(data, family, shift, perturbed)
     return [n for n, s in METRICS.items() if s.per_query and s.needs <= have]
 
@@ -531,7 +561,17 @@ def evaluate(
 def summarise(per_query: pd.DataFrame, explanations: Any) -> dict[str, float]:
     """Means of the per-query metrics (NaNs skipped), plus ``coverage``, ``n_queries``,
     ``n_evaluated`` (rows of ``per_query``), ``n_<status>`` for every status and
-    ``time_total`` (seconds over all queries)."""
+    ``time_total`` (seconds over all queries).
+
+    Parameters
+    ----------
+    per_query : the frame :func:`evaluate` returns.
+    explanations : the :class:`~robustce.Explanations` it scored.
+
+    Returns
+    -------
+    dict of str to float
+    """
     out: dict[str, float] = {}
     for col in per_query.columns:
         values = pd.to_numeric(per_query[col], errors="coerce").to_numpy(dtype=np.float64)

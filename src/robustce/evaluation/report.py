@@ -429,7 +429,23 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, title: str = "robu
                  digits: int = 3) -> dict[str, Path]:
     """Write ``report.html`` (self-contained), ``report.md`` and ``figures/*.png`` to
     ``out_dir``. ``figures`` default to :func:`default_figures`; extra ones (e.g.
-    :func:`figure_toy`) are (title, figure, caption) triples. Returns the paths."""
+    :func:`figure_toy`) are (title, figure, caption) triples. Returns the paths.
+
+    Parameters
+    ----------
+    table : the summary table (``BenchmarkResult.table()``).
+    out_dir : the output directory.
+    title : the report's title.
+    figures : (title, figure, caption) triples (None: :func:`default_figures`).
+    notes : lines shown under the title.
+    extra_tables : more tables by heading (e.g. the demo's MACE table).
+    digits : significant digits.
+
+    Returns
+    -------
+    dict of str to Path
+        ``html``, ``markdown`` and ``figures`` (the folder of the PNGs).
+    """
     out = Path(out_dir)
     figs = list(default_figures(table) if figures is None else figures)
     md_figs = []
