@@ -81,12 +81,11 @@ KNOWN_GAPS = frozenset({
     "robustce.models.NetworkModel", "robustce.models.ModelFamily", "robustce.models.ReLUNetwork",
     "robustce.models.SklearnModel", "robustce.models.TreeView", "robustce.models.forest_predict_proba",
     "robustce.robustness.APASMaxDeltaResult", "robustce.robustness.APASResult",
-    "robustce.robustness.Certificates", "robustce.robustness.EnumerationResult",
-    "robustce.robustness.ExactResult", "robustce.robustness.IntervalNetwork",
-    "robustce.robustness.MaxDeltaResult", "robustce.robustness.SampledNetworks",
-    "robustce.evaluation.LOFScorer", "robustce.evaluation.MetricInputs",
-    "robustce.evaluation.MetricSpec", "robustce.evaluation.BenchmarkConfig",
-    "robustce.evaluation.BenchmarkResult", "robustce.solvers.SolveResult",
+    "robustce.robustness.EnumerationResult", "robustce.robustness.ExactResult",
+    "robustce.robustness.IntervalNetwork", "robustce.robustness.MaxDeltaResult",
+    "robustce.robustness.SampledNetworks", "robustce.evaluation.LOFScorer",
+    "robustce.evaluation.MetricInputs", "robustce.evaluation.MetricSpec",
+    "robustce.evaluation.BenchmarkConfig", "robustce.evaluation.BenchmarkResult",
 })
 
 OBJECTS = public_objects()

@@ -77,10 +77,18 @@ class SolveStatus(StrEnum):
 class SolveResult:
     """What a solve returns.
 
-    ``objective``: value of the incumbent (NaN without one). ``bound``: the proven dual bound
-    (a lower bound when minimising, upper when maximising; NaN when unknown). ``values``:
-    the incumbent's variable values (None without one). ``gap``: relative MIP gap as the
-    backend reports it. ``time``: wall-clock seconds of the solve call.
+    Attributes
+    ----------
+    status : the :class:`SolveStatus` (only ``optimal`` proves optimality).
+    objective : value of the incumbent (NaN without one).
+    bound : the proven dual bound (a lower bound when minimising, upper when maximising; NaN
+        when unknown).
+    values : the incumbent's variable values (None without one).
+    time : wall-clock seconds of the solve call.
+    gap : relative MIP gap as the backend reports it.
+    solver : the backend's name.
+    node_count : branch-and-bound nodes explored.
+    message : what went wrong or why the solve stopped (e.g. the backend's exception).
     """
 
     status: SolveStatus
