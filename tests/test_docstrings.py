@@ -74,18 +74,18 @@ def required_params(obj: object) -> list[str]:
 # was written). A ratchet: strict xfail, so a name that gets documented fails here until it is
 # removed from this list, and a name outside it fails at once.
 KNOWN_GAPS = frozenset({
-    "robustce.data.Feature", "robustce.data.FeatureBlock", "robustce.data.infer_schema",
-    "robustce.models.AdditiveTrees", "robustce.models.ImportedBoostedModel",
-    "robustce.models.ImportedNetworkModel", "robustce.models.ImportedTreeModel",
-    "robustce.models.fold_preprocessing", "robustce.models.TorchNetworkModel",
-    "robustce.models.NetworkModel", "robustce.models.ModelFamily", "robustce.models.ReLUNetwork",
-    "robustce.models.SklearnModel", "robustce.models.TreeView", "robustce.models.forest_predict_proba",
-    "robustce.robustness.APASMaxDeltaResult", "robustce.robustness.APASResult",
-    "robustce.robustness.EnumerationResult", "robustce.robustness.ExactResult",
-    "robustce.robustness.IntervalNetwork", "robustce.robustness.MaxDeltaResult",
-    "robustce.robustness.SampledNetworks", "robustce.evaluation.LOFScorer",
-    "robustce.evaluation.MetricInputs", "robustce.evaluation.MetricSpec",
-    "robustce.evaluation.BenchmarkConfig", "robustce.evaluation.BenchmarkResult",
+    "robustce.data.FeatureBlock", "robustce.data.infer_schema", "robustce.models.AdditiveTrees",
+    "robustce.models.ImportedBoostedModel", "robustce.models.ImportedNetworkModel",
+    "robustce.models.ImportedTreeModel", "robustce.models.fold_preprocessing",
+    "robustce.models.TorchNetworkModel", "robustce.models.NetworkModel", "robustce.models.ModelFamily",
+    "robustce.models.ReLUNetwork", "robustce.models.SklearnModel", "robustce.models.TreeView",
+    "robustce.models.forest_predict_proba", "robustce.robustness.APASMaxDeltaResult",
+    "robustce.robustness.APASResult", "robustce.robustness.EnumerationResult",
+    "robustce.robustness.ExactResult", "robustce.robustness.IntervalNetwork",
+    "robustce.robustness.MaxDeltaResult", "robustce.robustness.SampledNetworks",
+    "robustce.evaluation.LOFScorer", "robustce.evaluation.MetricInputs",
+    "robustce.evaluation.MetricSpec", "robustce.evaluation.BenchmarkConfig",
+    "robustce.evaluation.BenchmarkResult",
 })
 
 OBJECTS = public_objects()

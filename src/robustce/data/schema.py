@@ -99,7 +99,30 @@ def _plain(value: Any) -> Any:
 class Feature:
     """One raw feature. ``dtype`` is the raw pandas dtype, kept for exact round trips.
     ``observed``: the numeric bounds are the training data's range (soft), not a declared
-    domain (hard); see the module docstring."""
+    domain (hard); see the module docstring.
+
+    Parameters
+    ----------
+    name : the column name.
+    kind : a :class:`FeatureKind` (or its value, ``"continuous"``, ...).
+    lower, upper : the bounds of a numeric (continuous / integer) feature; finite,
+        ``lower <= upper``; None for the others.
+    categories : the levels of an ordinal (in order), categorical or binary feature (a binary
+        one without them: 0 and 1); None for numeric ones.
+    actionability : an :class:`Actionability` (or its value).
+    dtype : the raw pandas dtype.
+    observed : whether the bounds were read from data (soft) rather than declared (hard).
+
+    Raises
+    ------
+    SchemaError
+        A kind or actionability that does not exist, missing or invalid bounds or categories.
+
+    Examples
+    --------
+    >>> Feature("age", "integer", lower=18, upper=90, actionability="increase").actionability
+    <Actionability.INCREASE: 'increase'>
+    """
 
     name: str
     kind: FeatureKind
