@@ -190,7 +190,17 @@ class MetricSpec:
 
     ``needs`` ⊆ {"data", "family", "shift", "perturbed"}; ``higher_is_better`` is None when
     neither direction is better (time is lower-is-better); ``per_query`` is False for
-    summary-only metrics (``coverage``, no ``compute``)."""
+    summary-only metrics (``coverage``, no ``compute``).
+
+    Parameters
+    ----------
+    name : the metric's column name (unique in the registry).
+    description : one line, shown by the CLI and in reports.
+    needs : the inputs of :func:`evaluate` it reads, as above.
+    higher_is_better : True, False or None (see above).
+    per_query : whether it is computed per query (see above).
+    compute : the function computing it from a :class:`MetricInputs` (per-query metrics).
+    """
 
     name: str
     description: str

@@ -77,7 +77,21 @@ class FamilyValidity(NamedTuple):
 @dataclass
 class ModelFamily:
     """Models of one protocol: ``models[i]`` was trained with ``seeds[i]``; ``accuracies[i]``
-    is its accuracy on the test set given to the protocol (None without one)."""
+    is its accuracy on the test set given to the protocol (None without one).
+
+    Parameters
+    ----------
+    models : the retrained models (at least one), in one model space.
+    protocol : the protocol's name (e.g. ``"proplace"``).
+    seeds : one seed per model.
+    accuracies : one test accuracy per model, or None.
+    meta : what the protocol records (rows, halves, seeds).
+
+    Raises
+    ------
+    ValidationError
+        No model, or not one seed per model.
+    """
 
     models: list[Model]
     protocol: str
