@@ -362,10 +362,7 @@ def default_metrics(*, data: Any = None, family: Any = None, shift: Any = None,
 
     Parameters
     ----------
-    data : the training :class:`~robustce.data.Dataset` (LOF), or None.
-    family : a :class:`~robustce.models.ModelFamily` (``vr``), or None.
-    shift : a ParameterShift, EnsembleShift or Certifier (``v_delta``), or None.
-    perturbed : Explanations of perturbed queries (``set_distance_*``), or None.
+    data, family, shift, perturbed : the inputs given, as :func:`check_metrics` takes them.
 
     Returns
     -------
