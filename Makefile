@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEMO_OUT ?= robustce-demo
 
-.PHONY: install demo test test-all test-nodata data lint bench mutants serve
+.PHONY: install demo test test-all test-nodata data lint bench mutants serve docs
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -15,6 +15,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+DOCS_STAMP := $(VENV)/.docs-stamp
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+# The documentation site into site/: API reference from the docstrings, tutorials executed
+# (a failing tutorial, a broken link or an undocumented public name fails the build); offline.
+docs: $(DOCS_STAMP)
+	MPLBACKEND=Agg $(VENV)/bin/mkdocs build --strict
 
 demo: $(STAMP)
 	$(VENV)/bin/robustce demo --out $(DEMO_OUT)

@@ -44,7 +44,16 @@ FORMAT_VERSION = 1
 
 @dataclass
 class QueryResult:
-    """One query's outcome, as an explainer hook returns it. ``cfs`` are encoded rows (m, d)."""
+    """One query's outcome, as an explainer hook returns it. ``cfs`` are encoded rows (m, d).
+
+    Parameters
+    ----------
+    status : one of :data:`STATUSES`.
+    cfs : the CEs in model space, shape (m, d), or None.
+    certificate : the method's certificate fields for this query.
+    time : seconds spent.
+    message : why (for statuses other than ``found``).
+    """
 
     status: str
     cfs: np.ndarray | None = None
@@ -61,6 +70,20 @@ class QueryResult:
 
 class Explanations:
     """Counterfactual explanations for a batch of queries.
+
+    Every explainer's ``explain`` builds one; users read it, save it (``save``) and load it
+    (``Explanations.load``).
+
+    Parameters
+    ----------
+    queries : the raw query rows (their index labels become the ``query_id``\\ s).
+    queries_encoded : the same rows in model space, shape (n, d).
+    target_class : the target class index per query.
+    results : one :class:`QueryResult` per query, in order.
+    feature_names : the raw feature columns.
+    decode : a function from model-space rows to a raw DataFrame (the encoder's
+        ``inverse_transform``).
+    meta : method name, parameters, versions.
 
     Attributes
     ----------

@@ -189,6 +189,8 @@ class Constraints:
     max_changes : int >= 1 or None — at most this many raw features differ from the query
         (a categorical counts once).
 
+    Notes
+    -----
     ``Constraints.from_dict({"relations": [...], "max_changes": 2})`` builds one from a
     mapping (TOML / JSON); :meth:`to_dict` gives it back.
     """

@@ -25,6 +25,32 @@ class Dataset:
     where the data does not say (multi-class tables, unclear labels); ``groups`` optionally tags each
     row with a period or population (loan year, school, original/corrected data) for shift
     protocols. Index labels are kept through splits and become ``query_id`` in explanations.
+
+    Build one with :func:`from_frame` (your DataFrame) or :func:`~robustce.datasets.load`.
+
+    Parameters
+    ----------
+    frame : the raw feature columns, one row per person.
+    target : the labels as class indices 0..K-1, same index as ``frame``.
+    schema : the :class:`~robustce.data.Schema` of the features (kinds, bounds, actionability).
+    name : the dataset's name.
+    class_names : the original label of each class index.
+    description : free text.
+    groups : optional period / population per row (see above).
+    meta : provenance (source, preprocessing).
+    favourable : the index of the wanted outcome, or None (see above).
+
+    Raises
+    ------
+    ValidationError
+        Rows of ``frame`` and ``target`` differ, or ``favourable`` is not a class index.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan")
+    >>> train, test = data.split(test_size=0.2, random_state=0)
+    >>> len(train), len(test)
+    (1600, 400)
     """
 
     frame: pd.DataFrame
@@ -267,6 +293,31 @@ def from_frame(
     ``favourable`` names the label people want (``"approved"``); left out, a binary target
     whose labels say it (:func:`guess_favourable`: approved/rejected, yes/no, good/bad, ...)
     gets it, and any other target has none (``Dataset.favourable is None``).
+
+    Parameters
+    ----------
+    df : the raw data, one row per person, with the ``target`` column.
+    target : name of the label column.
+    schema : a :class:`~robustce.data.Schema` to validate against, or None to infer one.
+    name : the dataset's name (reports, metadata).
+    positive : the label encoded as class 1 (default: the sorted labels' second).
+    favourable : the label people want (see above).
+    description : free text kept with the dataset.
+    **infer : options of :func:`~robustce.data.infer_schema` (``immutable``, ``increasing``,
+        ``bounds``, ``kinds``, ...).
+
+    Returns
+    -------
+    Dataset
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"income": [20, 35, 50, 80], "age": [25, 40, 33, 51],
+    ...                    "decision": ["rejected", "rejected", "approved", "approved"]})
+    >>> ds = from_frame(df, "decision", immutable=["age"])
+    >>> ds.class_names[ds.favourable]
+    'approved'
     """
     if not isinstance(df, pd.DataFrame):
         raise ValidationError(f"expected a pandas DataFrame, got {type(df).__name__}")

@@ -113,6 +113,12 @@ class Encoder:
 
     ``fit`` checks the frame against the schema and lays out the columns; the scaling comes
     from the schema bounds so that the same schema always gives the same encoding.
+
+    Parameters
+    ----------
+    schema : the :class:`Schema` whose features it encodes.
+    ordinal_encoding : "thermometer" (k − 1 columns per ordinal with k levels, default) or
+        "integer" (one column ``index / (k − 1)``).
     """
 
     def __init__(self, schema: Schema, *, ordinal_encoding: OrdinalEncoding = "thermometer"):

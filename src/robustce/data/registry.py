@@ -38,6 +38,13 @@ def register(spec: DatasetSpec) -> DatasetSpec:
 
 
 def list_datasets() -> list[DatasetSpec]:
+    """Every registered dataset (built in or read from files), sorted by name.
+
+    Returns
+    -------
+    list of DatasetSpec
+        ``name``, ``description``, ``builtin`` (no file needed) and ``files`` of each.
+    """
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 
@@ -52,7 +59,31 @@ def get_spec(name: str) -> DatasetSpec:
 
 def load(name: str, data_home: str | Path | None = None, **params: Any) -> Dataset:
     """Load a registered dataset by name. Built-ins take generator parameters
-    (e.g. ``n_samples``, ``random_state``); file datasets take ``data_home``."""
+    (e.g. ``n_samples``, ``random_state``); file datasets take ``data_home``.
+
+    Parameters
+    ----------
+    name : a name of :func:`list_datasets` (``robustce datasets list``).
+    data_home : folder holding the files (default: ``$ROBUSTCE_DATA``, else the download cache).
+    **params : the dataset's own parameters (an error names the allowed ones).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    UnknownDatasetError
+        No dataset of that name (the message lists them).
+    DatasetUnavailableError
+        Its files are neither local nor downloadable (the message says where to put them).
+
+    Examples
+    --------
+    >>> data = load("synthetic_loan")                          # built in, no download
+    >>> data.name
+    'synthetic_loan'
+    """
     spec = get_spec(name)
     _check_params(spec, params)
     if spec.builtin:

@@ -40,6 +40,20 @@ __all__ = ["Actionability", "Feature", "FeatureKind", "Schema", "infer_schema"]
 
 
 class FeatureKind(StrEnum):
+    """The kind of a raw feature, which fixes its encoding in model space ``[0, 1]^d``.
+
+    ``continuous`` and ``integer`` are min-max scaled to one column (an integer CE is rounded
+    to a whole number); ``ordinal`` with k levels a thermometer block of k − 1 columns (or,
+    with ``ordinal_encoding="integer"``, one column ``index / (k − 1)``); ``categorical`` a
+    one-hot block (exactly one 1);
+    ``binary`` one 0/1 column.
+
+    Examples
+    --------
+    >>> FeatureKind("ordinal").has_levels
+    True
+    """
+
     CONTINUOUS = "continuous"
     INTEGER = "integer"
     ORDINAL = "ordinal"
@@ -59,6 +73,15 @@ PROTECTED = "protected"  # the role's spelling where an actionability is expecte
 
 
 class Actionability(StrEnum):
+    """How a CE may change a feature: ``free``; ``immutable`` (fixed at the query's value);
+    ``increase`` (only up, e.g. age, education); ``decrease`` (only down).
+
+    Examples
+    --------
+    >>> Actionability("increase") is Actionability.INCREASE
+    True
+    """
+
     FREE = "free"
     IMMUTABLE = "immutable"
     INCREASE = "increase"
@@ -84,7 +107,30 @@ def _plain(value: Any) -> Any:
 class Feature:
     """One raw feature. ``dtype`` is the raw pandas dtype, kept for exact round trips.
     ``observed``: the numeric bounds are the training data's range (soft), not a declared
-    domain (hard); see the module docstring."""
+    domain (hard); see the module docstring.
+
+    Parameters
+    ----------
+    name : the column name.
+    kind : a :class:`FeatureKind` (or its value, ``"continuous"``, ...).
+    lower, upper : the bounds of a numeric (continuous / integer) feature; finite,
+        ``lower <= upper``; None for the others.
+    categories : the levels of an ordinal (in order), categorical or binary feature (a binary
+        one without them: 0 and 1); None for numeric ones.
+    actionability : an :class:`Actionability` (or its value).
+    dtype : the raw pandas dtype.
+    observed : whether the bounds were read from data (soft) rather than declared (hard).
+
+    Raises
+    ------
+    SchemaError
+        A kind or actionability that does not exist, missing or invalid bounds or categories.
+
+    Examples
+    --------
+    >>> Feature("age", "integer", lower=18, upper=90, actionability="increase").actionability
+    <Actionability.INCREASE: 'increase'>
+    """
 
     name: str
     kind: FeatureKind
@@ -196,7 +242,12 @@ class Feature:
 
 @dataclass(frozen=True)
 class Schema:
-    """Ordered feature records; validates frames against them."""
+    """Ordered feature records; validates frames against them.
+
+    Parameters
+    ----------
+    features : the :class:`Feature` records, in column order (names must be unique).
+    """
 
     features: tuple[Feature, ...]
     _index: dict[str, int] = field(init=False, repr=False, compare=False)

@@ -309,7 +309,23 @@ def _digest(obj: Any) -> str:
 def load_config(path: str | Path, *, quick: bool = False, variant: str | None = None
                 ) -> BenchmarkConfig:
     """Read and validate a TOML benchmark configuration (its ``[quick]`` scale with ``quick``,
-    its ``[variants.NAME]`` protocol with ``variant``)."""
+    its ``[variants.NAME]`` protocol with ``variant``).
+
+    Parameters
+    ----------
+    path : the TOML file.
+    quick : apply its ``[quick]`` table.
+    variant : the name of a ``[variants.NAME]`` table to apply.
+
+    Returns
+    -------
+    BenchmarkConfig
+
+    Raises
+    ------
+    ConfigError
+        The file is not valid TOML or breaks the configuration's rules (the message names the key).
+    """
     return parse_config(read_toml(path), base_dir=Path(path).parent, quick=quick, variant=variant)
 
 
@@ -372,7 +388,19 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     """Validate a config dict (same schema as the TOML file). Raises :class:`ConfigError`.
 
     ``variant="NAME"`` applies the config's ``[variants.NAME]`` protocol first (see
-    :func:`apply_variant`), then ``quick=True`` its ``[quick]`` table (see :func:`apply_quick`)."""
+    :func:`apply_variant`), then ``quick=True`` its ``[quick]`` table (see :func:`apply_quick`).
+
+    Parameters
+    ----------
+    raw : the configuration mapping (or a BenchmarkConfig, revalidated).
+    base_dir : the folder relative paths in it are read from (a TOML file's folder).
+    quick : apply its ``[quick]`` table.
+    variant : the name of a ``[variants.NAME]`` table to apply.
+
+    Returns
+    -------
+    BenchmarkConfig
+    """
     if isinstance(raw, BenchmarkConfig):
         return raw
     if not isinstance(raw, Mapping):

@@ -190,7 +190,17 @@ class MetricSpec:
 
     ``needs`` ⊆ {"data", "family", "shift", "perturbed"}; ``higher_is_better`` is None when
     neither direction is better (time is lower-is-better); ``per_query`` is False for
-    summary-only metrics (``coverage``, no ``compute``)."""
+    summary-only metrics (``coverage``, no ``compute``).
+
+    Parameters
+    ----------
+    name : the metric's column name (unique in the registry).
+    description : one line, shown by the CLI and in reports.
+    needs : the inputs of :func:`evaluate` it reads, as above.
+    higher_is_better : True, False or None (see above).
+    per_query : whether it is computed per query (see above).
+    compute : the function computing it from a :class:`MetricInputs` (per-query metrics).
+    """
 
     name: str
     description: str
@@ -279,7 +289,12 @@ METRICS: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
 
 def register_metric(spec: MetricSpec) -> None:
     """Add a metric to :data:`METRICS` (after the built-in ones). A per-query metric needs a
-    ``compute`` function; names are unique and ``needs`` ⊆ :data:`INPUTS`."""
+    ``compute`` function; names are unique and ``needs`` ⊆ :data:`INPUTS`.
+
+    Parameters
+    ----------
+    spec : the metric's :class:`MetricSpec`.
+    """
     if not isinstance(spec, MetricSpec):
         raise ConfigError(f"register_metric expects a MetricSpec, got {type(spec).__name__}")
     if spec.name in METRICS:
@@ -311,7 +326,20 @@ def check_metrics(names: Iterable[str] | None, *, data: Any = None, family: Any 
 
     ``names=None`` means :func:`default_metrics`. An unknown name, or a metric whose input
     (``data``/``family``/``shift``/``perturbed``) is not given, raises
-    :class:`~robustce.errors.ConfigError` naming it."""
+    :class:`~robustce.errors.ConfigError` naming it.
+
+    Parameters
+    ----------
+    names : the metric names asked for, or None.
+    data : the training :class:`~robustce.data.Dataset` (LOF), or None.
+    family : a :class:`~robustce.models.ModelFamily` (``vr``), or None.
+    shift : a ParameterShift, EnsembleShift or Certifier (``v_delta``), or None.
+    perturbed : Explanations of perturbed queries (``set_distance_*``), or None.
+
+    Returns
+    -------
+    list of str
+    """
     have = _have(data, family, shift, perturbed)
     if names is None:
         return default_metrics(data=data, family=family, shift=shift, perturbed=perturbed)
@@ -330,7 +358,16 @@ def check_metrics(names: Iterable[str] | None, *, data: Any = None, family: Any 
 
 def default_metrics(*, data: Any = None, family: Any = None, shift: Any = None,
                     perturbed: Any = None) -> list[str]:
-    """Every per-query metric whose inputs are available."""
+    """Every per-query metric whose inputs are available.
+
+    Parameters
+    ----------
+    data, family, shift, perturbed : the inputs given, as :func:`check_metrics` takes them.
+
+    Returns
+    -------
+    list of str
+    """
     have = _have(data, family, shift, perturbed)
     return [n for n, s in METRICS.items() if s.per_query and s.needs <= have]
 
@@ -473,7 +510,30 @@ def evaluate(
     fits it once for all its methods' cells).
     ``metrics=None`` computes every metric whose inputs are
     given; naming a metric whose input is missing, or an unknown one, raises ConfigError
-    before any work."""
+    before any work.
+
+    Parameters
+    ----------
+    explanations : the :class:`~robustce.Explanations` to score.
+    model : the model that was explained.
+    data : the training :class:`~robustce.data.Dataset` (LOF).
+    family : a :class:`~robustce.models.ModelFamily` of retrained models (``vr``).
+    shift : a ParameterShift, EnsembleShift or Certifier (``v_delta``).
+    perturbed : Explanations of perturbed copies of the queries (``set_distance_*``).
+    metrics : names of the metrics to compute (None: every one whose inputs are given).
+    lof_neighbors : k of the k-LOF.
+    lof : a fitted :class:`LOFScorer` to reuse.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per query with a CE, one column per metric.
+
+    Examples
+    --------
+    >>> per_query = rc.evaluation.evaluate(result, model, data=train)   # doctest: +SKIP
+    >>> rc.evaluation.summarise(per_query, result)                        # doctest: +SKIP
+    """
     names = check_metrics(metrics, data=data, family=family, shift=shift, perturbed=perturbed)
     enc = model.encoder
     width = explanations.queries_encoded.shape[1]
@@ -508,7 +568,17 @@ def evaluate(
 def summarise(per_query: pd.DataFrame, explanations: Any) -> dict[str, float]:
     """Means of the per-query metrics (NaNs skipped), plus ``coverage``, ``n_queries``,
     ``n_evaluated`` (rows of ``per_query``), ``n_<status>`` for every status and
-    ``time_total`` (seconds over all queries)."""
+    ``time_total`` (seconds over all queries).
+
+    Parameters
+    ----------
+    per_query : the frame :func:`evaluate` returns.
+    explanations : the :class:`~robustce.Explanations` it scored.
+
+    Returns
+    -------
+    dict of str to float
+    """
     out: dict[str, float] = {}
     for col in per_query.columns:
         values = pd.to_numeric(per_query[col], errors="coerce").to_numpy(dtype=np.float64)

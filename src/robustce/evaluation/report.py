@@ -122,7 +122,13 @@ def _row_strings(table: pd.DataFrame, digits: int) -> tuple[list[str], list[list
 
 
 def format_table(table: pd.DataFrame, digits: int = 3) -> str:
-    """Plain-text table, ``mean ± std`` per metric, columns aligned."""
+    """Plain-text table, ``mean ± std`` per metric, columns aligned.
+
+    Parameters
+    ----------
+    table : a benchmark table (``BenchmarkResult.table()``: metrics with mean/std columns).
+    digits : significant digits.
+    """
     if table is None or len(table) == 0:
         return "(no results)"
     header, rows = _row_strings(table, digits)
@@ -138,7 +144,13 @@ def format_table(table: pd.DataFrame, digits: int = 3) -> str:
 
 
 def markdown_table(table: pd.DataFrame, digits: int = 3) -> str:
-    """GitHub-flavoured Markdown table, ``mean ± std`` per metric."""
+    """GitHub-flavoured Markdown table, ``mean ± std`` per metric.
+
+    Parameters
+    ----------
+    table : a benchmark table, as :func:`format_table` takes.
+    digits : significant digits.
+    """
     if table is None or len(table) == 0:
         return "_no results_"
     header, rows = _row_strings(table, digits)
@@ -343,10 +355,11 @@ def default_figures(table: pd.DataFrame) -> list[tuple[str, Any, str]]:
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
-max-width:1100px;color:#222;padding:0 1em}
+max-width:1400px;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:.88em;margin:1em 0}
-th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+.table-wrap{overflow-x:auto;max-width:100%;margin:1em 0}
+table{border-collapse:collapse;font-size:.8em}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;white-space:nowrap}
 th{background:#f3f3f3}td.key,th.key{text-align:left}
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:.8em;overflow:auto}
@@ -363,7 +376,12 @@ def _html_table(table: pd.DataFrame, digits: int) -> str:
     head = "".join(f'<th class="{c}">{html.escape(h)}</th>' for c, h in zip(cls, header, strict=True))
     body = "".join("<tr>" + "".join(f'<td class="{c}">{html.escape(v)}</td>'
                                     for c, v in zip(cls, r, strict=True)) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return _scrollable(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def _scrollable(table_html: str) -> str:
+    """A wide table scrolls inside the page's width instead of running off its right edge."""
+    return f'<div class="table-wrap">{table_html}</div>'
 
 
 def render_html(title: str, table: pd.DataFrame, figures: Sequence[tuple[str, Any, str]] = (), *,
@@ -381,8 +399,8 @@ def render_html(title: str, table: pd.DataFrame, figures: Sequence[tuple[str, An
         parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
     parts += ["<h2>Summary (mean ± std)</h2>", _html_table(table, digits)]
     for name, extra in (extra_tables or {}).items():
-        parts += [f"<h2>{html.escape(name)}</h2>", extra.to_html(border=0, na_rep="–",
-                                                                  float_format=lambda v: f"{v:.4g}")]
+        parts += [f"<h2>{html.escape(name)}</h2>",
+                  _scrollable(extra.to_html(border=0, na_rep="–", float_format=lambda v: f"{v:.4g}"))]
     for fig_title, fig, caption in figures:
         uri = fig if isinstance(fig, str) else figure_to_data_uri(fig)
         parts += [f"<h2>{html.escape(fig_title)}</h2>", "<figure>",
@@ -411,7 +429,23 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, title: str = "robu
                  digits: int = 3) -> dict[str, Path]:
     """Write ``report.html`` (self-contained), ``report.md`` and ``figures/*.png`` to
     ``out_dir``. ``figures`` default to :func:`default_figures`; extra ones (e.g.
-    :func:`figure_toy`) are (title, figure, caption) triples. Returns the paths."""
+    :func:`figure_toy`) are (title, figure, caption) triples. Returns the paths.
+
+    Parameters
+    ----------
+    table : the summary table (``BenchmarkResult.table()``).
+    out_dir : the output directory.
+    title : the report's title.
+    figures : (title, figure, caption) triples (None: :func:`default_figures`).
+    notes : lines shown under the title.
+    extra_tables : more tables by heading (e.g. the demo's MACE table).
+    digits : significant digits.
+
+    Returns
+    -------
+    dict of str to Path
+        ``html``, ``markdown`` and ``figures`` (the folder of the PNGs).
+    """
     out = Path(out_dir)
     figs = list(default_figures(table) if figures is None else figures)
     md_figs = []

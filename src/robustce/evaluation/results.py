@@ -266,7 +266,17 @@ def _mean_std(values: pd.Series) -> tuple[float, float]:
 
 def load_results(out_dir: str | Path, config: BenchmarkConfig | Mapping[str, Any] | None = None
                  ) -> BenchmarkResult:
-    """Read the cells of a run directory (only those of ``config``, if given, and fresh)."""
+    """Read the cells of a run directory (only those of ``config``, if given, and fresh).
+
+    Parameters
+    ----------
+    out_dir : the run directory.
+    config : the configuration whose cells to read, or None (all cells there).
+
+    Returns
+    -------
+    BenchmarkResult
+    """
     out = Path(out_dir)
     if config is None and (out / "config.json").exists():
         try:

@@ -651,6 +651,21 @@ def run_benchmark(
     config's. Cells already on disk with a matching fingerprint are skipped (error cells too,
     unless ``retry_errors``; cells that failed for missing data are always retried);
     ``resume=False`` recomputes every cell.
+
+    Parameters
+    ----------
+    config : a :class:`BenchmarkConfig` or its mapping (as a TOML file holds).
+    out_dir : the output directory (default: the config's ``out_dir``).
+    n_jobs, backend : joblib workers and backend, overriding the config's.
+    progress : show progress bars.
+    retry_errors : recompute cells that failed before.
+    resume : skip the cells already on disk (False: recompute all).
+    check : check that the datasets' files are there before any work.
+
+    Returns
+    -------
+    BenchmarkResult
+        ``.table()`` is the summary table.
     """
     config = parse_config(config)
     if check:

@@ -148,7 +148,7 @@ class ActionableRecourse(Explainer):
         True — actions on one-hot / thermometer blocks are valid codes only.
     tau : flip margin of the IP (> 0), so that the float forward pass agrees.
     solver : MILP backend, "highs" (default) or "gurobi".
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`; ``time_limit`` is
         the solver's per query.
 
     Certificate columns

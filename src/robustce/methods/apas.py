@@ -44,9 +44,19 @@ class APAS(MILPRobust):
         default False: the draws are a function of the seed and the CE.
     delta_init : δ_init of the δ_max search reported per CE (its bisection resolution).
     report_delta_max : compute each found CE's δ_max (Algorithm 1; n draws per tested δ).
-    growth, max_rounds, slack, bisect_tol, norm, tau, solver, time_limit, … : as
+    model, data : see :class:`Explainer` (a ReLU network model; ``data`` gives the warm start).
+    growth, max_rounds, slack, bisect_tol, norm, tau, solver, time_limit : as
         :class:`MILPRobust` (the margin loop). ``random_state``: an int makes every test's draws
         a function of the seed and the CE (same result in any order, with any ``n_jobs``).
+    shift : MILP-R's name for Δ (see ``delta``).
+    delta_time_limit : as :class:`MILPRobust`.
+    certifier : must stay None: APAS's test is APΔS's sampled one
+        (:class:`~robustce.robustness.APASCertifier` at ``delta``); another certifier is
+        :class:`MILPRobust`'s ``certifier=``.
+    weights, tie_break, mip_gap, threads : as :class:`MILPNearest`.
+    warm_start, box_from_incumbent, bound_tightening, relax_first : as :class:`MILPNearest`.
+    target_class, n_jobs, constraints : see :class:`Explainer`.
+    random_state : see above (``growth, ...``): an int seeds every test's draws.
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------

@@ -106,7 +106,7 @@ class DiCE(Explainer):
     method : "random", "genetic", "kdtree" or "gradient" (needs a differentiable model).
     dice_params : dict — further keyword arguments of ``generate_counterfactuals``
         (e.g. ``proximity_weight``, ``diversity_weight``); the defaults are dice-ml's.
-    target_class, time_limit, random_state, n_jobs : see
+    target_class, time_limit, random_state, n_jobs, constraints : see
         :class:`~robustce.methods.base.Explainer`. dice-ml has no time limit of its own.
 
     Certificate columns: ``n_returned`` — CEs DiCE returned before re-validation.

@@ -80,7 +80,7 @@ class DiverseRobust(Explainer):
     norm : "l1", "l2" or "linf" — d, in model space [0, 1]^d (ordering, cut, filter, search).
     minimise : bool — run the line search of step 4 (False: return the training points).
     max_candidates : int or None — cap on the candidates a distance-based cut may keep.
-    target_class, time_limit, random_state, n_jobs : see
+    target_class, time_limit, random_state, n_jobs, constraints : see
         :class:`~robustce.methods.base.Explainer` (the method is deterministic and vectorised).
 
     Certificate columns (``certificate_columns``)

@@ -51,8 +51,13 @@ class EnsembleRobust(MILPNearest):
         [0, 1]): one number, or one per model-space column.
     growth, max_rounds, slack, bisect_tol : the margin loop's (see
         :class:`~robustce.methods.MILPRobust`); ``τ`` starts at 0 on top of the δ-margin.
+    model, data : see :class:`Explainer`: a tree model (as :class:`MILPNearest` takes) and the
+        optional training data of the warm start.
     norm, weights, tie_break, solver, mip_gap, threads : as :class:`MILPNearest`.
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
+    tau : as :class:`MILPNearest`: the validity margin each round's CE must reach on top of
+        the δ-margin.
+    warm_start, box_from_incumbent, bound_tightening, relax_first : as :class:`MILPNearest`.
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`; ``time_limit``
         is the total per query (all rounds).
 
     Certificate columns

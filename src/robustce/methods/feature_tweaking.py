@@ -170,8 +170,10 @@ class PlausibleFeatureTweaking(Explainer):
     actionability : optional ``{feature: "immutable" | "increase" | "decrease" | "free"}``
         overriding the schema's actionability.
     epsilon : FT's tweak ε on the [0, 1] model scale, in (0, 0.5] (default 1e-3).
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer` (deterministic).
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer` (deterministic).
 
+    Notes
+    -----
     Certificate columns: ``distance`` (MACE distance of the CE, NaN if none),
     ``n_candidates`` (distinct projected candidates the model puts in the target class),
     ``n_paths`` (target-class leaves over all trees, i.e. raw candidates).

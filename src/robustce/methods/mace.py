@@ -121,7 +121,7 @@ class MACE(Explainer):
         has the other half.
     sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
         per-query ``time_limit``).
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`; ``time_limit`` is
         the wall-clock budget per query.
 
     Certificate columns (``certificate_columns``)

@@ -244,6 +244,8 @@ class MILPNearest(Explainer):
         scores against every rival class. Every split is cleared by the encoder's
         :class:`~robustce.models.trees.SplitMargins`, so a CE's decoded raw row stays in
         its leaves.
+    data : optional training :class:`~robustce.data.Dataset`: the source of the warm start's
+        incumbent (``warm_start``).
     norm : "l1" (default), "l0" or "linf" — see the module docstring.
     tau : validity margin: the CE's target margin must be at least ``tau`` (> 0; guards
         against solver tolerances so that the forward pass agrees). Networks only: a tree

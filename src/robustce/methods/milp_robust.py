@@ -48,9 +48,12 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     certifier : the robustness test of each candidate (a
         :class:`~robustce.robustness.Certifier`); default None: the exact MILP Δ-test at
         ``shift`` with ``solver`` (:class:`~robustce.robustness.ExactDeltaCertifier`).
+    model, data : see :class:`Explainer` (a ReLU network model; ``data`` gives the warm start).
     norm, tau, weights, tie_break, solver, mip_gap, threads : as :class:`MILPNearest`
         (``tau`` is the first round's margin).
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
+    warm_start, box_from_incumbent, bound_tightening, relax_first : as :class:`MILPNearest`,
+        for each round's nearest-CE solve.
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`; ``time_limit``
         is the total per query (all rounds).
 
     Certificate columns (``certificate_columns``)

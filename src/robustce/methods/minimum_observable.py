@@ -128,9 +128,11 @@ class MinimumObservable(Explainer):
         to 1 — :func:`mace_distance`.
     actionability : optional ``{feature: "immutable" | "increase" | "decrease" | "free"}``
         overriding the schema's actionability (e.g. ``{"age": "immutable"}``).
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer` (the scan is
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer` (the scan is
         deterministic; ``n_jobs`` is not used).
 
+    Notes
+    -----
     Certificate columns: ``distance`` (MACE distance of the CE, NaN if none),
     ``n_candidates`` (training points of the target class that are reachable),
     ``training_index`` (index label in ``data.frame`` of the CE).

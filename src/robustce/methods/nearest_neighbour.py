@@ -80,7 +80,7 @@ class NearestNeighbour(Explainer):
     target_class : int or None — desired class (binary default: the other class).
     n_neighbours : int — how many CEs to return per query (the nearest ones, distinct rows).
     norm : "l1", "l2" or "linf" — distance in model space [0, 1]^d.
-    time_limit, random_state, n_jobs : see :class:`~robustce.methods.base.Explainer`
+    time_limit, random_state, n_jobs, constraints : see :class:`~robustce.methods.base.Explainer`
         (the search is deterministic and vectorised; ``n_jobs`` is not used).
 
     Certificate columns (``certificate_columns``)

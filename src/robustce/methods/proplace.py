@@ -121,7 +121,7 @@ class PROPLACE(Explainer):
     threads : solver threads per MILP.
     warm_start : start every outer MILP at the nearest vertex (feasible for every Δ′); the same
         optimum, found 2–4× faster on COMPAS.
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit`` is
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`; ``time_limit`` is
         the total budget per query (all iterations); ``n_jobs`` runs queries in parallel.
 
     Certificate columns (``certificate_columns``)

@@ -51,7 +51,7 @@ class ProtoRobust(WachterRobust):
         term and the reported distance).
     tau, solver, shift, growth, max_rounds, slack, bisect_tol, delta_time_limit, certifier :
         the margin loop, as :class:`~robustce.methods.WachterRobust`.
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`.
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`.
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------

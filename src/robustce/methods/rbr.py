@@ -178,7 +178,7 @@ class RBR(Explainer):
     delta_plus : float ≥ 0 — the L1 budget beyond the start point's distance (0.2).
     max_iter : int — projected-gradient steps (500).
     lr : float > 0 — step size (the authors: 1/√1000).
-    target_class, time_limit, random_state, n_jobs : see
+    target_class, time_limit, random_state, n_jobs, constraints : see
         :class:`~robustce.methods.base.Explainer` (the time limit applies to the batch;
         ``n_jobs`` is not used).
 

@@ -122,7 +122,13 @@ def _lookup_class(class_name: str) -> type | None:
 
 
 def register_method(name: str, cls: type) -> None:
-    """Make ``cls`` (an :class:`~robustce.methods.Explainer` subclass) available as ``name``."""
+    """Make ``cls`` (an :class:`~robustce.methods.Explainer` subclass) available as ``name``.
+
+    Parameters
+    ----------
+    name : the registry name (used by configs, the CLI and :func:`build_explainer`).
+    cls : the :class:`~robustce.methods.Explainer` subclass.
+    """
     if not (isinstance(cls, type) and issubclass(cls, Explainer)):
         raise ConfigError(f"{cls!r} is not an Explainer subclass")
     _CUSTOM[_normalise(name)] = cls
@@ -140,7 +146,17 @@ def available_methods() -> list[str]:
 
 def get_method(name: str) -> type:
     """The explainer class registered under ``name``; :class:`ConfigError` if unknown or
-    not available here."""
+    not available here.
+
+    Parameters
+    ----------
+    name : a name of :func:`available_methods`.
+
+    Returns
+    -------
+    type
+        The :class:`Explainer` subclass.
+    """
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"method name must be a non-empty string, got {name!r}")
     key = _normalise(name)
@@ -314,6 +330,22 @@ def build_explainer(name: str | type, model: Any, data: Any = None, /, *, seed: 
     ``name`` is a registry name (or an Explainer class); ``params`` are plain values or
     constructor arguments (converted by :func:`convert_params`); ``seed`` becomes
     ``random_state`` for methods that take one and were not given one (others ignore it).
+
+    Parameters
+    ----------
+    name : registry name (``"milp_robust"``) or an :class:`Explainer` class.
+    model : the model to explain (None for methods that train their own).
+    data : the training :class:`~robustce.data.Dataset`.
+    seed : default ``random_state``.
+    **params : constructor parameters of the method.
+
+    Returns
+    -------
+    Explainer
+
+    Examples
+    --------
+    >>> explainer = rc.methods.build_explainer("milp_robust", model, train, shift=0.02)  # doctest: +SKIP
     """
     cls = name if isinstance(name, type) else get_method(name)
     if not issubclass(cls, Explainer):

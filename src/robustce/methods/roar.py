@@ -91,7 +91,7 @@ class ROAR(Explainer):
     ridge_alpha : float ≥ 0 — L2 penalty of the surrogate's ridge fit.
     distance_weights : None, "mad", "range" or d weights ≥ 0 — the c_j of the L1 cost
         (as :class:`~robustce.methods.Wachter`).
-    target_class, time_limit, random_state, n_jobs : see
+    target_class, time_limit, random_state, n_jobs, constraints : see
         :class:`~robustce.methods.base.Explainer` (the time limit applies to the batch;
         ``n_jobs`` is not used).
 

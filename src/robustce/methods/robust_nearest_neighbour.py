@@ -97,7 +97,7 @@ class RobustNearestNeighbour(NearestNeighbour):
         :class:`~robustce.robustness.ExactDeltaCertifier` at ``shift`` with ``tol``. A point
         enters the pool only if the certifier says ``robust`` and its ``lower`` bound is ≥ ``tol``.
     solver : "highs" (default) or "gurobi".
-    time_limit, random_state, n_jobs : see :class:`~robustce.methods.base.Explainer`.
+    time_limit, random_state, n_jobs, constraints : see :class:`~robustce.methods.base.Explainer`.
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------

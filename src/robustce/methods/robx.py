@@ -82,7 +82,7 @@ class RobX(NearestNeighbour):
     step : the line-search step of a, in (0, 1].
     n_neighbours : stable training points tried per query (the CE closest to the query wins).
     norm : "l1", "l2" or "linf" — the distance of the neighbour searches and the certificate.
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`
         (``random_state`` draws the Gaussian offsets).
 
     Certificate columns (``certificate_columns``)

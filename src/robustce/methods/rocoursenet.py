@@ -299,7 +299,9 @@ class RoCourseNet(CounterNet):
     step on λ₂·L₂ + λ₃·L₃ with L₂ measured under θ'. ε grows linearly over the epochs
     (``ε_e = E·e/N`` for epoch e = 1..N; ``epsilon_schedule="constant"`` keeps E).
 
-    Parameters (beyond :class:`CounterNet`'s; defaults from the paper / authors' code)
+    Defaults are the paper's / the authors' code's.
+
+    Parameters
     ----------
     epsilon : maximum shift E (0.1).
     n_steps : attacker steps T (7; german 10).
@@ -324,6 +326,10 @@ class RoCourseNet(CounterNet):
           ``x``, as relax's ``apply_constraints`` resets them. Even at δ = 0 the blocks are
           softened (``softmax`` of a one-hot row), so θ' is fitted to relaxed categorical inputs,
           the kind the explainer's soft CEs are during training.
+    hidden, epochs, lr, batch_size, lambdas, dropout, prediction_loss, validity_dropout : as
+        :class:`CounterNet`.
+    bounded, ordinal_encoding, progress, device : as :class:`CounterNet`.
+    target_class, time_limit, random_state, n_jobs : as for every :class:`Explainer`.
     """
 
     name: ClassVar[str] = "rocoursenet"

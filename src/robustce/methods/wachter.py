@@ -77,7 +77,7 @@ class Wachter(Explainer):
         (``encoder.project``) with a straight-through gradient, so that the loss asks for a
         valid *encoding*, not a valid relaxation (one-hot mass split between categories,
         integers between grid points). Off: the classic relaxed loss.
-    target_class, time_limit, random_state, n_jobs : see
+    target_class, time_limit, random_state, n_jobs, constraints : see
         :class:`~robustce.methods.base.Explainer`. The time limit applies to the batch (all
         queries advance together); ``n_jobs`` is not used.
 

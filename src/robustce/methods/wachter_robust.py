@@ -44,11 +44,12 @@ class WachterRobust(DeltaRobustLoop, Wachter):
     solver : MILP backend of the default exact Δ-test ("highs" or "gurobi").
     shift, growth, max_rounds, slack, bisect_tol, delta_time_limit, certifier : the margin loop
         (:class:`~robustce.methods.margin_loop.DeltaRobustLoop`; as :class:`MILPRobust`).
-    lam_init, lam_schedule, max_lambda_steps, max_iter, lr, loss, margin, distance_weights,
-        check_every, init_noise, straight_through : Wachter's search of each round
-        (:class:`~robustce.methods.Wachter`); ``margin`` is added to the round's ``tau`` in the
-        loss (the search aims a little past the margin it must reach).
-    target_class, time_limit, random_state, n_jobs : see :class:`Explainer`; ``time_limit``
+    lam_init, lam_schedule, max_lambda_steps, max_iter, lr, loss, margin, distance_weights : Wachter's
+        search of each round (:class:`~robustce.methods.Wachter`); ``margin`` is added to the
+        round's ``tau`` in the loss (the search aims a little past the margin it must reach).
+    check_every, init_noise, straight_through : as :class:`~robustce.methods.Wachter`, in each
+        round's search.
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`; ``time_limit``
         bounds the whole loop (all rounds; the queries advance together).
 
     Certificate columns (``certificate_columns``)

@@ -77,7 +77,21 @@ class FamilyValidity(NamedTuple):
 @dataclass
 class ModelFamily:
     """Models of one protocol: ``models[i]`` was trained with ``seeds[i]``; ``accuracies[i]``
-    is its accuracy on the test set given to the protocol (None without one)."""
+    is its accuracy on the test set given to the protocol (None without one).
+
+    Parameters
+    ----------
+    models : the retrained models (at least one), in one model space.
+    protocol : the protocol's name (e.g. ``"proplace"``).
+    seeds : one seed per model.
+    accuracies : one test accuracy per model, or None.
+    meta : what the protocol records (rows, halves, seeds).
+
+    Raises
+    ------
+    ValidationError
+        No model, or not one seed per model.
+    """
 
     models: list[Model]
     protocol: str
@@ -309,7 +323,18 @@ def _halves(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 
 def split_halves(data: Dataset, random_state: int | np.random.Generator | None = 0
                  ) -> tuple[Dataset, Dataset]:
-    """The random halves (D1, D2) that :func:`proplace_family` uses for the same int seed."""
+    """The random halves (D1, D2) that :func:`proplace_family` uses for the same int seed.
+
+    Parameters
+    ----------
+    data : the :class:`~robustce.data.Dataset` to halve.
+    random_state : int, Generator or None.
+
+    Returns
+    -------
+    (Dataset, Dataset)
+        D1 and D2.
+    """
     if len(data) < 4:
         raise ValidationError(f"need at least 4 rows to split into halves, got {len(data)}")
     d1, d2 = _halves(len(data), check_random_state(random_state))
@@ -355,6 +380,23 @@ def proplace_family(
       on ADULT the base model and the third leave-out one share 5.
 
     The seeds and rows of the other models do not depend on these options.
+
+    Parameters
+    ----------
+    data : the training :class:`~robustce.data.Dataset` (halved into D1, D2).
+    base_params : the base model's specification (see above).
+    n_retrain : models retrained on D1 ∪ D2.
+    n_drop : models trained on D1 minus a random ``drop_fraction``.
+    drop_fraction : the share of D1's rows each leave-out model drops.
+    test : held-out data for the accuracies, or None.
+    encoder : the model space (default: fitted on ``data``).
+    random_state : int, Generator or None.
+    n_jobs : joblib workers over the members.
+    member_params, shared_drop, same_init_retrain, same_init_drop : see above.
+
+    Returns
+    -------
+    (Model, ModelFamily)
     """
     if not isinstance(data, Dataset):
         raise ValidationError(f"proplace_family expects a robustce Dataset, got {type(data).__name__}")
@@ -431,6 +473,23 @@ def incremental_family(
     (a fresh Adam for an MLP, the kept state for scikit-learn's ``partial_fit``).
     ``meta["empirical_deltas"]`` holds each model's parameter shift from the base (when the
     model has a network view) and ``meta["rows"]`` the index labels each model saw.
+
+    Parameters
+    ----------
+    base_model : the fitted model to update.
+    data_d2 : the new data (a :class:`~robustce.data.Dataset`).
+    fraction : the share of ``data_d2`` each member sees.
+    epochs : passes over that share.
+    n_models : members.
+    lr : learning rate of the updates (None: the model's).
+    optimizer : ``"kept"``, ``"fresh"`` or None (see above).
+    test : held-out data for the accuracies, or None.
+    random_state : int, Generator or None.
+    n_jobs : joblib workers over the members.
+
+    Returns
+    -------
+    ModelFamily
     """
     if not isinstance(base_model, Model):
         raise ValidationError(f"base_model must be a robustce Model, got {type(base_model).__name__}")
@@ -486,6 +545,19 @@ def group_family(
     on the group's train part and ``accuracies[i]`` is measured on its own test part
     (``test_size=None`` trains on the whole group and records no accuracy).
     ``meta["groups"]`` names the groups, ``meta["test_index"]`` holds each test part's labels.
+
+    Parameters
+    ----------
+    data : a :class:`~robustce.data.Dataset` with ``groups``.
+    params : the models' specification, as ``base_params`` of :func:`proplace_family`.
+    test_size : see above.
+    encoder : the shared model space (default: fitted on ``data``).
+    random_state : int, Generator or None.
+    n_jobs : joblib workers over the groups.
+
+    Returns
+    -------
+    ModelFamily
     """
     if not isinstance(data, Dataset):
         raise ValidationError(f"group_family expects a robustce Dataset, got {type(data).__name__}")
@@ -549,9 +621,22 @@ def continued_family(
     The weights move by the parameter shift δ_e that the papers report (≈ 0.3 on diabetes)
     rather than the 10× larger shift of a retrain from a new seed.
 
-    ``d2``: a dataset of its own (same features) as D2, e.g. a corrected version of the data
-    (the APΔS authors' German credit: the model on Statlog, the shift on South German credit);
-    the base model is then trained on all of ``data``.
+    Parameters
+    ----------
+    data : the training :class:`~robustce.data.Dataset` (halved into D1, D2; all of it D1
+        when ``d2`` is given).
+    base_params : the base model's specification, as in :func:`proplace_family`.
+    n_models, fraction, epochs, lr, optimizer : as :func:`incremental_family`.
+    d2 : a dataset of its own (same features) as D2, e.g. a corrected version of the data (the
+        APΔS authors' German credit: the model on Statlog, the shift on South German credit);
+        the base model is then trained on all of ``data``.
+    test : held-out data for the accuracies, or None.
+    random_state : int, Generator or None.
+    n_jobs : joblib workers over the members.
+
+    Returns
+    -------
+    (Model, ModelFamily)
     """
     if not isinstance(data, Dataset):
         raise ValidationError(f"continued_family expects a robustce Dataset, got {type(data).__name__}")
@@ -603,6 +688,18 @@ def seed_family(
     defaults) is deterministic: a new seed alone retrains the same trees. Give the family
     something to vary — ``drop_fraction`` > 0, subsampling in the spec, or
     :func:`proplace_family`'s added data.
+
+    Parameters
+    ----------
+    data : the training :class:`~robustce.data.Dataset`.
+    base_params : see above.
+    n_models : members besides the base model.
+    drop_fraction : the share of rows each member drops.
+    random_state : the base model's seed and the family's.
+
+    Returns
+    -------
+    (Model, ModelFamily)
     """
     if not isinstance(data, Dataset):
         raise ValidationError(f"seed_family expects a robustce Dataset, got {type(data).__name__}")

@@ -99,6 +99,28 @@ class MLP(Model):
     Parameters follow scikit-learn conventions: stored in ``__init__``, work in ``fit``.
     Training: Adam on (binary) cross-entropy, mini-batches shuffled by ``random_state``;
     deterministic on CPU for a given seed.
+
+    Parameters
+    ----------
+    hidden_layers : sizes of the hidden ReLU layers.
+    epochs : a fixed number of passes over the data; None (default): train until the epoch's mean
+        training loss has not improved by ``tol`` for ``patience`` epochs, at most ``max_epochs``.
+    max_epochs : cap on the epochs when ``epochs`` is None.
+    patience : epochs without improvement before training stops (``epochs`` None).
+    tol : the improvement of the mean training loss that counts (``epochs`` None).
+    batch_size : mini-batch size.
+    lr : Adam's learning rate.
+    weight_decay : Adam's weight decay (L2).
+    random_state : seed of the initial weights and the batch order.
+    ordinal_encoding : model-space encoding of ordinal features, "thermometer" or "integer"
+        (:class:`~robustce.data.Encoder`).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan")                    # doctest: +SKIP
+    >>> model = rc.models.MLP(hidden_layers=(20, 10), random_state=0).fit(data)  # doctest: +SKIP
+    >>> model.predict(data.frame.head(3))                             # doctest: +SKIP
+    array([0, 1, 0])
     """
 
     def __init__(

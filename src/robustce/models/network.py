@@ -370,7 +370,17 @@ class ReLUNetwork:
 
 
 def as_network(model: Any) -> ReLUNetwork:
-    """A :class:`ReLUNetwork` from a network or from any model with ``.network()``."""
+    """A :class:`ReLUNetwork` from a network or from any model with ``.network()``.
+
+    Parameters
+    ----------
+    model : a :class:`ReLUNetwork` (returned as is) or a model with a ``network()`` view.
+
+    Raises
+    ------
+    ValidationError
+        ``model`` is neither.
+    """
     if isinstance(model, ReLUNetwork):
         return model
     if hasattr(model, "network"):
@@ -440,7 +450,19 @@ def model_space_rows(net: ReLUNetwork, X: Any, model: Any = None, name: str = "X
 def empirical_delta(model_a: Any, model_b: Any, biases: bool = True) -> float:
     """max ‖θ_a − θ_b‖_∞ over all parameters (``layers``; biases too when ``biases``): the
     smallest δ whose Δ holds both. With a ``shift_scale`` each difference is divided by its
-    parameter's scale (a fixed parameter that differs needs δ = inf)."""
+    parameter's scale (a fixed parameter that differs needs δ = inf).
+
+    Parameters
+    ----------
+    model_a, model_b : two networks of the same architecture (:class:`ReLUNetwork` or models
+        with ``.network()``), e.g. a model and its retrained version.
+    biases : include the biases (True) or compare weights only.
+
+    Raises
+    ------
+    ValidationError
+        The architectures differ.
+    """
     check_bool(biases, "biases")
     a, b = as_network(model_a), as_network(model_b)
     if a.layer_sizes != b.layer_sizes or a.parameter_sizes != b.parameter_sizes:

@@ -175,6 +175,15 @@ def load(path: str | os.PathLike) -> Any:
 
     Raises :class:`ModelFileError` when the directory or a file is missing, the description is
     not valid, or the weights do not match their checksum or the recorded architecture.
+
+    Parameters
+    ----------
+    path : the directory ``model.save`` wrote.
+
+    Returns
+    -------
+    Model
+        The model, of the class it was saved from.
     """
     import torch
 

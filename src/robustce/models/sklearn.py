@@ -335,5 +335,26 @@ def _key_float(k: np.ndarray) -> np.ndarray:
 
 
 def wrap(estimator: Any, encoder: Encoder, class_names: Any = None) -> SklearnModel:
-    """Wrap a fitted scikit-learn classifier (or Pipeline) trained on ``encoder``'s model space."""
+    """Wrap a fitted scikit-learn classifier (or Pipeline) trained on ``encoder``'s model space.
+
+    Parameters
+    ----------
+    estimator : the fitted classifier or Pipeline, trained on ``encoder.transform(frame)``.
+    encoder : the fitted :class:`~robustce.data.Encoder` of its model space.
+    class_names : names of the classes (default: ``estimator.classes_``).
+
+    Returns
+    -------
+    SklearnModel
+
+    Raises
+    ------
+    UnsupportedModelError
+        An estimator robustce cannot read.
+
+    Examples
+    --------
+    >>> X = model.encoder.transform(train.frame)                             # doctest: +SKIP
+    >>> forest = rc.models.wrap(RandomForestClassifier().fit(X, train.y), model.encoder)  # doctest: +SKIP
+    """
     return SklearnModel(estimator, encoder, class_names=class_names)

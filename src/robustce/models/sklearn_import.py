@@ -912,6 +912,29 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
     :class:`ImportedTreeModel` (``trees()``) or an :class:`ImportedBoostedModel`
     (``additive_trees()``), all over the encoder's model space and deciding as
     ``estimator.predict`` does on raw rows. ``model.estimator`` keeps the original.
+
+    Parameters
+    ----------
+    estimator : the fitted classifier or ``Pipeline`` (preprocessing on raw columns, then a
+        supported final estimator: see ``docs/own_model.md``).
+    data_or_schema : the raw training frame, a :class:`~robustce.data.Dataset` or a
+        :class:`~robustce.data.Schema` (see above), or None.
+    class_names : names of the classes (default: the dataset's, else ``estimator.classes_``).
+
+    Returns
+    -------
+    ImportedNetworkModel, ImportedTreeModel or ImportedBoostedModel
+
+    Raises
+    ------
+    UnsupportedModelError
+        A step or final estimator robustce cannot read exactly.
+
+    Examples
+    --------
+    >>> model = rc.models.from_sklearn(pipe, ds)                   # doctest: +SKIP
+    >>> (model.predict(X) == model.estimator_predict(X)).all()    # doctest: +SKIP
+    True
     """
     from sklearn.base import is_classifier
     from sklearn.pipeline import Pipeline

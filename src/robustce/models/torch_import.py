@@ -165,6 +165,25 @@ def from_torch(module: Any, encoder: Encoder | Any,
     ``encoder``: the fitted robustce :class:`Encoder` whose model space the module takes, or a
     fitted scikit-learn preprocessor on raw frames (then ``data_or_schema`` as in
     :func:`~robustce.models.from_sklearn`; the preprocessor is folded into layer 1).
+
+    Parameters
+    ----------
+    module : the trained ``torch.nn.Sequential`` (Linear / ReLU, BatchNorm in eval mode, Dropout
+        ignored).
+    encoder : see above.
+    data_or_schema : with a scikit-learn preprocessor as ``encoder``: the raw training frame,
+        :class:`~robustce.data.Dataset` or :class:`~robustce.data.Schema`, as
+        :func:`~robustce.models.from_sklearn` takes.
+    class_names : names of the classes (default: the dataset's, else ``0..K-1``).
+
+    Returns
+    -------
+    TorchNetworkModel
+
+    Raises
+    ------
+    UnsupportedModelError
+        A layer robustce cannot read exactly.
     """
     preprocessing = None
     net = torch_network(module)  # UnsupportedModelError names a bad layer before anything else

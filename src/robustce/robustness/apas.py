@@ -71,6 +71,21 @@ def apas_sample_size(alpha: float, R: float) -> int:
 
     For α = 0.999, R = 0.995 this is 1379. The paper's 1378 is ``log_R(1 − α) = 1378.1`` rounded
     down, which gives confidence 1 − 0.995¹³⁷⁸ ≈ 0.998999 < α: one draw short.
+
+    Parameters
+    ----------
+    alpha : confidence α in (0, 1).
+    R : the fraction of Δ that must keep the CE's class, in (0, 1).
+
+    Returns
+    -------
+    int
+        n, the number of draws.
+
+    Examples
+    --------
+    >>> apas_sample_size(0.999, 0.995)
+    1379
     """
     a = _unit_interval(alpha, "alpha")
     r = _unit_interval(R, "R")
@@ -964,6 +979,7 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
     delta_max : cap on δ; a CE still passing there gets status ``capped``.
     max_rounds : cap on the tests per CE (each round tests every active CE once; the first
         doubling tests that interval bounds decide up front count too).
+    random_state : int, Generator or None — the source of every test's draws.
     """
     d0 = _check_delta(delta_init, "delta_init")
     try:
@@ -1150,6 +1166,8 @@ class APASCertifier(Certifier):
         the rows (the APΔS authors' loop reseeds before each test: ``np.random.seed(1)``); a
         CE that fails once then fails at every margin whose CE sits where it does.
 
+    Notes
+    -----
     Certificates: ``lower`` — the smallest sampled margin where the test passed (Lemma 4: with
     confidence α a fraction ≥ R of Δ has at least this margin; NaN where it failed);
     ``upper`` — the smallest margin of a concrete network seen (a draw, or the base network);

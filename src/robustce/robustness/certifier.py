@@ -61,10 +61,21 @@ class Certificates:
     """Per-row outcome of :meth:`Certifier.certify` (arrays of length n; see the module
     docstring for what each field promises).
 
-    ``certifier``: the certifier's name; ``params``: what the test was run with (enough to
-    re-check a claim, e.g. ``delta``, ``p``, ``biases``, ``solver``, ``tol``); ``columns``:
-    further per-row fields a certifier reports (e.g. the exact test's ``value``,
-    ``decided_by``)."""
+    Attributes
+    ----------
+    status : :class:`CertStatus` value per row; only ``robust`` is a claim.
+    lower : lower bound of the worst-case target margin over the set (NaN where none).
+    upper : the target margin of a concrete member of the set (the evidence).
+    evidence : per row, the witness (e.g. a network in Δ that flips the CE), a summary of what
+        was examined, or None.
+    time : seconds spent per row.
+    target_class : the class tested per row.
+    certifier : the certifier's name.
+    params : what the test was run with (enough to re-check a claim, e.g. ``delta``, ``p``,
+        ``biases``, ``solver``, ``tol``).
+    columns : further per-row fields a certifier reports (e.g. the exact test's ``value``,
+        ``decided_by``).
+    """
 
     status: np.ndarray
     lower: np.ndarray

@@ -63,7 +63,14 @@ _BLOCK_CELLS = 2_000_000
 class EnsembleShift:
     """The set of tree ensembles around a fitted one (module docstring): leaf values move by
     at most ``delta``, split thresholds by at most ``epsilon`` (model space: one number for
-    every column, or one per column)."""
+    every column, or one per column).
+
+    Parameters
+    ----------
+    delta : δ ≥ 0, the largest move of a leaf value.
+    epsilon : ε ≥ 0, the largest move of a split threshold in model space (a number or one per
+        column).
+    """
 
     delta: float = 0.0
     epsilon: Any = 0.0
@@ -299,7 +306,20 @@ def ensemble_worst_case(model: Any, X: np.ndarray, shift: EnsembleShift | float,
     """The worst summed-vote margin of each row of ``X`` (model space) for its target class
     (one, one per row, or None: the predicted class) over the (δ, ε)-set of ``model``
     (``min_k w_k`` of the module docstring); positive iff the row is (δ, ε)-robust (up to
-    ties at 0). Rows must be finite."""
+    ties at 0). Rows must be finite.
+
+    Parameters
+    ----------
+    model : a tree model (``trees()`` or ``additive_trees()``).
+    X : rows in model space, shape (n, d).
+    shift : the (δ, ε)-set, an :class:`EnsembleShift` or δ alone.
+    target_class : see above.
+
+    Returns
+    -------
+    numpy.ndarray
+        The worst margin per row.
+    """
     ens = VoteEnsemble.of(model)
     shift = EnsembleShift.of(shift)
     X = _rows(X, ens.n_features)
@@ -339,7 +359,14 @@ class EnsembleCertifier(Certifier):
     column ``rival``: the class the worst member predicts or comes closest to.
 
     ``tol``: a worst margin within ``tol`` of 0 is not called robust (default 1e-6 for
-    boosted models — their libraries sum leaf values in float32 — else 1e-9)."""
+    boosted models — their libraries sum leaf values in float32 — else 1e-9).
+
+    Parameters
+    ----------
+    shift : the (δ, ε)-set (an :class:`EnsembleShift`, or δ with ``epsilon``).
+    epsilon : ε when ``shift`` is a number.
+    tol : see above (None: the default for the model).
+    """
 
     name: ClassVar[str] = "ensemble_delta_epsilon"
 

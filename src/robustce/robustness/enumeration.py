@@ -92,7 +92,21 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
     """Fractions of Δ's volume on which ``cf`` is proven robust / non-robust after at most
     ``max_splits`` halvings per branch (APΔS Algorithm 3). ``max_boxes`` caps the number of
     open sub-boxes at one level (memory); the search stops early when it would be exceeded.
-    ``target_class=None``: the class the base model predicts at ``cf``."""
+    ``target_class=None``: the class the base model predicts at ``cf``.
+
+    Parameters
+    ----------
+    model : a :class:`~robustce.models.ReLUNetwork` or a model with ``.network()``.
+    cf : one counterfactual (model space, or a raw row with a model).
+    shift : the set Δ (:class:`ParameterShift`).
+    max_splits : halvings per branch.
+    target_class : see above.
+    max_boxes : see above.
+
+    Returns
+    -------
+    EnumerationResult
+    """
     if not isinstance(shift, ParameterShift):
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")
     check_integer(max_splits, "max_splits", low=0, high=1000)

@@ -364,6 +364,9 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
         exact values (the faster of the two in ``benchmarks/bench_exact.py``).
     tol : a MILP lower bound must reach ``tol`` to prove robustness (solver tolerances).
     mip_gap, abs_gap : optimality gaps of the MILPs (tiny: ``value`` is meant to be exact).
+    threads : solver threads per MILP.
+    attack_steps : steps of the weight attack in the precheck (0: no attack), which looks for
+        a network in Δ that flips a row before any MILP is built.
     """
     solver = _check_options(shift, solver, mode, time_limit, tol, precheck=precheck,
                             decide_only=decide_only, threads=threads, attack_steps=attack_steps,
@@ -397,6 +400,31 @@ def is_delta_robust(model: Any, cfs: Any, shift: ParameterShift, target_class: A
     then means: every network in Δ agrees with it). With ``return_result`` also returns the
     :class:`ExactResult` (statuses, witnesses, certificates). Other keyword arguments go to
     :func:`exact_worst_case` (``decide_only`` defaults to True here: the fast path).
+
+    Parameters
+    ----------
+    model : a :class:`~robustce.models.ReLUNetwork` or a model with ``.network()`` (and
+        ``.encode`` for raw frames).
+    cfs : the counterfactuals: an :class:`~robustce.Explanations` (its first CE per query), a
+        raw DataFrame, or a model-space array (n, d).
+    shift : the set Δ (:class:`~robustce.robustness.ParameterShift`).
+    target_class : int, one per row, or None (the class the model predicts for each CE).
+    solver : MILP backend, "highs" (default) or "gurobi".
+    time_limit : seconds per counterfactual for the MILP.
+    return_result : also return the :class:`ExactResult`.
+    **kwargs : options of :func:`exact_worst_case` (``mode``, ``threads``, ``attack_steps``,
+        ``precheck``, ``decide_only``).
+
+    Returns
+    -------
+    numpy.ndarray of bool, or (that array, ExactResult)
+        True where the CE is proven to keep its class for every network in Δ.
+
+    Examples
+    --------
+    >>> shift = rc.robustness.ParameterShift(0.01)                        # doctest: +SKIP
+    >>> rc.robustness.is_delta_robust(model, result, shift, target_class=1)  # doctest: +SKIP
+    array([ True,  True,  True])
     """
     check_bool(return_result, "return_result")
     kwargs.setdefault("decide_only", True)
@@ -421,6 +449,8 @@ class ExactDeltaCertifier(Certifier):
         loops (PROPLACE) converge in fewer rounds with it.
     **options : ``mode``, ``threads``, ``attack_steps``, ``precheck`` of :func:`exact_worst_case`.
 
+    Notes
+    -----
     Certificates: ``lower`` the proven lower bound of the worst case, ``upper`` the margin of
     the worst network found (the witness, in ``evidence``), ``columns``: ``value``,
     ``decided_by``, ``solver_status``.

@@ -82,6 +82,10 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
     time_limit : seconds per exact test (per counterfactual and candidate δ).
     max_rounds : cap on the tests per counterfactual; rows still open then get status
         ``round_limit`` (their δ is proven, but only a lower bound of the maximum).
+    solver, tol, attack_steps, threads : as :func:`~robustce.robustness.exact_worst_case`, for
+        each exact test.
+    mode : ``"reuse"`` (one MILP per batch with per-counterfactual bound changes, default) or
+        ``"rebuild"`` (one per counterfactual), as in :func:`~robustce.robustness.exact_worst_case`.
     """
     check_number(delta_init, "delta_init", low=0, low_open=True)
     check_number(delta_max, "delta_max", low=0, low_open=True)

@@ -44,7 +44,25 @@ __all__ = ["IntervalNetwork", "ParameterShift", "SampledNetworks", "as_network",
 
 @dataclass(frozen=True)
 class ParameterShift:
-    """Δ = {θ' : ‖θ' − θ‖_p ≤ δ}, p = ∞: every weight (and bias, if ``biases``) within ±δ."""
+    """Δ = {θ' : ‖θ' − θ‖_p ≤ δ}, p = ∞: every weight (and bias, if ``biases``) within ±δ.
+
+    Parameters
+    ----------
+    delta : δ > 0, the radius of the box around the trained parameters θ.
+    p : the norm; only ``math.inf`` (a box: each parameter independently) is supported.
+    biases : whether biases move too (True) or only weights.
+
+    Raises
+    ------
+    ValidationError
+        δ not a finite number > 0, ``biases`` not a bool, or p ≠ ∞.
+
+    Examples
+    --------
+    >>> shift = ParameterShift(0.05)             # every weight and bias within ± 0.05
+    >>> shift
+    ParameterShift(delta=0.05, p=inf, biases=True)
+    """
 
     delta: float
     p: float = math.inf

@@ -51,6 +51,8 @@ _VTYPE_CODES = ("C", "I", "B")
 
 
 class VarType(StrEnum):
+    """The domain of a MILP variable: ``C`` continuous, ``I`` integer, ``B`` binary (0/1)."""
+
     CONTINUOUS = "C"
     INTEGER = "I"
     BINARY = "B"
@@ -75,10 +77,18 @@ class SolveStatus(StrEnum):
 class SolveResult:
     """What a solve returns.
 
-    ``objective``: value of the incumbent (NaN without one). ``bound``: the proven dual bound
-    (a lower bound when minimising, upper when maximising; NaN when unknown). ``values``:
-    the incumbent's variable values (None without one). ``gap``: relative MIP gap as the
-    backend reports it. ``time``: wall-clock seconds of the solve call.
+    Attributes
+    ----------
+    status : the :class:`SolveStatus` (only ``optimal`` proves optimality).
+    objective : value of the incumbent (NaN without one).
+    bound : the proven dual bound (a lower bound when minimising, upper when maximising; NaN
+        when unknown).
+    values : the incumbent's variable values (None without one).
+    time : wall-clock seconds of the solve call.
+    gap : relative MIP gap as the backend reports it.
+    solver : the backend's name.
+    node_count : branch-and-bound nodes explored.
+    message : what went wrong or why the solve stopped (e.g. the backend's exception).
     """
 
     status: SolveStatus
@@ -133,7 +143,17 @@ def available_solvers() -> list[str]:
 
 def check_solver(solver: str) -> str:
     """Normalise a backend name; raise :class:`UnknownSolverError` (a ``ValueError``) if the
-    name is unknown, :class:`SolverError` if the backend is not installed."""
+    name is unknown, :class:`SolverError` if the backend is not installed.
+
+    Parameters
+    ----------
+    solver : "highs" or "gurobi" (any case).
+
+    Returns
+    -------
+    str
+        The normalised name.
+    """
     if not isinstance(solver, str):
         raise UnknownSolverError(f"solver must be a string ('highs' or 'gurobi'), got {solver!r}")
     name = solver.strip().lower()
@@ -881,7 +901,12 @@ def _check_index(idx: Any, size: int, what: str) -> np.ndarray:
 
 def check_time_limit(time_limit: Any) -> float:
     """``time_limit`` as a float of seconds; :class:`ValidationError` unless positive and
-    finite (every solver call in robustce has one)."""
+    finite (every solver call in robustce has one).
+
+    Parameters
+    ----------
+    time_limit : seconds, a positive finite number.
+    """
     try:
         t = float(time_limit)
     except (TypeError, ValueError):
