@@ -27,6 +27,9 @@ API_PAGES = {
     "api/robustness.html": ("robustce.robustness",),
     "api/evaluation.html": ("robustce.evaluation",),
     "api/solvers.html": ("robustce.solvers",),
+    "api/notices.html": ("robustce.notices",),
+    "api/audits.html": ("robustce.audits",),
+    "api/serve.html": ("robustce.serve",),
 }
 
 
