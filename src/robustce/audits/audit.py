@@ -71,19 +71,25 @@ def audit(model: Any, data: Any, *, method: str = "nearest_neighbour",
         (streamed); feature columns plus any group columns.
     method, params : the explainer (registry name) and its parameters.
     train : the Dataset the explainer is built on (default: ``data`` if it is a Dataset).
-    groups : group columns (features or other columns); ``bands`` turns numeric ones into
-        bands (``{"age": [25, 45, 65]}`` gives ``age_band``).
-    family : optional ModelFamily (robust validity vr); shift : optional ParameterShift / δ
-        (Δ-validity, the exact test).
+    groups : group columns (features or other columns).
+    bands : numeric group columns turned into bands (``{"age": [25, 45, 65]}`` gives
+        ``age_band``).
+    family : optional ModelFamily (robust validity vr).
+    shift : optional ParameterShift or δ (Δ-validity, the exact test).
     target_class : the favourable class (default: the dataset's favourable one, else 1).
     out : result folder (partitions, manifest, report); a rerun resumes there.
-    partition_rows : rows per partition. backend : ``serial``, ``joblib`` or ``dask``
-        (``scheduler``: a Client or ``tcp://`` address, ``connect_timeout`` seconds).
+    partition_rows : rows per partition.
+    backend : ``serial``, ``joblib`` or ``dask``.
+    n_jobs : joblib worker processes.
+    scheduler : for ``dask``: a ``distributed.Client`` or a ``tcp://`` address.
+    connect_timeout : seconds to wait for the scheduler to answer.
     sample_fraction : audit a seeded sample of this share of the declined (None: all).
     global_sample : applicants used to choose the global actions (a seeded sample).
-    max_actions : at most this many global actions. n_boot : bootstrap replicates.
+    max_actions : at most this many global actions.
+    n_boot : bootstrap replicates of the confidence intervals.
     min_group : groups with fewer declined applicants are reported, not compared.
-    seed : seeds the method, sampling and bootstrap. report : write report.md/.html.
+    seed : seeds the method, sampling and bootstrap.
+    report : write report.md / report.html.
     on_partition : called with each partition's index once it is written.
 
     Returns

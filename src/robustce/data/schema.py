@@ -120,6 +120,7 @@ class Feature:
     actionability : an :class:`Actionability` (or its value).
     dtype : the raw pandas dtype.
     observed : whether the bounds were read from data (soft) rather than declared (hard).
+    protected : a legally protected attribute (immutable; never a notice's reason).
 
     Raises
     ------
