@@ -70,6 +70,7 @@ class EnsembleRobust(MILPNearest):
     """
 
     name: ClassVar[str] = "ensemble_robust"
+    _constraints: ClassVar[str] = "exact"  # MILPNearest's tree stages, constraint rows included
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "epsilon", "delta_status", "worst_case_margin", "tau", "rounds",
         "optimal", "solver")

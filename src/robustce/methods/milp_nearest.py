@@ -75,7 +75,7 @@ from robustce.solvers.tree_encoding import (
 )
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
-__all__ = ["MILPNearest", "column_weights", "feature_distance"]
+__all__ = ["MILPNearest", "column_weights", "feature_distance", "milp_point"]
 
 NORMS = ("l1", "l0", "linf")
 
@@ -131,6 +131,18 @@ _RELAX_STEP_SHARE = 1.0
 #: they save)
 _TIGHTEN_MIN_BINARIES = 12
 BOUND_TIGHTENING = ("auto", "interval", "lp")
+
+
+def milp_point(res: Any, dom: InputDomain, encoder: Any) -> np.ndarray:
+    """The solver's own input point of a tree MILP (binaries rounded, projected onto the
+    domain), instead of the query clipped to the leaves' ranges: with constraint relations
+    the leaves' decoding may move columns towards the query where a relation forbids it, while
+    the MILP's point satisfies the relation rows and lies in its leaves by the split rows'
+    margins."""
+    x = np.clip(res.values[dom.index], dom.lower, dom.upper)
+    b = dom.column_kind == "binary"
+    x[b] = np.round(x[b])
+    return encoder.project(x[None], dom.lower, dom.upper)[0]
 
 
 @dataclass(frozen=True)
@@ -901,12 +913,7 @@ class MILPNearest(Explainer):
                                         cutoff=cutoff,
                                         time_left=time_limit - (time.perf_counter() - t0))
         if relations and cf is not None:
-            # the leaves' decoding moves columns towards the query, which a relation may not
-            # allow: keep the MILP's point (in its leaves by the split rows' margins)
-            x = np.clip(res.values[dom.index], dom.lower, dom.upper)
-            b = dom.column_kind == "binary"
-            x[b] = np.round(x[b])
-            cf = self.encoder.project(x[None], dom.lower, dom.upper)[0]
+            cf = milp_point(res, dom, self.encoder)
         return ("cut", res, None) if cut else ("solved", res, cf)
 
     def _tree_radii(self, z0: float) -> list[float]:

@@ -77,6 +77,7 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     """
 
     _tree_models: ClassVar[bool] = False  # the Δ-test shifts a network's weights
+    _constraints: ClassVar[str] = "exact"  # every round's MILP is MILPNearest's
     name: ClassVar[str] = "milp_robust"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "p", "delta_status", "worst_case_margin", "tau", "rounds", "optimal",

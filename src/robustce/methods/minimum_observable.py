@@ -139,6 +139,9 @@ class MinimumObservable(Explainer):
     """
 
     name: ClassVar[str] = "minimum_observable"
+    #: training points that violate the constraints leave the candidates (the scan is exact
+    #: over the pool, as without constraints)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = ("distance", "n_candidates", "training_index")
 
     def __init__(self, model: Any, data: Any = None, *, norm: str | Mapping[str, float] = "l1",
@@ -173,6 +176,8 @@ class MinimumObservable(Explainer):
         ok = reachable(self.encoder, x, C, self._acts)
         for row in exclude:
             ok &= np.any(C != row[None, :], axis=1)
+        if self.constraints_ is not None and ok.any():
+            ok[ok] = self.constraints_.satisfied(x, C[ok])
         n = int(ok.sum())
         if n == 0:
             return None, math.nan, 0, None

@@ -70,6 +70,7 @@ __all__ = [
     "SMTResult",
     "assert_all",
     "check",
+    "constraint_formulas",
     "forest_formula",
     "interval_bounds",
     "network_formula",
@@ -511,6 +512,28 @@ class SMTInput:
             else:
                 x[b.slice] = int(val.as_long()) >= np.arange(1, b.width + 1)
         return x
+
+
+def constraint_formulas(inp: SMTInput, x: np.ndarray, constraints: Any) -> list[z3.BoolRef]:
+    """The constraints (:class:`robustce.data.constraints.CompiledConstraints`) as z3
+    formulas over ``inp``'s variables, exact in rational arithmetic: each relation row
+    ``lower <= Σ_j A_j x_j <= upper`` (:meth:`SMTInput.linear`), and with ``max_changes = k``
+    ``Σ_f [feature f differs from the query x] <= k`` (a categorical counts once)."""
+    out: list[z3.BoolRef] = []
+    A = np.asarray(constraints.A, dtype=np.float64)
+    for i in range(A.shape[0]):
+        if not np.any(A[i]):
+            continue
+        e = inp.linear(A[i], 0.0)
+        lo, hi = float(constraints.lower[i]), float(constraints.upper[i])
+        if math.isfinite(lo):
+            out.append(e >= rational(lo))
+        if math.isfinite(hi):
+            out.append(e <= rational(hi))
+    if constraints.max_changes is not None:
+        moved = [z3.If(inp.equal(i, v), 0, 1) for i, v in enumerate(inp.values(x))]
+        out.append(z3.Sum(moved) <= int(constraints.max_changes))
+    return out
 
 
 def _grid_kmax(steps: int, t: float) -> int:
