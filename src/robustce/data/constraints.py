@@ -296,6 +296,15 @@ class Constraints:
             out[r.text] = r.violation(frame) > tol * self._scale(r, self.schema)
         return pd.DataFrame(out, index=frame.index, dtype=bool)
 
+    def active(self, frame: pd.DataFrame, tol: float = SATISFIED_TOL) -> pd.DataFrame:
+        """Per row and relation (columns: the relation texts), whether the relation is tight:
+        its two sides differ by at most ``tol`` times the relation's magnitude (an equality
+        that holds is always tight)."""
+        self._check_frame(frame)
+        out = {r.text: np.abs(r.lhs(frame) - r.rhs) <= tol * self._scale(r, self.schema)
+               for r in self.relations}
+        return pd.DataFrame(out, index=frame.index, dtype=bool)
+
     def n_changed(self, frame: pd.DataFrame, query_frame: pd.DataFrame,
                   tol: float = SATISFIED_TOL) -> np.ndarray:
         """Per row of ``frame``, how many raw features differ from its query (``query_frame``:

@@ -165,8 +165,8 @@ class Explainer:
                                                                                    "filter"):
             raise UnsupportedConstraintsError(
                 f"{type(self).__name__} cannot honour constraints (neither exactly nor by "
-                "filtering its CEs); methods that do: MILPNearest (exact), NearestNeighbour "
-                "(filter) — see docs/constraints.md")
+                "filtering its CEs); every built-in method declares how it does — see "
+                "docs/constraints.md")
 
     # --- availability -------------------------------------------------------------------
     @classmethod
@@ -256,7 +256,7 @@ class Explainer:
             "robustce_version": package_version(),
             "numpy_version": np.__version__,
         }
-        return Explanations(
+        out = Explanations(
             queries=frame,
             queries_encoded=X,
             target_class=targets,
@@ -265,6 +265,10 @@ class Explainer:
             decode=self.encoder.inverse_transform,
             meta=meta,
         )
+        c = getattr(self, "_constraints_obj", None)
+        if c is not None:
+            out.meta["constraints"] = constraints_meta(c, self.constraint_support(), out)
+        return out
 
     def targets_for(self, pred: np.ndarray, target_class: Any = None) -> np.ndarray:
         """Target class per query: ``target_class`` (a class, or one per query), else the
@@ -479,6 +483,11 @@ class Explainer:
                 out.append(QueryResult(status, None, r.certificate, r.time, "; ".join(notes)))
             else:
                 out.append(QueryResult(r.status, kept, r.certificate, r.time, "; ".join(notes)))
+        if getattr(self, "_constraints_obj", None) is not None:
+            # per query, how many of the method's CEs the constraints removed (a filtering
+            # method's count of candidates; 0 for an exact method, whose CEs satisfy them)
+            for r, n in zip(out, n_constr, strict=True):
+                r.certificate = {**r.certificate, "constraints_removed": int(n)}
         return out
 
     def _satisfies_constraints(self, X: np.ndarray, cfs: np.ndarray) -> np.ndarray:
@@ -503,6 +512,21 @@ class Explainer:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+def constraints_meta(constraints: Constraints, support: str, expl: Explanations
+                     ) -> dict[str, Any]:
+    """What ``Explanations.meta["constraints"]`` records: the constraints (``relations``,
+    ``max_changes``), how the method honoured them (``support``: "exact" or "filter"), and
+    per CE row (in ``expl.counterfactuals`` order) the relations that are active — tight
+    within the evaluator's tolerance (:meth:`Constraints.active`)."""
+    cfs = expl.counterfactuals
+    active: list[list[str]] = [[] for _ in range(len(cfs))]
+    if len(cfs) and constraints.relations:
+        tight = constraints.active(cfs[list(expl.feature_names)])
+        texts = np.array(tight.columns, dtype=object)
+        active = [texts[row].tolist() for row in tight.to_numpy()]
+    return {**constraints.to_dict(), "support": support, "active": active}
 
 
 def _unknown_params_message(cls: type, unknown: list[str]) -> str:

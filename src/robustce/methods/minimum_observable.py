@@ -190,6 +190,7 @@ class MinimumObservable(Explainer):
         cf, dist, n, label = self.nearest(x, target)
         cert = {"distance": dist, "n_candidates": n, "training_index": label}
         if cf is None:
+            extra = "" if self.constraints_ is None else " that satisfies the constraints"
             return QueryResult("infeasible", None, cert,
-                               message="no reachable training point in the target class")
+                               message=f"no reachable training point in the target class{extra}")
         return QueryResult("found", cf[None], cert)
