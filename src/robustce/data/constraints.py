@@ -258,6 +258,7 @@ class Constraints:
                     raise ValidationError(f"constraint {r.text!r}: feature {f!r} is {kind}; "
                                           "linear relations take continuous or integer "
                                           "features only")
+            self._check_integral(r, schema)
             # the relation's range over the features' bounds must meet rhs
             lo = hi = 0.0
             for f, a in r.coefs:
@@ -274,6 +275,40 @@ class Constraints:
                                   f"{len(schema)} features")
         self.schema = schema
         return self
+
+    @staticmethod
+    def _check_integral(r: Relation, schema: Schema) -> None:
+        """An equality over integer features with integer coefficients needs an integer
+        right-hand side divisible by the coefficients' gcd (units that cannot match:
+        ``years == age + 0.5``); ValidationError otherwise."""
+        if r.op != "==" or not r.coefs:
+            return
+        if any(schema[f].kind is not FeatureKind.INTEGER for f in r.features):
+            return
+        coefs = [a for _, a in r.coefs]
+        if not all(float(a).is_integer() for a in coefs + [r.rhs]):
+            if all(float(a).is_integer() for a in coefs):
+                raise ValidationError(f"constraint {r.text!r}: its features are integers and "
+                                      f"their coefficients integral, so the left side is an "
+                                      f"integer and never equals {r.rhs:g}")
+            return
+        g = math.gcd(*(int(a) for a in coefs))
+        if g and int(r.rhs) % g:
+            raise ValidationError(f"constraint {r.text!r}: the left side is a multiple of {g} "
+                                  f"over integer features and never equals {r.rhs:g}")
+
+    def check_data(self, frame: pd.DataFrame) -> dict[str, int]:
+        """The relations against training rows: ValidationError when no row satisfies all
+        of them (the set is infeasible on the data; the message names each relation and how
+        many of the rows violate it); otherwise ``{relation: number of violating rows}``
+        (:meth:`check`)."""
+        viol = self.violations(frame)
+        counts = {c: int(viol[c].sum()) for c in viol.columns}
+        if len(frame) and len(viol.columns) and viol.to_numpy().any(axis=1).all():
+            parts = [f"{c!r} is violated by {n} of {len(frame)} rows" for c, n in counts.items()
+                     if n]
+            raise ValidationError("the constraints hold on no training row: " + "; ".join(parts))
+        return counts
 
     @staticmethod
     def _scale(r: Relation, schema: Schema | None) -> float:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,6 +45,7 @@ from joblib import Parallel, delayed
 from robustce.data.constraints import CompiledConstraints, Constraints, as_constraints
 from robustce.data.dataset import Dataset
 from robustce.errors import (
+    ConstraintsDataWarning,
     NotFittedError,
     ParameterError,
     RobustCEError,
@@ -139,6 +141,20 @@ class Explainer:
             c = Constraints.from_dict(self._constraints_obj.to_dict())
             self._constraints_obj = c
             self.constraints_ = c.compile(self.encoder)
+            if self.data is not None and c.relations:
+                self._check_constraints_on_data(c)
+
+    def _check_constraints_on_data(self, c: Constraints) -> None:
+        """The relations against the training rows (once): none satisfies them all — a
+        ValidationError naming each relation and its count; some violate them — a
+        :class:`~robustce.errors.ConstraintsDataWarning` with the counts."""
+        counts = c.check_data(self.data.frame)
+        bad = {t: n for t, n in counts.items() if n}
+        if bad:
+            parts = "; ".join(f"{t!r}: {n} of {len(self.data)} rows" for t, n in bad.items())
+            warnings.warn(ConstraintsDataWarning(
+                f"training rows violate the constraints ({parts}); CEs will satisfy them"),
+                stacklevel=4)
 
     def _check_common_params(self, n_classes: int,
                              class_names: tuple[Any, ...] | None = None) -> None:
