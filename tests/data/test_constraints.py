@@ -159,3 +159,15 @@ def test_explainers_check_the_constraints_on_their_training_data():
     with warnings.catch_warnings():  # the shipped relations hold on every row: no warning
         warnings.simplefilter("error")
         rc.methods.MILPNearest(model, data, constraints=data.meta["constraints"])
+
+
+def test_backtick_quoted_names():
+    c = Constraints(["`hours-per-week` <= 60 + 0.5 * `a b`", "`x` + x >= 1"])
+    r = c.relations
+    assert dict(r[0].coefs) == {"hours-per-week": 1.0, "a b": -0.5} and r[0].rhs == 60.0
+    assert dict(r[1].coefs) == {"x": 2.0}
+    frame = pd.DataFrame({"hours-per-week": [50.0, 70.0], "a b": [0.0, 0.0], "x": [1.0, 0.0]})
+    assert c.satisfied(frame).tolist() == [True, False]
+    for bad in ["`hours <= 3", "`` <= 3"]:
+        with pytest.raises(ValidationError, match="backtick|empty quoted"):
+            Constraints([bad])

@@ -4,8 +4,9 @@ A :class:`Constraints` object holds
 
 * **linear relations** between numeric (continuous / integer) raw features, written as text:
   ``"debt <= 0.6 * income"``, ``"years_employed <= age - 16"``, ``"a + b == c"``. The text is
-  parsed with :mod:`ast` (never evaluated): feature names, numeric constants, ``+``, ``-``,
-  unary ``-``, ``*`` with a numeric constant on one side, and exactly one comparison among
+  parsed with :mod:`ast` (never evaluated): feature names (backtick-quoted where they are not
+  identifiers: ```hours-per-week```), numeric constants, ``+``, ``-``, unary ``-``, ``*``
+  with a numeric constant on one side, and exactly one comparison among
   ``<=``, ``>=``, ``==``. Coefficients are in raw units;
 * ``max_changes``: at most ``k`` raw features may differ from the query (a categorical or
   ordinal feature counts once, however many model-space columns it has).
@@ -43,6 +44,32 @@ _OPS = {ast.LtE: "<=", ast.GtE: ">=", ast.Eq: "=="}
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _unquote(text: str) -> tuple[str, dict[str, str]]:
+    """Backtick-quoted feature names (```hours-per-week` <= 60``, as in ``pandas.eval``)
+    replaced by placeholder identifiers; returns the code and ``{placeholder: name}``."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:
+        raise ValidationError(f"constraint {text!r}: unbalanced backtick (quote a feature "
+                              "name as `name`)")
+    names: dict[str, str] = {}
+    for i in range(1, len(parts), 2):
+        if not parts[i]:
+            raise ValidationError(f"constraint {text!r}: empty quoted feature name")
+        key = f"_q{len(names)}_"
+        names[key] = parts[i]
+        parts[i] = key
+    return "".join(parts), names
+
+
+def _rename(coefs: dict[str, float], const: float, names: dict[str, str]
+            ) -> tuple[dict[str, float], float]:
+    out: dict[str, float] = {}
+    for f, a in coefs.items():
+        g = names.get(f, f)
+        out[g] = out.get(g, 0.0) + a
+    return out, const
 
 
 def _linear(node: ast.AST, text: str) -> tuple[dict[str, float], float]:
@@ -95,7 +122,8 @@ class Relation:
             raise ValidationError(f"a constraint relation must be a non-empty string, got "
                                   f"{text!r}")
         try:
-            tree = ast.parse(text.strip(), mode="eval")
+            code, names = _unquote(text.strip())
+            tree = ast.parse(code, mode="eval")
         except SyntaxError as exc:
             raise ValidationError(f"constraint {text!r}: not a relation ({exc.msg})") from None
         body = tree.body
@@ -106,8 +134,8 @@ class Relation:
         if op is None:
             raise ValidationError(f"constraint {text!r}: comparison "
                                   f"{type(body.ops[0]).__name__} is not allowed (<=, >=, ==)")
-        cl, kl = _linear(body.left, text)
-        cr, kr = _linear(body.comparators[0], text)
+        cl, kl = _rename(*_linear(body.left, text), names)
+        cr, kr = _rename(*_linear(body.comparators[0], text), names)
         coefs = dict(cl)
         for f, v in cr.items():
             coefs[f] = coefs.get(f, 0.0) - v
