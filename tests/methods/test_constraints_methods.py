@@ -311,3 +311,91 @@ def test_mace_backends_satisfy_constraints_and_agree(loan, which):
     fc = free.counterfactuals
     assert not c.satisfied(fc[queries.columns].reset_index(drop=True),
                            queries.loc[fc["query_id"].to_numpy()].reset_index(drop=True)).all()
+
+
+# --- conditional relations ------------------------------------------------------------------
+
+CONDITIONALS = ['city == "c" -> a <= 5', "if b increases then a increases by >= 2"]
+
+
+def _conditionals_hold(grid: pd.DataFrame, q: pd.Series) -> np.ndarray:
+    """The two CONDITIONALS written out by hand (independent of the library's parser)."""
+    ok1 = (grid["city"] != "c") | (grid["a"] <= 5)
+    ok2 = (grid["b"] <= q["b"]) | (grid["a"] - q["a"] >= 2)
+    return (ok1 & ok2).to_numpy()
+
+
+@pytest.mark.parametrize("model_kind", ["mlp", "forest"])
+def test_milp_with_conditionals_equals_brute_force(model_kind):
+    data = _grid_data()
+    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    enc = mlp.encoder
+    if model_kind == "mlp":
+        model = mlp
+    else:
+        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
+        model = rc.models.wrap(rf.fit(enc.transform(data.frame), data.y), enc)
+    c = Constraints(["a + b <= 15"], conditionals=CONDITIONALS)
+    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
+                        columns=["a", "b", "city"])
+    G = enc.transform(grid)
+    target_ok = model.predict(G) == 1
+    if model_kind == "mlp":  # the MILP's margin
+        target_ok = class_margin(mlp.network().forward(G), 1) >= MILPNearest(mlp).tau
+    queries = _queries(data, model, n=10)
+    res = MILPNearest(model, data, norm="l1", constraints=c, time_limit=30).explain(queries)
+    checked = bites = 0
+    for i, (_label, row) in enumerate(queries.iterrows()):
+        q = enc.transform(row.to_frame().T.astype({"a": int, "b": int}))[0]
+        ok = target_ok & (grid["a"] + grid["b"] <= 15).to_numpy() & _conditionals_hold(grid, row)
+        if not ok.any():
+            assert res.status.iloc[i] == "infeasible"
+            continue
+        assert res.status.iloc[i] == "found"
+        d = feature_distance(enc, q, G, "l1")
+        expect = d[ok].min()
+        assert res.certificates.iloc[i]["distance"] == pytest.approx(expect, abs=1e-6)
+        bites += d[target_ok].min() < expect - 1e-9
+        checked += 1
+    assert checked >= 4
+    assert bites >= 1, "the conditionals never changed the optimum: the test has no teeth"
+
+
+def test_conditionals_parse_validate_and_evaluate(loan):
+    data, _, _ = loan
+    c = Constraints(conditionals=['city == "b" -> debt <= 0.5 * income',
+                                 "if years increases then age increases by >= 1",
+                                 "if city changes then income >= 5"]).validate(data.schema)
+    assert c.to_dict()["conditionals"][1] == "if years increases then age increases by >= 1"
+    assert Constraints.from_dict(c.to_dict()) == c
+    q = pd.DataFrame({"age": [30], "years": [5], "income": [4.0], "debt": [1.0], "city": ["a"]})
+    rows = pd.DataFrame({"age": [30, 31, 30, 30, 30],
+                         "years": [5, 6, 6, 5, 5],
+                         "income": [4.0, 4.0, 4.0, 6.0, 4.0],
+                         "debt": [1.0, 1.0, 1.0, 2.0, 3.0],
+                         "city": ["a", "a", "a", "b", "b"]})
+    assert c.satisfied(rows, q).tolist() == [True, True, False, True, False]
+    bad = [(['city == "x" -> debt <= 1'], "not a category"),
+           (["if city increases then debt <= 1"], "numeric or ordinal"),
+           (["if years increases then age increases"], "by >= k"),
+           (["if salary increases then age increases by >= 1"], "unknown feature 'salary'"),
+           (["years increases debt <= 1"], "if <condition> then")]
+    for texts, match in bad:
+        with pytest.raises(ValidationError, match=match):
+            Constraints(conditionals=texts).validate(data.schema)
+
+
+@pytest.mark.parametrize("backend", ["smt", "milp"])
+def test_mace_honours_conditionals(loan, backend):
+    data, mlp, _ = loan
+    c = Constraints(conditionals=["if income increases then debt decreases by >= 0.5",
+                                  'city == "a" -> years <= 10'])
+    queries = _queries(data, mlp, n=5)
+    res = rc.methods.MACE(mlp, data, backend=backend, constraints=c, time_limit=60).explain(queries)
+    assert (res.status == "found").sum() >= 3
+    cfs = res.counterfactuals
+    q = queries.loc[cfs["query_id"].to_numpy()].reset_index(drop=True)
+    raw = cfs[queries.columns].reset_index(drop=True)
+    inc = raw["income"] > q["income"] + 1e-9
+    assert ((~inc) | (q["debt"] - raw["debt"] >= 0.5 - 1e-6)).all()
+    assert ((raw["city"] != "a") | (raw["years"] <= 10)).all()

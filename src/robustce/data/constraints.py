@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from robustce.data.conditionals import CompiledConditional, Conditional
 from robustce.data.schema import FeatureKind, Schema
 from robustce.errors import ValidationError
 
@@ -40,6 +41,17 @@ __all__ = ["CompiledConstraints", "Constraints", "Relation", "as_constraints"]
 #: default relative tolerance of :meth:`Constraints.satisfied`
 SATISFIED_TOL = 1e-6
 _OPS = {ast.LtE: "<=", ast.GtE: ">=", ast.Eq: "=="}
+
+
+def _text_list(value: Any, what: str) -> list[str]:
+    """A string or an iterable of strings as a list (ValidationError otherwise)."""
+    if isinstance(value, str):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        raise ValidationError(f"constraints {what} must be a list of strings, got "
+                              f"{type(value).__name__}") from None
 
 
 def _is_number(v: Any) -> bool:
@@ -175,10 +187,17 @@ class CompiledConstraints:
     max_changes: int | None
     feature_of_column: np.ndarray
     n_features: int
+    conditionals: tuple[CompiledConditional, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return len(self.texts) == 0 and self.max_changes is None
+        return len(self.texts) == 0 and self.max_changes is None and not self.conditionals
+
+    @property
+    def has_rows(self) -> bool:
+        """Relations or conditionals: rows that tie columns together (a tree MILP then
+        returns its own point, not the query clipped to its leaves)."""
+        return len(self.texts) > 0 or len(self.conditionals) > 0
 
     def n_changed(self, query: np.ndarray, X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         """Per row of ``X`` (model space), the number of raw features with a column that
@@ -204,6 +223,8 @@ class CompiledConstraints:
         ok = self.relations_hold(X, tol)
         if self.max_changes is not None:
             ok &= self.n_changed(query, X) <= self.max_changes
+        for c in self.conditionals:
+            ok &= c.holds(query, X, tol)
         return ok
 
 
@@ -221,15 +242,12 @@ class Constraints:
     mapping (TOML / JSON); :meth:`to_dict` gives it back.
     """
 
-    def __init__(self, relations: Iterable[str] | str = (), max_changes: int | None = None):
-        if isinstance(relations, str):
-            relations = [relations]
-        try:
-            texts = list(relations)
-        except TypeError:
-            raise ValidationError(f"constraints relations must be a list of strings, got "
-                                  f"{type(relations).__name__}") from None
+    def __init__(self, relations: Iterable[str] | str = (), max_changes: int | None = None,
+                 conditionals: Iterable[str] | str = ()):
+        texts = _text_list(relations, "relations")
         self.relations: tuple[Relation, ...] = tuple(Relation.parse(t) for t in texts)
+        self.conditionals: tuple[Conditional, ...] = tuple(
+            Conditional(t) for t in _text_list(conditionals, "conditionals"))
         if max_changes is not None and (isinstance(max_changes, bool)
                                         or not isinstance(max_changes, int | np.integer)
                                         or max_changes < 1):
@@ -244,29 +262,38 @@ class Constraints:
         if not isinstance(spec, Mapping):
             raise ValidationError(f"constraints must be a mapping with 'relations' and "
                                   f"'max_changes', got {type(spec).__name__}")
-        unknown = sorted(set(spec) - {"relations", "max_changes"})
+        unknown = sorted(set(spec) - {"relations", "max_changes", "conditionals"})
         if unknown:
             raise ValidationError(f"constraints: unknown keys {unknown}; expected 'relations', "
-                                  "'max_changes'")
-        return cls(spec.get("relations", ()), spec.get("max_changes"))
+                                  "'max_changes', 'conditionals'")
+        return cls(spec.get("relations", ()), spec.get("max_changes"),
+                   spec.get("conditionals", ()))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"relations": [r.text for r in self.relations], "max_changes": self.max_changes}
+        out: dict[str, Any] = {"relations": [r.text for r in self.relations],
+                               "max_changes": self.max_changes}
+        if self.conditionals:
+            out["conditionals"] = [c.text for c in self.conditionals]
+        return out
 
     def __repr__(self) -> str:
+        extra = (f", conditionals={[c.text for c in self.conditionals]!r}"
+                 if self.conditionals else "")
         return (f"Constraints(relations={[r.text for r in self.relations]!r}, "
-                f"max_changes={self.max_changes!r})")
+                f"max_changes={self.max_changes!r}{extra})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Constraints) and self.to_dict() == other.to_dict()
 
     def __hash__(self) -> int:
-        return hash((tuple(r.text for r in self.relations), self.max_changes))
+        return hash((tuple(r.text for r in self.relations), self.max_changes,
+                     tuple(c.text for c in self.conditionals)))
 
     @property
     def features(self) -> list[str]:
-        """Every feature some relation names."""
-        return sorted({f for r in self.relations for f in r.features})
+        """Every feature some relation or conditional names."""
+        return sorted({f for r in self.relations for f in r.features}
+                      | {f for c in self.conditionals for f in c.features})
 
     # --- validation -----------------------------------------------------------------------
     def validate(self, schema: Schema) -> Constraints:
@@ -301,6 +328,8 @@ class Constraints:
         if self.max_changes is not None and self.max_changes > len(schema):
             raise ValidationError(f"constraints max_changes={self.max_changes} exceeds the "
                                   f"{len(schema)} features")
+        for c in self.conditionals:
+            c.validate(schema)
         self.schema = schema
         return self
 
@@ -416,6 +445,12 @@ class Constraints:
                 raise ValidationError("constraints with max_changes need query_frame to "
                                       "count changed features")
             ok &= self.n_changed(raw_frame, query_frame, tol) <= self.max_changes
+        if self.conditionals:
+            if query_frame is None or self.schema is None:
+                raise ValidationError("conditional constraints need query_frame and a schema "
+                                      "(validate first) to compare each row with its query")
+            for c in self.conditionals:
+                ok &= c.holds(raw_frame, query_frame, self.schema, tol)
         return ok
 
     def check(self, frame: pd.DataFrame, *, strict: bool = False) -> dict[str, int]:
@@ -470,7 +505,8 @@ class Constraints:
                 lo[i] = rhs
         return CompiledConstraints(A, lo, hi, tuple(r.text for r in self.relations),
                                    self.max_changes, np.asarray(encoder.feature_of_column_),
-                                   len(encoder.blocks_))
+                                   len(encoder.blocks_),
+                                   tuple(c.compile(encoder) for c in self.conditionals))
 
 
 def as_constraints(value: Any) -> Constraints | None:

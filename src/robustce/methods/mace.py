@@ -635,7 +635,7 @@ class _TreeMILP:
         # decoded point is the query clipped to the range its splits leave (a grid point);
         # with relations the CE is the MILP's own point, grid columns integral (milp_point)
         cc = mc.constraints_
-        relations = cc is not None and len(cc.texts) > 0
+        relations = cc is not None and cc.has_rows
         dom = encode_input_domain(m, enc, x, lower=box[0], upper=box[1], actionability=False,
                                   integer_grid=relations)
         if cc is not None:

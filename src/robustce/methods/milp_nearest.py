@@ -886,7 +886,7 @@ class MILPNearest(Explainer):
         m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                  threads=self.threads, feasibility_tol=1e-9, presolve=False)
         cc = self.constraints_
-        relations = cc is not None and len(cc.texts) > 0
+        relations = cc is not None and cc.has_rows
         try:
             # with relations the CE is the MILP's own point: grid columns integral
             dom = encode_input_domain(m, self.encoder, q, actionability=True,

@@ -518,7 +518,8 @@ def constraint_formulas(inp: SMTInput, x: np.ndarray, constraints: Any) -> list[
     """The constraints (:class:`robustce.data.constraints.CompiledConstraints`) as z3
     formulas over ``inp``'s variables, exact in rational arithmetic: each relation row
     ``lower <= Σ_j A_j x_j <= upper`` (:meth:`SMTInput.linear`), and with ``max_changes = k``
-    ``Σ_f [feature f differs from the query x] <= k`` (a categorical counts once)."""
+    ``Σ_f [feature f differs from the query x] <= k`` (a categorical counts once); each
+    conditional as ``Implies(condition, consequence)``."""
     out: list[z3.BoolRef] = []
     A = np.asarray(constraints.A, dtype=np.float64)
     for i in range(A.shape[0]):
@@ -533,6 +534,22 @@ def constraint_formulas(inp: SMTInput, x: np.ndarray, constraints: Any) -> list[
     if constraints.max_changes is not None:
         moved = [z3.If(inp.equal(i, v), 0, 1) for i, v in enumerate(inp.values(x))]
         out.append(z3.Sum(moved) <= int(constraints.max_changes))
+    q = np.asarray(x, dtype=np.float64).reshape(-1)
+    for c in getattr(constraints, "conditionals", ()):
+        if c.kind in ("expr", "category_change"):
+            coef, const = c.indicator(q)
+            cond = inp.linear(coef, const) > rational(0.5)
+        else:
+            m = inp.linear(c.cond, -float(c.cond @ q))
+            cond = {1: m > 0, -1: m < 0, 0: m != 0}[c.direction]
+        v = inp.linear(c.a, 0.0)
+        shift = float(c.q_coef @ q)
+        cons = []
+        if math.isfinite(c.lower):
+            cons.append(v >= rational(c.lower + shift))
+        if math.isfinite(c.upper):
+            cons.append(v <= rational(c.upper + shift))
+        out.append(z3.Implies(cond, z3.And(cons)))
     return out
 
 
