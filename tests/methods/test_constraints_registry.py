@@ -128,10 +128,13 @@ def test_every_ce_satisfies_the_constraints(world, method):
         pytest.skip(f"{method}: {missing}")
     data, models = world
     relations = list(data.meta["constraints"]["relations"])
-    spec = {"relations": relations, "max_changes": MAX_CHANGES, "conditionals": CONDITIONALS}
+    causal = data.meta["causal"]  # income := β · education + U
+    spec = {"relations": relations, "max_changes": MAX_CHANGES, "conditionals": CONDITIONALS,
+            "causal": causal}
     params = {"time_limit": 10.0, "constraints": spec, **PARAMS.get(method, {})}
     if method == "proplace":  # the hull of training points cannot keep max_changes
-        params["constraints"] = {"relations": relations, "conditionals": CONDITIONALS}
+        params["constraints"] = {"relations": relations, "conditionals": CONDITIONALS,
+                                 "causal": causal}
     if "random_state" in cls.param_names():
         params.setdefault("random_state", 0)
     model = None if trains_own_model(method) else models[MODEL_FOR.get(method, "mlp")]
@@ -151,6 +154,10 @@ def test_every_ce_satisfies_the_constraints(world, method):
     bad = independent_violations(raw, relations)
     assert not bad.to_numpy().any(), raw[bad.any(axis=1)]
     assert independent_conditionals(raw, q, data, CONDITIONALS).all()
+    for child, parents in causal.items():  # the structural equation applied to the actions
+        want = q[child].to_numpy(np.float64) + sum(
+            beta * (_level(raw[p], data) - _level(q[p], data)) for p, beta in parents.items())
+        assert np.allclose(raw[child].to_numpy(np.float64), want, rtol=1e-6, atol=1e-3)
     if "max_changes" in params["constraints"]:
         assert (independent_changes(raw, q) <= MAX_CHANGES).all()
 

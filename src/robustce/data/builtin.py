@@ -17,6 +17,7 @@ from robustce.utils import check_random_state
 
 __all__ = [
     "EDUCATION_LEVELS",
+    "LOAN_CAUSAL",
     "LOAN_CONSTRAINTS",
     "blobs",
     "breast_cancer",
@@ -37,6 +38,11 @@ HOUSING = ("mortgage", "own", "rent")
 #: debt stays within three years' income (the generator caps it there)
 LOAN_CONSTRAINTS = {"relations": ["years_employed <= age - 16", "debt <= 3 * income"],
                     "max_changes": None}
+#: a small causal graph for MINT-style recourse (``Dataset.meta["causal"]``; give it as
+#: ``Constraints(..., causal=data.meta["causal"])``): education → income. The generator's
+#: effect is multiplicative (income ∝ exp(0.18 · level)); 5 500 per level is its linear
+#: approximation at the median income of the default data (30 800 · 0.18 ≈ 5 500)
+LOAN_CAUSAL = {"income": {"education": 5500.0}}
 
 
 def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generator | None = 0
@@ -119,7 +125,8 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
                    class_names=("rejected", "approved"),
                    description="Synthetic loan applications (built in, see the docstring).",
                    meta={"n_samples": n, "constraints": {
-                       "relations": list(LOAN_CONSTRAINTS["relations"]), "max_changes": None}},
+                       "relations": list(LOAN_CONSTRAINTS["relations"]), "max_changes": None},
+                       "causal": {c: dict(ps) for c, ps in LOAN_CAUSAL.items()}},
                    favourable=1)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from robustce.data.causal import CausalModel
 from robustce.data.conditionals import CompiledConditional, Conditional
 from robustce.data.schema import FeatureKind, Schema
 from robustce.errors import ValidationError
@@ -188,6 +189,8 @@ class CompiledConstraints:
     feature_of_column: np.ndarray
     n_features: int
     conditionals: tuple[CompiledConditional, ...] = ()
+    #: the model-space columns of the causal model's children (moved by their parents only)
+    causal_columns: np.ndarray | None = None
 
     @property
     def empty(self) -> bool:
@@ -243,11 +246,13 @@ class Constraints:
     """
 
     def __init__(self, relations: Iterable[str] | str = (), max_changes: int | None = None,
-                 conditionals: Iterable[str] | str = ()):
+                 conditionals: Iterable[str] | str = (),
+                 causal: Mapping[str, Mapping[str, float]] | None = None):
         texts = _text_list(relations, "relations")
         self.relations: tuple[Relation, ...] = tuple(Relation.parse(t) for t in texts)
         self.conditionals: tuple[Conditional, ...] = tuple(
             Conditional(t) for t in _text_list(conditionals, "conditionals"))
+        self.causal: CausalModel | None = None if causal is None else CausalModel(causal)
         if max_changes is not None and (isinstance(max_changes, bool)
                                         or not isinstance(max_changes, int | np.integer)
                                         or max_changes < 1):
@@ -262,23 +267,27 @@ class Constraints:
         if not isinstance(spec, Mapping):
             raise ValidationError(f"constraints must be a mapping with 'relations' and "
                                   f"'max_changes', got {type(spec).__name__}")
-        unknown = sorted(set(spec) - {"relations", "max_changes", "conditionals"})
+        unknown = sorted(set(spec) - {"relations", "max_changes", "conditionals", "causal"})
         if unknown:
             raise ValidationError(f"constraints: unknown keys {unknown}; expected 'relations', "
-                                  "'max_changes', 'conditionals'")
+                                  "'max_changes', 'conditionals', 'causal'")
         return cls(spec.get("relations", ()), spec.get("max_changes"),
-                   spec.get("conditionals", ()))
+                   spec.get("conditionals", ()), spec.get("causal"))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"relations": [r.text for r in self.relations],
                                "max_changes": self.max_changes}
         if self.conditionals:
             out["conditionals"] = [c.text for c in self.conditionals]
+        if self.causal is not None:
+            out["causal"] = self.causal.to_dict()
         return out
 
     def __repr__(self) -> str:
         extra = (f", conditionals={[c.text for c in self.conditionals]!r}"
                  if self.conditionals else "")
+        if self.causal is not None:
+            extra += f", causal={self.causal.to_dict()!r}"
         return (f"Constraints(relations={[r.text for r in self.relations]!r}, "
                 f"max_changes={self.max_changes!r}{extra})")
 
@@ -287,13 +296,15 @@ class Constraints:
 
     def __hash__(self) -> int:
         return hash((tuple(r.text for r in self.relations), self.max_changes,
-                     tuple(c.text for c in self.conditionals)))
+                     tuple(c.text for c in self.conditionals), repr(self.causal and
+                                                                     self.causal.to_dict())))
 
     @property
     def features(self) -> list[str]:
         """Every feature some relation or conditional names."""
         return sorted({f for r in self.relations for f in r.features}
-                      | {f for c in self.conditionals for f in c.features})
+                      | {f for c in self.conditionals for f in c.features}
+                      | set(() if self.causal is None else self.causal.features))
 
     # --- validation -----------------------------------------------------------------------
     def validate(self, schema: Schema) -> Constraints:
@@ -330,6 +341,8 @@ class Constraints:
                                   f"{len(schema)} features")
         for c in self.conditionals:
             c.validate(schema)
+        if self.causal is not None:
+            self.causal.validate(schema)
         self.schema = schema
         return self
 
@@ -451,6 +464,11 @@ class Constraints:
                                       "(validate first) to compare each row with its query")
             for c in self.conditionals:
                 ok &= c.holds(raw_frame, query_frame, self.schema, tol)
+        if self.causal is not None:
+            if query_frame is None or self.schema is None:
+                raise ValidationError("a causal model needs query_frame and a schema (validate "
+                                      "first): children move with their parents' changes")
+            ok &= self.causal.holds(raw_frame, query_frame, self.schema, tol)
         return ok
 
     def check(self, frame: pd.DataFrame, *, strict: bool = False) -> dict[str, int]:
@@ -506,7 +524,11 @@ class Constraints:
         return CompiledConstraints(A, lo, hi, tuple(r.text for r in self.relations),
                                    self.max_changes, np.asarray(encoder.feature_of_column_),
                                    len(encoder.blocks_),
-                                   tuple(c.compile(encoder) for c in self.conditionals))
+                                   tuple(c.compile(encoder) for c in self.conditionals)
+                                   + tuple(() if self.causal is None
+                                           else self.causal.compile(encoder)),
+                                   None if self.causal is None
+                                   else self.causal.child_columns(encoder))
 
 
 def as_constraints(value: Any) -> Constraints | None:

@@ -364,8 +364,14 @@ class MILPNearest(Explainer):
                 w = np.full(1, np.nan)
             if w.shape[0] != d or np.any(w < 0) or not np.isfinite(w).all():
                 raise ValidationError(f"weights must be {d} non-negative finite numbers")
+        weights = self.weights
+        cc = self.constraints_
+        if weights is None and cc is not None and cc.causal_columns is not None:
+            # MINT: a CE is an action set, priced by its actions; children move for free
+            weights = Distance(self.norm, space="raw").column_weights(self.encoder).copy()
+            weights[cc.causal_columns] = 0.0
         #: the distance minimised and reported (certificate ``distance``)
-        self.distance_ = Distance(self.norm, weights=self.weights, space="raw")
+        self.distance_ = Distance(self.norm, weights=weights, space="raw")
         parts = tree_parts(self.model) if self._tree_models else None
         #: tree models: the tree ensemble (:func:`~robustce.solvers.tree_encoding.ensemble_of`)
         self._ensemble_: TreeEnsemble | None = None
@@ -376,7 +382,7 @@ class MILPNearest(Explainer):
             self._network = None
         else:
             self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
-        self._l1_ = Distance("l1", weights=self.weights, space="raw")
+        self._l1_ = Distance("l1", weights=weights, space="raw")
         self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._ranked_: tuple[tuple[int, bytes], np.ndarray] | None = None
         self._w_: np.ndarray | None = None
