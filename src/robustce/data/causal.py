@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from robustce.data.conditionals import CompiledConditional
+from robustce.data.conditionals import CompiledConditional, aligned, numeric_values, value_form
 from robustce.data.schema import FeatureKind, Schema
 from robustce.errors import ValidationError
 
@@ -117,22 +117,14 @@ class CausalModel:
                                           "numeric or ordinal (level index)")
 
     # --- raw evaluation ----------------------------------------------------------------------
-    @staticmethod
-    def _values(frame: pd.DataFrame, schema: Schema, f: str) -> np.ndarray:
-        feat = schema[f]
-        if feat.kind is FeatureKind.ORDINAL:
-            lv = {c: i for i, c in enumerate(feat.categories)}
-            return np.array([lv[v] for v in frame[f].tolist()], dtype=np.float64)
-        return np.asarray(frame[f], dtype=np.float64)
+    _values = staticmethod(numeric_values)
 
     def holds(self, frame: pd.DataFrame, query_frame: pd.DataFrame, schema: Schema,
               tol: float) -> np.ndarray:
         """Per raw row: every child equals its query value plus the equation applied to its
         parents' changes, within ``tol`` times the equation's magnitude (1 + |q_c| + Σ |β| ·
         the parent's largest absolute value)."""
-        q = query_frame if len(query_frame) == len(frame) else \
-            query_frame.iloc[np.zeros(len(frame), dtype=np.int64)]
-        q, fr = q.reset_index(drop=True), frame.reset_index(drop=True)
+        fr, q = aligned(frame, query_frame)
         ok = np.ones(len(fr), dtype=bool)
         for c, ps in self.equations.items():
             qc = self._values(q, schema, c)
@@ -157,18 +149,7 @@ class CausalModel:
         blocks = {b.name: b for b in encoder.blocks_}
 
         def value(f: str) -> np.ndarray:
-            b = blocks[f]
-            c = np.zeros(d)
-            if b.encoding == "scaled":
-                c[b.start] = float(b.feature.upper) - float(b.feature.lower)
-            elif b.encoding == "thermometer":
-                c[b.slice] = 1.0
-            elif b.encoding == "integer_levels":
-                c[b.start] = float(max(b.feature.n_levels - 1, 1))
-            else:
-                raise ValidationError(f"causal: {f!r} is encoded as {b.encoding!r}, which "
-                                      "has no numeric value")
-            return c
+            return value_form(blocks[f], d, "causal")[0]
 
         out = []
         for child, ps in self.equations.items():

@@ -33,7 +33,8 @@ import pandas as pd
 from robustce.data.schema import FeatureKind, Schema
 from robustce.errors import ValidationError
 
-__all__ = ["CompiledConditional", "Conditional", "is_conditional"]
+__all__ = ["CompiledConditional", "Conditional", "aligned", "is_conditional", "numeric_values",
+           "value_form"]
 
 _NAME = r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)"
 _MOVE = re.compile(rf"^{_NAME}\s+(increases|decreases|changes)$")
@@ -45,6 +46,42 @@ _SPLIT_IF = re.compile(r"^\s*if\s+(.+?)\s+then\s+(.+?)\s*$", re.S)
 def is_conditional(text: Any) -> bool:
     """Whether ``text`` is written as a conditional (``if … then …`` or ``… -> …``)."""
     return isinstance(text, str) and (bool(_SPLIT_IF.match(text)) or "->" in text)
+
+
+def numeric_values(frame: pd.DataFrame, schema: Schema, f: str) -> np.ndarray:
+    """The raw values of ``f`` as numbers (an ordinal as its level index)."""
+    feat = schema[f]
+    if feat.kind is FeatureKind.ORDINAL:
+        lv = {c: i for i, c in enumerate(feat.categories)}
+        return np.array([lv[v] for v in frame[f].tolist()], dtype=np.float64)
+    return np.asarray(frame[f], dtype=np.float64)
+
+
+def aligned(frame: pd.DataFrame, query_frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``frame`` and its queries row by row (``query_frame``: one row for all, or one per row
+    by position), both with a fresh index."""
+    q = query_frame if len(query_frame) == len(frame) else \
+        query_frame.iloc[np.zeros(len(frame), dtype=np.int64)]
+    return frame.reset_index(drop=True), q.reset_index(drop=True)
+
+
+def value_form(block: Any, d: int, where: str) -> tuple[np.ndarray, float]:
+    """(coef, const): a feature's raw value (an ordinal's level index) as ``coef @ x + const``
+    over the ``d`` model-space columns, exact on valid encodings (scaled: ``lower + x ·
+    (upper − lower)``; thermometer: the sum of its columns; integer-coded: ``x · (k − 1)``).
+    ValidationError (prefixed by ``where``) for an encoding without an order."""
+    c = np.zeros(d)
+    if block.encoding == "scaled":
+        c[block.start] = float(block.feature.upper) - float(block.feature.lower)
+        return c, float(block.feature.lower)
+    if block.encoding == "thermometer":
+        c[block.slice] = 1.0
+        return c, 0.0
+    if block.encoding == "integer_levels":
+        c[block.start] = float(max(block.feature.n_levels - 1, 1))
+        return c, 0.0
+    raise ValidationError(f"{where}: feature {block.name!r} is encoded as {block.encoding!r}, "
+                          "which has no numeric value")
 
 
 def _name(token: str) -> str:
@@ -194,24 +231,14 @@ class Conditional:
                                       f"'{g.name} {self.cons_kind} by >= k' (k > 0)")
 
     # --- raw evaluation ----------------------------------------------------------------------
-    @staticmethod
-    def _values(frame: pd.DataFrame, schema: Schema, f: str) -> np.ndarray:
-        """The raw values of ``f`` as numbers (an ordinal as its level index)."""
-        feat = schema[f]
-        if feat.kind is FeatureKind.ORDINAL:
-            lv = {c: i for i, c in enumerate(feat.categories)}
-            return np.array([lv[v] for v in frame[f].tolist()], dtype=np.float64)
-        return np.asarray(frame[f], dtype=np.float64)
+    _values = staticmethod(numeric_values)
 
     def holds(self, frame: pd.DataFrame, query_frame: pd.DataFrame, schema: Schema,
               tol: float) -> np.ndarray:
         """Per raw row (its query: ``query_frame`` by position, one row for all or one per
         row): the condition is false or the consequence holds; numeric changes count beyond
         ``tol`` times max(1, |query value|, the feature's range)."""
-        q = query_frame if len(query_frame) == len(frame) else \
-            query_frame.iloc[np.zeros(len(frame), dtype=np.int64)]
-        q = q.reset_index(drop=True)
-        fr = frame.reset_index(drop=True)
+        fr, q = aligned(frame, query_frame)
 
         def moved(f: str) -> np.ndarray:
             feat = schema[f]
@@ -251,22 +278,8 @@ class Conditional:
         d = int(encoder.n_features_out_)
         blocks = {b.name: b for b in encoder.blocks_}
 
-        def level_expr(b: Any) -> tuple[np.ndarray, float, float]:
-            """(coef, const, unit): the feature's raw value = coef @ x + const, and one raw
-            unit (or ordinal level) in those terms."""
-            c = np.zeros(d)
-            if b.encoding == "scaled":
-                span = float(b.feature.upper) - float(b.feature.lower)
-                c[b.start] = span
-                return c, float(b.feature.lower), 1.0
-            if b.encoding == "thermometer":
-                c[b.slice] = 1.0
-                return c, 0.0, 1.0
-            if b.encoding == "integer_levels":
-                c[b.start] = float(max(b.feature.n_levels - 1, 1))
-                return c, 0.0, 1.0
-            raise ValidationError(f"conditional {self.text!r}: feature {b.name!r} is encoded "
-                                  f"as {b.encoding!r}; it has no order")
+        def level_expr(b: Any) -> tuple[np.ndarray, float]:
+            return value_form(b, d, f"conditional {self.text!r}")
 
         cb = blocks[self.cond_feature]
         cond = np.zeros(d)
@@ -300,7 +313,7 @@ class Conditional:
             lo, hi = -np.inf, np.inf
             rhs = self.relation.rhs
             for f, coef in self.relation.coefs:
-                c, k0, _ = level_expr(blocks[f])
+                c, k0 = level_expr(blocks[f])
                 a += coef * c
                 rhs -= coef * k0
             if self.relation.op in ("<=", "=="):
@@ -308,7 +321,7 @@ class Conditional:
             if self.relation.op in (">=", "=="):
                 lo = rhs
         else:
-            c, _, _ = level_expr(blocks[self.cons_feature])
+            c, _ = level_expr(blocks[self.cons_feature])
             k = 1.0 if self.cons_by is None else self.cons_by
             sign = 1.0 if self.cons_kind == "increases" else -1.0
             a, q_coef = sign * c, sign * c  # sign·(v(x) − v(q)) >= k
