@@ -449,3 +449,57 @@ def test_causal_ce_follows_the_structural_equation_and_prices_actions(max_change
         assert res.certificates.iloc[i]["distance"] == pytest.approx(cost[ok].min(), abs=1e-6)
         checked += 1
     assert checked >= 3
+
+
+# --- groups: none or all change -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_kind", ["mlp", "forest"])
+def test_groups_change_together_equals_brute_force(model_kind):
+    """Group (b, city): a CE keeps both or changes both; the MILP optimum is the brute-force
+    minimum over the grid points that keep or change both (checked by hand here)."""
+    data = _grid_data()
+    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    enc = mlp.encoder
+    model = mlp
+    if model_kind == "forest":
+        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
+        model = rc.models.wrap(rf.fit(enc.transform(data.frame), data.y), enc)
+    c = Constraints(groups=[["b", "city"]])
+    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
+                        columns=["a", "b", "city"])
+    G = enc.transform(grid)
+    ex = MILPNearest(model, data, norm="l1", constraints=c, time_limit=30)
+    target_ok = (class_margin(mlp.network().forward(G), 1) >= ex.tau if model_kind == "mlp"
+                 else model.predict(G) == 1)
+    queries = _queries(data, model, n=10)
+    res = ex.explain(queries)
+    checked = bites = 0
+    for i, (_label, row) in enumerate(queries.iterrows()):
+        q = enc.transform(row.to_frame().T.astype({"a": int, "b": int}))[0]
+        db, dc = (grid["b"] != row["b"]).to_numpy(), (grid["city"] != row["city"]).to_numpy()
+        ok = target_ok & (db == dc)
+        if not ok.any():
+            assert res.status.iloc[i] == "infeasible"
+            continue
+        assert res.status.iloc[i] == "found"
+        d = feature_distance(enc, q, G, "l1")
+        assert res.certificates.iloc[i]["distance"] == pytest.approx(d[ok].min(), abs=1e-6)
+        bites += d[target_ok].min() < d[ok].min() - 1e-9
+        checked += 1
+    assert checked >= 4 and bites >= 1
+
+
+@pytest.mark.parametrize("backend", ["smt", "milp"])
+def test_mace_groups(loan, backend):
+    data, mlp, _ = loan
+    c = Constraints(groups=[["income", "debt"]])
+    queries = _queries(data, mlp, n=5)
+    res = rc.methods.MACE(mlp, data, backend=backend, constraints=c, time_limit=60).explain(queries)
+    assert (res.status == "found").sum() >= 3
+    cfs = res.counterfactuals
+    q = queries.loc[cfs["query_id"].to_numpy()].reset_index(drop=True)
+    raw = cfs[queries.columns].reset_index(drop=True)
+    di = (raw["income"] - q["income"]).abs() > 1e-6
+    dd = (raw["debt"] - q["debt"]).abs() > 1e-6
+    assert (di == dd).all()

@@ -21,6 +21,8 @@ from robustce.methods.registry import METHOD_CLASSES, build_explainer, get_metho
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 MAX_CHANGES = 4
+#: a guarantor comes with a new housing arrangement, or neither changes
+GROUPS = [["has_guarantor", "housing"]]
 #: a degree takes time (age is immutable here, so no CE may raise education), and owners'
 #: debt stays within two incomes
 CONDITIONALS = ["if education increases then age increases by >= 1",
@@ -130,11 +132,11 @@ def test_every_ce_satisfies_the_constraints(world, method):
     relations = list(data.meta["constraints"]["relations"])
     causal = data.meta["causal"]  # income := β · education + U
     spec = {"relations": relations, "max_changes": MAX_CHANGES, "conditionals": CONDITIONALS,
-            "causal": causal}
+            "causal": causal, "groups": GROUPS}
     params = {"time_limit": 10.0, "constraints": spec, **PARAMS.get(method, {})}
     if method == "proplace":  # the hull of training points cannot keep max_changes
         params["constraints"] = {"relations": relations, "conditionals": CONDITIONALS,
-                                 "causal": causal}
+                                 "causal": causal, "groups": GROUPS}
     if "random_state" in cls.param_names():
         params.setdefault("random_state", 0)
     model = None if trains_own_model(method) else models[MODEL_FOR.get(method, "mlp")]
@@ -158,6 +160,9 @@ def test_every_ce_satisfies_the_constraints(world, method):
         want = q[child].to_numpy(np.float64) + sum(
             beta * (_level(raw[p], data) - _level(q[p], data)) for p, beta in parents.items())
         assert np.allclose(raw[child].to_numpy(np.float64), want, rtol=1e-6, atol=1e-3)
+    for group in GROUPS:  # none or all of a group's features change
+        moved = np.column_stack([raw[f].to_numpy() != q[f].to_numpy() for f in group])
+        assert (~moved.any(axis=1) | moved.all(axis=1)).all()
     if "max_changes" in params["constraints"]:
         assert (independent_changes(raw, q) <= MAX_CHANGES).all()
 

@@ -34,6 +34,7 @@ import pandas as pd
 
 from robustce.data.causal import CausalModel
 from robustce.data.conditionals import CompiledConditional, Conditional
+from robustce.data.groups import CompiledGroup, FeatureGroup
 from robustce.data.schema import FeatureKind, Schema
 from robustce.errors import ValidationError
 
@@ -191,16 +192,18 @@ class CompiledConstraints:
     conditionals: tuple[CompiledConditional, ...] = ()
     #: the model-space columns of the causal model's children (moved by their parents only)
     causal_columns: np.ndarray | None = None
+    groups: tuple[CompiledGroup, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return len(self.texts) == 0 and self.max_changes is None and not self.conditionals
+        return (len(self.texts) == 0 and self.max_changes is None and not self.conditionals
+                and not self.groups)
 
     @property
     def has_rows(self) -> bool:
         """Relations or conditionals: rows that tie columns together (a tree MILP then
         returns its own point, not the query clipped to its leaves)."""
-        return len(self.texts) > 0 or len(self.conditionals) > 0
+        return len(self.texts) > 0 or len(self.conditionals) > 0 or len(self.groups) > 0
 
     def n_changed(self, query: np.ndarray, X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         """Per row of ``X`` (model space), the number of raw features with a column that
@@ -228,6 +231,8 @@ class CompiledConstraints:
             ok &= self.n_changed(query, X) <= self.max_changes
         for c in self.conditionals:
             ok &= c.holds(query, X, tol)
+        for g in self.groups:
+            ok &= g.holds(query, X, tol)
         return ok
 
 
@@ -247,12 +252,21 @@ class Constraints:
 
     def __init__(self, relations: Iterable[str] | str = (), max_changes: int | None = None,
                  conditionals: Iterable[str] | str = (),
-                 causal: Mapping[str, Mapping[str, float]] | None = None):
+                 causal: Mapping[str, Mapping[str, float]] | None = None,
+                 groups: Iterable[Iterable[str]] = ()):
         texts = _text_list(relations, "relations")
         self.relations: tuple[Relation, ...] = tuple(Relation.parse(t) for t in texts)
         self.conditionals: tuple[Conditional, ...] = tuple(
             Conditional(t) for t in _text_list(conditionals, "conditionals"))
         self.causal: CausalModel | None = None if causal is None else CausalModel(causal)
+        if isinstance(groups, str):
+            raise ValidationError(f"constraints groups must be a list of feature lists, got "
+                                  f"{groups!r}")
+        try:
+            self.groups: tuple[FeatureGroup, ...] = tuple(FeatureGroup(g) for g in groups)
+        except TypeError:
+            raise ValidationError(f"constraints groups must be a list of feature lists, got "
+                                  f"{groups!r}") from None
         if max_changes is not None and (isinstance(max_changes, bool)
                                         or not isinstance(max_changes, int | np.integer)
                                         or max_changes < 1):
@@ -267,12 +281,13 @@ class Constraints:
         if not isinstance(spec, Mapping):
             raise ValidationError(f"constraints must be a mapping with 'relations' and "
                                   f"'max_changes', got {type(spec).__name__}")
-        unknown = sorted(set(spec) - {"relations", "max_changes", "conditionals", "causal"})
+        unknown = sorted(set(spec) - {"relations", "max_changes", "conditionals", "causal",
+                                      "groups"})
         if unknown:
             raise ValidationError(f"constraints: unknown keys {unknown}; expected 'relations', "
-                                  "'max_changes', 'conditionals', 'causal'")
+                                  "'max_changes', 'conditionals', 'causal', 'groups'")
         return cls(spec.get("relations", ()), spec.get("max_changes"),
-                   spec.get("conditionals", ()), spec.get("causal"))
+                   spec.get("conditionals", ()), spec.get("causal"), spec.get("groups", ()))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"relations": [r.text for r in self.relations],
@@ -281,6 +296,8 @@ class Constraints:
             out["conditionals"] = [c.text for c in self.conditionals]
         if self.causal is not None:
             out["causal"] = self.causal.to_dict()
+        if self.groups:
+            out["groups"] = [list(g.features) for g in self.groups]
         return out
 
     def __repr__(self) -> str:
@@ -288,6 +305,8 @@ class Constraints:
                  if self.conditionals else "")
         if self.causal is not None:
             extra += f", causal={self.causal.to_dict()!r}"
+        if self.groups:
+            extra += f", groups={[g.features for g in self.groups]!r}"
         return (f"Constraints(relations={[r.text for r in self.relations]!r}, "
                 f"max_changes={self.max_changes!r}{extra})")
 
@@ -295,16 +314,15 @@ class Constraints:
         return isinstance(other, Constraints) and self.to_dict() == other.to_dict()
 
     def __hash__(self) -> int:
-        return hash((tuple(r.text for r in self.relations), self.max_changes,
-                     tuple(c.text for c in self.conditionals), repr(self.causal and
-                                                                     self.causal.to_dict())))
+        return hash(repr(self.to_dict()))
 
     @property
     def features(self) -> list[str]:
         """Every feature some relation or conditional names."""
         return sorted({f for r in self.relations for f in r.features}
                       | {f for c in self.conditionals for f in c.features}
-                      | set(() if self.causal is None else self.causal.features))
+                      | set(() if self.causal is None else self.causal.features)
+                      | {f for g in self.groups for f in g.features})
 
     # --- validation -----------------------------------------------------------------------
     def validate(self, schema: Schema) -> Constraints:
@@ -343,6 +361,8 @@ class Constraints:
             c.validate(schema)
         if self.causal is not None:
             self.causal.validate(schema)
+        for g in self.groups:
+            g.validate(schema)
         self.schema = schema
         return self
 
@@ -469,6 +489,12 @@ class Constraints:
                 raise ValidationError("a causal model needs query_frame and a schema (validate "
                                       "first): children move with their parents' changes")
             ok &= self.causal.holds(raw_frame, query_frame, self.schema, tol)
+        if self.groups:
+            if query_frame is None or self.schema is None:
+                raise ValidationError("feature groups need query_frame and a schema (validate "
+                                      "first) to compare each row with its query")
+            for g in self.groups:
+                ok &= g.holds(raw_frame, query_frame, self.schema, tol)
         return ok
 
     def check(self, frame: pd.DataFrame, *, strict: bool = False) -> dict[str, int]:
@@ -528,7 +554,8 @@ class Constraints:
                                    + tuple(() if self.causal is None
                                            else self.causal.compile(encoder)),
                                    None if self.causal is None
-                                   else self.causal.child_columns(encoder))
+                                   else self.causal.child_columns(encoder),
+                                   tuple(g.compile(encoder) for g in self.groups))
 
 
 def as_constraints(value: Any) -> Constraints | None:

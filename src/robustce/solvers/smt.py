@@ -519,7 +519,8 @@ def constraint_formulas(inp: SMTInput, x: np.ndarray, constraints: Any) -> list[
     formulas over ``inp``'s variables, exact in rational arithmetic: each relation row
     ``lower <= Σ_j A_j x_j <= upper`` (:meth:`SMTInput.linear`), and with ``max_changes = k``
     ``Σ_f [feature f differs from the query x] <= k`` (a categorical counts once); each
-    conditional as ``Implies(condition, consequence)``."""
+    conditional as ``Implies(condition, consequence)``; each group of features as "all keep
+    the query's value, or all change" (a real column by at least the group's least move)."""
     out: list[z3.BoolRef] = []
     A = np.asarray(constraints.A, dtype=np.float64)
     for i in range(A.shape[0]):
@@ -550,6 +551,20 @@ def constraint_formulas(inp: SMTInput, x: np.ndarray, constraints: Any) -> list[
         if math.isfinite(c.upper):
             cons.append(v <= rational(c.upper + shift))
         out.append(z3.Implies(cond, z3.And(cons)))
+    vals = inp.values(x) if getattr(constraints, "groups", ()) else []
+    owner = np.asarray(constraints.feature_of_column)
+    for g in getattr(constraints, "groups", ()):
+        same, moved = [], []
+        for cols, eps in zip(g.columns, g.min_move, strict=True):
+            i = int(owner[cols[0]])
+            v = inp.vars[i]
+            same.append(inp.equal(i, vals[i]))
+            if v.sort == "real":  # a real column moves by at least ε (as the MILP asks)
+                c = rational(vals[i])
+                moved.append(z3.Or(v.var >= c + rational(eps), v.var <= c - rational(eps)))
+            else:
+                moved.append(z3.Not(same[-1]))
+        out.append(z3.Or(z3.And(same), z3.And(moved)))
     return out
 
 
