@@ -37,7 +37,8 @@ import numpy as np
 from robustce.data.encoder import Encoder
 from robustce.errors import ValidationError
 
-__all__ = ["L0_TOL", "NORMS", "SPACES", "Distance", "check_norm", "raw_column_weights"]
+__all__ = ["L0_TOL", "NORMS", "SPACES", "Distance", "check_norm", "raw_column_weights",
+           "unit_cost_weights"]
 
 NORMS = ("l0", "l1", "l2", "linf")
 SPACES = ("model", "raw")
@@ -68,6 +69,37 @@ def raw_column_weights(encoder: Encoder) -> np.ndarray:
             w[b.slice] = 0.5
         elif b.encoding == "thermometer":
             w[b.slice] = 1.0 / max(b.width, 1)
+    return w
+
+
+def unit_cost_weights(encoder: Encoder, costs: Mapping[str, float]) -> np.ndarray:
+    """Column weights that make the raw-space ℓ1 distance the **cost of a CE in the user's
+    units**: ``Σ_f cost_f · |x'_f − x_f|`` with ``x_f`` in raw units for a numeric feature,
+    in levels for an ordinal, and ``cost_f`` per change of a categorical or binary feature.
+    Features not in ``costs`` keep their default weight ω (:func:`raw_column_weights`); a cost
+    of 0 makes a feature free. Use as ``Distance("l1", weights=..., space="raw")`` or
+    ``MILPNearest(weights=...)``. Raises ValidationError for an unknown feature or a
+    negative / non-finite cost."""
+    _check_encoder(encoder)
+    if not isinstance(costs, Mapping):
+        raise ValidationError(f"costs must map feature names to costs, got "
+                              f"{type(costs).__name__}")
+    w = raw_column_weights(encoder).copy()
+    blocks = {b.name: b for b in encoder.blocks_}
+    for f, c in costs.items():
+        if f not in blocks:
+            raise ValidationError(f"costs: unknown feature {f!r}; features are {list(blocks)}")
+        if isinstance(c, bool) or not isinstance(c, int | float) or not math.isfinite(c) or c < 0:
+            raise ValidationError(f"costs[{f!r}] must be a finite number >= 0, got {c!r}")
+        b = blocks[f]
+        if b.encoding == "scaled":  # one column unit = the feature's range in raw units
+            w[b.slice] = float(c) * (float(b.feature.upper) - float(b.feature.lower))
+        elif b.encoding == "thermometer":  # one column per level step
+            w[b.slice] = float(c)
+        elif b.encoding == "integer_levels":
+            w[b.slice] = float(c) * max(b.feature.n_levels - 1, 1)
+        else:  # one-hot (a change moves two columns) or binary
+            w[b.slice] = float(c) * (0.5 if b.encoding == "onehot" else 1.0)
     return w
 
 

@@ -503,3 +503,36 @@ def test_mace_groups(loan, backend):
     di = (raw["income"] - q["income"]).abs() > 1e-6
     dd = (raw["debt"] - q["debt"]).abs() > 1e-6
     assert (di == dd).all()
+
+
+def test_unit_costs_are_the_milp_objective_brute_force():
+    """Per-feature costs in the user's units (a: 1 per unit, b: 3 per unit, city: 5 per
+    change) through Distance weights, with a relation: the MILP optimum is the brute-force
+    minimum of that cost."""
+    from robustce.distance import unit_cost_weights
+
+    data = _grid_data()
+    model = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    enc = model.encoder
+    w = unit_cost_weights(enc, {"a": 1.0, "b": 3.0, "city": 5.0})
+    c = Constraints(["b <= a + 3"])
+    ex = MILPNearest(model, data, norm="l1", weights=w, constraints=c, time_limit=30)
+    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
+                        columns=["a", "b", "city"])
+    G = enc.transform(grid)
+    target_ok = class_margin(model.network().forward(G), 1) >= ex.tau
+    queries = _queries(data, model, n=8)
+    res = ex.explain(queries)
+    checked = 0
+    for i, (_label, row) in enumerate(queries.iterrows()):
+        ok = target_ok & (grid["b"] <= grid["a"] + 3).to_numpy()
+        cost = (np.abs(grid["a"] - row["a"]) + 3 * np.abs(grid["b"] - row["b"])
+                + 5 * (grid["city"] != row["city"])).to_numpy(np.float64)
+        assert res.status.iloc[i] == "found"
+        assert res.certificates.iloc[i]["distance"] == pytest.approx(cost[ok].min(), abs=1e-6)
+        checked += 1
+    assert checked >= 4
+    with pytest.raises(ValidationError, match="unknown feature 'z'"):
+        unit_cost_weights(enc, {"z": 1.0})
+    with pytest.raises(ValidationError, match=">= 0"):
+        unit_cost_weights(enc, {"a": -1.0})
