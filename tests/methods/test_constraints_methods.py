@@ -316,17 +316,25 @@ def test_mace_backends_satisfy_constraints_and_agree(loan, which):
 # --- conditional relations ------------------------------------------------------------------
 
 CONDITIONALS = ['city == "c" -> a <= 5', "if b increases then a increases by >= 2"]
+#: the 'changes' conditions: a numeric feature and a categorical
+CHANGE_CONDITIONALS = ["if b changes then a >= 7", "if city changes then a + b <= 8"]
 
 
-def _conditionals_hold(grid: pd.DataFrame, q: pd.Series) -> np.ndarray:
-    """The two CONDITIONALS written out by hand (independent of the library's parser)."""
+def _conditionals_hold(grid: pd.DataFrame, q: pd.Series, which: str = "basic") -> np.ndarray:
+    """The CONDITIONALS (or CHANGE_CONDITIONALS) written out by hand (independent of the
+    library's parser)."""
+    if which == "changes":
+        ok1 = (grid["b"] == q["b"]) | (grid["a"] >= 7)
+        ok2 = (grid["city"] == q["city"]) | (grid["a"] + grid["b"] <= 8)
+        return (ok1 & ok2).to_numpy()
     ok1 = (grid["city"] != "c") | (grid["a"] <= 5)
     ok2 = (grid["b"] <= q["b"]) | (grid["a"] - q["a"] >= 2)
     return (ok1 & ok2).to_numpy()
 
 
+@pytest.mark.parametrize("which", ["basic", "changes"])
 @pytest.mark.parametrize("model_kind", ["mlp", "forest"])
-def test_milp_with_conditionals_equals_brute_force(model_kind):
+def test_milp_with_conditionals_equals_brute_force(model_kind, which):
     data = _grid_data()
     mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
     enc = mlp.encoder
@@ -335,7 +343,8 @@ def test_milp_with_conditionals_equals_brute_force(model_kind):
     else:
         rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
         model = rc.models.wrap(rf.fit(enc.transform(data.frame), data.y), enc)
-    c = Constraints(["a + b <= 15"], conditionals=CONDITIONALS)
+    c = Constraints(["a + b <= 15"],
+                    conditionals=CONDITIONALS if which == "basic" else CHANGE_CONDITIONALS)
     grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
                         columns=["a", "b", "city"])
     G = enc.transform(grid)
@@ -347,7 +356,8 @@ def test_milp_with_conditionals_equals_brute_force(model_kind):
     checked = bites = 0
     for i, (_label, row) in enumerate(queries.iterrows()):
         q = enc.transform(row.to_frame().T.astype({"a": int, "b": int}))[0]
-        ok = target_ok & (grid["a"] + grid["b"] <= 15).to_numpy() & _conditionals_hold(grid, row)
+        ok = (target_ok & (grid["a"] + grid["b"] <= 15).to_numpy()
+              & _conditionals_hold(grid, row, which))
         if not ok.any():
             assert res.status.iloc[i] == "infeasible"
             continue
