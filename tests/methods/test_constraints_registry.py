@@ -183,3 +183,21 @@ def test_every_ce_satisfies_the_constraints(world, method):
             is_tight = abs(a - b) <= 1e-6 * (1.0 + abs(a) + abs(b))
             if abs(abs(a - b) / (1.0 + abs(a) + abs(b)) - 1e-6) > 1e-7:  # not on the border
                 assert (text in tight) == is_tight, (text, a, b, tight)
+
+
+def test_meta_survives_concat_and_save(world, tmp_path):
+    data, models = world
+    ex = build_explainer("milp_nearest", models["mlp"], data,
+                         constraints={"relations": ["debt <= 0.2 * income"]})
+    pred = models["mlp"].predict(data.frame)
+    rows = np.flatnonzero(pred == 0)[:6]
+    a, b = ex.explain(data.frame.iloc[rows[:3]]), ex.explain(data.frame.iloc[rows[3:]])
+    both = rc.Explanations.concat([a, b])
+    active = both.meta["constraints"]["active"]
+    assert len(active) == len(both.counterfactuals)
+    assert active == a.meta["constraints"]["active"] + b.meta["constraints"]["active"]
+    assert any(active), "no CE sits on the relation: nothing tight to record"
+    back = rc.Explanations.load(both.save(tmp_path / "ce"))
+    assert back.meta["constraints"] == both.meta["constraints"]
+    assert back.to_frame()["constraints_removed"].tolist() == \
+        both.to_frame()["constraints_removed"].tolist()
