@@ -1,4 +1,5 @@
-"""Constraints between raw features: linear relations and a cap on the number of changes.
+"""Constraints between raw features: relations, conditionals, causal equations, groups and a
+cap on the number of changes.
 
 A :class:`Constraints` object holds
 
@@ -9,7 +10,12 @@ A :class:`Constraints` object holds
   with a numeric constant on one side, and exactly one comparison among
   ``<=``, ``>=``, ``==``. Coefficients are in raw units;
 * ``max_changes``: at most ``k`` raw features may differ from the query (a categorical or
-  ordinal feature counts once, however many model-space columns it has).
+  ordinal feature counts once, however many model-space columns it has);
+* ``conditionals`` (:mod:`robustce.data.conditionals`): ``"if education increases then age
+  increases by >= 1"``, ``'housing == "own" -> debt <= 2 * income'``;
+* ``causal`` (:mod:`robustce.data.causal`): linear structural equations ``{child: {parent:
+  β}}`` whose children follow their parents' changes (MINT);
+* ``groups`` (:mod:`robustce.data.groups`): features that change together or not at all.
 
 It is validated once against a :class:`~robustce.data.Schema` (:meth:`Constraints.validate`):
 an unknown feature, a categorical / ordinal / binary feature in a relation, or a relation that
