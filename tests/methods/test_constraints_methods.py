@@ -546,3 +546,18 @@ def test_unit_costs_are_the_milp_objective_brute_force():
         unit_cost_weights(enc, {"z": 1.0})
     with pytest.raises(ValidationError, match=">= 0"):
         unit_cost_weights(enc, {"a": -1.0})
+
+
+def test_cli_param_table_carries_every_kind():
+    """``--param 'constraints={...}'`` (a TOML inline table) becomes one Constraints."""
+    from robustce.cli.explain import _parse_params
+    from robustce.methods.registry import convert_params
+
+    text = ('constraints={relations=["`a` + b <= 13"], max_changes=2, '
+            'conditionals=["if a increases then b increases by >= 1"], '
+            'causal={b={a=0.5}}, groups=[["a", "city"]]}')
+    out = convert_params(MILPNearest, _parse_params([text]))["constraints"]
+    assert out == Constraints(["`a` + b <= 13"], max_changes=2,
+                              conditionals=["if a increases then b increases by >= 1"],
+                              causal={"b": {"a": 0.5}}, groups=[["a", "city"]])
+    assert Constraints.from_dict(out.to_dict()) == out
