@@ -561,3 +561,50 @@ def test_cli_param_table_carries_every_kind():
                               conditionals=["if a increases then b increases by >= 1"],
                               causal={"b": {"a": 0.5}}, groups=[["a", "city"]])
     assert Constraints.from_dict(out.to_dict()) == out
+
+
+@pytest.mark.parametrize("model_kind", ["mlp", "forest"])
+def test_fixed_costs_are_the_milp_objective_brute_force(model_kind):
+    """Per-unit costs plus a fixed cost for changing a feature at all (a: 4, city: 0.5):
+    the MILP optimum — and the certificate's distance — is the brute-force minimum of
+    Σ unit cost · |Δ| + Σ fixed · [changed], computed here."""
+    from robustce.distance import Distance, feature_fixed_costs, unit_cost_weights
+
+    data = _grid_data()
+    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    enc = mlp.encoder
+    model = mlp
+    if model_kind == "forest":
+        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
+        model = rc.models.wrap(rf.fit(enc.transform(data.frame), data.y), enc)
+    w = unit_cost_weights(enc, {"a": 0.5, "b": 1.0, "city": 1.0})
+    fixed = {"a": 4.0, "city": 0.5}
+    ex = MILPNearest(model, data, norm="l1", weights=w, fixed_costs=fixed, time_limit=30)
+    assert ex.distance_.fixed == feature_fixed_costs(enc, fixed)
+    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
+                        columns=["a", "b", "city"])
+    G = enc.transform(grid)
+    target_ok = (class_margin(mlp.network().forward(G), 1) >= ex.tau if model_kind == "mlp"
+                 else model.predict(G) == 1)
+    queries = _queries(data, model, n=8)
+    res = ex.explain(queries)
+    checked = bites = 0
+    for i, (_label, row) in enumerate(queries.iterrows()):
+        da = np.abs(grid["a"] - row["a"]).to_numpy(np.float64)
+        db = np.abs(grid["b"] - row["b"]).to_numpy(np.float64)
+        dc = (grid["city"] != row["city"]).to_numpy()
+        unit = 0.5 * da + db + dc
+        cost = unit + 4.0 * (da > 0) + 0.5 * dc
+        assert res.status.iloc[i] == "found"
+        assert res.certificates.iloc[i]["distance"] == pytest.approx(cost[target_ok].min(),
+                                                                     abs=1e-6)
+        bites += np.argmin(np.where(target_ok, unit, np.inf)) != np.argmin(
+            np.where(target_ok, cost, np.inf))
+        checked += 1
+    assert checked >= 4 and bites >= 1
+    d = Distance("l1", weights=tuple(w), space="raw", fixed=feature_fixed_costs(enc, fixed))
+    assert Distance.from_dict(d.to_dict()) == d
+    with pytest.raises(ValidationError, match="norm='l1'"):
+        MILPNearest(model, data, norm="l0", fixed_costs=fixed)
+    with pytest.raises(ValidationError, match="not differentiable"):
+        d.torch(None, None)

@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
-from robustce.distance import L0_TOL, Distance, check_norm, raw_column_weights
+from robustce.distance import L0_TOL, Distance, check_norm, feature_fixed_costs, raw_column_weights
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import ACTION_TOL, Explainer
@@ -264,6 +265,10 @@ class MILPNearest(Explainer):
         by 1e-6 either way, as MACE's MILP backend).
     weights : optional per-column distance weights (default :func:`column_weights`).
     tie_break : weight of the L1 distance added to the ``l0`` / ``linf`` objectives.
+    fixed_costs : optional ``{feature: cost}`` charged once when the feature changes at all,
+        on top of its per-unit cost (``weights``; :func:`robustce.distance.unit_cost_weights`
+        gives them in the user's units) — ``norm="l1"`` only; the distance minimised and
+        reported is then ``Distance("l1", weights, space="raw", fixed=...)``.
     solver : "highs" (default) or "gurobi".
     mip_gap : relative optimality gap at which the solver stops (certificate ``gap``).
     threads : solver threads per query.
@@ -330,7 +335,9 @@ class MILPNearest(Explainer):
                  weights: Any = None, tie_break: float = 1e-3, solver: str = "highs",
                  mip_gap: float = 1e-4, threads: int = 1, warm_start: bool = True,
                  box_from_incumbent: bool = True, bound_tightening: str = "interval",
-                 relax_first: bool = True, **kwargs: Any):
+                 relax_first: bool = True, fixed_costs: Mapping[str, float] | None = None,
+                 **kwargs: Any):
+        self.fixed_costs = fixed_costs
         self.norm = norm
         self.tau = tau
         self.weights = weights
@@ -370,8 +377,14 @@ class MILPNearest(Explainer):
             # MINT: a CE is an action set, priced by its actions; children move for free
             weights = Distance(self.norm, space="raw").column_weights(self.encoder).copy()
             weights[cc.causal_columns] = 0.0
+        fixed = None
+        if self.fixed_costs is not None:
+            if self.norm != "l1":
+                raise ValidationError(f"fixed_costs need norm='l1' (the cost of a CE: per-unit "
+                                      f"plus fixed costs), got norm={self.norm!r}")
+            fixed = feature_fixed_costs(self.encoder, self.fixed_costs)
         #: the distance minimised and reported (certificate ``distance``)
-        self.distance_ = Distance(self.norm, weights=weights, space="raw")
+        self.distance_ = Distance(self.norm, weights=weights, space="raw", fixed=fixed)
         parts = tree_parts(self.model) if self._tree_models else None
         #: tree models: the tree ensemble (:func:`~robustce.solvers.tree_encoding.ensemble_of`)
         self._ensemble_: TreeEnsemble | None = None
@@ -633,6 +646,16 @@ class MILPNearest(Explainer):
         return MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                     threads=self.threads, options=options, presolve=not highs_warm)
 
+    def _with_fixed_costs(self, m: MILP, dom: InputDomain, q: np.ndarray, obj: Any) -> Any:
+        """The objective plus the fixed costs of changed features (``fixed_costs``;
+        :func:`robustce.solvers.fixed_cost_encoding.add_fixed_costs`), if any."""
+        if self.distance_.fixed is None:
+            return obj
+        from robustce.solvers.fixed_cost_encoding import add_fixed_costs
+
+        return add_fixed_costs(m, dom, q, self.distance_.fixed, self.encoder.feature_of_column_,
+                               obj)
+
     def _domain_template(self, m: MILP, q: np.ndarray) -> tuple[InputDomain, Any]:
         """Encode the query's actionable input domain and the distance objective's variables
         and rows into the empty model ``m``: copied from a model built once for the last
@@ -647,6 +670,7 @@ class MILPNearest(Explainer):
             dom = encode_input_domain(t, self.encoder, q, actionability=True)
             obj = encode_distance(t, dom, q, self.distance_, self.encoder,
                                   tie_break=self.tie_break)
+            obj = self._with_fixed_costs(t, dom, q, obj)
             if self.constraints_ is not None:
                 encode_constraints(t, dom, q, self.constraints_)
             cached = self._template_ = (key, t, dom, obj)
@@ -915,6 +939,7 @@ class MILPNearest(Explainer):
             return ("cut", None, None) if cutoff is not None else ("empty", None, None)
         obj = encode_distance(m, dom, q, self.distance_, self.encoder, tie_break=self.tie_break)
         trees.tighten(m, obj, q)
+        obj = self._with_fixed_costs(m, dom, q, obj)
         cut, res, cf = solve_tree_stage(m, trees, obj, dom, q, self.encoder, floor=floor,
                                         cutoff=cutoff,
                                         time_left=time_limit - (time.perf_counter() - t0))
