@@ -95,14 +95,30 @@ def _grid_data():
     return from_frame(df, "y", schema)
 
 
+def _grid() -> pd.DataFrame:
+    """Every raw point of the grid data's domain (a, b in 0..10, city in a/b/c)."""
+    return pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
+                        columns=["a", "b", "city"])
+
+
+def _grid_models(model_kind: str):
+    """The grid data, its MLP, and the model to explain (the MLP or a 4-tree forest)."""
+    data = _grid_data()
+    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    model = mlp
+    if model_kind == "forest":
+        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
+        model = rc.models.wrap(rf.fit(mlp.encoder.transform(data.frame), data.y), mlp.encoder)
+    return data, mlp, model
+
+
 @pytest.mark.parametrize("norm, max_changes", [("l1", None), ("l1", 1), ("l0", 1)])
 def test_milp_optimum_equals_brute_force(norm, max_changes):
     data = _grid_data()
     model = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
     enc = model.encoder
     c = Constraints(["a + b <= 13", "b <= a + 3"], max_changes=max_changes)
-    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
-                        columns=["a", "b", "city"])
+    grid = _grid()
     G = enc.transform(grid)
     margin = class_margin(model.network().forward(G), 1)
     queries = _queries(data, model, n=8)
@@ -188,8 +204,7 @@ def test_forest_optimum_equals_brute_force(max_changes):
     rf.fit(enc.transform(data.frame), data.y)
     forest = rc.models.wrap(rf, enc)
     c = Constraints(["a + b <= 13", "b <= a + 3"], max_changes=max_changes)
-    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
-                        columns=["a", "b", "city"])
+    grid = _grid()
     G = enc.transform(grid)
     pred = forest.predict(G)
     queries = _queries(data, forest, n=8)
@@ -335,18 +350,11 @@ def _conditionals_hold(grid: pd.DataFrame, q: pd.Series, which: str = "basic") -
 @pytest.mark.parametrize("which", ["basic", "changes"])
 @pytest.mark.parametrize("model_kind", ["mlp", "forest"])
 def test_milp_with_conditionals_equals_brute_force(model_kind, which):
-    data = _grid_data()
-    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    data, mlp, model = _grid_models(model_kind)
     enc = mlp.encoder
-    if model_kind == "mlp":
-        model = mlp
-    else:
-        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
-        model = rc.models.wrap(rf.fit(enc.transform(data.frame), data.y), enc)
     c = Constraints(["a + b <= 15"],
                     conditionals=CONDITIONALS if which == "basic" else CHANGE_CONDITIONALS)
-    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
-                        columns=["a", "b", "city"])
+    grid = _grid()
     G = enc.transform(grid)
     target_ok = model.predict(G) == 1
     if model_kind == "mlp":  # the MILP's margin
@@ -395,17 +403,24 @@ def test_conditionals_parse_validate_and_evaluate(loan):
             Constraints(conditionals=texts).validate(data.schema)
 
 
+def _mace_ces(data, model, backend: str, c: Constraints):
+    """MACE's CEs for 5 rejected rows under ``c`` (at least 3 found) and their queries, both
+    as raw rows aligned by position."""
+    queries = _queries(data, model, n=5)
+    res = rc.methods.MACE(model, data, backend=backend, constraints=c,
+                          time_limit=60).explain(queries)
+    assert (res.status == "found").sum() >= 3
+    cfs = res.counterfactuals
+    q = queries.loc[cfs["query_id"].to_numpy()].reset_index(drop=True)
+    return cfs[queries.columns].reset_index(drop=True), q
+
+
 @pytest.mark.parametrize("backend", ["smt", "milp"])
 def test_mace_honours_conditionals(loan, backend):
     data, mlp, _ = loan
     c = Constraints(conditionals=["if income increases then debt decreases by >= 0.5",
                                   'city == "a" -> years <= 10'])
-    queries = _queries(data, mlp, n=5)
-    res = rc.methods.MACE(mlp, data, backend=backend, constraints=c, time_limit=60).explain(queries)
-    assert (res.status == "found").sum() >= 3
-    cfs = res.counterfactuals
-    q = queries.loc[cfs["query_id"].to_numpy()].reset_index(drop=True)
-    raw = cfs[queries.columns].reset_index(drop=True)
+    raw, q = _mace_ces(data, mlp, backend, c)
     inc = raw["income"] > q["income"] + 1e-9
     assert ((~inc) | (q["debt"] - raw["debt"] >= 0.5 - 1e-6)).all()
     assert ((raw["city"] != "a") | (raw["years"] <= 10)).all()
@@ -438,8 +453,7 @@ def test_causal_ce_follows_the_structural_equation_and_prices_actions(max_change
     queries = _queries(data, model, n=10)
     ex = MILPNearest(model, data, norm="l1", constraints=c, time_limit=30)
     res = ex.explain(queries)
-    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
-                        columns=["a", "b", "city"])
+    grid = _grid()
     G = enc.transform(grid)
     target_ok = class_margin(model.network().forward(G), 1) >= ex.tau
     checked = 0
@@ -468,16 +482,10 @@ def test_causal_ce_follows_the_structural_equation_and_prices_actions(max_change
 def test_groups_change_together_equals_brute_force(model_kind):
     """Group (b, city): a CE keeps both or changes both; the MILP optimum is the brute-force
     minimum over the grid points that keep or change both (checked by hand here)."""
-    data = _grid_data()
-    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    data, mlp, model = _grid_models(model_kind)
     enc = mlp.encoder
-    model = mlp
-    if model_kind == "forest":
-        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
-        model = rc.models.wrap(rf.fit(enc.transform(data.frame), data.y), enc)
     c = Constraints(groups=[["b", "city"]])
-    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
-                        columns=["a", "b", "city"])
+    grid = _grid()
     G = enc.transform(grid)
     ex = MILPNearest(model, data, norm="l1", constraints=c, time_limit=30)
     target_ok = (class_margin(mlp.network().forward(G), 1) >= ex.tau if model_kind == "mlp"
@@ -504,12 +512,7 @@ def test_groups_change_together_equals_brute_force(model_kind):
 def test_mace_groups(loan, backend):
     data, mlp, _ = loan
     c = Constraints(groups=[["income", "debt"]])
-    queries = _queries(data, mlp, n=5)
-    res = rc.methods.MACE(mlp, data, backend=backend, constraints=c, time_limit=60).explain(queries)
-    assert (res.status == "found").sum() >= 3
-    cfs = res.counterfactuals
-    q = queries.loc[cfs["query_id"].to_numpy()].reset_index(drop=True)
-    raw = cfs[queries.columns].reset_index(drop=True)
+    raw, q = _mace_ces(data, mlp, backend, c)
     di = (raw["income"] - q["income"]).abs() > 1e-6
     dd = (raw["debt"] - q["debt"]).abs() > 1e-6
     assert (di == dd).all()
@@ -527,8 +530,7 @@ def test_unit_costs_are_the_milp_objective_brute_force():
     w = unit_cost_weights(enc, {"a": 1.0, "b": 3.0, "city": 5.0})
     c = Constraints(["b <= a + 3"])
     ex = MILPNearest(model, data, norm="l1", weights=w, constraints=c, time_limit=30)
-    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
-                        columns=["a", "b", "city"])
+    grid = _grid()
     G = enc.transform(grid)
     target_ok = class_margin(model.network().forward(G), 1) >= ex.tau
     queries = _queries(data, model, n=8)
@@ -570,19 +572,13 @@ def test_fixed_costs_are_the_milp_objective_brute_force(model_kind):
     Σ unit cost · |Δ| + Σ fixed · [changed], computed here."""
     from robustce.distance import Distance, feature_fixed_costs, unit_cost_weights
 
-    data = _grid_data()
-    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+    data, mlp, model = _grid_models(model_kind)
     enc = mlp.encoder
-    model = mlp
-    if model_kind == "forest":
-        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
-        model = rc.models.wrap(rf.fit(enc.transform(data.frame), data.y), enc)
     w = unit_cost_weights(enc, {"a": 0.5, "b": 1.0, "city": 1.0})
     fixed = {"a": 4.0, "city": 0.5}
     ex = MILPNearest(model, data, norm="l1", weights=w, fixed_costs=fixed, time_limit=30)
     assert ex.distance_.fixed == feature_fixed_costs(enc, fixed)
-    grid = pd.DataFrame(list(itertools.product(range(11), range(11), ["a", "b", "c"])),
-                        columns=["a", "b", "city"])
+    grid = _grid()
     G = enc.transform(grid)
     target_ok = (class_margin(mlp.network().forward(G), 1) >= ex.tau if model_kind == "mlp"
                  else model.predict(G) == 1)

@@ -484,23 +484,15 @@ class Constraints:
                 raise ValidationError("constraints with max_changes need query_frame to "
                                       "count changed features")
             ok &= self.n_changed(raw_frame, query_frame, tol) <= self.max_changes
-        if self.conditionals:
-            if query_frame is None or self.schema is None:
-                raise ValidationError("conditional constraints need query_frame and a schema "
-                                      "(validate first) to compare each row with its query")
-            for c in self.conditionals:
-                ok &= c.holds(raw_frame, query_frame, self.schema, tol)
-        if self.causal is not None:
-            if query_frame is None or self.schema is None:
-                raise ValidationError("a causal model needs query_frame and a schema (validate "
-                                      "first): children move with their parents' changes")
-            ok &= self.causal.holds(raw_frame, query_frame, self.schema, tol)
-        if self.groups:
-            if query_frame is None or self.schema is None:
-                raise ValidationError("feature groups need query_frame and a schema (validate "
-                                      "first) to compare each row with its query")
-            for g in self.groups:
-                ok &= g.holds(raw_frame, query_frame, self.schema, tol)
+        # conditionals, the causal model and groups compare each row with its query
+        relative = [*self.conditionals, *([] if self.causal is None else [self.causal]),
+                    *self.groups]
+        if relative and (query_frame is None or self.schema is None):
+            raise ValidationError("conditionals, a causal model and feature groups need "
+                                  "query_frame and a schema (validate first) to compare each "
+                                  "row with its query")
+        for part in relative:
+            ok &= part.holds(raw_frame, query_frame, self.schema, tol)
         return ok
 
     def check(self, frame: pd.DataFrame, *, strict: bool = False) -> dict[str, int]:
