@@ -101,6 +101,14 @@ def _grid() -> pd.DataFrame:
                         columns=["a", "b", "city"])
 
 
+def _in_target(model_kind: str, mlp, model, G: np.ndarray, ex) -> np.ndarray:
+    """Grid points the explainer counts as in class 1: the MLP's margin ≥ the MILP's τ, or
+    the forest's prediction."""
+    if model_kind == "mlp":
+        return class_margin(mlp.network().forward(G), 1) >= ex.tau
+    return model.predict(G) == 1
+
+
 def _grid_models(model_kind: str):
     """The grid data, its MLP, and the model to explain (the MLP or a 4-tree forest)."""
     data = _grid_data()
@@ -488,8 +496,7 @@ def test_groups_change_together_equals_brute_force(model_kind):
     grid = _grid()
     G = enc.transform(grid)
     ex = MILPNearest(model, data, norm="l1", constraints=c, time_limit=30)
-    target_ok = (class_margin(mlp.network().forward(G), 1) >= ex.tau if model_kind == "mlp"
-                 else model.predict(G) == 1)
+    target_ok = _in_target(model_kind, mlp, model, G, ex)
     queries = _queries(data, model, n=10)
     res = ex.explain(queries)
     checked = bites = 0
@@ -580,8 +587,7 @@ def test_fixed_costs_are_the_milp_objective_brute_force(model_kind):
     assert ex.distance_.fixed == feature_fixed_costs(enc, fixed)
     grid = _grid()
     G = enc.transform(grid)
-    target_ok = (class_margin(mlp.network().forward(G), 1) >= ex.tau if model_kind == "mlp"
-                 else model.predict(G) == 1)
+    target_ok = _in_target(model_kind, mlp, model, G, ex)
     queries = _queries(data, model, n=8)
     res = ex.explain(queries)
     checked = bites = 0
