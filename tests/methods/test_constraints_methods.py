@@ -610,3 +610,40 @@ def test_fixed_costs_are_the_milp_objective_brute_force(model_kind):
         MILPNearest(model, data, norm="l0", fixed_costs=fixed)
     with pytest.raises(ValidationError, match="not differentiable"):
         d.torch(None, None)
+
+
+@pytest.mark.parametrize("model_kind", ["mlp", "forest"])
+def test_an_immutable_causal_child_moves_with_its_parent(model_kind):
+    """MINT: b is immutable (the user cannot act on it) but b := a + U, so acting on a moves
+    b — the CE's Δb equals its Δa, and the optimum is the brute force over such points."""
+    data = _grid_data()
+    schema = data.schema.with_actionability(b="immutable")
+    frame = pd.concat([data.frame, pd.Series(data.y, name="y", index=data.frame.index)], axis=1)
+    d2 = from_frame(frame, "y", schema)
+    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(d2)
+    enc = mlp.encoder
+    model = mlp
+    if model_kind == "forest":
+        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
+        model = rc.models.wrap(rf.fit(enc.transform(d2.frame), d2.y), enc)
+    c = Constraints(causal={"b": {"a": 1.0}})
+    ex = MILPNearest(model, d2, norm="l1", constraints=c, time_limit=30)
+    grid = _grid()
+    G = enc.transform(grid)
+    target_ok = _in_target(model_kind, mlp, model, G, ex)
+    queries = _queries(d2, model, n=10)
+    res = ex.explain(queries)
+    moved = checked = 0
+    for i, (_label, row) in enumerate(queries.iterrows()):
+        ok = target_ok & ((grid["b"] - row["b"]) == (grid["a"] - row["a"])).to_numpy()
+        if not ok.any():
+            assert res.status.iloc[i] in ("infeasible", "not_found")
+            continue
+        assert res.status.iloc[i] == "found", res.messages.iloc[i]
+        cf = res.counterfactuals[res.counterfactuals["query_id"] == queries.index[i]].iloc[0]
+        assert cf["b"] - row["b"] == cf["a"] - row["a"]
+        moved += cf["b"] != row["b"]
+        cost = (np.abs(grid["a"] - row["a"]) / 10.0 + (grid["city"] != row["city"])).to_numpy()
+        assert res.certificates.iloc[i]["distance"] == pytest.approx(cost[ok].min(), abs=1e-6)
+        checked += 1
+    assert checked >= 3 and moved >= 1, "no CE moved the immutable child"

@@ -10,9 +10,9 @@ of a child is
     x'_c = q_c + Σ_p β_cp · (x'_p − q_p)
 
 — the structural equation applied to the actions, downstream effects included (a parent may
-itself be a child). A child is not acted upon: it moves only through its parents (its
-actionability still bounds it: an immutable child pins its parents). The graph must be
-acyclic (validated).
+itself be a child). A child is not acted upon: it moves only through its parents, even when
+its actionability is immutable (MILPNearest and its subclasses widen its box; MACE and
+PROPLACE keep an immutable child fixed). The graph must be acyclic (validated).
 
 :meth:`CausalModel.holds` evaluates raw rows against their queries; :meth:`compile` gives
 each equation as an always-active model-space row

@@ -380,9 +380,17 @@ class Explainer:
         ``x`` is one query (d,) or one query per CE row (m, d)."""
         enc = self.encoder
         d = cfs - (x[None, :] if x.ndim == 1 else x)
-        ok = np.all(np.abs(d[:, enc.immutable_mask_]) <= tol, axis=1)
-        ok &= np.all(d[:, enc.increasing_mask_] >= -tol, axis=1)
-        ok &= np.all(d[:, enc.decreasing_mask_] <= tol, axis=1)
+        imm, inc, dec = enc.immutable_mask_, enc.increasing_mask_, enc.decreasing_mask_
+        children = getattr(getattr(self, "constraints_", None), "causal_columns", None)
+        if children is not None and len(children):
+            # a causal child is not acted upon: it moves with its parents (the structural
+            # equation, checked with the constraints), whatever its actionability
+            free = np.zeros(d.shape[1], dtype=bool)
+            free[children] = True
+            imm, inc, dec = imm & ~free, inc & ~free, dec & ~free
+        ok = np.all(np.abs(d[:, imm]) <= tol, axis=1)
+        ok &= np.all(d[:, inc] >= -tol, axis=1)
+        ok &= np.all(d[:, dec] <= tol, axis=1)
         return ok
 
     def _round_trip(self, cfs: np.ndarray, targets: np.ndarray

@@ -646,6 +646,24 @@ class MILPNearest(Explainer):
         return MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                     threads=self.threads, options=options, presolve=not highs_warm)
 
+    def _input_domain(self, m: MILP, q: np.ndarray, integer_grid: bool = True) -> InputDomain:
+        """The query's actionable input domain in ``m``. With a causal model, its children's
+        columns span their whole box whatever their actionability (MINT: a child is not acted
+        upon; it moves with its parents by the structural equations, which the constraint
+        rows encode). Raises ValidationError when the box is empty."""
+        cc = self.constraints_
+        children = None if cc is None else cc.causal_columns
+        if children is None or not len(children):
+            return encode_input_domain(m, self.encoder, q, actionability=True,
+                                       integer_grid=integer_grid)
+        probe = encode_input_domain(MILP(self.solver_), self.encoder, q, actionability=True,
+                                    integer_grid=False)
+        full_lo, full_hi = self.encoder.domain(q)
+        lo, hi = probe.lower.copy(), probe.upper.copy()
+        lo[children], hi[children] = full_lo[children], full_hi[children]
+        return encode_input_domain(m, self.encoder, q, lower=lo, upper=hi, actionability=False,
+                                   integer_grid=integer_grid)
+
     def _with_fixed_costs(self, m: MILP, dom: InputDomain, q: np.ndarray, obj: Any) -> Any:
         """The objective plus the fixed costs of changed features (``fixed_costs``;
         :func:`robustce.solvers.fixed_cost_encoding.add_fixed_costs`), if any."""
@@ -667,7 +685,7 @@ class MILPNearest(Explainer):
         cached = self._template_
         if cached is None or cached[0] != key:
             t = MILP(self.solver_)
-            dom = encode_input_domain(t, self.encoder, q, actionability=True)
+            dom = self._input_domain(t, q)
             obj = encode_distance(t, dom, q, self.distance_, self.encoder,
                                   tie_break=self.tie_break)
             obj = self._with_fixed_costs(t, dom, q, obj)
@@ -919,8 +937,7 @@ class MILPNearest(Explainer):
         relations = cc is not None and cc.has_rows
         try:
             # with relations the CE is the MILP's own point: grid columns integral
-            dom = encode_input_domain(m, self.encoder, q, actionability=True,
-                                      integer_grid=relations)
+            dom = self._input_domain(m, q, integer_grid=relations)
         except ValidationError:
             return "empty", None, None
         if cc is not None:
