@@ -109,6 +109,15 @@ def _in_target(model_kind: str, mlp, model, G: np.ndarray, ex) -> np.ndarray:
     return model.predict(G) == 1
 
 
+def _run_on_grid(ex, data, model_kind: str, mlp, model, n: int):
+    """The grid, its encoding, which grid points are in the target class, the first ``n``
+    rejected queries and ``ex``'s explanations of them."""
+    grid = _grid()
+    G = mlp.encoder.transform(grid)
+    queries = _queries(data, model, n=n)
+    return grid, G, _in_target(model_kind, mlp, model, G, ex), queries, ex.explain(queries)
+
+
 def _grid_models(model_kind: str):
     """The grid data, its MLP, and the model to explain (the MLP or a 4-tree forest)."""
     data = _grid_data()
@@ -585,11 +594,7 @@ def test_fixed_costs_are_the_milp_objective_brute_force(model_kind):
     fixed = {"a": 4.0, "city": 0.5}
     ex = MILPNearest(model, data, norm="l1", weights=w, fixed_costs=fixed, time_limit=30)
     assert ex.distance_.fixed == feature_fixed_costs(enc, fixed)
-    grid = _grid()
-    G = enc.transform(grid)
-    target_ok = _in_target(model_kind, mlp, model, G, ex)
-    queries = _queries(data, model, n=8)
-    res = ex.explain(queries)
+    grid, G, target_ok, queries, res = _run_on_grid(ex, data, model_kind, mlp, model, 8)
     checked = bites = 0
     for i, (_label, row) in enumerate(queries.iterrows()):
         da = np.abs(grid["a"] - row["a"]).to_numpy(np.float64)
@@ -628,11 +633,7 @@ def test_an_immutable_causal_child_moves_with_its_parent(model_kind):
         model = rc.models.wrap(rf.fit(enc.transform(d2.frame), d2.y), enc)
     c = Constraints(causal={"b": {"a": 1.0}})
     ex = MILPNearest(model, d2, norm="l1", constraints=c, time_limit=30)
-    grid = _grid()
-    G = enc.transform(grid)
-    target_ok = _in_target(model_kind, mlp, model, G, ex)
-    queries = _queries(d2, model, n=10)
-    res = ex.explain(queries)
+    grid, G, target_ok, queries, res = _run_on_grid(ex, d2, model_kind, mlp, model, 10)
     moved = checked = 0
     for i, (_label, row) in enumerate(queries.iterrows()):
         ok = target_ok & ((grid["b"] - row["b"]) == (grid["a"] - row["a"])).to_numpy()
