@@ -664,6 +664,10 @@ class MILPNearest(Explainer):
         return encode_input_domain(m, self.encoder, q, lower=lo, upper=hi, actionability=False,
                                    integer_grid=integer_grid)
 
+    def _under_constraints(self) -> str:
+        """The words that infeasibility messages add when constraints were encoded."""
+        return "" if self.constraints_ is None else " that satisfies the constraints"
+
     def _with_fixed_costs(self, m: MILP, dom: InputDomain, q: np.ndarray, obj: Any) -> Any:
         """The objective plus the fixed costs of changed features (``fixed_costs``;
         :func:`robustce.solvers.fixed_cost_encoding.add_fixed_costs`), if any."""
@@ -886,7 +890,8 @@ class MILPNearest(Explainer):
                             else res.message)
         if st is SolveStatus.INFEASIBLE:
             return _Nearest("infeasible", None, **{**base, "message": (
-                f"proven infeasible: no actionable point has target-class margin >= {tau:g}")})
+                f"proven infeasible: no actionable point{self._under_constraints()} has "
+                f"target-class margin >= {tau:g}")})
         if res.has_solution and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
             xs = np.clip(res.values[x], dom.lower, dom.upper)
             xs = self.encoder.project(xs[None], dom.lower, dom.upper)[0]
@@ -1020,7 +1025,8 @@ class MILPNearest(Explainer):
                     "solver_status": st.value, "time": spent, "message": res.message}
             if st is SolveStatus.INFEASIBLE:  # no cutoff: the whole box
                 return _Nearest("infeasible", None, **{**base, "message": (
-                    "proven infeasible: no actionable point is in the target class")})
+                    f"proven infeasible: no actionable point{self._under_constraints()} is "
+                    "in the target class")})
             if cf is not None and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT,
                                          SolveStatus.LIMIT):
                 return _Nearest("found", cf, optimal=st is SolveStatus.OPTIMAL, **base)
