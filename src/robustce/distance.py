@@ -37,7 +37,8 @@ import numpy as np
 from robustce.data.encoder import Encoder
 from robustce.errors import ValidationError
 
-__all__ = ["L0_TOL", "NORMS", "SPACES", "Distance", "check_norm", "raw_column_weights"]
+__all__ = ["L0_TOL", "NORMS", "SPACES", "Distance", "check_norm", "raw_column_weights",
+           "feature_fixed_costs", "unit_cost_weights"]
 
 NORMS = ("l0", "l1", "l2", "linf")
 SPACES = ("model", "raw")
@@ -71,6 +72,56 @@ def raw_column_weights(encoder: Encoder) -> np.ndarray:
     return w
 
 
+def unit_cost_weights(encoder: Encoder, costs: Mapping[str, float]) -> np.ndarray:
+    """Column weights that make the raw-space ℓ1 distance the **cost of a CE in the user's
+    units**: ``Σ_f cost_f · |x'_f − x_f|`` with ``x_f`` in raw units for a numeric feature,
+    in levels for an ordinal, and ``cost_f`` per change of a categorical or binary feature.
+    Features not in ``costs`` keep their default weight ω (:func:`raw_column_weights`); a cost
+    of 0 makes a feature free. Use as ``Distance("l1", weights=..., space="raw")`` or
+    ``MILPNearest(weights=...)``. Raises ValidationError for an unknown feature or a
+    negative / non-finite cost."""
+    _check_encoder(encoder)
+    if not isinstance(costs, Mapping):
+        raise ValidationError(f"costs must map feature names to costs, got "
+                              f"{type(costs).__name__}")
+    w = raw_column_weights(encoder).copy()
+    blocks = {b.name: b for b in encoder.blocks_}
+    for f, c in costs.items():
+        if f not in blocks:
+            raise ValidationError(f"costs: unknown feature {f!r}; features are {list(blocks)}")
+        if isinstance(c, bool) or not isinstance(c, int | float) or not math.isfinite(c) or c < 0:
+            raise ValidationError(f"costs[{f!r}] must be a finite number >= 0, got {c!r}")
+        b = blocks[f]
+        if b.encoding == "scaled":  # one column unit = the feature's range in raw units
+            w[b.slice] = float(c) * (float(b.feature.upper) - float(b.feature.lower))
+        elif b.encoding == "thermometer":  # one column per level step
+            w[b.slice] = float(c)
+        elif b.encoding == "integer_levels":
+            w[b.slice] = float(c) * max(b.feature.n_levels - 1, 1)
+        else:  # one-hot (a change moves two columns) or binary
+            w[b.slice] = float(c) * (0.5 if b.encoding == "onehot" else 1.0)
+    return w
+
+
+def feature_fixed_costs(encoder: Encoder, costs: Mapping[str, float]) -> tuple[float, ...]:
+    """Per raw feature (encoder order), the fixed cost of changing it at all, from
+    ``{feature: cost}`` (others 0): ``Distance("l1", space="raw", fixed=...)``. Raises
+    ValidationError for an unknown feature or a negative / non-finite cost."""
+    _check_encoder(encoder)
+    if not isinstance(costs, Mapping):
+        raise ValidationError(f"fixed_costs must map feature names to costs, got "
+                              f"{type(costs).__name__}")
+    names = [b.name for b in encoder.blocks_]
+    out = np.zeros(len(names))
+    for f, c in costs.items():
+        if f not in names:
+            raise ValidationError(f"fixed_costs: unknown feature {f!r}; features are {names}")
+        if isinstance(c, bool) or not isinstance(c, int | float) or not math.isfinite(c) or c < 0:
+            raise ValidationError(f"fixed_costs[{f!r}] must be a finite number >= 0, got {c!r}")
+        out[names.index(f)] = float(c)
+    return tuple(out.tolist())
+
+
 def _check_encoder(encoder: Any) -> None:
     if not hasattr(encoder, "blocks_"):
         raise ValidationError("a raw-space distance needs the model's fitted Encoder (encoder=)")
@@ -87,6 +138,10 @@ class Distance:
         tuple, so the object is hashable and serialisable).
     space : "model" (units are columns) or "raw" (units are raw features; see the module).
     tol : ℓ0 tolerance (≥ 0).
+    fixed : None, or one non-negative fixed cost per raw feature (``space="raw"``, ``norm="l1"``
+        only): charged once when any column of the feature moves by more than ``tol`` — the
+        cost of changing it at all, on top of its per-unit cost (``weights``,
+        :func:`unit_cost_weights`). Not differentiable (:meth:`torch` refuses it).
 
     ``A`` and ``B`` below are model-space arrays whose last axis is the d columns; leading axes
     broadcast. Raw space needs ``encoder=``.
@@ -96,6 +151,7 @@ class Distance:
     weights: tuple[float, ...] | None = None
     space: str = "model"
     tol: float = L0_TOL
+    fixed: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "norm", check_norm(self.norm))
@@ -110,6 +166,14 @@ class Distance:
         if not (math.isfinite(tol) and tol >= 0):
             raise ValidationError(f"the l0 tolerance tol must be a finite number >= 0, got {self.tol}")
         object.__setattr__(self, "tol", tol)
+        if self.fixed is not None:
+            f = np.asarray(self.fixed, dtype=np.float64).reshape(-1)
+            if not np.isfinite(f).all() or np.any(f < 0):
+                raise ValidationError("fixed costs must be finite non-negative numbers")
+            if self.space != "raw" or self.norm != "l1":
+                raise ValidationError(f"fixed costs need space='raw' and norm='l1', got "
+                                      f"space={self.space!r}, norm={self.norm!r}")
+            object.__setattr__(self, "fixed", tuple(float(v) for v in f))
 
     # --- structure ------------------------------------------------------------------------
     def column_weights(self, encoder: Encoder | None = None, d: int | None = None) -> np.ndarray:
@@ -173,8 +237,18 @@ class Distance:
         return _sum_blocks(diff * self.column_weights(encoder), encoder)
 
     def __call__(self, A: Any, B: Any, encoder: Encoder | None = None) -> np.ndarray:
-        """‖δ(A, B)‖ along the last axis (broadcasting), as float64."""
-        return self.reduce(self.deltas(A, B, encoder))
+        """‖δ(A, B)‖ along the last axis (broadcasting), as float64 — plus, with ``fixed``,
+        the fixed cost of every feature that moved."""
+        out = self.reduce(self.deltas(A, B, encoder))
+        if self.fixed is not None:
+            moved = np.abs(np.asarray(A, dtype=np.float64) - np.asarray(B, dtype=np.float64))
+            per = _sum_blocks((moved > self.tol).astype(np.float64), encoder) > 0
+            f = np.asarray(self.fixed)
+            if per.shape[-1] != len(f):
+                raise ValidationError(f"the distance has {len(f)} fixed costs, the encoder "
+                                      f"{per.shape[-1]} raw features")
+            out = out + per @ f
+        return out
 
     def reduce(self, delta: np.ndarray) -> np.ndarray:
         """The norm of per-unit deltas along the last axis."""
@@ -207,6 +281,9 @@ class Distance:
         """:meth:`rowwise` on torch tensors (differentiable; for gradient-based methods)."""
         import torch
 
+        if self.fixed is not None:
+            raise ValidationError("a distance with fixed costs is not differentiable; "
+                                  "gradient methods take per-unit costs (weights) only")
         diff = (A - B).abs()
         if self.space == "raw" or self.weights is not None:
             w = self.column_weights(encoder, d=diff.shape[-1])
@@ -225,17 +302,21 @@ class Distance:
 
     # --- (de)serialisation ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"norm": self.norm, "weights": None if self.weights is None else list(self.weights),
-                "space": self.space, "tol": self.tol}
+        out = {"norm": self.norm, "weights": None if self.weights is None else list(self.weights),
+               "space": self.space, "tol": self.tol}
+        if self.fixed is not None:
+            out["fixed"] = list(self.fixed)
+        return out
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> Distance:
-        unknown = set(spec) - {"norm", "weights", "space", "tol"}
+        unknown = set(spec) - {"norm", "weights", "space", "tol", "fixed"}
         if unknown:
             raise ValidationError(f"unknown Distance fields {sorted(unknown)}")
-        w = spec.get("weights")
+        w, f = spec.get("weights"), spec.get("fixed")
         return cls(spec.get("norm", "l1"), None if w is None else tuple(w),
-                   spec.get("space", "model"), spec.get("tol", L0_TOL))
+                   spec.get("space", "model"), spec.get("tol", L0_TOL),
+                   None if f is None else tuple(f))
 
     def __repr__(self) -> str:
         parts = [f"norm={self.norm!r}", f"space={self.space!r}"]

@@ -81,5 +81,11 @@ class OutOfRangeWarning(RobustCEWarning):
     bounds are hard — but the model extrapolates there."""
 
 
+class ConstraintsDataWarning(RobustCEWarning):
+    """Some training rows violate the constraints given to an explainer (the message names
+    each relation and how many rows break it); a set that no training row satisfies is a
+    :class:`ValidationError` instead."""
+
+
 class UnsupportedConstraintsError(ValidationError):
     """An explainer was given ``constraints`` it cannot honour (exactly or by filtering)."""

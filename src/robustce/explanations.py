@@ -253,6 +253,11 @@ class Explanations:
         obj.counterfactuals = pd.concat([p.counterfactuals for p in parts], ignore_index=True)
         obj.counterfactuals_encoded = np.vstack([p.counterfactuals_encoded for p in parts])
         obj.meta = dict(parts[0].meta)
+        if isinstance(obj.meta.get("constraints"), dict) and all(
+                isinstance(p.meta.get("constraints"), dict) for p in parts):
+            # the tight relations are listed per CE row: every part's, in the rows' order
+            obj.meta["constraints"] = {**obj.meta["constraints"], "active": [
+                a for p in parts for a in p.meta["constraints"].get("active", [])]}
         return obj
 
     # --- persistence --------------------------------------------------------------------

@@ -119,3 +119,55 @@ def test_compile_is_exact(schema, frame):
     raw = enc.inverse_transform(X)
     assert (cc.satisfied(X[0], X) == c.satisfied(raw)).all()
     assert c.satisfied(raw).any() and not c.satisfied(raw).all()
+
+
+@pytest.mark.parametrize("text, match", [
+    ("years_employed == age + 0.5", "never equals 0.5"),
+    ("2 * years_employed == 4 * age + 3", "multiple of 2"),
+])
+def test_units_that_cannot_match(schema, text, match):
+    with pytest.raises(ValidationError, match=match):
+        Constraints([text]).validate(schema)
+    # the same on continuous features, or as an inequality, is fine
+    Constraints(["2 * income == 4 * debt + 3", text.replace("==", "<=")]).validate(schema)
+
+
+def test_infeasible_on_the_training_data_names_each_relation(schema, frame):
+    c = Constraints(["debt >= income", "years_employed <= age - 16"]).validate(schema)
+    with pytest.raises(ValidationError, match=r"hold on no training row: 'debt >= income' is "
+                                              r"violated by 3 of 3 rows; 'years_employed <= "
+                                              r"age - 16' is violated by 1 of 3 rows"):
+        c.check_data(frame)
+    ok = Constraints(["years_employed <= age - 16"]).validate(schema)
+    assert ok.check_data(frame) == {"years_employed <= age - 16": 1}
+
+
+def test_explainers_check_the_constraints_on_their_training_data():
+    import robustce as rc
+    from robustce.data.builtin import synthetic_loan
+    from robustce.errors import ConstraintsDataWarning
+
+    data = synthetic_loan(300, random_state=0)
+    model = rc.models.MLP((4,), epochs=5, random_state=0).fit(data)
+    n_bad = int((data.frame["debt"] > data.frame["income"]).sum())
+    assert 0 < n_bad < len(data)
+    with pytest.warns(ConstraintsDataWarning, match=f"'debt <= income': {n_bad} of 300 rows"):
+        rc.methods.MILPNearest(model, data, constraints={"relations": ["debt <= income"]})
+    with pytest.raises(ValidationError, match="hold on no training row"):
+        rc.methods.MILPNearest(model, data, constraints={"relations": ["debt >= 2 * income"]})
+    import warnings
+    with warnings.catch_warnings():  # the shipped relations hold on every row: no warning
+        warnings.simplefilter("error")
+        rc.methods.MILPNearest(model, data, constraints=data.meta["constraints"])
+
+
+def test_backtick_quoted_names():
+    c = Constraints(["`hours-per-week` <= 60 + 0.5 * `a b`", "`x` + x >= 1"])
+    r = c.relations
+    assert dict(r[0].coefs) == {"hours-per-week": 1.0, "a b": -0.5} and r[0].rhs == 60.0
+    assert dict(r[1].coefs) == {"x": 2.0}
+    frame = pd.DataFrame({"hours-per-week": [50.0, 70.0], "a b": [0.0, 0.0], "x": [1.0, 0.0]})
+    assert c.satisfied(frame).tolist() == [True, False]
+    for bad in ["`hours <= 3", "`` <= 3"]:
+        with pytest.raises(ValidationError, match="backtick|empty quoted"):
+            Constraints([bad])

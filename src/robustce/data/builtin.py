@@ -17,6 +17,8 @@ from robustce.utils import check_random_state
 
 __all__ = [
     "EDUCATION_LEVELS",
+    "LOAN_CAUSAL",
+    "LOAN_CONSTRAINTS",
     "blobs",
     "breast_cancer",
     "circles",
@@ -30,6 +32,17 @@ __all__ = [
 
 EDUCATION_LEVELS = ("none", "high_school", "bachelor", "master", "doctorate")
 HOUSING = ("mortgage", "own", "rent")
+#: the relations every ``synthetic_loan`` row satisfies (``Dataset.meta["constraints"]``; give
+#: them to an explainer as ``constraints=data.meta["constraints"]``, docs/constraints.md):
+#: nobody starts work before 16 (the generator draws years_employed <= age − 18), and total
+#: debt stays within three years' income (the generator caps it there)
+LOAN_CONSTRAINTS = {"relations": ["years_employed <= age - 16", "debt <= 3 * income"],
+                    "max_changes": None}
+#: a small causal graph for MINT-style recourse (``Dataset.meta["causal"]``; give it as
+#: ``Constraints(..., causal=data.meta["causal"])``): education → income. The generator's
+#: effect is multiplicative (income ∝ exp(0.18 · level)); 5 500 per level is its linear
+#: approximation at the median income of the default data (30 800 · 0.18 ≈ 5 500)
+LOAN_CAUSAL = {"income": {"education": 5500.0}}
 
 
 def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generator | None = 0
@@ -45,8 +58,8 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
     * ``income`` = exp(9.9 + 0.18·edu + 0.012·years_employed + N(0, 0.35)), clipped to
       [8 000, 250 000] — continuous;
     * ``housing`` ∈ {rent (0.45), mortgage (0.35), own (0.20)} — categorical;
-    * ``debt`` = income · Gamma(2, 0.15) (× 1.6 with a mortgage), clipped to [0, 150 000] —
-      continuous;
+    * ``debt`` = income · Gamma(2, 0.15) (× 1.6 with a mortgage), clipped to [0, 150 000] and
+      to at most 3 · income — continuous;
     * ``has_guarantor`` ~ Bernoulli(0.3) — binary 0/1;
     * ``prior_default`` ∈ {"no", "yes"}, "yes" with probability 0.12 — binary, immutable.
 
@@ -87,7 +100,8 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
             "years_employed": years,
             "income": np.round(income, 2),
             "housing": np.asarray(HOUSING, dtype=object)[housing_idx],
-            "debt": np.round(debt, 2),
+            # at most 3 incomes (the shipped relation): no row of the default seeds reaches it
+            "debt": np.minimum(np.round(debt, 2), 3 * np.round(income, 2)),
             "has_guarantor": guarantor,
             "prior_default": np.where(prior, "yes", "no").astype(object),
         }
@@ -110,7 +124,10 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
     return Dataset(frame, target, schema, name="synthetic_loan",
                    class_names=("rejected", "approved"),
                    description="Synthetic loan applications (built in, see the docstring).",
-                   meta={"n_samples": n}, favourable=1)
+                   meta={"n_samples": n, "constraints": {
+                       "relations": list(LOAN_CONSTRAINTS["relations"]), "max_changes": None},
+                       "causal": {c: dict(ps) for c, ps in LOAN_CAUSAL.items()}},
+                   favourable=1)
 
 
 # ----------------------------------------------------------------------------------------

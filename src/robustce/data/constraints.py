@@ -1,14 +1,21 @@
-"""Constraints between raw features: linear relations and a cap on the number of changes.
+"""Constraints between raw features: relations, conditionals, causal equations, groups and a
+cap on the number of changes.
 
 A :class:`Constraints` object holds
 
 * **linear relations** between numeric (continuous / integer) raw features, written as text:
   ``"debt <= 0.6 * income"``, ``"years_employed <= age - 16"``, ``"a + b == c"``. The text is
-  parsed with :mod:`ast` (never evaluated): feature names, numeric constants, ``+``, ``-``,
-  unary ``-``, ``*`` with a numeric constant on one side, and exactly one comparison among
+  parsed with :mod:`ast` (never evaluated): feature names (backtick-quoted where they are not
+  identifiers: ```hours-per-week```), numeric constants, ``+``, ``-``, unary ``-``, ``*``
+  with a numeric constant on one side, and exactly one comparison among
   ``<=``, ``>=``, ``==``. Coefficients are in raw units;
 * ``max_changes``: at most ``k`` raw features may differ from the query (a categorical or
-  ordinal feature counts once, however many model-space columns it has).
+  ordinal feature counts once, however many model-space columns it has);
+* ``conditionals`` (:mod:`robustce.data.conditionals`): ``"if education increases then age
+  increases by >= 1"``, ``'housing == "own" -> debt <= 2 * income'``;
+* ``causal`` (:mod:`robustce.data.causal`): linear structural equations ``{child: {parent:
+  β}}`` whose children follow their parents' changes (MINT);
+* ``groups`` (:mod:`robustce.data.groups`): features that change together or not at all.
 
 It is validated once against a :class:`~robustce.data.Schema` (:meth:`Constraints.validate`):
 an unknown feature, a categorical / ordinal / binary feature in a relation, or a relation that
@@ -31,6 +38,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from robustce.data.causal import CausalModel
+from robustce.data.conditionals import CompiledConditional, Conditional
+from robustce.data.groups import CompiledGroup, FeatureGroup
 from robustce.data.schema import FeatureKind, Schema
 from robustce.errors import ValidationError
 
@@ -41,8 +51,45 @@ SATISFIED_TOL = 1e-6
 _OPS = {ast.LtE: "<=", ast.GtE: ">=", ast.Eq: "=="}
 
 
+def _text_list(value: Any, what: str) -> list[str]:
+    """A string or an iterable of strings as a list (ValidationError otherwise)."""
+    if isinstance(value, str):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        raise ValidationError(f"constraints {what} must be a list of strings, got "
+                              f"{type(value).__name__}") from None
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _unquote(text: str) -> tuple[str, dict[str, str]]:
+    """Backtick-quoted feature names (```hours-per-week` <= 60``, as in ``pandas.eval``)
+    replaced by placeholder identifiers; returns the code and ``{placeholder: name}``."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:
+        raise ValidationError(f"constraint {text!r}: unbalanced backtick (quote a feature "
+                              "name as `name`)")
+    names: dict[str, str] = {}
+    for i in range(1, len(parts), 2):
+        if not parts[i]:
+            raise ValidationError(f"constraint {text!r}: empty quoted feature name")
+        key = f"_q{len(names)}_"
+        names[key] = parts[i]
+        parts[i] = key
+    return "".join(parts), names
+
+
+def _rename(coefs: dict[str, float], const: float, names: dict[str, str]
+            ) -> tuple[dict[str, float], float]:
+    out: dict[str, float] = {}
+    for f, a in coefs.items():
+        g = names.get(f, f)
+        out[g] = out.get(g, 0.0) + a
+    return out, const
 
 
 def _linear(node: ast.AST, text: str) -> tuple[dict[str, float], float]:
@@ -95,7 +142,8 @@ class Relation:
             raise ValidationError(f"a constraint relation must be a non-empty string, got "
                                   f"{text!r}")
         try:
-            tree = ast.parse(text.strip(), mode="eval")
+            code, names = _unquote(text.strip())
+            tree = ast.parse(code, mode="eval")
         except SyntaxError as exc:
             raise ValidationError(f"constraint {text!r}: not a relation ({exc.msg})") from None
         body = tree.body
@@ -106,8 +154,8 @@ class Relation:
         if op is None:
             raise ValidationError(f"constraint {text!r}: comparison "
                                   f"{type(body.ops[0]).__name__} is not allowed (<=, >=, ==)")
-        cl, kl = _linear(body.left, text)
-        cr, kr = _linear(body.comparators[0], text)
+        cl, kl = _rename(*_linear(body.left, text), names)
+        cr, kr = _rename(*_linear(body.comparators[0], text), names)
         coefs = dict(cl)
         for f, v in cr.items():
             coefs[f] = coefs.get(f, 0.0) - v
@@ -147,10 +195,21 @@ class CompiledConstraints:
     max_changes: int | None
     feature_of_column: np.ndarray
     n_features: int
+    conditionals: tuple[CompiledConditional, ...] = ()
+    #: the model-space columns of the causal model's children (moved by their parents only)
+    causal_columns: np.ndarray | None = None
+    groups: tuple[CompiledGroup, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return len(self.texts) == 0 and self.max_changes is None
+        return (len(self.texts) == 0 and self.max_changes is None and not self.conditionals
+                and not self.groups)
+
+    @property
+    def has_rows(self) -> bool:
+        """Relations or conditionals: rows that tie columns together (a tree MILP then
+        returns its own point, not the query clipped to its leaves)."""
+        return len(self.texts) > 0 or len(self.conditionals) > 0 or len(self.groups) > 0
 
     def n_changed(self, query: np.ndarray, X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         """Per row of ``X`` (model space), the number of raw features with a column that
@@ -176,6 +235,10 @@ class CompiledConstraints:
         ok = self.relations_hold(X, tol)
         if self.max_changes is not None:
             ok &= self.n_changed(query, X) <= self.max_changes
+        for c in self.conditionals:
+            ok &= c.holds(query, X, tol)
+        for g in self.groups:
+            ok &= g.holds(query, X, tol)
         return ok
 
 
@@ -195,15 +258,23 @@ class Constraints:
     mapping (TOML / JSON); :meth:`to_dict` gives it back.
     """
 
-    def __init__(self, relations: Iterable[str] | str = (), max_changes: int | None = None):
-        if isinstance(relations, str):
-            relations = [relations]
-        try:
-            texts = list(relations)
-        except TypeError:
-            raise ValidationError(f"constraints relations must be a list of strings, got "
-                                  f"{type(relations).__name__}") from None
+    def __init__(self, relations: Iterable[str] | str = (), max_changes: int | None = None,
+                 conditionals: Iterable[str] | str = (),
+                 causal: Mapping[str, Mapping[str, float]] | None = None,
+                 groups: Iterable[Iterable[str]] = ()):
+        texts = _text_list(relations, "relations")
         self.relations: tuple[Relation, ...] = tuple(Relation.parse(t) for t in texts)
+        self.conditionals: tuple[Conditional, ...] = tuple(
+            Conditional(t) for t in _text_list(conditionals, "conditionals"))
+        self.causal: CausalModel | None = None if causal is None else CausalModel(causal)
+        if isinstance(groups, str):
+            raise ValidationError(f"constraints groups must be a list of feature lists, got "
+                                  f"{groups!r}")
+        try:
+            self.groups: tuple[FeatureGroup, ...] = tuple(FeatureGroup(g) for g in groups)
+        except TypeError:
+            raise ValidationError(f"constraints groups must be a list of feature lists, got "
+                                  f"{groups!r}") from None
         if max_changes is not None and (isinstance(max_changes, bool)
                                         or not isinstance(max_changes, int | np.integer)
                                         or max_changes < 1):
@@ -218,29 +289,48 @@ class Constraints:
         if not isinstance(spec, Mapping):
             raise ValidationError(f"constraints must be a mapping with 'relations' and "
                                   f"'max_changes', got {type(spec).__name__}")
-        unknown = sorted(set(spec) - {"relations", "max_changes"})
+        unknown = sorted(set(spec) - {"relations", "max_changes", "conditionals", "causal",
+                                      "groups"})
         if unknown:
             raise ValidationError(f"constraints: unknown keys {unknown}; expected 'relations', "
-                                  "'max_changes'")
-        return cls(spec.get("relations", ()), spec.get("max_changes"))
+                                  "'max_changes', 'conditionals', 'causal', 'groups'")
+        return cls(spec.get("relations", ()), spec.get("max_changes"),
+                   spec.get("conditionals", ()), spec.get("causal"), spec.get("groups", ()))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"relations": [r.text for r in self.relations], "max_changes": self.max_changes}
+        out: dict[str, Any] = {"relations": [r.text for r in self.relations],
+                               "max_changes": self.max_changes}
+        if self.conditionals:
+            out["conditionals"] = [c.text for c in self.conditionals]
+        if self.causal is not None:
+            out["causal"] = self.causal.to_dict()
+        if self.groups:
+            out["groups"] = [list(g.features) for g in self.groups]
+        return out
 
     def __repr__(self) -> str:
+        extra = (f", conditionals={[c.text for c in self.conditionals]!r}"
+                 if self.conditionals else "")
+        if self.causal is not None:
+            extra += f", causal={self.causal.to_dict()!r}"
+        if self.groups:
+            extra += f", groups={[g.features for g in self.groups]!r}"
         return (f"Constraints(relations={[r.text for r in self.relations]!r}, "
-                f"max_changes={self.max_changes!r})")
+                f"max_changes={self.max_changes!r}{extra})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Constraints) and self.to_dict() == other.to_dict()
 
     def __hash__(self) -> int:
-        return hash((tuple(r.text for r in self.relations), self.max_changes))
+        return hash(repr(self.to_dict()))
 
     @property
     def features(self) -> list[str]:
-        """Every feature some relation names."""
-        return sorted({f for r in self.relations for f in r.features})
+        """Every feature some relation or conditional names."""
+        return sorted({f for r in self.relations for f in r.features}
+                      | {f for c in self.conditionals for f in c.features}
+                      | set(() if self.causal is None else self.causal.features)
+                      | {f for g in self.groups for f in g.features})
 
     # --- validation -----------------------------------------------------------------------
     def validate(self, schema: Schema) -> Constraints:
@@ -260,6 +350,7 @@ class Constraints:
                     raise ValidationError(f"constraint {r.text!r}: feature {f!r} is {kind}; "
                                           "linear relations take continuous or integer "
                                           "features only")
+            self._check_integral(r, schema)
             # the relation's range over the features' bounds must meet rhs
             lo = hi = 0.0
             for f, a in r.coefs:
@@ -274,8 +365,48 @@ class Constraints:
         if self.max_changes is not None and self.max_changes > len(schema):
             raise ValidationError(f"constraints max_changes={self.max_changes} exceeds the "
                                   f"{len(schema)} features")
+        for c in self.conditionals:
+            c.validate(schema)
+        if self.causal is not None:
+            self.causal.validate(schema)
+        for g in self.groups:
+            g.validate(schema)
         self.schema = schema
         return self
+
+    @staticmethod
+    def _check_integral(r: Relation, schema: Schema) -> None:
+        """An equality over integer features with integer coefficients needs an integer
+        right-hand side divisible by the coefficients' gcd (units that cannot match:
+        ``years == age + 0.5``); ValidationError otherwise."""
+        if r.op != "==" or not r.coefs:
+            return
+        if any(schema[f].kind is not FeatureKind.INTEGER for f in r.features):
+            return
+        coefs = [a for _, a in r.coefs]
+        if not all(float(a).is_integer() for a in coefs + [r.rhs]):
+            if all(float(a).is_integer() for a in coefs):
+                raise ValidationError(f"constraint {r.text!r}: its features are integers and "
+                                      f"their coefficients integral, so the left side is an "
+                                      f"integer and never equals {r.rhs:g}")
+            return
+        g = math.gcd(*(int(a) for a in coefs))
+        if g and int(r.rhs) % g:
+            raise ValidationError(f"constraint {r.text!r}: the left side is a multiple of {g} "
+                                  f"over integer features and never equals {r.rhs:g}")
+
+    def check_data(self, frame: pd.DataFrame) -> dict[str, int]:
+        """The relations against training rows: ValidationError when no row satisfies all
+        of them (the set is infeasible on the data; the message names each relation and how
+        many of the rows violate it); otherwise ``{relation: number of violating rows}``
+        (:meth:`check`)."""
+        viol = self.violations(frame)
+        counts = {c: int(viol[c].sum()) for c in viol.columns}
+        if len(frame) and len(viol.columns) and viol.to_numpy().any(axis=1).all():
+            parts = [f"{c!r} is violated by {n} of {len(frame)} rows" for c, n in counts.items()
+                     if n]
+            raise ValidationError("the constraints hold on no training row: " + "; ".join(parts))
+        return counts
 
     @staticmethod
     def _scale(r: Relation, schema: Schema | None) -> float:
@@ -296,6 +427,15 @@ class Constraints:
         out = {}
         for r in self.relations:
             out[r.text] = r.violation(frame) > tol * self._scale(r, self.schema)
+        return pd.DataFrame(out, index=frame.index, dtype=bool)
+
+    def active(self, frame: pd.DataFrame, tol: float = SATISFIED_TOL) -> pd.DataFrame:
+        """Per row and relation (columns: the relation texts), whether the relation is tight:
+        its two sides differ by at most ``tol`` times the relation's magnitude (an equality
+        that holds is always tight)."""
+        self._check_frame(frame)
+        out = {r.text: np.abs(r.lhs(frame) - r.rhs) <= tol * self._scale(r, self.schema)
+               for r in self.relations}
         return pd.DataFrame(out, index=frame.index, dtype=bool)
 
     def n_changed(self, frame: pd.DataFrame, query_frame: pd.DataFrame,
@@ -346,6 +486,15 @@ class Constraints:
                 raise ValidationError("constraints with max_changes need query_frame to "
                                       "count changed features")
             ok &= self.n_changed(raw_frame, query_frame, tol) <= self.max_changes
+        # conditionals, the causal model and groups compare each row with its query
+        relative = [*self.conditionals, *([] if self.causal is None else [self.causal]),
+                    *self.groups]
+        if relative and (query_frame is None or self.schema is None):
+            raise ValidationError("conditionals, a causal model and feature groups need "
+                                  "query_frame and a schema (validate first) to compare each "
+                                  "row with its query")
+        for part in relative:
+            ok &= part.holds(raw_frame, query_frame, self.schema, tol)
         return ok
 
     def check(self, frame: pd.DataFrame, *, strict: bool = False) -> dict[str, int]:
@@ -400,7 +549,13 @@ class Constraints:
                 lo[i] = rhs
         return CompiledConstraints(A, lo, hi, tuple(r.text for r in self.relations),
                                    self.max_changes, np.asarray(encoder.feature_of_column_),
-                                   len(encoder.blocks_))
+                                   len(encoder.blocks_),
+                                   tuple(c.compile(encoder) for c in self.conditionals)
+                                   + tuple(() if self.causal is None
+                                           else self.causal.compile(encoder)),
+                                   None if self.causal is None
+                                   else self.causal.child_columns(encoder),
+                                   tuple(g.compile(encoder) for g in self.groups))
 
 
 def as_constraints(value: Any) -> Constraints | None:

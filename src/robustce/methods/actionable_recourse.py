@@ -165,6 +165,9 @@ class ActionableRecourse(Explainer):
     """
 
     name: ClassVar[str] = "ar"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = ("distance", "ip_status", "plausible")
 
     def __init__(self, model: Any, data: Any = None, *, norm: str | Mapping[str, float] = "l1",

@@ -74,6 +74,7 @@ class APAS(MILPRobust):
     """
 
     name: ClassVar[str] = "apas"
+    _constraints: ClassVar[str] = "exact"  # its rounds are MILP-R's nearest-CE MILP
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "p", "alpha", "R", "n", "delta_status", "min_sampled_margin", "tau",
         "rounds", "optimal", "solver", "delta_max")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,6 +45,7 @@ from joblib import Parallel, delayed
 from robustce.data.constraints import CompiledConstraints, Constraints, as_constraints
 from robustce.data.dataset import Dataset
 from robustce.errors import (
+    ConstraintsDataWarning,
     NotFittedError,
     ParameterError,
     RobustCEError,
@@ -139,6 +141,20 @@ class Explainer:
             c = Constraints.from_dict(self._constraints_obj.to_dict())
             self._constraints_obj = c
             self.constraints_ = c.compile(self.encoder)
+            if self.data is not None and c.relations:
+                self._check_constraints_on_data(c)
+
+    def _check_constraints_on_data(self, c: Constraints) -> None:
+        """The relations against the training rows (once): none satisfies them all — a
+        ValidationError naming each relation and its count; some violate them — a
+        :class:`~robustce.errors.ConstraintsDataWarning` with the counts."""
+        counts = c.check_data(self.data.frame)
+        bad = {t: n for t, n in counts.items() if n}
+        if bad:
+            parts = "; ".join(f"{t!r}: {n} of {len(self.data)} rows" for t, n in bad.items())
+            warnings.warn(ConstraintsDataWarning(
+                f"training rows violate the constraints ({parts}); CEs will satisfy them"),
+                stacklevel=4)
 
     def _check_common_params(self, n_classes: int,
                              class_names: tuple[Any, ...] | None = None) -> None:
@@ -165,8 +181,8 @@ class Explainer:
                                                                                    "filter"):
             raise UnsupportedConstraintsError(
                 f"{type(self).__name__} cannot honour constraints (neither exactly nor by "
-                "filtering its CEs); methods that do: MILPNearest (exact), NearestNeighbour "
-                "(filter) — see docs/constraints.md")
+                "filtering its CEs); every built-in method declares how it does — see "
+                "docs/constraints.md")
 
     # --- availability -------------------------------------------------------------------
     @classmethod
@@ -256,7 +272,7 @@ class Explainer:
             "robustce_version": package_version(),
             "numpy_version": np.__version__,
         }
-        return Explanations(
+        out = Explanations(
             queries=frame,
             queries_encoded=X,
             target_class=targets,
@@ -265,6 +281,10 @@ class Explainer:
             decode=self.encoder.inverse_transform,
             meta=meta,
         )
+        c = getattr(self, "_constraints_obj", None)
+        if c is not None:
+            out.meta["constraints"] = constraints_meta(c, self.constraint_support(), out)
+        return out
 
     def targets_for(self, pred: np.ndarray, target_class: Any = None) -> np.ndarray:
         """Target class per query: ``target_class`` (a class, or one per query), else the
@@ -360,9 +380,17 @@ class Explainer:
         ``x`` is one query (d,) or one query per CE row (m, d)."""
         enc = self.encoder
         d = cfs - (x[None, :] if x.ndim == 1 else x)
-        ok = np.all(np.abs(d[:, enc.immutable_mask_]) <= tol, axis=1)
-        ok &= np.all(d[:, enc.increasing_mask_] >= -tol, axis=1)
-        ok &= np.all(d[:, enc.decreasing_mask_] <= tol, axis=1)
+        imm, inc, dec = enc.immutable_mask_, enc.increasing_mask_, enc.decreasing_mask_
+        children = getattr(getattr(self, "constraints_", None), "causal_columns", None)
+        if children is not None and len(children):
+            # a causal child is not acted upon: it moves with its parents (the structural
+            # equation, checked with the constraints), whatever its actionability
+            free = np.zeros(d.shape[1], dtype=bool)
+            free[children] = True
+            imm, inc, dec = imm & ~free, inc & ~free, dec & ~free
+        ok = np.all(np.abs(d[:, imm]) <= tol, axis=1)
+        ok &= np.all(d[:, inc] >= -tol, axis=1)
+        ok &= np.all(d[:, dec] <= tol, axis=1)
         return ok
 
     def _round_trip(self, cfs: np.ndarray, targets: np.ndarray
@@ -479,6 +507,11 @@ class Explainer:
                 out.append(QueryResult(status, None, r.certificate, r.time, "; ".join(notes)))
             else:
                 out.append(QueryResult(r.status, kept, r.certificate, r.time, "; ".join(notes)))
+        if getattr(self, "_constraints_obj", None) is not None:
+            # per query, how many of the method's CEs the constraints removed (a filtering
+            # method's count of candidates; 0 for an exact method, whose CEs satisfy them)
+            for r, n in zip(out, n_constr, strict=True):
+                r.certificate = {**r.certificate, "constraints_removed": int(n)}
         return out
 
     def _satisfies_constraints(self, X: np.ndarray, cfs: np.ndarray) -> np.ndarray:
@@ -503,6 +536,21 @@ class Explainer:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+def constraints_meta(constraints: Constraints, support: str, expl: Explanations
+                     ) -> dict[str, Any]:
+    """What ``Explanations.meta["constraints"]`` records: the constraints (``relations``,
+    ``max_changes``), how the method honoured them (``support``: "exact" or "filter"), and
+    per CE row (in ``expl.counterfactuals`` order) the relations that are active — tight
+    within the evaluator's tolerance (:meth:`Constraints.active`)."""
+    cfs = expl.counterfactuals
+    active: list[list[str]] = [[] for _ in range(len(cfs))]
+    if len(cfs) and constraints.relations:
+        tight = constraints.active(cfs[list(expl.feature_names)])
+        texts = np.array(tight.columns, dtype=object)
+        active = [texts[row].tolist() for row in tight.to_numpy()]
+    return {**constraints.to_dict(), "support": support, "active": active}
 
 
 def _unknown_params_message(cls: type, unknown: list[str]) -> str:

@@ -39,6 +39,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from robustce.data.constraints import Constraints
 from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.errors import NotFittedError, ValidationError
@@ -212,13 +213,17 @@ class CounterNet(Trainable, Explainer):
     ordinal_encoding : encoder used for model space ("thermometer" or "integer").
     progress : show a progress bar over epochs.
     device : torch device to train on ("cpu", "cuda", ...); inference runs on it too.
-    target_class, time_limit, random_state, n_jobs : as for every :class:`Explainer`.
+    target_class, time_limit, random_state, n_jobs, constraints : as for every
+        :class:`Explainer` (constraints: CEs that violate them are removed).
 
     No model is passed in: CounterNet trains its own predictor (``.model`` after ``fit``).
     Binary classification only.
     """
 
     name: ClassVar[str] = "counternet"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
 
     def __init__(
         self,
@@ -239,6 +244,7 @@ class CounterNet(Trainable, Explainer):
         time_limit: float = 60.0,
         random_state: int | np.random.Generator | None = None,
         n_jobs: int = 1,
+        constraints: Constraints | None = None,
     ):
         self.hidden = hidden
         self.epochs = epochs
@@ -253,7 +259,7 @@ class CounterNet(Trainable, Explainer):
         self.progress = progress
         self.device = device
         super().__init__(None, None, target_class=target_class, time_limit=time_limit,
-                         random_state=random_state, n_jobs=n_jobs)
+                         random_state=random_state, n_jobs=n_jobs, constraints=constraints)
 
     # --- parameters -----------------------------------------------------------------------
     def _check_params(self) -> None:
@@ -303,6 +309,9 @@ class CounterNet(Trainable, Explainer):
             raise ValidationError("cannot train on an empty dataset")
         encoder = Encoder(data.schema, ordinal_encoding=self.ordinal_encoding)
         X = encoder.fit_transform(data.frame)
+        if self._constraints_obj is not None:  # validated once the schema is known (a copy)
+            self._constraints_obj = Constraints.from_dict(
+                self._constraints_obj.to_dict()).validate(data.schema)
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
         dev = self.device_
         self.encoder_ = encoder

@@ -115,6 +115,9 @@ class DiCE(Explainer):
     """
 
     name: ClassVar[str] = "dice"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = ("n_returned",)
 
     def __init__(self, model: Any, data: Any = None, *, n_counterfactuals: int = 5,

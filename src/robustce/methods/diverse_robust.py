@@ -95,6 +95,9 @@ class DiverseRobust(Explainer):
     """
 
     name: ClassVar[str] = "diverse_robust"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = ("n_candidates", "n_kept", "k_distance",
                                                       "k_diversity")
 

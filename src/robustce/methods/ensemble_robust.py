@@ -28,7 +28,7 @@ import numpy as np
 from robustce.errors import UnsupportedModelError
 from robustce.explanations import QueryResult
 from robustce.methods.margin_loop import Candidate, run_margin_loop
-from robustce.methods.milp_nearest import MILPNearest, feature_distance
+from robustce.methods.milp_nearest import MILPNearest
 from robustce.robustness.ensemble import EnsembleCertifier, EnsembleShift, VoteEnsemble
 from robustce.solvers.encodings import InputDomain
 from robustce.solvers.milp import MILP
@@ -75,6 +75,7 @@ class EnsembleRobust(MILPNearest):
     """
 
     name: ClassVar[str] = "ensemble_robust"
+    _constraints: ClassVar[str] = "exact"  # MILPNearest's tree stages, constraint rows included
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "epsilon", "delta_status", "worst_case_margin", "tau", "rounds",
         "optimal", "solver")
@@ -159,6 +160,6 @@ class EnsembleRobust(MILPNearest):
             max_rounds=self.max_rounds, time_limit=self.time_limit, base_cert=cert,
             unreachable_text="no actionable point is robust at margin")
         if r.status == "found":
-            r.certificate["distance"] = float(feature_distance(
-                self.encoder, x, r.cfs, self.norm, self._weights())[0])
+            # the distance minimised (fixed costs included)
+            r.certificate["distance"] = float(self.distance_.rowwise(x, r.cfs, self.encoder)[0])
         return r

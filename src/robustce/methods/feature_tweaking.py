@@ -182,6 +182,9 @@ class PlausibleFeatureTweaking(Explainer):
     """
 
     name: ClassVar[str] = "pft"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = ("distance", "n_candidates", "n_paths")
 
     def __init__(self, model: Any, data: Any = None, *, norm: str | Mapping[str, float] = "l1",

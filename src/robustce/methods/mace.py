@@ -40,6 +40,7 @@ from robustce.methods.milp_nearest import (  # the tree MILP's vote margin and f
     MILPNearest,
     _Nearest,
     incumbent_box,
+    milp_point,
 )
 from robustce.methods.minimum_observable import (
     MinimumObservable,
@@ -51,6 +52,7 @@ from robustce.models.base import Model, model_name
 from robustce.solvers import smt
 from robustce.solvers.encodings import (
     DistanceObjective,
+    encode_constraints,
     encode_distance,
     encode_input_domain,
     restrict_domain,
@@ -140,6 +142,10 @@ class MACE(Explainer):
     """
 
     name: ClassVar[str] = "mace"
+    #: relations and ``max_changes`` are z3 formulas (:func:`robustce.solvers.smt.
+    #: constraint_formulas`) or MILP rows (:func:`robustce.solvers.encodings.encode_constraints`);
+    #: the seed (MO) is the nearest training point that satisfies them
+    _constraints: ClassVar[str] = "exact"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "delta_max", "delta_min", "epsilon", "sat_calls", "solver_time",
         "diverse_delta_max", "diverse_delta_min")
@@ -190,7 +196,8 @@ class MACE(Explainer):
         self._mo = (None if self.data is None else
                     MinimumObservable(self.model, self.data, norm=self.norm,
                                       actionability=acts or None,
-                                      target_class=self.target_class))
+                                      target_class=self.target_class,
+                                      constraints=self._constraints_obj))
 
     def _auto_backend(self) -> str:
         """The faster backend where both apply (measured: see ``backend``): the MILP for a
@@ -226,7 +233,8 @@ class MACE(Explainer):
                                   "`actionability` overrides in the schema or use backend='smt'")
         return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
                            tie_break=0.0, mip_gap=1e-9, time_limit=self.time_limit,
-                           relax_first=False)  # its 1e-9 gap: the relaxation never decides
+                           relax_first=False,  # its 1e-9 gap: the relaxation never decides
+                           constraints=self._constraints_obj)
 
     def _explain_milp(self, x: np.ndarray, target: int) -> QueryResult:
         """One MILP solve: its incumbent is the CE (δ_max), its proven bound / J is δ_min."""
@@ -328,6 +336,8 @@ class MACE(Explainer):
         s = z3.Solver()
         s.add(*inp.domain_at(x))  # the query's box: beyond [0, 1] where x is
         s.add(*inp.actionability(x, self._acts))
+        if self.constraints_ is not None:
+            s.add(*smt.constraint_formulas(inp, x, self.constraints_))
         prune = None if delta is None else self._pruner(x, delta)
         if self._kind == "tree":
             s.add(smt.tree_formula(self._parts[0], inp, target, box, prune=prune))
@@ -622,9 +632,14 @@ class _TreeMILP:
         m = MILP(time_limit=max(time_limit, 1e-3), mip_gap=0.0, abs_gap=0.5 * mc._eps * J,
                  feasibility_tol=1e-9, presolve=False)
         # grid columns stay continuous: splits compare them with grid points only, and the
-        # decoded point is the query clipped to the range its splits leave (a grid point)
+        # decoded point is the query clipped to the range its splits leave (a grid point);
+        # with relations the CE is the MILP's own point, grid columns integral (milp_point)
+        cc = mc.constraints_
+        relations = cc is not None and cc.has_rows
         dom = encode_input_domain(m, enc, x, lower=box[0], upper=box[1], actionability=False,
-                                  integer_grid=False)
+                                  integer_grid=relations)
+        if cc is not None:
+            encode_constraints(m, dom, x, cc)
         prune = cutoff = None
         if delta is not None:
             blo, bhi = incumbent_box(x, dom.lower, dom.upper, mc._omega, mc._radius(delta),
@@ -644,6 +659,8 @@ class _TreeMILP:
         # the LP bound at once (adult forest, ℓ1: 8 vs 22 s on the slowest stage of a query)
         cut, res, cf = solve_tree_stage(m, trees, obj, dom, x, enc, floor=floor, cutoff=cutoff,
                                         time_left=time_limit - (time.perf_counter() - t0))
+        if relations and cf is not None:
+            cf = milp_point(res, dom, enc)
         return _Stage(cut, res, cf)
 
     def _nearest(self, x: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:

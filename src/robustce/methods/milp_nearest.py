@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
-from robustce.distance import L0_TOL, Distance, check_norm, raw_column_weights
+from robustce.distance import L0_TOL, Distance, check_norm, feature_fixed_costs, raw_column_weights
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import ACTION_TOL, Explainer
@@ -75,7 +76,7 @@ from robustce.solvers.tree_encoding import (
 )
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
-__all__ = ["MILPNearest", "column_weights", "feature_distance"]
+__all__ = ["MILPNearest", "column_weights", "feature_distance", "milp_point"]
 
 NORMS = ("l1", "l0", "linf")
 
@@ -131,6 +132,18 @@ _RELAX_STEP_SHARE = 1.0
 #: they save)
 _TIGHTEN_MIN_BINARIES = 12
 BOUND_TIGHTENING = ("auto", "interval", "lp")
+
+
+def milp_point(res: Any, dom: InputDomain, encoder: Any) -> np.ndarray:
+    """The solver's own input point of a tree MILP (binaries rounded, projected onto the
+    domain), instead of the query clipped to the leaves' ranges: with constraint relations
+    the leaves' decoding may move columns towards the query where a relation forbids it, while
+    the MILP's point satisfies the relation rows and lies in its leaves by the split rows'
+    margins."""
+    x = np.clip(res.values[dom.index], dom.lower, dom.upper)
+    b = dom.column_kind == "binary"
+    x[b] = np.round(x[b])
+    return encoder.project(x[None], dom.lower, dom.upper)[0]
 
 
 @dataclass(frozen=True)
@@ -254,6 +267,10 @@ class MILPNearest(Explainer):
         by 1e-6 either way, as MACE's MILP backend).
     weights : optional per-column distance weights (default :func:`column_weights`).
     tie_break : weight of the L1 distance added to the ``l0`` / ``linf`` objectives.
+    fixed_costs : optional ``{feature: cost}`` charged once when the feature changes at all,
+        on top of its per-unit cost (``weights``; :func:`robustce.distance.unit_cost_weights`
+        gives them in the user's units) — ``norm="l1"`` only; the distance minimised and
+        reported is then ``Distance("l1", weights, space="raw", fixed=...)``.
     solver : "highs" (default) or "gurobi".
     mip_gap : relative optimality gap at which the solver stops (certificate ``gap``).
     threads : solver threads per query.
@@ -320,7 +337,9 @@ class MILPNearest(Explainer):
                  weights: Any = None, tie_break: float = 1e-3, solver: str = "highs",
                  mip_gap: float = 1e-4, threads: int = 1, warm_start: bool = True,
                  box_from_incumbent: bool = True, bound_tightening: str = "interval",
-                 relax_first: bool = True, **kwargs: Any):
+                 relax_first: bool = True, fixed_costs: Mapping[str, float] | None = None,
+                 **kwargs: Any):
+        self.fixed_costs = fixed_costs
         self.norm = norm
         self.tau = tau
         self.weights = weights
@@ -354,8 +373,20 @@ class MILPNearest(Explainer):
                 w = np.full(1, np.nan)
             if w.shape[0] != d or np.any(w < 0) or not np.isfinite(w).all():
                 raise ValidationError(f"weights must be {d} non-negative finite numbers")
+        weights = self.weights
+        cc = self.constraints_
+        if weights is None and cc is not None and cc.causal_columns is not None:
+            # MINT: a CE is an action set, priced by its actions; children move for free
+            weights = Distance(self.norm, space="raw").column_weights(self.encoder).copy()
+            weights[cc.causal_columns] = 0.0
+        fixed = None
+        if self.fixed_costs is not None:
+            if self.norm != "l1":
+                raise ValidationError(f"fixed_costs need norm='l1' (the cost of a CE: per-unit "
+                                      f"plus fixed costs), got norm={self.norm!r}")
+            fixed = feature_fixed_costs(self.encoder, self.fixed_costs)
         #: the distance minimised and reported (certificate ``distance``)
-        self.distance_ = Distance(self.norm, weights=self.weights, space="raw")
+        self.distance_ = Distance(self.norm, weights=weights, space="raw", fixed=fixed)
         parts = tree_parts(self.model) if self._tree_models else None
         #: tree models: the tree ensemble (:func:`~robustce.solvers.tree_encoding.ensemble_of`)
         self._ensemble_: TreeEnsemble | None = None
@@ -366,7 +397,7 @@ class MILPNearest(Explainer):
             self._network = None
         else:
             self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
-        self._l1_ = Distance("l1", weights=self.weights, space="raw")
+        self._l1_ = Distance("l1", weights=weights, space="raw")
         self._candidates_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._ranked_: tuple[tuple[int, bytes], np.ndarray] | None = None
         self._w_: np.ndarray | None = None
@@ -617,6 +648,38 @@ class MILPNearest(Explainer):
         return MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                     threads=self.threads, options=options, presolve=not highs_warm)
 
+    def _input_domain(self, m: MILP, q: np.ndarray, integer_grid: bool = True) -> InputDomain:
+        """The query's actionable input domain in ``m``. With a causal model, its children's
+        columns span their whole box whatever their actionability (MINT: a child is not acted
+        upon; it moves with its parents by the structural equations, which the constraint
+        rows encode). Raises ValidationError when the box is empty."""
+        cc = self.constraints_
+        children = None if cc is None else cc.causal_columns
+        if children is None or not len(children):
+            return encode_input_domain(m, self.encoder, q, actionability=True,
+                                       integer_grid=integer_grid)
+        probe = encode_input_domain(MILP(self.solver_), self.encoder, q, actionability=True,
+                                    integer_grid=False)
+        full_lo, full_hi = self.encoder.domain(q)
+        lo, hi = probe.lower.copy(), probe.upper.copy()
+        lo[children], hi[children] = full_lo[children], full_hi[children]
+        return encode_input_domain(m, self.encoder, q, lower=lo, upper=hi, actionability=False,
+                                   integer_grid=integer_grid)
+
+    def _under_constraints(self) -> str:
+        """The words that infeasibility messages add when constraints were encoded."""
+        return "" if self.constraints_ is None else " that satisfies the constraints"
+
+    def _with_fixed_costs(self, m: MILP, dom: InputDomain, q: np.ndarray, obj: Any) -> Any:
+        """The objective plus the fixed costs of changed features (``fixed_costs``;
+        :func:`robustce.solvers.fixed_cost_encoding.add_fixed_costs`), if any."""
+        if self.distance_.fixed is None:
+            return obj
+        from robustce.solvers.fixed_cost_encoding import add_fixed_costs
+
+        return add_fixed_costs(m, dom, q, self.distance_.fixed, self.encoder.feature_of_column_,
+                               obj)
+
     def _domain_template(self, m: MILP, q: np.ndarray) -> tuple[InputDomain, Any]:
         """Encode the query's actionable input domain and the distance objective's variables
         and rows into the empty model ``m``: copied from a model built once for the last
@@ -628,9 +691,10 @@ class MILPNearest(Explainer):
         cached = self._template_
         if cached is None or cached[0] != key:
             t = MILP(self.solver_)
-            dom = encode_input_domain(t, self.encoder, q, actionability=True)
+            dom = self._input_domain(t, q)
             obj = encode_distance(t, dom, q, self.distance_, self.encoder,
                                   tie_break=self.tie_break)
+            obj = self._with_fixed_costs(t, dom, q, obj)
             if self.constraints_ is not None:
                 encode_constraints(t, dom, q, self.constraints_)
             cached = self._template_ = (key, t, dom, obj)
@@ -828,7 +892,8 @@ class MILPNearest(Explainer):
                             else res.message)
         if st is SolveStatus.INFEASIBLE:
             return _Nearest("infeasible", None, **{**base, "message": (
-                f"proven infeasible: no actionable point has target-class margin >= {tau:g}")})
+                f"proven infeasible: no actionable point{self._under_constraints()} has "
+                f"target-class margin >= {tau:g}")})
         if res.has_solution and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
             xs = np.clip(res.values[x], dom.lower, dom.upper)
             xs = self.encoder.project(xs[None], dom.lower, dom.upper)[0]
@@ -876,11 +941,10 @@ class MILPNearest(Explainer):
         m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                  threads=self.threads, feasibility_tol=1e-9, presolve=False)
         cc = self.constraints_
-        relations = cc is not None and len(cc.texts) > 0
+        relations = cc is not None and cc.has_rows
         try:
             # with relations the CE is the MILP's own point: grid columns integral
-            dom = encode_input_domain(m, self.encoder, q, actionability=True,
-                                      integer_grid=relations)
+            dom = self._input_domain(m, q, integer_grid=relations)
         except ValidationError:
             return "empty", None, None
         if cc is not None:
@@ -899,16 +963,12 @@ class MILPNearest(Explainer):
             return ("cut", None, None) if cutoff is not None else ("empty", None, None)
         obj = encode_distance(m, dom, q, self.distance_, self.encoder, tie_break=self.tie_break)
         trees.tighten(m, obj, q)
+        obj = self._with_fixed_costs(m, dom, q, obj)
         cut, res, cf = solve_tree_stage(m, trees, obj, dom, q, self.encoder, floor=floor,
                                         cutoff=cutoff,
                                         time_left=time_limit - (time.perf_counter() - t0))
         if relations and cf is not None:
-            # the leaves' decoding moves columns towards the query, which a relation may not
-            # allow: keep the MILP's point (in its leaves by the split rows' margins)
-            x = np.clip(res.values[dom.index], dom.lower, dom.upper)
-            b = dom.column_kind == "binary"
-            x[b] = np.round(x[b])
-            cf = self.encoder.project(x[None], dom.lower, dom.upper)[0]
+            cf = milp_point(res, dom, self.encoder)
         return ("cut", res, None) if cut else ("solved", res, cf)
 
     def _tree_radii(self, z0: float) -> list[float]:
@@ -967,7 +1027,8 @@ class MILPNearest(Explainer):
                     "solver_status": st.value, "time": spent, "message": res.message}
             if st is SolveStatus.INFEASIBLE:  # no cutoff: the whole box
                 return _Nearest("infeasible", None, **{**base, "message": (
-                    "proven infeasible: no actionable point is in the target class")})
+                    f"proven infeasible: no actionable point{self._under_constraints()} is "
+                    "in the target class")})
             if cf is not None and st in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT,
                                          SolveStatus.LIMIT):
                 return _Nearest("found", cf, optimal=st is SolveStatus.OPTIMAL, **base)

@@ -25,7 +25,7 @@ import numpy as np
 
 from robustce.explanations import QueryResult
 from robustce.methods.margin_loop import Candidate, DeltaRobustLoop, MarginSchedule
-from robustce.methods.milp_nearest import MILPNearest, feature_distance
+from robustce.methods.milp_nearest import MILPNearest
 
 __all__ = ["MILPRobust", "MarginSchedule"]
 
@@ -83,6 +83,7 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     """
 
     _tree_models: ClassVar[bool] = False  # the Δ-test shifts a network's weights
+    _constraints: ClassVar[str] = "exact"  # every round's MILP is MILPNearest's
     name: ClassVar[str] = "milp_robust"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "p", "delta_status", "worst_case_margin", "tau", "rounds", "optimal",
@@ -103,6 +104,6 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
         (r,) = self._robust_search(x[None], np.array([target]), find, tau=self.tau,
                                    base_cert={"solver": self.solver, "optimal": False})
         if r.status == "found":
-            r.certificate["distance"] = float(feature_distance(
-                self.encoder, x, r.cfs, self.norm, self._weights())[0])
+            # the distance minimised (fixed costs included)
+            r.certificate["distance"] = float(self.distance_.rowwise(x, r.cfs, self.encoder)[0])
         return r

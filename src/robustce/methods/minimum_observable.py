@@ -141,6 +141,9 @@ class MinimumObservable(Explainer):
     """
 
     name: ClassVar[str] = "minimum_observable"
+    #: training points that violate the constraints leave the candidates (the scan is exact
+    #: over the pool, as without constraints)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = ("distance", "n_candidates", "training_index")
 
     def __init__(self, model: Any, data: Any = None, *, norm: str | Mapping[str, float] = "l1",
@@ -175,6 +178,8 @@ class MinimumObservable(Explainer):
         ok = reachable(self.encoder, x, C, self._acts)
         for row in exclude:
             ok &= np.any(C != row[None, :], axis=1)
+        if self.constraints_ is not None and ok.any():
+            ok[ok] = self.constraints_.satisfied(x, C[ok])
         n = int(ok.sum())
         if n == 0:
             return None, math.nan, 0, None
@@ -187,6 +192,7 @@ class MinimumObservable(Explainer):
         cf, dist, n, label = self.nearest(x, target)
         cert = {"distance": dist, "n_candidates": n, "training_index": label}
         if cf is None:
+            extra = "" if self.constraints_ is None else " that satisfies the constraints"
             return QueryResult("infeasible", None, cert,
-                               message="no reachable training point in the target class")
+                               message=f"no reachable training point in the target class{extra}")
         return QueryResult("found", cf[None], cert)

@@ -50,7 +50,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from robustce.distance import Distance
-from robustce.errors import ValidationError
+from robustce.errors import UnsupportedConstraintsError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
@@ -60,6 +60,7 @@ from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
 from robustce.solvers.encodings import (
     InputVars,
+    encode_constraints,
     encode_distance,
     encode_hull_region,
     encode_input_domain,
@@ -76,6 +77,11 @@ __all__ = ["PROPLACE"]
 #: on the dumped models)
 _HIGHS_OUTER = {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
                 "mip_heuristic_run_root_reduced_cost": False}
+
+
+#: with constraints, the neighbours asked for per query: k times this (the k nearest that
+#: satisfy the constraints become the vertices)
+_CONSTRAINED_POOL_FACTOR = 20
 
 
 @dataclass
@@ -143,6 +149,7 @@ class PROPLACE(Explainer):
     """
 
     name: ClassVar[str] = "proplace"
+    _constraints: ClassVar[str] = "exact"
     _ball_bounds: ClassVar[bool] = True
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "worst_case_margin", "iterations", "n_networks", "k_used", "optimal",
@@ -185,6 +192,11 @@ class PROPLACE(Explainer):
         if self.certifier is not None and not callable(getattr(self.certifier, "certify", None)):
             raise ValidationError(f"certifier must have a certify method, got "
                                   f"{type(self.certifier).__name__}")
+        if self.constraints_ is not None and self.constraints_.max_changes is not None:
+            raise UnsupportedConstraintsError(
+                "PROPLACE cannot honour max_changes: its region is the hull of the query and "
+                "training points, which differ from the query in (almost) every feature; give "
+                "relations only, or use MILPRobust for a Δ-robust CE with max_changes")
         #: the distance minimised and reported: ‖x' − x‖₁ over model-space columns (MILP (5a))
         self.distance_ = Distance("l1", space="model")
         self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
@@ -205,9 +217,12 @@ class PROPLACE(Explainer):
     # --- batch: neighbours for all queries at once, then one loop per query ---------------------
     def _explain_batch(self, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
         verts: list[np.ndarray] = [np.zeros((0, X.shape[1]))] * len(X)
+        # with constraints, vertices must satisfy them (see _solve): ask for more neighbours,
+        # then keep the k nearest that do
+        k = self.k if self.constraints_ is None else self.k * _CONSTRAINED_POOL_FACTOR
         for tc in np.unique(targets):
             rows = np.flatnonzero(targets == tc)
-            for r, S in zip(rows, self.neighbours.k_robust_neighbours(X[rows], self.k, int(tc)),
+            for r, S in zip(rows, self.neighbours.k_robust_neighbours(X[rows], k, int(tc)),
                             strict=True):
                 verts[r] = S
         jobs = list(zip(X, targets, verts, strict=True))
@@ -226,12 +241,27 @@ class PROPLACE(Explainer):
         cert: dict[str, Any] = {"distance": math.nan, "delta": self.shift.delta,
                                 "worst_case_margin": math.nan, "iterations": 0, "n_networks": 0,
                                 "k_used": len(S), "optimal": False, "solver_status": None}
+        n_removed = 0
+        if self.constraints_ is not None and len(S):
+            # a vertex must satisfy the constraints: the nearest one is then a feasible start
+            # and its distance a valid radius of the ball (the region's rows keep the rest)
+            keep = self.constraints_.satisfied(x, S)
+            n_removed = int((~keep[:self.k]).sum())  # of the k nearest, as without constraints
+            S = S[keep][:self.k]
+            cert["k_used"] = len(S)
+            if len(S) == 0:
+                return QueryResult("no_robust_point", None, cert, message=(
+                    f"none of the {len(keep)} nearest Δ-robust neighbours satisfies the "
+                    "constraints: no region to search"))
         if len(S) == 0:
             info = self.neighbours.certify_pool(target)
             r = RobustNearestNeighbour._none_robust({}, info)
             return QueryResult(r.status, None, cert, message=r.message)
         note = "" if len(S) >= self.k else (
             f"only {len(S)} Δ-robust neighbour(s) reachable; the region uses them (k = {self.k})")
+        if n_removed:
+            note = _join(note, f"{n_removed} Δ-robust neighbour(s) violate the constraints and "
+                               "are not vertices")
         outer = self._outer(x, S)
         self._add_network(outer, self._network, target)
         n_networks = 1
@@ -287,6 +317,8 @@ class PROPLACE(Explainer):
         m.set_var_bounds(dom.index, lo, hi)
         # fixed columns (immutables, constants) are equal on every vertex up to rounding: not tied
         hull = encode_hull_region(m, V, dom.index, columns=np.flatnonzero(~fixed))
+        if self.constraints_ is not None:  # exact rows over the region (docs/constraints.md)
+            encode_constraints(m, dom, x, self.constraints_)
         obj = encode_distance(m, dom, x, self.distance_, self.encoder)
         obj.set_as_objective(m)
         # every vertex is feasible for every Δ′ (certified margin ≥ σ), so the optimum is no

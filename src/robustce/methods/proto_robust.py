@@ -62,6 +62,9 @@ class ProtoRobust(WachterRobust):
     """
 
     name: ClassVar[str] = "proto_robust"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         *WachterRobust.certificate_columns, "n_prototype")
 

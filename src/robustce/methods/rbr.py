@@ -194,6 +194,9 @@ class RBR(Explainer):
     """
 
     name: ClassVar[str] = "rbr"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "worst_case_log_odds", "nominal_log_odds", "n_pos", "n_neg", "radius", "n_iter")
 

@@ -107,6 +107,9 @@ class ROAR(Explainer):
     """
 
     name: ClassVar[str] = "roar"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "worst_case_score", "worst_case_loss", "fidelity", "lambda", "n_iter")
 

@@ -115,6 +115,9 @@ class RobustNearestNeighbour(NearestNeighbour):
     """
 
     name: ClassVar[str] = "robust_nearest_neighbour"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "worst_case_margin", "delta", "n_candidates", "training_index")
 

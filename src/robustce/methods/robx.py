@@ -100,6 +100,9 @@ class RobX(NearestNeighbour):
     """
 
     name: ClassVar[str] = "robx"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "stability", "tau", "a", "n_candidates", "training_index")
 

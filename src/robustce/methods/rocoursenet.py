@@ -333,6 +333,9 @@ class RoCourseNet(CounterNet):
     """
 
     name: ClassVar[str] = "rocoursenet"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
 
     def __init__(
         self,

@@ -90,6 +90,9 @@ class Wachter(Explainer):
     """
 
     name: ClassVar[str] = "wachter"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = ("distance", "margin", "lambda", "n_iter")
 
     def __init__(

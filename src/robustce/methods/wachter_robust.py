@@ -71,6 +71,9 @@ class WachterRobust(DeltaRobustLoop, Wachter):
     """
 
     name: ClassVar[str] = "wachter_robust"
+    #: constraints: CEs that violate them are removed (the base class's revalidation) and
+    #: counted per query (certificate column ``constraints_removed``)
+    _constraints: ClassVar[str] = "filter"
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "p", "delta_status", "worst_case_margin", "tau", "rounds", "margin",
         "lambda", "n_iter")

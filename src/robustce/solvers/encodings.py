@@ -753,6 +753,18 @@ def encode_constraints(milp: MILP, domain: InputDomain, query: np.ndarray | None
         milp.add_constrs_coo(r, x[c], A[rows][r, c], rows.size,
                              np.asarray(constraints.lower)[rows],
                              np.asarray(constraints.upper)[rows])
+    if getattr(constraints, "conditionals", ()):  # if-then rows (issue 34)
+        from robustce.solvers.conditional_encoding import encode_conditionals
+
+        if query is None:
+            raise ValidationError("conditional constraints need the query")
+        encode_conditionals(milp, domain, query, constraints.conditionals)
+    if getattr(constraints, "groups", ()):  # none or all of a group's features change
+        from robustce.solvers.group_encoding import encode_groups
+
+        if query is None:
+            raise ValidationError("feature groups need the query")
+        encode_groups(milp, domain, query, constraints.groups)
     owner = np.asarray(constraints.feature_of_column)
     changed = np.full(int(constraints.n_features), -1, dtype=np.int64)
     k = constraints.max_changes

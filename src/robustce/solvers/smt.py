@@ -70,6 +70,7 @@ __all__ = [
     "SMTResult",
     "assert_all",
     "check",
+    "constraint_formulas",
     "forest_formula",
     "interval_bounds",
     "network_formula",
@@ -511,6 +512,60 @@ class SMTInput:
             else:
                 x[b.slice] = int(val.as_long()) >= np.arange(1, b.width + 1)
         return x
+
+
+def constraint_formulas(inp: SMTInput, x: np.ndarray, constraints: Any) -> list[z3.BoolRef]:
+    """The constraints (:class:`robustce.data.constraints.CompiledConstraints`) as z3
+    formulas over ``inp``'s variables, exact in rational arithmetic: each relation row
+    ``lower <= Σ_j A_j x_j <= upper`` (:meth:`SMTInput.linear`), and with ``max_changes = k``
+    ``Σ_f [feature f differs from the query x] <= k`` (a categorical counts once); each
+    conditional as ``Implies(condition, consequence)``; each group of features as "all keep
+    the query's value, or all change" (a real column by at least the group's least move)."""
+    out: list[z3.BoolRef] = []
+    A = np.asarray(constraints.A, dtype=np.float64)
+    for i in range(A.shape[0]):
+        if not np.any(A[i]):
+            continue
+        e = inp.linear(A[i], 0.0)
+        lo, hi = float(constraints.lower[i]), float(constraints.upper[i])
+        if math.isfinite(lo):
+            out.append(e >= rational(lo))
+        if math.isfinite(hi):
+            out.append(e <= rational(hi))
+    if constraints.max_changes is not None:
+        moved = [z3.If(inp.equal(i, v), 0, 1) for i, v in enumerate(inp.values(x))]
+        out.append(z3.Sum(moved) <= int(constraints.max_changes))
+    q = np.asarray(x, dtype=np.float64).reshape(-1)
+    for c in getattr(constraints, "conditionals", ()):
+        if c.kind in ("expr", "category_change"):
+            coef, const = c.indicator(q)
+            cond = inp.linear(coef, const) > rational(0.5)
+        else:
+            m = inp.linear(c.cond, -float(c.cond @ q))
+            cond = {1: m > 0, -1: m < 0, 0: m != 0}[c.direction]
+        v = inp.linear(c.a, 0.0)
+        shift = float(c.q_coef @ q)
+        cons = []
+        if math.isfinite(c.lower):
+            cons.append(v >= rational(c.lower + shift))
+        if math.isfinite(c.upper):
+            cons.append(v <= rational(c.upper + shift))
+        out.append(z3.Implies(cond, z3.And(cons)))
+    vals = inp.values(x) if getattr(constraints, "groups", ()) else []
+    owner = np.asarray(constraints.feature_of_column)
+    for g in getattr(constraints, "groups", ()):
+        same, moved = [], []
+        for cols, eps in zip(g.columns, g.min_move, strict=True):
+            i = int(owner[cols[0]])
+            v = inp.vars[i]
+            same.append(inp.equal(i, vals[i]))
+            if v.sort == "real":  # a real column moves by at least ε (as the MILP asks)
+                c = rational(vals[i])
+                moved.append(z3.Or(v.var >= c + rational(eps), v.var <= c - rational(eps)))
+            else:
+                moved.append(z3.Not(same[-1]))
+        out.append(z3.Or(z3.And(same), z3.And(moved)))
+    return out
 
 
 def _grid_kmax(steps: int, t: float) -> int:
