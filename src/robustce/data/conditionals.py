@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from robustce.data.relations import Relation
 from robustce.data.schema import FeatureKind, Schema
 from robustce.errors import ValidationError
 
@@ -140,8 +141,6 @@ class Conditional:
     """One parsed conditional relation (module docstring)."""
 
     def __init__(self, text: str):
-        from robustce.data.constraints import Relation
-
         if not isinstance(text, str) or not text.strip():
             raise ValidationError(f"a conditional must be a non-empty string, got {text!r}")
         self.text = text.strip()
@@ -259,9 +258,7 @@ class Conditional:
             m = moved(self.cond_feature)
             on = {"increases": m > 0, "decreases": m < 0, "changes": m != 0}[self.cond_kind]
         if self.relation is not None:
-            from robustce.data.constraints import Constraints
-
-            scale = Constraints._scale(self.relation, schema)
+            scale = self.relation.magnitude(schema)
             ok = self.relation.violation(fr) <= tol * scale
         else:
             a = self._values(fr, schema, self.cons_feature)

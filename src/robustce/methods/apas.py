@@ -45,7 +45,7 @@ class APAS(MILPRobust):
     delta_init : δ_init of the δ_max search reported per CE (its bisection resolution).
     report_delta_max : compute each found CE's δ_max (Algorithm 1; n draws per tested δ).
     model, data : see :class:`Explainer` (a ReLU network model; ``data`` gives the warm start).
-    growth, max_rounds, slack, bisect_tol, tau_step, norm, tau, solver, time_limit : as
+    growth, max_rounds, slack, bisect_tol, tau_step, norm, tau, solver, fixed_costs, time_limit : as
         :class:`MILPRobust` (the margin loop). ``random_state``: an int makes every test's draws
         a function of the seed and the CE (same result in any order, with any ``n_jobs``).
     shift : MILP-R's name for Δ (see ``delta``).

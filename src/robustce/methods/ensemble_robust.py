@@ -53,7 +53,7 @@ class EnsembleRobust(MILPNearest):
         :class:`~robustce.methods.MILPRobust`); ``τ`` starts at 0 on top of the δ-margin.
     model, data : see :class:`Explainer`: a tree model (as :class:`MILPNearest` takes) and the
         optional training data of the warm start.
-    norm, weights, tie_break, solver, mip_gap, threads : as :class:`MILPNearest`.
+    norm, weights, tie_break, solver, mip_gap, threads, fixed_costs : as :class:`MILPNearest`.
     tau : as :class:`MILPNearest`: the validity margin each round's CE must reach on top of
         the δ-margin.
     warm_start, box_from_incumbent, bound_tightening, relax_first : as :class:`MILPNearest`.

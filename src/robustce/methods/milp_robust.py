@@ -49,7 +49,7 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
         :class:`~robustce.robustness.Certifier`); default None: the exact MILP Δ-test at
         ``shift`` with ``solver`` (:class:`~robustce.robustness.ExactDeltaCertifier`).
     model, data : see :class:`Explainer` (a ReLU network model; ``data`` gives the warm start).
-    norm, tau, weights, tie_break, solver, mip_gap, threads : as :class:`MILPNearest`
+    norm, tau, weights, tie_break, solver, mip_gap, threads, fixed_costs : as :class:`MILPNearest`
         (``tau`` is the first round's margin).
     warm_start, box_from_incumbent, bound_tightening, relax_first : as :class:`MILPNearest`,
         for each round's nearest-CE solve.

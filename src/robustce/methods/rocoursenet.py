@@ -329,7 +329,7 @@ class RoCourseNet(CounterNet):
     hidden, epochs, lr, batch_size, lambdas, dropout, prediction_loss, validity_dropout : as
         :class:`CounterNet`.
     bounded, ordinal_encoding, progress, device : as :class:`CounterNet`.
-    target_class, time_limit, random_state, n_jobs : as for every :class:`Explainer`.
+    target_class, time_limit, random_state, n_jobs, constraints : as for every :class:`Explainer`.
     """
 
     name: ClassVar[str] = "rocoursenet"
