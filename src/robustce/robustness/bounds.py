@@ -35,13 +35,14 @@ the upper end and ``lower_max`` = max of the lower end: a neuron whose ``upper_m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from robustce.errors import ValidationError
 from robustce.models.network import IntervalNetwork
 
-__all__ = ["LayerBounds", "crown_box_bounds", "crown_point_bounds", "interval_point_bounds",
+__all__ = ["LayerBounds", "box_bounds", "crown_box_bounds", "crown_point_bounds", "interval_point_bounds",
            "n_unstable"]
 
 
@@ -118,8 +119,10 @@ def _backsub_max(inn: IntervalNetwork, C: np.ndarray, d: np.ndarray, k: int, rel
 
 
 def _propagate(inn: IntervalNetwork, lo0, hi0, base_lo, base_hi, box_input: bool,
-               crown: bool) -> LayerBounds:
+               crown: bool, known: list | None = None) -> LayerBounds:
     n = lo0.shape[0]
+    if known is not None:
+        lo0, hi0 = _intersect(lo0, hi0, known[0])
     lower, upper, upper_min, lower_max = [lo0], [hi0], [], []
     if box_input:  # plain network over a box: both ends coincide
         upper_min.append(lo0.copy())
@@ -146,6 +149,9 @@ def _propagate(inn: IntervalNetwork, lo0, hi0, base_lo, base_hi, box_input: bool
             lmin = np.maximum(lmin, -top[:, m:2 * m])
             hmin = np.maximum(hmin, -top[:, 2 * m:3 * m])
             lmax = np.minimum(lmax, top[:, 3 * m:])
+        if known is not None:
+            lmin, hmax = _intersect(lmin, hmax, known[k])
+            lmax, hmin = np.minimum(lmax, hmax), np.maximum(hmin, lmin)
         # the upper end is never below the lower end (W⁺ ≥ W⁻, v ≥ 0)
         hmin, lmax = np.maximum(hmin, lmin), np.minimum(lmax, hmax)
         hmax, lmin = np.maximum(hmax, hmin), np.minimum(lmin, lmax)
@@ -155,6 +161,12 @@ def _propagate(inn: IntervalNetwork, lo0, hi0, base_lo, base_hi, box_input: bool
         lower_max.append(lmax)
         rel.append(_relaxations(lmin, lmax, hmin, hmax))
     return LayerBounds(lower, upper, upper_min, lower_max)
+
+
+def _intersect(lo: np.ndarray, hi: np.ndarray, other: tuple[np.ndarray, np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.maximum(lo, other[0])
+    return lo, np.maximum(np.minimum(hi, other[1]), lo)
 
 
 def interval_point_bounds(inn: IntervalNetwork, X: np.ndarray) -> LayerBounds:
@@ -180,9 +192,16 @@ def crown_point_bounds(inn: IntervalNetwork, X: np.ndarray) -> LayerBounds:
     return _propagate(inn, lo0, hi0, np.maximum(lo0, 0), np.maximum(hi0, 0), False, crown=True)
 
 
-def crown_box_bounds(inn: IntervalNetwork, lower: np.ndarray, upper: np.ndarray) -> LayerBounds:
+def crown_box_bounds(inn: IntervalNetwork, lower: np.ndarray, upper: np.ndarray,
+                     known: list[tuple[np.ndarray, np.ndarray]] | None = None) -> LayerBounds:
     """CROWN bounds of a *plain* network (``W⁻ = W⁺``, e.g. ``IntervalNetwork.point(net)``)
     over input boxes ``[lower, upper]`` (rows, shape (n, d)), intersected with intervals.
+
+    ``known``: per-layer bounds already known to hold on the set that matters (e.g. the
+    bounds over a weighted L1 ball ∩ the box of
+    :func:`robustce.solvers.tightening.l1_ball_layer_bounds`), intersected layer by layer
+    before the next layer's relaxation is built. The result then holds on that set (every
+    relaxation is valid at each of its points), which is all the MILP admits.
 
     Raises
     ------
@@ -197,4 +216,16 @@ def crown_box_bounds(inn: IntervalNetwork, lower: np.ndarray, upper: np.ndarray)
     W, _, b, _ = inn.layers[0]
     Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
     lo0, hi0 = lo @ Wp.T + hi @ Wn.T + b, hi @ Wp.T + lo @ Wn.T + b
-    return _propagate(inn, lo0, hi0, lo, hi, True, crown=True)
+    return _propagate(inn, lo0, hi0, lo, hi, True, crown=True, known=known)
+
+
+def box_bounds(network: Any, lower: np.ndarray, upper: np.ndarray,
+               known: list[tuple[np.ndarray, np.ndarray]] | None = None
+               ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per-layer ``(lo, hi)`` pre-activation bounds of a plain ReLU ``network`` over one input
+    box (1-D ``lower`` / ``upper``) by :func:`crown_box_bounds` — the ``bounds`` argument of
+    :func:`robustce.solvers.encodings.encode_network`. ``known`` as there (1-D arrays)."""
+    kn = None if known is None else [(np.atleast_2d(a), np.atleast_2d(b)) for a, b in known]
+    lb = crown_box_bounds(IntervalNetwork.point(network), np.atleast_2d(lower),
+                          np.atleast_2d(upper), kn)
+    return lb.row(0)
