@@ -197,3 +197,33 @@ def test_soundness_on_500_random_deep_networks():
         claims, timeouts = claims + c, timeouts + t
     print(f"500 networks: {claims} robust claims checked, {timeouts} timeouts (5 s)")
     assert claims > 0
+
+
+def test_a_solver_error_on_the_tightened_model_falls_back_to_the_interval_formulation(monkeypatch):
+    """A numerical solve error on the tightened model is answered by the interval formulation
+    (exact too): same decisions and values as the interval path."""
+    from robustce.robustness import delta_milp
+    from robustce.solvers.milp import SolveStatus
+
+    real = delta_milp.DeltaMILP.solve
+    failed = []
+
+    def solve(self, x, t, bounds, terms, deadline_s, decide_only, tol, upper_min=None):
+        r = real(self, x, t, bounds, terms, deadline_s, decide_only, tol, upper_min=upper_min)
+        if upper_min is not None:
+            failed.append(1)
+            return delta_milp.MILPOutcome(np.nan, -np.inf, SolveStatus.ERROR, None, np.nan,
+                                          False, r.time, "simulated")
+        return r
+
+    rng = np.random.default_rng(5)
+    net = ReLUNetwork([(rng.normal(size=(12, 4)), rng.normal(size=12) * 0.3),
+                       (rng.normal(size=(10, 12)) / 3, rng.normal(size=10) * 0.3),
+                       (rng.normal(size=(1, 10)) / 3, rng.normal(size=1) * 0.1)])
+    X = rng.uniform(size=(10, 4))
+    old = _decisions(net, X, 0.02, "interval", False)
+    monkeypatch.setattr(delta_milp.DeltaMILP, "solve", solve)
+    new = _decisions(net, X, 0.02, "crown", False)
+    assert failed
+    assert list(old.status) == list(new.status)
+    np.testing.assert_allclose(new.value, old.value, atol=1e-6)

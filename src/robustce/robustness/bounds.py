@@ -42,8 +42,14 @@ import numpy as np
 from robustce.errors import ValidationError
 from robustce.models.network import IntervalNetwork
 
-__all__ = ["LayerBounds", "box_bounds", "crown_box_bounds", "crown_point_bounds", "interval_point_bounds",
-           "n_unstable"]
+#: relative widening of back-substituted bounds before they become a MILP's variable bounds and
+#: big-M: a bound that is tight at the optimum lets the solver place its solution just outside
+#: within its feasibility tolerance (HiGHS then reports a solve error; measured on a 100-100
+#: network), and a tight logit bound slowed the solve 3× (benchmarks/README.md, issue 33)
+MILP_SLACK = 1e-6
+
+__all__ = ["MILP_SLACK", "LayerBounds", "box_bounds", "crown_box_bounds", "crown_point_bounds",
+           "interval_point_bounds", "n_unstable"]
 
 
 @dataclass
@@ -57,13 +63,16 @@ class LayerBounds:
     upper_min: list[np.ndarray]
     lower_max: list[np.ndarray]
 
-    def row(self, i: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Row ``i``'s per-layer ``(lower, upper)`` — the ``bounds`` argument of the encoders."""
-        return [(lo[i], hi[i]) for lo, hi in zip(self.lower, self.upper, strict=True)]
+    def row(self, i: int, slack: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Row ``i``'s per-layer ``(lower, upper)`` — the ``bounds`` argument of the encoders —
+        widened by ``slack · (1 + |bound|)`` (still sound; see :data:`MILP_SLACK`)."""
+        return [(lo[i] - slack * (1 + np.abs(lo[i])), hi[i] + slack * (1 + np.abs(hi[i])))
+                for lo, hi in zip(self.lower, self.upper, strict=True)]
 
-    def row_upper_min(self, i: int) -> list[np.ndarray]:
-        """Row ``i``'s per-hidden-layer ``upper_min`` (the encoders' ``upper_min``)."""
-        return [u[i] for u in self.upper_min[:-1]]
+    def row_upper_min(self, i: int, slack: float = 0.0) -> list[np.ndarray]:
+        """Row ``i``'s per-hidden-layer ``upper_min`` (the encoders' ``upper_min``), lowered
+        by ``slack · (1 + |bound|)``."""
+        return [u[i] - slack * (1 + np.abs(u[i])) for u in self.upper_min[:-1]]
 
 
 def n_unstable(b: LayerBounds) -> np.ndarray:
@@ -223,9 +232,10 @@ def box_bounds(network: Any, lower: np.ndarray, upper: np.ndarray,
                known: list[tuple[np.ndarray, np.ndarray]] | None = None
                ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per-layer ``(lo, hi)`` pre-activation bounds of a plain ReLU ``network`` over one input
-    box (1-D ``lower`` / ``upper``) by :func:`crown_box_bounds` — the ``bounds`` argument of
+    box (1-D ``lower`` / ``upper``) by :func:`crown_box_bounds`, widened by
+    :data:`MILP_SLACK` — the ``bounds`` argument of
     :func:`robustce.solvers.encodings.encode_network`. ``known`` as there (1-D arrays)."""
     kn = None if known is None else [(np.atleast_2d(a), np.atleast_2d(b)) for a, b in known]
     lb = crown_box_bounds(IntervalNetwork.point(network), np.atleast_2d(lower),
                           np.atleast_2d(upper), kn)
-    return lb.row(0)
+    return lb.row(0, MILP_SLACK)

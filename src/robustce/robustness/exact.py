@@ -53,7 +53,7 @@ from robustce.models.network import (
     resolve_targets,
 )
 from robustce.robustness.attack import flips_prediction, sign_attack
-from robustce.robustness.bounds import LayerBounds, crown_point_bounds
+from robustce.robustness.bounds import MILP_SLACK, LayerBounds, crown_point_bounds
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.delta_milp import DeltaMILP
 from robustce.robustness.shift import ParameterShift
@@ -312,14 +312,28 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
         engine = DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit, threads=threads,
                            mode=mode_d, box=box, mip_gap=mip_gap, abs_gap=abs_gap,
                            reduce_last=crown)
+        fallback: DeltaMILP | None = None
         for i in idx:
+            iv_i = [(lo[i], hi[i]) for lo, hi in bounds]
             if int(i) in lin:
+                # back-substituted hidden bounds (widened a hair); the logits keep their
+                # interval bounds: tight logit bounds sit at the optimum (MILP_SLACK)
                 lb, r_ = lin[int(i)]
-                b_i, um_i = lb.row(r_), lb.row_upper_min(r_)
+                b_i = lb.row(r_, MILP_SLACK)[:-1] + iv_i[-1:]
+                um_i = lb.row_upper_min(r_, MILP_SLACK)
             else:
-                b_i, um_i = [(lo[i], hi[i]) for lo, hi in bounds], None
+                b_i, um_i = iv_i, None
             r = engine.solve(X[i], int(t[i]), b_i, terms[i], time_limit, decide_only, tol,
                              upper_min=um_i)
+            if um_i is not None and r.status is SolveStatus.ERROR:
+                # a numerical failure of the solver on the tightened model: the interval
+                # formulation answers the same question exactly
+                if fallback is None:
+                    fallback = DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit,
+                                         threads=threads, mode="rebuild", box=None,
+                                         mip_gap=mip_gap, abs_gap=abs_gap)
+                r = fallback.solve(X[i], int(t[i]), iv_i, terms[i], max(time_limit - r.time, 1e-3),
+                                   decide_only, tol)
             times[i] = r.time
             solver_status[i] = r.status
             lower[i] = max(lower[i], r.lower)
