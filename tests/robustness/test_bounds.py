@@ -227,3 +227,33 @@ def test_a_solver_error_on_the_tightened_model_falls_back_to_the_interval_formul
     assert failed
     assert list(old.status) == list(new.status)
     np.testing.assert_allclose(new.value, old.value, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_box_bounds_within_an_l1_ball_are_sound_and_tighter(seed):
+    """Over box ∩ weighted L1 ball (what MILPNearest admits below its incumbent): every
+    pre-activation of sampled points of that set lies within the bounds, which are never
+    looser than the ball's interval bounds."""
+    from robustce.solvers.tightening import l1_ball_layer_bounds
+
+    rng = np.random.default_rng(400 + seed)
+    net = _random_net(rng)
+    d = net.n_inputs
+    lo, hi = np.zeros(d), np.ones(d)
+    q, w = rng.uniform(size=d), rng.uniform(0.5, 2.0, size=d)
+    radius = float(rng.uniform(0.2, 1.0))
+    known = l1_ball_layer_bounds(net, q, lo, hi, w, radius)
+    lb = crown_box_bounds(IntervalNetwork.point(net), lo[None], hi[None],
+                          [(a[None], b[None]) for a, b in known], ball=(q, w, radius))
+    # points of box ∩ ball: random directions scaled onto the ball (and inside it), clipped
+    D = rng.normal(size=(600, d))
+    D /= (np.abs(D) * w).sum(axis=1, keepdims=True)
+    Xs = np.clip(q + D * radius * rng.uniform(0, 1, size=(600, 1)) ** 0.2, lo, hi)
+    assert ((np.abs(Xs - q) * w).sum(axis=1) <= radius + 1e-9).all()
+    h = Xs
+    for k, (W, b) in enumerate(net.weights):
+        z = h @ W.T + b
+        assert (z >= lb.lower[k][0] - TOL).all() and (z <= lb.upper[k][0] + TOL).all()
+        assert (lb.lower[k][0] >= known[k][0] - TOL).all()
+        assert (lb.upper[k][0] <= known[k][1] + TOL).all()
+        h = np.maximum(z, 0.0)

@@ -652,6 +652,7 @@ class MILPNearest(Explainer):
         ValidationError when the actionable box is empty."""
         dom, obj = self._domain_template(m, q)
         derived = bounds is None  # bounds computed here (not handed in by LP tightening)
+        ball = None
         if cutoff is not None and self.box_from_incumbent and self.norm in ("l1", "linf"):
             lo, hi = incumbent_box(q, dom.lower, dom.upper, self._weights(), cutoff,
                                    dom.column_kind, dom.grid_steps)
@@ -664,11 +665,11 @@ class MILPNearest(Explainer):
                 w = np.where(hi > lo, self._weights(), 0.0)
                 bounds = l1_ball_layer_bounds(self._network, q, lo, hi, w, cutoff)
                 distance_row = True
-                derived = True
+                ball = (q, w, cutoff)
         if derived and self.bound_tightening != "interval" and self._network.plain:
-            # back-substituted bounds over the box (within the ball's, which hold on every
-            # point the MILP admits): tighter big-M, fewer binaries (robustness/bounds.py)
-            bounds = box_bounds(self._network, dom.lower, dom.upper, bounds)
+            # back-substituted bounds over box ∩ ball (every point the MILP admits lies in
+            # both): tighter big-M, fewer binaries (robustness/bounds.py)
+            bounds = box_bounds(self._network, dom.lower, dom.upper, bounds, ball)
         ne = encode_network(m, self._network, dom.vars, bounds=bounds)
         y = ne.outputs
         k = self._network.n_outputs

@@ -41,6 +41,7 @@ import numpy as np
 
 from robustce.errors import ValidationError
 from robustce.models.network import IntervalNetwork
+from robustce.solvers.tightening import l1_ball_max
 
 #: relative widening of back-substituted bounds before they become a MILP's variable bounds and
 #: big-M: a bound that is tight at the optimum lets the solver place its solution just outside
@@ -111,10 +112,12 @@ def _relaxations(lmin, lmax, hmin, hmax):
 
 
 def _backsub_max(inn: IntervalNetwork, C: np.ndarray, d: np.ndarray, k: int, rel: list,
-                 base_lo: np.ndarray, base_hi: np.ndarray, box_input: bool) -> np.ndarray:
+                 base_lo: np.ndarray, base_hi: np.ndarray, box_input: bool,
+                 ball: tuple | None = None) -> np.ndarray:
     """Upper bound of ``C v^k + d`` (``C`` (n, r, m_{k-1}), ``d`` (n, r)) where ``v^k`` is the
     input of layer ``k``. ``rel[j]``: relaxation (a, e, λ) of hidden layer j. Fixed input: the
-    base is ``v¹`` in [base_lo, base_hi]; ``box_input``: the base is ``x`` in that box."""
+    base is ``v¹`` in [base_lo, base_hi]; ``box_input``: the base is ``x`` in that box,
+    intersected with the weighted L1 ball ``ball = (q, w, radius)`` when given (one row)."""
     stop = 0 if box_input else 1
     for j in range(k - 1, stop - 1, -1):
         a, e, lam = rel[j]
@@ -123,12 +126,16 @@ def _backsub_max(inn: IntervalNetwork, C: np.ndarray, d: np.ndarray, k: int, rel
         Wl, Wu, bl, bu = inn.layers[j]
         d = d + Au @ bu + Al @ bl + np.einsum("nrm,nm->nr", Cp, e)
         C = Au @ Wu + Al @ Wl
+    if ball is not None:  # exact max of each row over box ∩ ball (a fractional knapsack)
+        q, w, radius = ball
+        top = l1_ball_max(C[0], q, base_lo[0], base_hi[0], w, radius)
+        return d + (C[0] @ q + top)[None]
     Cp, Cn = np.maximum(C, 0.0), np.minimum(C, 0.0)
     return d + np.einsum("nrm,nm->nr", Cp, base_hi) + np.einsum("nrm,nm->nr", Cn, base_lo)
 
 
 def _propagate(inn: IntervalNetwork, lo0, hi0, base_lo, base_hi, box_input: bool,
-               crown: bool, known: list | None = None) -> LayerBounds:
+               crown: bool, known: list | None = None, ball: tuple | None = None) -> LayerBounds:
     n = lo0.shape[0]
     if known is not None:
         lo0, hi0 = _intersect(lo0, hi0, known[0])
@@ -153,7 +160,7 @@ def _propagate(inn: IntervalNetwork, lo0, hi0, base_lo, base_hi, box_input: bool
             m = Wl.shape[0]
             C = np.broadcast_to(np.concatenate([Wu, -Wl, -Wu, Wl])[None], (n, 4 * m, Wl.shape[1]))
             d = np.broadcast_to(np.concatenate([bu, -bl, -bu, bl])[None], (n, 4 * m))
-            top = _backsub_max(inn, C, d, k, rel, base_lo, base_hi, box_input)
+            top = _backsub_max(inn, C, d, k, rel, base_lo, base_hi, box_input, ball)
             hmax = np.minimum(hmax, top[:, :m])
             lmin = np.maximum(lmin, -top[:, m:2 * m])
             hmin = np.maximum(hmin, -top[:, 2 * m:3 * m])
@@ -202,7 +209,8 @@ def crown_point_bounds(inn: IntervalNetwork, X: np.ndarray) -> LayerBounds:
 
 
 def crown_box_bounds(inn: IntervalNetwork, lower: np.ndarray, upper: np.ndarray,
-                     known: list[tuple[np.ndarray, np.ndarray]] | None = None) -> LayerBounds:
+                     known: list[tuple[np.ndarray, np.ndarray]] | None = None,
+                     ball: tuple[np.ndarray, np.ndarray, float] | None = None) -> LayerBounds:
     """CROWN bounds of a *plain* network (``W⁻ = W⁺``, e.g. ``IntervalNetwork.point(net)``)
     over input boxes ``[lower, upper]`` (rows, shape (n, d)), intersected with intervals.
 
@@ -210,7 +218,10 @@ def crown_box_bounds(inn: IntervalNetwork, lower: np.ndarray, upper: np.ndarray,
     bounds over a weighted L1 ball ∩ the box of
     :func:`robustce.solvers.tightening.l1_ball_layer_bounds`), intersected layer by layer
     before the next layer's relaxation is built. The result then holds on that set (every
-    relaxation is valid at each of its points), which is all the MILP admits.
+    relaxation is valid at each of its points), which is all the MILP admits. ``ball =
+    (q, w, radius)``: the input also satisfies ``Σ_j w_j |x_j − q_j| ≤ radius`` (one row only):
+    each back-substituted linear bound is then maximised exactly over box ∩ ball
+    (:func:`robustce.solvers.tightening.l1_ball_max`) instead of over the box.
 
     Raises
     ------
@@ -225,17 +236,21 @@ def crown_box_bounds(inn: IntervalNetwork, lower: np.ndarray, upper: np.ndarray,
     W, _, b, _ = inn.layers[0]
     Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
     lo0, hi0 = lo @ Wp.T + hi @ Wn.T + b, hi @ Wp.T + lo @ Wn.T + b
-    return _propagate(inn, lo0, hi0, lo, hi, True, crown=True, known=known)
+    if ball is not None and lo.shape[0] != 1:
+        raise ValidationError("crown_box_bounds: a ball needs exactly one input box")
+    return _propagate(inn, lo0, hi0, lo, hi, True, crown=True, known=known, ball=ball)
 
 
 def box_bounds(network: Any, lower: np.ndarray, upper: np.ndarray,
-               known: list[tuple[np.ndarray, np.ndarray]] | None = None
+               known: list[tuple[np.ndarray, np.ndarray]] | None = None,
+               ball: tuple[np.ndarray, np.ndarray, float] | None = None
                ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per-layer ``(lo, hi)`` pre-activation bounds of a plain ReLU ``network`` over one input
     box (1-D ``lower`` / ``upper``) by :func:`crown_box_bounds`, widened by
     :data:`MILP_SLACK` — the ``bounds`` argument of
-    :func:`robustce.solvers.encodings.encode_network`. ``known`` as there (1-D arrays)."""
+    :func:`robustce.solvers.encodings.encode_network`. ``known``, ``ball`` as there (1-D
+    arrays)."""
     kn = None if known is None else [(np.atleast_2d(a), np.atleast_2d(b)) for a, b in known]
     lb = crown_box_bounds(IntervalNetwork.point(network), np.atleast_2d(lower),
-                          np.atleast_2d(upper), kn)
+                          np.atleast_2d(upper), kn, ball)
     return lb.row(0, MILP_SLACK)
