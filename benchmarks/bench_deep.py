@@ -15,6 +15,7 @@ RobustX (Gurobi) is not installed here: no anchor column.
 * ``milp_robust`` — MILP-R on that network at δ = 0.005 and on adult 13-50-50-1 at δ = 0.05
   (where Δ-robust training points exist); ``milp_robust_status`` — MILP-R at δ = 0.05 on the
   synthetic 34-50-50-1 network (new path only): statuses and why (see benchmarks/README.md).
+* ``proplace`` — PROPLACE on adult 13-50-50-50-1 at δ = 0.035 (its adult configuration).
 
     ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_deep.py [--quick] [--rows a b]
 """
@@ -40,7 +41,8 @@ from robustce.robustness.bounds import crown_point_bounds, interval_point_bounds
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_milp import _queries, _synthetic  # noqa: E402
 
-ROWS = ("delta_full", "delta_decide", "milp_nearest", "milp_robust", "milp_robust_status")
+ROWS = ("delta_full", "delta_decide", "milp_nearest", "milp_robust", "milp_robust_status",
+        "proplace")
 
 
 def _network(hidden: tuple[int, ...], d: int = 10, seed: int = 0) -> ReLUNetwork:
@@ -208,11 +210,31 @@ def milp_robust_status(n: int) -> list[dict[str, Any]]:
     return rows
 
 
+def proplace(n: int, delta: float = 0.035) -> list[dict[str, Any]]:
+    """PROPLACE on adult 13-50-50-50-1 (the PROPLACE adult δ): new vs interval Δ-tests."""
+    from robustce.methods import PROPLACE
+
+    adult = loaders.load_adult()
+    train, test = adult.split(0.2, random_state=0)
+    am = rc.models.MLP((50, 50, 50), epochs=20, batch_size=32, lr=0.01, weight_decay=2e-4,
+                       random_state=0).fit(train)
+    tol = 1e-4 - 5e-5  # PROPLACE's σ − t
+
+    def old():
+        return PROPLACE(am, train, shift=delta, time_limit=60, certifier=ExactDeltaCertifier(
+            delta, time_limit=10, tol=tol, worst_case=True, bounds_method="interval"))
+    row = {"row": "proplace", "network": "adult 13-50-50-50-1", "setting": f"adult, δ={delta}",
+           **_compare(lambda: PROPLACE(am, train, shift=delta, time_limit=60), old,
+                      _queries(test, am, n))}
+    print(row, flush=True)
+    return [row]
+
+
 def run(quick: bool = False, rows: tuple[str, ...] = ROWS) -> list[dict[str, Any]]:
     """The rows named in ``rows`` (all by default); ``quick``: fewer points / queries."""
     k = 1 if quick else 2
     sizes = {"delta_full": 4 * k, "delta_decide": 50 * k, "milp_nearest": 3 * k,
-             "milp_robust": 2 * k, "milp_robust_status": k}
+             "milp_robust": 2 * k, "milp_robust_status": k, "proplace": 2 * k}
     out: list[dict[str, Any]] = []
     for name in rows:
         out += globals()[name](sizes[name])
