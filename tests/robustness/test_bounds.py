@@ -257,3 +257,13 @@ def test_box_bounds_within_an_l1_ball_are_sound_and_tighter(seed):
         assert (lb.lower[k][0] >= known[k][0] - TOL).all()
         assert (lb.upper[k][0] <= known[k][1] + TOL).all()
         h = np.maximum(z, 0.0)
+
+
+def test_an_unknown_bounds_method_is_refused_by_name():
+    from robustce.robustness import ExactDeltaCertifier
+
+    net = ReLUNetwork([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))])
+    with pytest.raises(ValidationError, match="bounds_method"):
+        ExactDeltaCertifier(0.01, bounds_method="lp")
+    with pytest.raises(ValidationError, match="bounds_method"):
+        exact_worst_case(net, np.zeros((1, 2)), ParameterShift(0.01), 1, bounds_method="deeppoly")

@@ -16,7 +16,9 @@ Procedure (per batch, vectorised where it can be)
    ``robust`` (``decided_by="interval"``);
 2. the base network and a cheap sign-gradient attack on the weights (vertices of Δ, batched
    over counterfactuals): a realisation that flips the prediction → ``not_robust`` with that
-   witness (``decided_by="attack"``);
+   witness (``decided_by="attack"``); then back-substituted bounds
+   (:mod:`robustce.robustness.bounds`) for the rows still open: margin lower bound ≥ ``tol``
+   → ``robust`` (``decided_by="bounds"``); they also give the MILP its big-M;
 3. the MILP for the rest (``decided_by="milp"``). A timed-out MILP still decides when its dual
    bound is positive (robust) or its incumbent flips (not robust); otherwise the status is
    ``timeout`` — never robust.
@@ -332,8 +334,10 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
                     fallback = DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit,
                                          threads=threads, mode="rebuild", box=None,
                                          mip_gap=mip_gap, abs_gap=abs_gap)
-                r = fallback.solve(X[i], int(t[i]), iv_i, terms[i], max(time_limit - r.time, 1e-3),
+                spent = r.time
+                r = fallback.solve(X[i], int(t[i]), iv_i, terms[i], max(time_limit - spent, 1e-3),
                                    decide_only, tol)
+                r.time += spent
             times[i] = r.time
             solver_status[i] = r.status
             lower[i] = max(lower[i], r.lower)
@@ -494,6 +498,8 @@ class ExactDeltaCertifier(Certifier):
         check_number(tol, "tol", low=0, low_open=True)
         check_bool(exact_value, "exact_value")
         check_bool(worst_case, "worst_case")
+        if "bounds_method" in options:
+            check_choice(options["bounds_method"], "bounds_method", ("crown", "interval"))
         self.tol = float(tol)
         self.exact_value = bool(exact_value)
         self.worst_case = bool(worst_case)
