@@ -93,7 +93,7 @@ class ExactResult:
     bound; ``upper`` attained by a concrete network: the base, an attack or the witness).
     ``status``: :class:`DeltaStatus` values; ``solver_status``: the MILP's
     :class:`~robustce.solvers.SolveStatus` (None where no MILP ran). ``decided_by``:
-    ``"interval"``, ``"attack"``, ``"milp"`` or ``""`` (undecided). ``witness``: a
+    ``"interval"``, ``"attack"``, ``"bounds"``, ``"milp"`` or ``""`` (undecided). ``witness``: a
     :class:`ReLUNetwork` in Δ attaining ``upper`` (None where no network was built, e.g.
     interval decisions with ``decide_only``).
     ``time``: seconds spent per counterfactual (MILP and witness; the batched prechecks are
