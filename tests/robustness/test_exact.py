@@ -261,7 +261,7 @@ def test_prechecks_decide_and_report_who_decided():
     X = rng.uniform(size=(40, 3))
     shift = ParameterShift(0.02)
     res = exact_worst_case(net, X, shift, None)
-    assert set(res.decided_by) <= {"interval", "attack", "milp"}
+    assert set(res.decided_by) <= {"interval", "attack", "bounds", "milp"}
     full = exact_worst_case(net, X, shift, None, precheck=False)
     assert list(res.status) == list(full.status)
     interval = res.decided_by == "interval"

@@ -18,6 +18,7 @@ import pytest
 
 from robustce.models.network import ReLUNetwork
 from robustce.robustness import DeltaStatus, ParameterShift, exact_worst_case, is_delta_robust
+from robustce.robustness.bounds import crown_point_bounds
 from robustce.solvers import milp as milp_module
 from robustce.solvers.milp import SolveStatus
 
@@ -36,14 +37,19 @@ def _with_output_bias_shift(net: ReLUNetwork, c: float) -> ReLUNetwork:
     return ReLUNetwork(weights)
 
 
+def _crown_lower(net: ReLUNetwork, X: np.ndarray) -> np.ndarray:
+    """Back-substituted lower bound of the target-1 logit over Δ (what the Δ-test uses)."""
+    return crown_point_bounds(SHIFT.interval(net), X).lower[-1][:, 0]
+
+
 @pytest.fixture(scope="module")
 def robust_cases():
     """(network, point) pairs whose exact worst case (target 1) is clearly positive while the
-    interval bound is negative, so only the MILP can prove robustness."""
-    net = _net(3, sizes=(4, 16, 16, 1))
-    X = np.random.default_rng(4).uniform(size=(200, 4))
+    interval and back-substituted bounds are negative, so only the MILP can prove robustness."""
+    net = _net(3, sizes=(4, 16, 16, 16, 1))
+    X = np.random.default_rng(4).uniform(size=(60, 4))
     v = exact_worst_case(net, X, SHIFT, 1, precheck=False).value
-    gap = v - SHIFT.interval(net).bounds(X)[0][:, 0]
+    gap = v - _crown_lower(net, X)
     cases = []
     for i in np.argsort(gap)[-3:]:
         assert gap[i] > 1.0
@@ -52,6 +58,7 @@ def robust_cases():
         res = exact_worst_case(lifted, x, SHIFT, 1, precheck=False)
         assert res.status[0] is DeltaStatus.ROBUST and res.value[0] > 0.5
         assert SHIFT.interval(lifted).bounds(x)[0][0, 0] < -0.5  # the interval proves nothing
+        assert _crown_lower(lifted, x)[0] < -0.5  # nor does back-substitution
         cases.append((lifted, x))
     return cases
 

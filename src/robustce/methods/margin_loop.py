@@ -163,6 +163,15 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
                 f"unknown whether a Δ-robust CE exists; {message}"))
         return QueryResult("no_robust_point", None, s.cert, message=message)
 
+    def so_far(s: _QueryState) -> str:
+        # where the search stood when it stopped: why a deep network's search gives up
+        sch = s.schedule
+        if not s.last_msg:
+            return ""
+        where = (f"; bisecting the margin between {sch.lo:.6g} (not Δ-robust) and "
+                 f"{sch.hi:.6g} (unreachable)" if sch.bisecting else "")
+        return f" (last tested: {s.last_msg}{where})"
+
     def bisected_out(s: _QueryState) -> str:
         sch = s.schedule
         if sch.step is not None:
@@ -180,8 +189,9 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
         if remaining <= 1e-3:
             for i in active:
                 states[i].cert["rounds"] = rnd - 1
-                states[i].result = QueryResult("timeout", None, states[i].cert,
-                                               message="time limit reached between rounds")
+                states[i].result = QueryResult(
+                    "timeout", None, states[i].cert,
+                    message="time limit reached between rounds" + so_far(states[i]))
             break
         taus = np.array([states[i].schedule.tau for i in active])
         cands = find(active, taus, remaining)
@@ -198,7 +208,9 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
                     s.result = give_up(s, bisected_out(s))
                 continue
             if c.status != "found":
-                s.result = QueryResult(c.status, None, s.cert, message=c.message)
+                msg = c.message + (f"; round {rnd} at margin {s.schedule.tau:.6g}" + so_far(s)
+                                   if rnd > 1 else "")
+                s.result = QueryResult(c.status, None, s.cert, message=msg)
                 continue
             found.append(i)
         if not found:

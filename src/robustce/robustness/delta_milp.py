@@ -135,13 +135,21 @@ class DeltaMILP:
     ``bound_tightening="lp"`` (rebuild mode): before the solve, the bounds of the neurons that
     need a binary are tightened by LPs over the relaxation
     (:func:`robustce.solvers.tightening.lp_tighten_bounds`, at most a quarter of the time
-    limit); "interval" (default): the interval bounds as given. Same optimum either way.
+    limit); "interval" (default): the bounds as given (interval or back-substituted,
+    :mod:`robustce.robustness.bounds`). Same optimum either way.
+
+    ``reduce_last=True`` (rebuild mode, one output): each neuron of the last hidden layer keeps
+    only the side of ``relu(lo) ≤ v ≤ relu(hi)`` the objective presses against (the sign of
+    its output weight): the other side, and its binary, is dropped — exact for that objective
+    (see ``last_side`` of :func:`~robustce.solvers.encodings.encode_interval_network`).
     """
 
     def __init__(self, net: ReLUNetwork, inn: IntervalNetwork, shift: ParameterShift, *, solver: str,
                  time_limit: float, threads: int, mode: str, box: tuple[np.ndarray, np.ndarray] | None,
-                 mip_gap: float, abs_gap: float, bound_tightening: str = "interval"):
+                 mip_gap: float, abs_gap: float, bound_tightening: str = "interval",
+                 reduce_last: bool = False):
         self.net, self.inn, self.shift = net, inn, shift
+        self.reduce_last = reduce_last
         self.bound_tightening = bound_tightening
         self.solver, self.time_limit, self.threads = solver, time_limit, threads
         self.mode = mode
@@ -160,21 +168,38 @@ class DeltaMILP:
         return MILP(self.solver, time_limit=self.time_limit, threads=self.threads,
                     mip_gap=self.mip_gap, abs_gap=self.abs_gap, options=opts)
 
-    def _model_for(self, x: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[MILP, Any]:
+    def _last_side(self, t: int) -> np.ndarray | None:
+        """Per last-hidden neuron, the side the objective presses against (``reduce_last``):
+        the sign of its coefficient in ``min lo_0`` (target 1) or ``min −hi_0`` (target 0)."""
+        if not self.reduce_last or self.net.n_outputs != 1 or not self.net.plain:
+            return None
+        Wl, Wu, _, _ = self.inn.layers[-1]
+        return np.sign(Wl[0] if t == 1 else -Wu[0]).astype(np.int64)
+
+    def _model_for(self, x: np.ndarray, bounds: list[tuple[np.ndarray, np.ndarray]],
+                   upper_min: list[np.ndarray] | None, t: int) -> tuple[MILP, Any]:
         if self.shared is None:
+            side = self._last_side(t)
             milp = self._new_milp()
-            enc = encode_interval_network(milp, self.inn, x, bounds=bounds, plain=False)
+            enc = encode_interval_network(milp, self.inn, x, bounds=bounds, plain=False,
+                                          upper_min=upper_min, last_side=side)
             if (self.bound_tightening == "lp" and enc.n_binaries > 0 and self.net.plain):
+                um0 = upper_min
+
                 def build(b, um):
                     m = MILP(self.solver, time_limit=self.time_limit, threads=self.threads,
                              presolve=False)
+                    if um0 is not None:
+                        um = [np.maximum(u, u0) for u, u0 in zip(um, um0, strict=False)]
                     return m, encode_interval_network(m, self.inn, x, bounds=b, plain=False,
-                                                      upper_min=um)
+                                                      upper_min=um, last_side=side)
                 tb = lp_tighten_bounds(build, self.inn, bounds, plain=False,
                                        time_limit=0.25 * self.time_limit)
+                um_t = tb.upper_min if um0 is None else [
+                    np.maximum(u, u0) for u, u0 in zip(tb.upper_min, um0, strict=False)]
                 milp = self._new_milp()
                 enc = encode_interval_network(milp, self.inn, x, bounds=tb.bounds, plain=False,
-                                              upper_min=tb.upper_min)
+                                              upper_min=um_t, last_side=side)
             return milp, enc
         milp, enc = self.shared
         milp.set_var_bounds(enc.inputs, x, x)
@@ -188,6 +213,8 @@ class DeltaMILP:
             else:
                 _, Wu, _, bu = self.inn.layers[li]
                 hi_min = np.maximum(Wu, 0) @ prev_lo + np.minimum(Wu, 0) @ prev_hi + bu
+            if upper_min is not None:
+                hi_min = np.maximum(hi_min, upper_min[li])
             vlo, vhi = np.maximum(L, 0.0), np.maximum(U, 0.0)
             cols.append(layer.post)
             lbs.append(np.minimum(vlo, vhi))
@@ -210,16 +237,18 @@ class DeltaMILP:
         return milp, enc
 
     def solve(self, x: np.ndarray, t: int, bounds: list[tuple[np.ndarray, np.ndarray]],
-              terms: np.ndarray, deadline_s: float, decide_only: bool, tol: float) -> MILPOutcome:
+              terms: np.ndarray, deadline_s: float, decide_only: bool, tol: float,
+              upper_min: list[np.ndarray] | None = None) -> MILPOutcome:
         """Worst case for one counterfactual. Binary: one MILP. K classes: one MILP per
         competitor ``j`` (objective ``lo_t − hi_j``), in order of their interval bounds, skipping
         those whose bound cannot beat the incumbent. ``decide_only``: each MILP only decides the
         sign (cutoff at ``tol``, stop at the first incumbent ≤ ``−tol``). An incumbent that
         only ties (margin in (−tol, 0], e.g. every logit equal where all last-layer neurons are
         off) does not decide: its witness need not flip the prediction, so the search goes on
-        (to that competitor's optimum, then the other competitors)."""
+        (to that competitor's optimum, then the other competitors). ``bounds`` / ``upper_min``:
+        this point's per-layer bounds (see :class:`robustce.robustness.bounds.LayerBounds`)."""
         t0 = time.perf_counter()
-        milp, enc = self._model_for(x, bounds)
+        milp, enc = self._model_for(x, bounds, upper_min, t)
         k = self.net.n_outputs
         if k == 1:
             jobs: list[tuple[int, float]] = [(0, -math.inf)]

@@ -16,7 +16,9 @@ Procedure (per batch, vectorised where it can be)
    ``robust`` (``decided_by="interval"``);
 2. the base network and a cheap sign-gradient attack on the weights (vertices of Δ, batched
    over counterfactuals): a realisation that flips the prediction → ``not_robust`` with that
-   witness (``decided_by="attack"``);
+   witness (``decided_by="attack"``); then back-substituted bounds
+   (:mod:`robustce.robustness.bounds`) for the rows still open: margin lower bound ≥ ``tol``
+   → ``robust`` (``decided_by="bounds"``); they also give the MILP its big-M;
 3. the MILP for the rest (``decided_by="milp"``). A timed-out MILP still decides when its dual
    bound is positive (robust) or its incumbent flips (not robust); otherwise the status is
    ``timeout`` — never robust.
@@ -53,6 +55,7 @@ from robustce.models.network import (
     resolve_targets,
 )
 from robustce.robustness.attack import flips_prediction, sign_attack
+from robustce.robustness.bounds import MILP_SLACK, LayerBounds, crown_point_bounds
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.delta_milp import DeltaMILP
 from robustce.robustness.shift import ParameterShift
@@ -90,7 +93,7 @@ class ExactResult:
     bound; ``upper`` attained by a concrete network: the base, an attack or the witness).
     ``status``: :class:`DeltaStatus` values; ``solver_status``: the MILP's
     :class:`~robustce.solvers.SolveStatus` (None where no MILP ran). ``decided_by``:
-    ``"interval"``, ``"attack"``, ``"milp"`` or ``""`` (undecided). ``witness``: a
+    ``"interval"``, ``"attack"``, ``"bounds"``, ``"milp"`` or ``""`` (undecided). ``witness``: a
     :class:`ReLUNetwork` in Δ attaining ``upper`` (None where no network was built, e.g.
     interval decisions with ``decide_only``).
     ``time``: seconds spent per counterfactual (MILP and witness; the batched prechecks are
@@ -223,10 +226,17 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
                biases: bool = True, bad: np.ndarray | None = None, solver: str = "highs",
                time_limit: float = 10.0, precheck: bool = True, decide_only: bool = True,
                mode: str = "rebuild", threads: int = 1, tol: float = 1e-6, attack_steps: int = 4,
-               mip_gap: float = 1e-9, abs_gap: float = 1e-9) -> DeltaTestRows:
+               mip_gap: float = 1e-9, abs_gap: float = 1e-9,
+               bounds_method: str = "crown") -> DeltaTestRows:
     """The Δ-test of the module docstring for checked rows with a radius δ_i *per row*
     (``deltas``): the engine under :func:`exact_worst_case` (one δ) and
     :func:`~robustce.robustness.max_provable_delta` (a candidate δ per row).
+
+    ``bounds_method``: ``"crown"`` (plain networks: back-substituted bounds,
+    :func:`robustce.robustness.bounds.crown_point_bounds`, decide rows the intervals left open
+    — ``decided_by="bounds"`` — and give the MILP its big-M, its stable neurons and, for one
+    output, the reduced last layer) or ``"interval"`` (interval bounds only: the formulation
+    before issue 33, kept as the baseline of ``benchmarks/bench_deep.py``).
 
     ``X``: finite model-space rows (unusable rows replaced by any finite stand-in and flagged
     in ``bad``: they get status ``error``); ``t``: target class per row; ``mode``: ``"rebuild"``
@@ -271,6 +281,24 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
                 if flips:
                     status[i], decided[i], witness[i] = DeltaStatus.NOT_ROBUST, "attack", cand
                     todo[i] = False
+    # back-substituted bounds for the rows a MILP may see (one δ at a time)
+    crown = bounds_method == "crown" and net.plain
+    lin: dict[int, tuple[LayerBounds, int]] = {}  # row -> (bounds of its δ group, its index)
+    milp_rows = todo if decide_only else ~bad
+    if crown:
+        idx_all = np.flatnonzero(milp_rows)
+        for d in np.unique(deltas[idx_all]):
+            idx = idx_all[deltas[idx_all] == d]
+            lb = crown_point_bounds(ParameterShift(float(d), biases=biases).interval(net), X[idx])
+            for r_, i in enumerate(idx):
+                lin[int(i)] = (lb, r_)
+            lterm = margin_terms(lb.lower[-1], lb.upper[-1], t[idx])
+            lower[idx] = np.maximum(lower[idx], lterm.min(axis=1))
+            terms[idx] = np.maximum(terms[idx], lterm)
+        if precheck:
+            rob = todo & (lower >= tol) & ~bad
+            status[rob], decided[rob] = DeltaStatus.ROBUST, "bounds"
+            todo &= ~rob
     precheck_time = time.perf_counter() - t_pre
 
     # the MILP decides the rest; for exact values it also runs where a precheck decided
@@ -284,10 +312,32 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
         mode_d = mode if net.plain else "rebuild"
         box = (X[idx].min(axis=0), X[idx].max(axis=0)) if mode_d == "reuse" else None
         engine = DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit, threads=threads,
-                           mode=mode_d, box=box, mip_gap=mip_gap, abs_gap=abs_gap)
+                           mode=mode_d, box=box, mip_gap=mip_gap, abs_gap=abs_gap,
+                           reduce_last=crown)
+        fallback: DeltaMILP | None = None
         for i in idx:
-            b_i = [(lo[i], hi[i]) for lo, hi in bounds]
-            r = engine.solve(X[i], int(t[i]), b_i, terms[i], time_limit, decide_only, tol)
+            iv_i = [(lo[i], hi[i]) for lo, hi in bounds]
+            if int(i) in lin:
+                # back-substituted hidden bounds (widened a hair); the logits keep their
+                # interval bounds: tight logit bounds sit at the optimum (MILP_SLACK)
+                lb, r_ = lin[int(i)]
+                b_i = lb.row(r_, MILP_SLACK)[:-1] + iv_i[-1:]
+                um_i = lb.row_upper_min(r_, MILP_SLACK)
+            else:
+                b_i, um_i = iv_i, None
+            r = engine.solve(X[i], int(t[i]), b_i, terms[i], time_limit, decide_only, tol,
+                             upper_min=um_i)
+            if um_i is not None and r.status is SolveStatus.ERROR:
+                # a numerical failure of the solver on the tightened model: the interval
+                # formulation answers the same question exactly
+                if fallback is None:
+                    fallback = DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit,
+                                         threads=threads, mode="rebuild", box=None,
+                                         mip_gap=mip_gap, abs_gap=abs_gap)
+                spent = r.time
+                r = fallback.solve(X[i], int(t[i]), iv_i, terms[i], max(time_limit - spent, 1e-3),
+                                   decide_only, tol)
+                r.time += spent
             times[i] = r.time
             solver_status[i] = r.status
             lower[i] = max(lower[i], r.lower)
@@ -342,7 +392,7 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
                      solver: str = "highs", time_limit: float = 10.0, precheck: bool = True,
                      decide_only: bool = False, mode: str = "auto", threads: int = 1,
                      tol: float = 1e-6, attack_steps: int = 4, mip_gap: float = 1e-9,
-                     abs_gap: float = 1e-9) -> ExactResult:
+                     abs_gap: float = 1e-9, bounds_method: str = "crown") -> ExactResult:
     """Exact worst-case target margin of each row of ``X`` over the shift set Δ.
 
     Parameters
@@ -367,10 +417,14 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     threads : solver threads per MILP.
     attack_steps : steps of the weight attack in the precheck (0: no attack), which looks for
         a network in Δ that flips a row before any MILP is built.
+    bounds_method : ``"crown"`` (back-substituted bounds: a further precheck,
+        ``decided_by="bounds"``, and a tighter MILP) or ``"interval"`` (the formulation before;
+        same decisions, slower on deep networks). See ``docs/certification.md``.
     """
     solver = _check_options(shift, solver, mode, time_limit, tol, precheck=precheck,
                             decide_only=decide_only, threads=threads, attack_steps=attack_steps,
                             mip_gap=mip_gap, abs_gap=abs_gap)
+    check_choice(bounds_method, "bounds_method", ("crown", "interval"))
     if mode == "auto":
         mode = "reuse" if decide_only else "rebuild"
     net = as_network(network)
@@ -381,7 +435,7 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     c = delta_test(net, Xc, t, deltas, biases=shift.biases, bad=bad, solver=solver,
                    time_limit=float(time_limit), precheck=precheck, decide_only=decide_only,
                    mode=mode, threads=threads, tol=tol, attack_steps=attack_steps, mip_gap=mip_gap,
-                   abs_gap=abs_gap)
+                   abs_gap=abs_gap, bounds_method=bounds_method)
     if not net.plain:
         mode = "rebuild"  # structured networks build one model per row (see delta_test)
     meta = {"precheck_time": c.precheck_time, "tol": tol, "mode": mode, "precheck": precheck,
@@ -447,7 +501,8 @@ class ExactDeltaCertifier(Certifier):
         row, so ``evidence`` of a non-robust row is the *worst* network in Δ (its argmax), not
         just one that flips it, and ``lower`` is the exact worst case where solved. Cutting-plane
         loops (PROPLACE) converge in fewer rounds with it.
-    **options : ``mode``, ``threads``, ``attack_steps``, ``precheck`` of :func:`exact_worst_case`.
+    **options : ``mode``, ``threads``, ``attack_steps``, ``precheck``, ``bounds_method`` of
+        :func:`exact_worst_case`.
 
     Notes
     -----
@@ -457,7 +512,7 @@ class ExactDeltaCertifier(Certifier):
     """
 
     name = "exact_delta"
-    _OPTIONS = ("mode", "threads", "attack_steps", "precheck")
+    _OPTIONS = ("mode", "threads", "attack_steps", "precheck", "bounds_method")
 
     def __init__(self, shift: ParameterShift | float, *, solver: str = "highs",
                  time_limit: float = 10.0, tol: float = 1e-6, exact_value: bool = False,
@@ -473,6 +528,8 @@ class ExactDeltaCertifier(Certifier):
         check_number(tol, "tol", low=0, low_open=True)
         check_bool(exact_value, "exact_value")
         check_bool(worst_case, "worst_case")
+        if "bounds_method" in options:
+            check_choice(options["bounds_method"], "bounds_method", ("crown", "interval"))
         self.tol = float(tol)
         self.exact_value = bool(exact_value)
         self.worst_case = bool(worst_case)
@@ -497,7 +554,8 @@ class ExactDeltaCertifier(Certifier):
         left = limit - (time.perf_counter() - t0)
         if self.exact_value and rob.size and left > 1e-2:
             ex = exact_worst_case(net, X[rob], self.shift, res.target_class[rob], solver=self.solver,
-                                  time_limit=left, precheck=False, tol=self.tol)
+                                  time_limit=left, precheck=False, tol=self.tol,
+                                  bounds_method=self.options.get("bounds_method", "crown"))
             ok = ex.robust & np.isfinite(ex.value)
             value[rob[ok]] = lower[rob[ok]] = ex.value[ok]
         return Certificates(

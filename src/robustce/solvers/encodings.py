@@ -286,7 +286,8 @@ def _rows_with_diag(milp: Any, diag_vars: np.ndarray, A: np.ndarray, cols: np.nd
 def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars | np.ndarray, *,
                             bounds: list[tuple[np.ndarray, np.ndarray]] | None = None,
                             plain: bool = False,
-                            upper_min: list[np.ndarray] | None = None) -> NetworkEncoding:
+                            upper_min: list[np.ndarray] | None = None,
+                            last_side: np.ndarray | None = None) -> NetworkEncoding:
     """Encode an interval network (or, with ``plain=True`` and ``W⁻ = W⁺``, a plain one).
 
     ``inputs``: :class:`InputVars` (variables over a box) or a fixed point (1-D array).
@@ -295,6 +296,13 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
     ``upper_min``: optional per-layer lower bounds of the upper-end pre-activation ``hi(v)``
     (e.g. from :func:`robustce.solvers.tightening.lp_tighten_bounds`); they only shrink the
     big-M constants and the set of neurons that need a binary.
+    ``last_side``: per neuron of the last hidden ReLU layer (interval networks only), ``+1``
+    where the objective can only gain from a *smaller* activation (keep only
+    ``v ≥ relu(lo(x))``: the upper side, and its binary, is dropped), ``-1`` where it can only
+    gain from a *larger* one (keep only ``v ≤ relu(hi(x))``), ``0`` both sides. Exact for that
+    objective: at an optimum of the reduced model the neuron can be moved to the kept side's
+    end, which satisfies the dropped side too (``relu(lo) ≤ relu(hi)``) and feeds nothing but
+    the objective (:mod:`robustce.robustness.delta_milp`).
     """
     layers = inn.layers
     aux: dict[str, Any] = {}
@@ -368,11 +376,16 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
                                 "hidden_sign_split")
             continue
         v_lo, v_hi = np.maximum(L, 0.0), np.maximum(U, 0.0)
+        side = (np.zeros(m, dtype=np.int64) if last_side is None or plain or li != last - 1
+                else np.asarray(last_side, dtype=np.int64).reshape(-1))
+        if side.shape[0] != m:
+            raise ValidationError(f"last_side has {side.shape[0]} entries, the layer {m}")
         v = milp.add_vars(m, v_lo, v_hi)
         binary = np.full(m, -1, dtype=np.int64)
         if expr.cols.size:
             dead = U <= 0.0
-            need_lo_row = ~dead & (lo_max > 0)  # v >= lo(x) is implied by v >= 0 otherwise
+            # v >= lo(x) is implied by v >= 0 where lo_max <= 0; dropped where side = -1
+            need_lo_row = ~dead & (lo_max > 0) & (side >= 0)
             if plain:
                 active = ~dead & (L >= 0)
                 need_lo_row &= ~active
@@ -384,6 +397,7 @@ def encode_interval_network(milp: MILP, inn: IntervalNetwork, inputs: InputVars 
             if need_lo_row.any():
                 s = need_lo_row
                 _rows_with_diag(rows, v[s], expr.A_lo[s], expr.cols, None, expr.c_lo[s], np.inf)
+            dead |= side > 0  # the upper side is dropped: no row, no binary
             hi_pos = ~dead & ~active & (hi_min >= 0)
             if hi_pos.any():
                 s = hi_pos
