@@ -90,8 +90,9 @@ def witness_from_activations(inn: IntervalNetwork, base: ReLUNetwork, x: np.ndar
             with np.errstate(divide="ignore", invalid="ignore"):
                 frac = np.where(width > 0, (target - z_lo) / width, 0.0)
             frac = np.clip(frac, 0.0, 1.0)
-            W = w_lo + frac[:, None] * (w_hi - w_lo)
-            b = bl + frac * (bu - bl)
+            # clipped: the interpolation may round a parameter an ulp past its end of the box
+            W = np.clip(w_lo + frac[:, None] * (w_hi - w_lo), Wl, Wu)
+            b = np.clip(bl + frac * (bu - bl), bl, bu)
             h = W @ h + b
             if relu:
                 h = np.maximum(h, 0.0)
