@@ -21,6 +21,9 @@ pytest.importorskip("uvicorn")
 SRC = Path(__file__).resolve().parents[2] / "src"
 TOKEN = "test-token-0123456789abcdef"
 
+#: the served demo model's id (its directory's name)
+MODEL_ID = "loan"
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -84,7 +87,7 @@ def wait_ready(server: Server, timeout: float = 120.0) -> None:
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from robustce.serve.registry import build_demo_model
 
-    return build_demo_model(tmp_path_factory.mktemp("served") / "loan")
+    return build_demo_model(tmp_path_factory.mktemp("served") / MODEL_ID)
 
 
 @pytest.fixture(scope="session")

@@ -14,12 +14,12 @@ def _frame(model, records):
     return pd.DataFrame.from_records(records)[schema.names]
 
 
-def test_models_list_and_detail(server):
+def test_models_list_and_detail(server, model_dir):
     with server.client() as c:
         r = c.get("/v1/models")
         assert r.status_code == 200
         models = r.json()["models"]
-        assert [m["id"] for m in models] == ["loan"]
+        assert [m["id"] for m in models] == [model_dir.name]  # the directory names the model
         info = c.get("/v1/models/loan").json()
         assert len(info["hash"]) == 64 and info["hash"] == models[0]["hash"]
         feats = {f["name"]: f for f in info["features"]}
@@ -33,7 +33,8 @@ def test_models_list_and_detail(server):
         assert "paths" in c.get("/openapi.json").json()
 
 
-def test_explain_keeps_order_echoes_ids_and_returns_accepted_ces(server, model, applicants):
+def test_explain_keeps_order_echoes_ids_and_returns_accepted_ces(server, model, model_dir,
+                                                                applicants):
     items = applicants[:5][::-1]  # not in the applicants' order
     body = {"items": items, "method": "nearest_neighbour", "params": {"n_neighbours": 2},
             "target_class": "approved", "time_limit_s": 5}
@@ -41,7 +42,7 @@ def test_explain_keeps_order_echoes_ids_and_returns_accepted_ces(server, model, 
         r = c.post("/v1/models/loan/explain", json=body)
     assert r.status_code == 200, r.text
     out = r.json()
-    assert out["model"]["id"] == "loan" and len(out["model"]["hash"]) == 64
+    assert out["model"]["id"] == model_dir.name and len(out["model"]["hash"]) == 64
     assert [it["id"] for it in out["items"]] == [it["id"] for it in items]
     assert out["target_class"] == 1
     schema = model.encoder.schema
