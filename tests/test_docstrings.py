@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-griffe = pytest.importorskip("griffe", reason="griffe comes with the docs extra (mkdocstrings)")
+griffe = pytest.importorskip("griffe", reason="griffe comes with the dev and docs extras")
 
 PUBLIC_MODULES = ("robustce", "robustce.explanations", "robustce.datasets", "robustce.data",
                   "robustce.models", "robustce.methods", "robustce.robustness",
