@@ -172,3 +172,28 @@ datasets = { cov = { trained = { val_size = 0.2 } } }
     capsys.readouterr()
     assert main(["benchmark", str(path), "--out", str(tmp_path / "p"), "--no-progress",
                  "--no-report"]) == 0  # without --variant the table is checked and dropped
+
+
+def test_rocoursenet_table1_authors_variant_has_the_paper_era_setup():
+    from robustce.evaluation.config import config_path, read_toml
+
+    raw = read_toml(config_path("rocoursenet-table1"))
+    plain = parse_part_shift(raw)
+    cfg = parse_part_shift(raw, variant="authors")
+    assert plain.split == "random" and cfg.split == "last" and cfg.test_size == 0.25
+    by = {d.label: d for d in cfg.datasets}
+    methods = {m.label: m for m in cfg.methods}
+    for label in ("german", "student", "loan"):
+        p = cfg.method_params(by[label], methods["RoCourseNet"])
+        assert (p["activation"], p["dropout"], p["grad_clip"], p["epochs"], p["val_size"],
+                p["bounded"]) == ("leaky_relu", 0.3, 0.5, 50, 0.1, False)
+    loan = cfg.method_params(by["loan"], methods["RoCourseNet"])
+    assert loan["hidden"] == [[200, 10], [10], [10]] and loan["n_steps"] == 13
+    assert cfg.method_params(by["loan"], methods["CounterNet"])["hidden"] == [[200, 10], [10],
+                                                                            [10]]
+    # the default protocol keeps both loan rows: bounded (default) and unbounded
+    pm = {m.label: m for m in plain.methods}
+    ploan = {d.label: d for d in plain.datasets}["loan"]
+    assert "bounded" not in plain.method_params(ploan, pm["RoCourseNet"])
+    assert plain.method_params(ploan, pm["RoCourseNet-unbounded"])["bounded"] is False
+    assert pm["CounterNet-unbounded"].datasets == ("loan",)

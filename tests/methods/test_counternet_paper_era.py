@@ -86,11 +86,13 @@ def test_validation_checkpoint_restores_weights_that_score_the_minimum(train):
 
 
 def test_paper_era_options_reach_rocoursenet_and_are_checked(train):
-    m = RoCourseNet(hidden=((110, 200, 10), (10, 10), (10, 10)), activation="leaky_relu",
+    # the paper-era loan network: enc_dims [110, 200, 10] is input 110 then layers 200, 10;
+    # dec_dims [10, 10] one 10-unit layer; exp_dims [10, 10] one 10-unit layer on [z, p]
+    m = RoCourseNet(hidden=((200, 10), (10,), (10,)), activation="leaky_relu",
                     dropout=0.3, grad_clip=0.5, n_steps=13, epochs=1, val_size=0.2,
                     batch_size=64, random_state=0, progress=False).fit(train)
     enc = [mod.out_features for mod in m.net_.encoder if isinstance(mod, nn.Linear)]
-    assert enc == [110, 200, 10]
+    assert enc == [200, 10]
     assert isinstance(m.model, LeakyNetworkModel) and m.best_epoch_ == 0
     for bad in (dict(activation="tanh"), dict(grad_clip=0), dict(val_size=1.0),
                 dict(val_size=0)):
