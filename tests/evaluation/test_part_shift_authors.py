@@ -140,24 +140,8 @@ def test_bounded_false_from_the_config_lets_ces_leave_the_range(tmp_path):
     assert f["out_of_range"] > 0 and f["excess_range_max"] > 0
 
 
-def test_cli_runs_the_authors_variant_of_a_parts_config(tmp_path, capsys):
-    path = tmp_path / "parts.toml"
-    path.write_text("""
-name = "tiny-parts"
-protocol = "parts"
-seeds = [0]
-
-[[datasets]]
-name = "covariate_shift"
-label = "cov"
-params = { n_samples = 120 }
-queries = 4
-trained = { hidden = [[8], [4], [4]], epochs = 2, lr = 0.01, batch_size = 32 }
-
-[[methods]]
-name = "counternet"
-label = "CounterNet"
-
+def test_cli_runs_the_authors_variant_of_a_parts_config(tmp_path, capsys, tiny_parts_toml):
+    path = tiny_parts_toml("""
 [variants.authors]
 split = "last"
 datasets = { cov = { trained = { val_size = 0.2 } } }

@@ -59,7 +59,16 @@ from tqdm.auto import tqdm
 from robustce.errors import ConfigError
 
 # the benchmark configuration's validators: same messages, same rules
-from robustce.evaluation.config import _digest, _no_unknown, _path, _seeds, _table, _typed
+from robustce.evaluation.config import (
+    _digest,
+    _no_unknown,
+    _path,
+    _seeds,
+    _table,
+    _typed,
+    merge_datasets,
+    variant_named,
+)
 from robustce.evaluation.results import cell_id, read_cell
 from robustce.utils import atomic_write
 
@@ -329,27 +338,13 @@ def apply_part_variant(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
     and its ``description`` replaces the config's; ``name`` gets a " (NAME variant)" suffix.
     Methods, seeds and the ``[quick]`` scale stay the config's own. Raises
     :class:`ConfigError` for an unknown variant or key."""
-    from robustce.evaluation.config import _merge
-
-    variants = _table(raw.get("variants", {}), "variants")
-    if name not in variants:
-        known = ", ".join(sorted(variants)) or "none"
-        raise ConfigError(f"variant {name!r}: this config has no [variants.{name}] table "
-                          f"(variants: {known})")
-    variant = _variant(variants[name], f"variants.{name}")
+    variant = _variant(variant_named(raw, name), f"variants.{name}")
     out = {k: copy.deepcopy(v) for k, v in raw.items() if k != "variants"}
     for key in ("test_size", "split", "description"):
         if key in variant:
             out[key] = copy.deepcopy(variant[key])
-    entries = [dict(e) if isinstance(e, Mapping) else e for e in out.get("datasets") or []]
-    labels = [e.get("label", e.get("name")) if isinstance(e, Mapping) else None for e in entries]
-    for label, over in variant.get("datasets", {}).items():
-        if label not in labels:
-            raise ConfigError(f"variants.{name}.datasets.{label}: no dataset labelled "
-                              f"{label!r}; labels: {', '.join(map(str, labels))}")
-        i = labels.index(label)
-        entries[i] = _merge(entries[i], over)
-    out["datasets"] = entries
+    out["datasets"] = merge_datasets(out.get("datasets") or [], variant.get("datasets", {}),
+                                     f"variants.{name}.datasets")
     out["name"] = f"{out.get('name', 'benchmark')} ({name} variant)"
     return out
 
