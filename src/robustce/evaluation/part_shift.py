@@ -15,6 +15,10 @@ loan years, the simulated covariate- and label-shift parts D1 / D2 — is split 
   trained on h), averaged over the (query, h) pairs — a part's CEs meet the models the data
   shift would bring;
 * ``robust_validity_to_c``: robust validity of the queries whose CE aims at class c;
+* ``robust_validity_median``: the median of the validity matrix (g's CEs on h's predictor, over
+  the ordered pairs h ≠ g), the statistic of the authors' saved results, beside its mean;
+* ``out_of_range`` and ``excess_range_*``: how many CEs leave the data range, and how far
+  (:func:`out_of_range`; the authors' CEs are unbounded, ``bounded=False``);
 * proximity L1 (model space, queries with a CE), coverage, the predictor's accuracy.
 
 A query without a CE counts as invalid. One cell is (dataset, seed, method): its metrics are
