@@ -156,24 +156,8 @@ def test_a_dataset_without_parts_fails_its_cells_with_a_clear_error(tmp_path):
     assert "dataset 'moons' has no groups" in res.errors[0]["error"]
 
 
-def test_cli_runs_a_parts_config_and_refuses_parallel_flags(tmp_path, capsys):
-    path = tmp_path / "parts.toml"
-    path.write_text("""
-name = "tiny-parts"
-protocol = "parts"
-seeds = [0]
-
-[[datasets]]
-name = "covariate_shift"
-label = "cov"
-params = { n_samples = 120 }
-queries = 8
-trained = { hidden = [[8], [4], [4]], epochs = 3, lr = 0.01, batch_size = 32 }
-
-[[methods]]
-name = "counternet"
-label = "CounterNet"
-
+def test_cli_runs_a_parts_config_and_refuses_parallel_flags(tmp_path, capsys, tiny_parts_toml):
+    path = tiny_parts_toml("""
 [quick]
 seeds = [1]
 queries = 4

@@ -350,11 +350,7 @@ def _run_part_shift(args: argparse.Namespace, path: Any, raw: dict[str, Any]) ->
     if args.n_jobs is not None or args.backend is not None:
         raise ConfigError("--n-jobs / --backend: a parts-protocol benchmark runs its cells one "
                           "after another (training uses torch's threads)")
-    if args.variant:
-        from robustce.evaluation.config import apply_variant
-
-        raw = apply_variant(raw, args.variant)
-    config = parse_part_shift(raw, base_dir=path.parent, quick=args.quick)
+    config = parse_part_shift(raw, base_dir=path.parent, quick=args.quick, variant=args.variant)
     check_data(config)  # before any work: one line naming the missing files
     out = Path(args.out) if args.out else (config.out_dir or Path("results") / path.stem)
     if args.variant and not args.out:

@@ -567,6 +567,37 @@ def _variant_table(value: Any, path: str) -> dict[str, Any]:
     return table
 
 
+def variant_named(raw: Mapping[str, Any], name: str) -> Any:
+    """The config's ``[variants.NAME]`` table as written; :class:`ConfigError` naming the
+    variants there are when it has none of that name."""
+    variants = _table(raw.get("variants", {}), "variants")
+    if name not in variants:
+        known = ", ".join(sorted(variants)) or "none"
+        raise ConfigError(f"variant {name!r}: this config has no [variants.{name}] table "
+                          f"(variants: {known})")
+    return variants[name]
+
+
+def merge_datasets(entries: Sequence[Any], overrides: Mapping[str, Any],
+                   path: str) -> list[Any]:
+    """``[[datasets]]`` entries with ``overrides`` (dataset label -> table) merged into the
+    entries of that label, key by key (a ``model`` of another ``kind`` replaces the entry's);
+    :class:`ConfigError` for a label no entry has."""
+    out = [e if isinstance(e, Mapping) else {"name": e} for e in entries]
+    labels = [e.get("label", e.get("name")) for e in out]
+    for label, over in overrides.items():
+        if label not in labels:
+            raise ConfigError(f"{path}.{label}: no dataset labelled {label!r}; labels: "
+                              f"{', '.join(map(str, labels))}")
+        i = labels.index(label)
+        model = over.get("model")
+        if isinstance(model, Mapping) and model.get("kind", "mlp") != \
+                _table(out[i].get("model", {}), f"{path}.{label}.model").get("kind", "mlp"):
+            out[i] = {k: v for k, v in out[i].items() if k != "model"}  # another kind replaces
+        out[i] = _merge(out[i], over)
+    return out
+
+
 def apply_variant(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The config under its ``[variants.NAME]`` protocol (e.g. ``authors``: the construction of
     a paper's own code where it differs from the paper's text). The variant's ``model``,
@@ -575,31 +606,15 @@ def apply_variant(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
     ``kind`` replaces the entry's instead); its ``description`` replaces
     the config's; ``name`` gets a " (NAME variant)" suffix. Methods, seeds and the ``[quick]``
     scale are the config's own. Other variants are dropped."""
-    variants = _table(raw.get("variants", {}), "variants")
-    if name not in variants:
-        known = ", ".join(sorted(variants)) or "none"
-        raise ConfigError(f"variant {name!r}: this config has no [variants.{name}] table "
-                          f"(variants: {known})")
-    variant = _variant_table(variants[name], f"variants.{name}")
+    variant = _variant_table(variant_named(raw, name), f"variants.{name}")
     out = {k: copy.deepcopy(v) for k, v in raw.items() if k != "variants"}
     for key in ("model", "split", "queries", "evaluation"):
         if key in variant:
             out[key] = _merge(_table(out.get(key, {}), key),
                               _table(variant[key], f"variants.{name}.{key}"))
     if "datasets" in variant:
-        entries = [e if isinstance(e, Mapping) else {"name": e} for e in out.get("datasets") or []]
-        labels = [e.get("label", e.get("name")) for e in entries]
-        for label, over in variant["datasets"].items():
-            if label not in labels:
-                raise ConfigError(f"variants.{name}.datasets.{label}: no dataset labelled "
-                                  f"{label!r}; labels: {', '.join(map(str, labels))}")
-            i = labels.index(label)
-            model = over.get("model")
-            if isinstance(model, Mapping) and model.get("kind", "mlp") != \
-                    _table(entries[i].get("model", {}), f"datasets.{label}.model").get("kind", "mlp"):
-                entries[i] = {k: v for k, v in entries[i].items() if k != "model"}  # another kind
-            entries[i] = _merge(entries[i], over)
-        out["datasets"] = entries
+        out["datasets"] = merge_datasets(out.get("datasets") or [], variant["datasets"],
+                                         f"variants.{name}.datasets")
     if "description" in variant:
         out["description"] = variant["description"]
     out["name"] = f"{out.get('name', 'benchmark')} ({name} variant)"

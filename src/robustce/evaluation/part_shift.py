@@ -15,6 +15,10 @@ loan years, the simulated covariate- and label-shift parts D1 / D2 — is split 
   trained on h), averaged over the (query, h) pairs — a part's CEs meet the models the data
   shift would bring;
 * ``robust_validity_to_c``: robust validity of the queries whose CE aims at class c;
+* ``robust_validity_median``: the median of the validity matrix (g's CEs on h's predictor, over
+  the ordered pairs h ≠ g), the statistic of the authors' saved results, beside its mean;
+* ``out_of_range`` and ``excess_range_*``: how many CEs leave the data range, and how far
+  (:func:`out_of_range`; the authors' CEs are unbounded, ``bounded=False``);
 * proximity L1 (model space, queries with a CE), coverage, the predictor's accuracy.
 
 A query without a CE counts as invalid. One cell is (dataset, seed, method): its metrics are
@@ -26,13 +30,17 @@ threads).
 
 A configuration is a TOML file with ``protocol = "parts"``::
 
-    name, description, seeds, test_size (0.25), out_dir, data_home
+    name, description, seeds, test_size (0.25), split ("random": stratified by the seed;
+    "last": the last test_size of each part's rows, unshuffled, as the authors), out_dir,
+    data_home
     [[datasets]]  name, label, params (loader arguments), kinds (feature -> kind, see
                   Dataset.with_kinds), all_free, queries (first N test rows per part),
                   seeds (replaces the top-level ones), trained = {...}, predictor = {...},
                   methods = {label = {params}} (per-dataset method parameters)
     [[methods]]   name (registry), label, params, datasets (labels it runs on)
     [quick]       description, seeds, queries, epochs (a cap on every epochs), datasets
+    [variants.NAME]  description, test_size, split, datasets = {label = {trained, predictor,
+                  params, kinds, all_free, methods}} (merged key by key; ``--variant NAME``)
 """
 
 from __future__ import annotations
@@ -55,23 +63,39 @@ from tqdm.auto import tqdm
 from robustce.errors import ConfigError
 
 # the benchmark configuration's validators: same messages, same rules
-from robustce.evaluation.config import _digest, _no_unknown, _path, _seeds, _table, _typed
+from robustce.evaluation.config import (
+    _digest,
+    _no_unknown,
+    _path,
+    _seeds,
+    _table,
+    _typed,
+    merge_datasets,
+    variant_named,
+)
 from robustce.evaluation.results import cell_id, read_cell
 from robustce.utils import atomic_write
 
-__all__ = ["PartCEs", "PartShiftConfig", "PartShiftResult", "parse_part_shift", "part_predictors",
-           "posthoc_parts", "run_part_shift", "score_parts", "trained_parts"]
+__all__ = ["PartCEs", "PartShiftConfig", "PartShiftResult", "apply_part_variant", "out_of_range",
+           "parse_part_shift",
+           "part_predictors", "posthoc_parts", "run_part_shift", "scaled_columns", "score_parts",
+           "split_part", "trained_parts"]
 
 #: format of a part-shift cell file (not the runner's: its cells are never mixed up)
 CELL_FORMAT = "parts-1"
-TOP_KEYS = {"name", "description", "protocol", "seeds", "test_size", "out_dir", "data_home",
-            "datasets", "methods", "quick"}
+TOP_KEYS = {"name", "description", "protocol", "seeds", "test_size", "split", "out_dir",
+            "data_home", "datasets", "methods", "quick", "variants"}
+#: what a ``[variants.NAME]`` table may change: the protocol, never the methods or the scale
+VARIANT_KEYS = {"description", "test_size", "split", "datasets"}
+VARIANT_DATASET_KEYS = {"params", "kinds", "all_free", "trained", "predictor", "methods"}
+SPLITS = ("random", "last")
 DATASET_KEYS = {"name", "label", "params", "kinds", "all_free", "queries", "seeds", "trained",
                 "predictor", "methods"}
 METHOD_KEYS = {"name", "label", "params", "datasets"}
 QUICK_KEYS = {"description", "seeds", "queries", "epochs", "datasets"}
-METRICS = ("validity", "robust_validity", "robust_validity_to_0", "robust_validity_to_1",
-           "proximity_l1", "coverage", "accuracy", "train_s", "time_s")
+METRICS = ("validity", "robust_validity", "robust_validity_median", "robust_validity_to_0",
+           "robust_validity_to_1", "proximity_l1", "coverage", "accuracy", "out_of_range",
+           "excess_range_mean", "excess_range_max", "train_s", "time_s")
 
 
 # --- scoring ------------------------------------------------------------------------------------
@@ -85,22 +109,66 @@ class PartCEs:
     C: np.ndarray
     y: np.ndarray
     seconds: float
+    scaled: dict[str, tuple[int, float]] | None = None
 
     @property
     def has(self) -> np.ndarray:
         return ~np.isnan(self.C).any(axis=1)
 
 
+def scaled_columns(encoder: Any) -> dict[str, tuple[int, float]]:
+    """``{feature: (model column, raw range upper - lower)}`` of the encoder's min-max scaled
+    (numeric, non-constant) features: the columns whose model-space range is [0, 1]."""
+    return {b.feature.name: (b.start, float(b.feature.upper - b.feature.lower))
+            for b in encoder.blocks_
+            if b.encoding == "scaled" and b.feature.upper != b.feature.lower}
+
+
+def out_of_range(parts: Mapping[Any, PartCEs]) -> dict[str, Any]:
+    """How far the CEs leave the data range (the schema bounds: model space [0, 1]) on the
+    scaled features. ``out_of_range``: the share of CEs with some feature outside;
+    ``excess_range_mean`` / ``excess_range_max``: a leaving CE's largest excess as a multiple of
+    its feature's range (mean over the leaving CEs, max over all); ``out_of_range_by_feature``:
+    per feature the share of CEs outside and the mean (over those) / max excess in raw units.
+    Empty when no part knows its ``scaled`` columns."""
+    known = [p for p in parts.values() if p.scaled]
+    if not known:
+        return {}
+    names = list(known[0].scaled)
+    cols = [c for c, _ in known[0].scaled.values()]
+    spans = np.array([r for _, r in known[0].scaled.values()])
+    v = np.vstack([p.C[p.has][:, cols] for p in known])
+    rel = np.maximum(v - 1.0, 0.0) + np.maximum(-v, 0.0)  # excess / range, (CEs, features)
+    raw = rel * spans
+    worst = rel.max(axis=1) if len(rel) else np.zeros(0)
+    leaves = worst > 0
+    by_feature = {name: {"share": float((raw[:, j] > 0).mean()) if len(raw) else 0.0,
+                         "mean_excess": float(raw[raw[:, j] > 0, j].mean())
+                         if (raw[:, j] > 0).any() else 0.0,
+                         "max_excess": float(raw[:, j].max()) if len(raw) else 0.0}
+                  for j, name in enumerate(names)}
+    return {"out_of_range": float(leaves.mean()) if len(leaves) else 0.0,
+            "excess_range_mean": float(worst[leaves].mean()) if leaves.any() else 0.0,
+            "excess_range_max": float(worst.max()) if len(worst) else 0.0,
+            "out_of_range_by_feature": by_feature}
+
+
 def score_parts(parts: Mapping[Any, PartCEs],
                 predict: Mapping[Any, Callable[[np.ndarray], np.ndarray]]) -> dict[str, Any]:
     """Validity (own predictor), robust validity (every other part's predictor), robust
     validity by target class, proximity L1, coverage and accuracy, each averaged over the parts
-    (``by_part`` keeps each part's); a query without a CE is invalid."""
+    (``by_part`` keeps each part's); a query without a CE is invalid.
+
+    ``validity_matrix[g][h]``: the share of g's queries whose CE h's predictor puts in the
+    target class (h ≠ g). ``robust_validity`` is its mean, ``robust_validity_median`` its
+    median (the statistic of the RoCourseNet authors' validity matrices). With the parts'
+    ``scaled`` columns, the :func:`out_of_range` figures too."""
     if len(parts) < 2:
         raise ConfigError("the parts protocol needs at least two parts")
     val, rob, prox, cov, acc, sec, n = [], [], [], [], [], [], 0
     rob_to: dict[int, list[float]] = {0: [], 1: []}
     by_part: dict[str, dict[str, Any]] = {}
+    matrix: dict[str, dict[str, float]] = {}  # g's CEs on h's predictor, h != g
     for g, p in parts.items():
         has, want = p.has, 1 - p.own
 
@@ -112,8 +180,10 @@ def score_parts(parts: Mapping[Any, PartCEs],
             return ok
 
         val.append(float(valid_on(g).mean()))
-        on_others = np.mean([valid_on(h) for h in parts if h != g], axis=0)
+        each = {h: valid_on(h) for h in parts if h != g}
+        on_others = np.mean(list(each.values()), axis=0)
         rob.append(float(on_others.mean()))
+        matrix[str(g)] = {str(h): float(ok.mean()) for h, ok in each.items()}
         info: dict[str, Any] = {"validity": round(val[-1], 4), "robust_validity": round(rob[-1], 4)}
         for c in (0, 1):  # split by the class the CE aims at
             info[f"n_to_{c}"] = int((want == c).sum())
@@ -132,12 +202,15 @@ def score_parts(parts: Mapping[Any, PartCEs],
         sec.append(p.seconds)
         n += len(p.X)
     finite = [v for v in prox if math.isfinite(v)]
+    entries = [v for row in matrix.values() for v in row.values()]
     return {"validity": float(np.mean(val)), "robust_validity": float(np.mean(rob)),
+            "robust_validity_median": float(np.median(entries)),
             **{f"robust_validity_to_{c}": float(np.mean(v)) if v else math.nan
                for c, v in rob_to.items()},
             "proximity_l1": float(np.mean(finite)) if finite else math.nan,
             "coverage": float(np.mean(cov)), "accuracy": float(np.mean(acc)),
-            "time_s": float(np.sum(sec) / max(n, 1)), "n_queries": n, "by_part": by_part}
+            "time_s": float(np.sum(sec) / max(n, 1)), "n_queries": n, "by_part": by_part,
+            "validity_matrix": matrix, **out_of_range(parts)}
 
 
 # --- configuration --------------------------------------------------------------------------------
@@ -183,6 +256,7 @@ class PartShiftConfig:
     datasets: list[PartDataset]
     methods: list[PartMethod]
     test_size: float = 0.25
+    split: str = "random"
     description: str = ""
     out_dir: Path | None = None
     data_home: Path | None = None
@@ -205,6 +279,7 @@ class PartShiftConfig:
         key = {"data": dataset.name, "params": dataset.params, "kinds": dataset.kinds,
                "all_free": dataset.all_free, "queries": dataset.queries, "seed": seed,
                "test_size": self.test_size, "method": method.name,
+               **({"split": self.split} if self.split != "random" else {}),
                "method_params": self.method_params(dataset, method),
                "predictor": None if method.trains_own else dataset.predictor}
         return _digest(key)
@@ -252,15 +327,47 @@ def _apply_quick(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+def _variant(raw: Mapping[str, Any], path: str) -> dict[str, Any]:
+    table = _check_keys(raw, VARIANT_KEYS, path)
+    for label, entry in _table(table.get("datasets", {}), f"{path}.datasets").items():
+        _check_keys(entry, VARIANT_DATASET_KEYS, f"{path}.datasets.{label}")
+    return table
+
+
+def apply_part_variant(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The part-shift configuration under its ``[variants.NAME]`` protocol (e.g. ``authors``:
+    the construction of the paper's own code). The variant's ``test_size`` and ``split``
+    replace the top-level ones, its ``datasets`` table (by label) merges into those entries —
+    ``trained``, ``predictor``, ``params``, ``kinds`` and per-dataset ``methods`` key by key —
+    and its ``description`` replaces the config's; ``name`` gets a " (NAME variant)" suffix.
+    Methods, seeds and the ``[quick]`` scale stay the config's own. Raises
+    :class:`ConfigError` for an unknown variant or key."""
+    variant = _variant(variant_named(raw, name), f"variants.{name}")
+    out = {k: copy.deepcopy(v) for k, v in raw.items() if k != "variants"}
+    for key in ("test_size", "split", "description"):
+        if key in variant:
+            out[key] = copy.deepcopy(variant[key])
+    out["datasets"] = merge_datasets(out.get("datasets") or [], variant.get("datasets", {}),
+                                     f"variants.{name}.datasets")
+    out["name"] = f"{out.get('name', 'benchmark')} ({name} variant)"
+    return out
+
+
 def parse_part_shift(raw: Mapping[str, Any], base_dir: str | Path | None = None, *,
-                     quick: bool = False) -> PartShiftConfig:
-    """Validate a part-shift configuration dict (the TOML file's tables); ``quick=True``
-    applies its ``[quick]`` table. Raises :class:`ConfigError` naming the key at fault."""
+                     quick: bool = False, variant: str | None = None) -> PartShiftConfig:
+    """Validate a part-shift configuration dict (the TOML file's tables); ``variant="NAME"``
+    applies its ``[variants.NAME]`` protocol first (:func:`apply_part_variant`), ``quick=True``
+    then its ``[quick]`` table. Raises :class:`ConfigError` naming the key at fault."""
     from robustce.methods.registry import get_method
 
     raw = _check_keys(copy.deepcopy(dict(raw)), TOP_KEYS, "config")
     if raw.get("protocol") != "parts":
         raise ConfigError(f"protocol: expected 'parts', got {raw.get('protocol')!r}")
+    if variant is not None:
+        raw = apply_part_variant(raw, variant)
+    elif "variants" in raw:  # checked, then dropped
+        for key, table in _table(raw.pop("variants"), "variants").items():
+            _variant(table, f"variants.{key}")
     if quick:
         raw = _apply_quick(raw)
     elif "quick" in raw:
@@ -270,6 +377,9 @@ def parse_part_shift(raw: Mapping[str, Any], base_dir: str | Path | None = None,
     if isinstance(test_size, bool) or not isinstance(test_size, int | float) \
             or not 0 < test_size < 1:
         raise ConfigError(f"test_size: expected a number in (0, 1), got {test_size!r}")
+    split = raw.get("split", "random")
+    if split not in SPLITS:
+        raise ConfigError(f"split: expected one of {', '.join(SPLITS)}, got {split!r}")
     methods: list[PartMethod] = []
     for i, m in enumerate(raw.get("methods") or []):
         m = _check_keys(m, METHOD_KEYS, f"methods[{i}]")
@@ -317,7 +427,7 @@ def parse_part_shift(raw: Mapping[str, Any], base_dir: str | Path | None = None,
     config = PartShiftConfig(
         name=_typed(raw.get("name", "benchmark"), str, "name"),
         seeds=_seeds(raw.get("seeds", [0]), "seeds"), datasets=datasets, methods=methods,
-        test_size=float(test_size),
+        test_size=float(test_size), split=split,
         description=_typed(raw.get("description", ""), str, "description"),
         out_dir=_path(raw.get("out_dir"), "out_dir", base),
         data_home=_path(raw.get("data_home"), "data_home", base),
@@ -372,8 +482,20 @@ def _prepare(config: PartShiftConfig, d: PartDataset, seed: int) -> _Group:
         data = data.with_kinds(d.kinds)
     if d.all_free:
         data = data.all_free()
-    return _Group({g: p.split(test_size=config.test_size, random_state=seed)
+    return _Group({g: split_part(p, config.test_size, config.split, seed)
                    for g, p in data.by_group().items()})
+
+
+def split_part(part: Any, test_size: float, how: str = "random", seed: int = 0
+               ) -> tuple[Any, Any]:
+    """One part's (train, test): ``"random"`` a stratified random split (the seed's);
+    ``"last"`` the last ``test_size`` share of the rows in file order, unshuffled (the
+    RoCourseNet authors' split: the test set is the same for every seed)."""
+    if how == "random":
+        return part.split(test_size=test_size, random_state=seed)
+    n_test = math.ceil(test_size * len(part))
+    cut = len(part) - n_test
+    return part.subset(np.arange(cut)), part.subset(np.arange(cut, len(part)))
 
 
 def _queries(test: Any, n: int | None) -> Any:
@@ -400,7 +522,7 @@ def trained_parts(cls: type, params: Mapping[str, Any], splits: Mapping[Any, tup
         own = m.model.predict(X)
         t1 = time.perf_counter()
         C = m.counterfactuals(X)
-        parts[g] = PartCEs(X, own, C, q.y, time.perf_counter() - t1)
+        parts[g] = PartCEs(X, own, C, q.y, time.perf_counter() - t1, scaled_columns(m.encoder))
     return parts, {g: m.model.predict for g, m in models.items()}, times
 
 
@@ -422,7 +544,7 @@ def posthoc_parts(cls: type, params: Mapping[str, Any], predictors: Mapping[Any,
         C = np.full_like(X, np.nan)
         pos, ces = res.first_counterfactuals()
         C[pos] = ces
-        parts[g] = PartCEs(X, m.predict(X), C, q.y, secs)
+        parts[g] = PartCEs(X, m.predict(X), C, q.y, secs, scaled_columns(m.encoder))
     return parts
 
 

@@ -29,9 +29,11 @@ ReLU network once dropout is off), so every metric, certifier and exact test app
 from __future__ import annotations
 
 import contextlib
+import copy
+import math
 import time
 from collections.abc import Iterator, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -45,22 +47,29 @@ from robustce.data.encoder import Encoder
 from robustce.errors import NotFittedError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer, Trainable
+from robustce.models.base import Model
 from robustce.models.mlp import _single_thread
 from robustce.models.network_model import NetworkModel
 from robustce.utils import check_random_state
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
-__all__ = ["CounterNet"]
+__all__ = ["CounterNet", "LeakyNetworkModel"]
 
 LOAN_HIDDEN = ((200, 50), (50,), (50,))
 MAX_EPOCHS = 100_000  # epochs cap (the papers train 50-100)
 MAX_LR = 1e3  # learning-rate cap (float32 steps overflow far below 1e300)
 
 
-def _mlp(n_in: int, sizes: Sequence[int], dropout: float) -> tuple[nn.Sequential, int]:
+LEAKY_SLOPE = 0.01  # nn.LeakyReLU's and flax's default negative slope
+ACTIVATIONS = ("relu", "leaky_relu")
+
+
+def _mlp(n_in: int, sizes: Sequence[int], dropout: float,
+         activation: str = "relu") -> tuple[nn.Sequential, int]:
     layers: list[nn.Module] = []
     for h in sizes:
-        layers += [nn.Linear(n_in, h), nn.ReLU(), nn.Dropout(dropout)]
+        act = nn.ReLU() if activation == "relu" else nn.LeakyReLU(LEAKY_SLOPE)
+        layers += [nn.Linear(n_in, h), act, nn.Dropout(dropout)]
         n_in = h
     return nn.Sequential(*layers), n_in
 
@@ -68,13 +77,15 @@ def _mlp(n_in: int, sizes: Sequence[int], dropout: float) -> tuple[nn.Sequential
 class CounterNetModule(nn.Module):
     """Encoder, predictor head (one logit) and explainer head (raw CE, ``d`` columns)."""
 
-    def __init__(self, n_inputs: int, hidden: Sequence[Sequence[int]], dropout: float):
+    def __init__(self, n_inputs: int, hidden: Sequence[Sequence[int]], dropout: float,
+                 activation: str = "relu"):
         super().__init__()
         enc, dec, exp = hidden
-        self.encoder, n_z = _mlp(n_inputs, enc, dropout)
-        self.predictor, n_p = _mlp(n_z, dec, dropout)
+        self.activation = activation
+        self.encoder, n_z = _mlp(n_inputs, enc, dropout, activation)
+        self.predictor, n_p = _mlp(n_z, dec, dropout, activation)
         self.head = nn.Linear(n_p, 1)
-        body, n_e = _mlp(n_z + n_p, exp, dropout)
+        body, n_e = _mlp(n_z + n_p, exp, dropout, activation)
         self.explainer = nn.Sequential(*body, nn.Linear(n_e, n_inputs))
 
     def predictor_names(self) -> list[str]:
@@ -95,6 +106,27 @@ class CounterNetModule(nn.Module):
                    if isinstance(m, nn.Linear)]
         return [(m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
                 for m in linears]
+
+
+class LeakyNetworkModel(Model):
+    """A fixed leaky-ReLU network (``[(W, b), ...]``, slope :data:`LEAKY_SLOPE`) over a fitted
+    encoder: CounterNet's predictor with ``activation="leaky_relu"``. It predicts exactly as the
+    trained module; having no ReLU-network view, the exact certifiers do not apply to it."""
+
+    def __init__(self, weights: Sequence[tuple[np.ndarray, np.ndarray]], encoder: Encoder,
+                 class_names: Sequence[Any]):
+        self.weights = [(np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64))
+                        for W, b in weights]
+        self.encoder = encoder
+        self.class_names = tuple(class_names)
+
+    def logits(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
+        h = self.encode(X)
+        for i, (W, b) in enumerate(self.weights):
+            h = h @ W.T + b
+            if i < len(self.weights) - 1:
+                h = np.where(h > 0, h, LEAKY_SLOPE * h)
+        return h
 
 
 class _PredictorView(nn.Module):
@@ -210,6 +242,16 @@ class CounterNet(Trainable, Explainer):
         ``False`` leaves them unbounded, as the authors' code does (its ``cat_normalize`` passes
         continuous outputs through): CEs may then lie outside the data, where a ReLU predictor
         extrapolates linearly — not a realistic recourse, but what the paper's numbers rest on.
+    activation : hidden-layer activation, "relu" (default) or "leaky_relu" (slope 0.01, the
+        paper-era code's). With "leaky_relu", ``.model`` is a :class:`LeakyNetworkModel`
+        (exact predictions, no ReLU-network view for the certifiers).
+    grad_clip : clip each step's gradient to this global L2 norm (per optimiser: predictor,
+        explainer) before the Adam step; ``None`` (default) no clipping (paper-era code: 0.5).
+    val_size : hold out this stratified share of the training data as a *validation* split and
+        keep the weights of the epoch with the lowest validation loss λ₁L₁ + λ₂L₂ + λ₃L₃
+        (unshifted predictor; the authors' checkpoint monitor ``val/val_loss``). ``None``
+        (default): train on all rows, keep the last epoch. (The authors' code validated on the
+        test split; here the test data never chooses the checkpoint.)
     ordinal_encoding : encoder used for model space ("thermometer" or "integer").
     progress : show a progress bar over epochs.
     device : torch device to train on ("cpu", "cuda", ...); inference runs on it too.
@@ -237,6 +279,9 @@ class CounterNet(Trainable, Explainer):
         prediction_loss: str = "mse",
         validity_dropout: bool = False,
         bounded: bool = True,
+        activation: str = "relu",
+        grad_clip: float | None = None,
+        val_size: float | None = None,
         ordinal_encoding: str = "thermometer",
         progress: bool = True,
         device: str = "cpu",
@@ -255,6 +300,9 @@ class CounterNet(Trainable, Explainer):
         self.prediction_loss = prediction_loss
         self.validity_dropout = validity_dropout
         self.bounded = bounded
+        self.activation = activation
+        self.grad_clip = grad_clip
+        self.val_size = val_size
         self.ordinal_encoding = ordinal_encoding
         self.progress = progress
         self.device = device
@@ -292,6 +340,10 @@ class CounterNet(Trainable, Explainer):
         check_choice(self.prediction_loss, "prediction_loss", ("bce", "mse"))
         check_bool(self.validity_dropout, "validity_dropout")
         check_bool(self.bounded, "bounded")
+        check_choice(self.activation, "activation", ACTIVATIONS)
+        check_number(self.grad_clip, "grad_clip", low=0, low_open=True, allow_none=True)
+        check_number(self.val_size, "val_size", low=0, low_open=True, high=1, high_open=True,
+                     allow_none=True)
         check_choice(self.ordinal_encoding, "ordinal_encoding", ("thermometer", "integer"))
         check_bool(self.progress, "progress")
         try:
@@ -308,23 +360,36 @@ class CounterNet(Trainable, Explainer):
         if len(data) == 0:
             raise ValidationError("cannot train on an empty dataset")
         encoder = Encoder(data.schema, ordinal_encoding=self.ordinal_encoding)
-        X = encoder.fit_transform(data.frame)
+        encoder.fit(data.frame)
         if self._constraints_obj is not None:  # validated once the schema is known (a copy)
             self._constraints_obj = Constraints.from_dict(
                 self._constraints_obj.to_dict()).validate(data.schema)
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
+        val = None
+        if self.val_size is not None:  # the checkpoint's validation split, out of training
+            data, held = data.split(test_size=float(self.val_size), random_state=seed)
+            val = (encoder.transform(held.frame), held.y)
+        X = encoder.transform(data.frame)
         dev = self.device_
         self.encoder_ = encoder
         self.constraints_ = CEConstraints(encoder, dev, bounded=bool(self.bounded))
         self.class_names_ = tuple(data.class_names)
         t0 = time.perf_counter()
         with _single_thread(), _seeded(seed, dev):
-            self.net_ = CounterNetModule(X.shape[1], self.hidden_, float(self.dropout)).to(dev)
+            self.net_ = CounterNetModule(X.shape[1], self.hidden_, float(self.dropout),
+                                         self.activation).to(dev)
+            self._val = None if val is None else (
+                torch.tensor(val[0], dtype=torch.float32, device=dev),
+                torch.tensor(val[1], dtype=torch.float32, device=dev))
             self._train(torch.tensor(X, dtype=torch.float32, device=dev),
                         torch.tensor(data.y, dtype=torch.float32, device=dev), seed)
+            del self._val
         self.net_.eval()
         self.fit_time_ = time.perf_counter() - t0
-        self.model = NetworkModel(self.net_.relu_weights(), encoder, self.class_names_)
+        if self.activation == "relu":
+            self.model = NetworkModel(self.net_.relu_weights(), encoder, self.class_names_)
+        else:
+            self.model = LeakyNetworkModel(self.net_.relu_weights(), encoder, self.class_names_)
         self.data = data
 
     def _train(self, X: torch.Tensor, y: torch.Tensor, seed: int) -> None:
@@ -340,6 +405,7 @@ class CounterNet(Trainable, Explainer):
         self.history_: list[dict[str, float]] = []
         bar = tqdm(range(int(self.epochs)), desc=type(self).__name__, unit="epoch",
                    disable=not self.progress, leave=False)
+        best: dict[str, Any] = {"loss": math.inf, "state": None}
         for epoch in bar:
             t0 = time.perf_counter()
             self._start_epoch(epoch)
@@ -353,6 +419,7 @@ class CounterNet(Trainable, Explainer):
                 loss1 = lam1 * self._prediction_loss(net.logit(xb), yb)
                 opt1.zero_grad()
                 loss1.backward()
+                self._clip(pred_params)
                 opt1.step()
                 # (ii) explainer step: λ2·L2 + λ3·L3 with the predictor frozen
                 logit, raw = net(xb)
@@ -366,14 +433,45 @@ class CounterNet(Trainable, Explainer):
                 opt2.zero_grad()
                 for p, g in zip(exp_params, grads, strict=True):
                     p.grad = g
+                self._clip(exp_params)
                 opt2.step()
                 sums += len(idx) * np.array([loss1.item(), loss2.item(), loss3.item()])
             sums /= len(X)
             self.history_.append({"L1": sums[0], "L2": sums[1], "L3": sums[2]})
+            if self._val is not None:
+                self._checkpoint(epoch, best)
             self.epoch_times_.append(time.perf_counter() - t0)
             bar.set_postfix(L1=f"{sums[0]:.3f}", L2=f"{sums[1]:.3f}", L3=f"{sums[2]:.3f}")
         bar.close()
+        if best["state"] is not None:
+            net.load_state_dict(best["state"])
         net.eval()
+
+    def _clip(self, params: list[torch.Tensor]) -> None:
+        if self.grad_clip is not None:
+            nn.utils.clip_grad_norm_(params, float(self.grad_clip))
+
+    def validation_loss(self, X: torch.Tensor, y: torch.Tensor) -> float:
+        """λ₁L₁ + λ₂L₂ + λ₃L₃ of the network (eval mode, unshifted predictor) on ``(X, y)``."""
+        lam1, lam2, lam3 = self.lambdas_
+        self.net_.eval()
+        with torch.no_grad():
+            logit, raw = self.net_(X)
+            y_cf = 1.0 - torch.round(torch.sigmoid(logit))
+            cf = self.constraints_.soft(X, raw)
+            p_cf = torch.sigmoid(_PredictorView(self.net_)(cf))
+            loss = (lam1 * self._prediction_loss(logit, y) + lam2 * torch.mean((p_cf - y_cf) ** 2)
+                    + lam3 * torch.mean((cf - X) ** 2))
+        return float(loss)
+
+    def _checkpoint(self, epoch: int, best: dict[str, Any]) -> None:
+        """Record the epoch's validation loss; keep the weights if it is the lowest so far."""
+        loss = self.validation_loss(*self._val)
+        self.history_[-1]["val"] = loss
+        if loss < best["loss"]:
+            best["loss"] = loss
+            best["state"] = copy.deepcopy(self.net_.state_dict())
+            self.best_epoch_ = epoch
 
     def _prediction_loss(self, logit: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.prediction_loss == "bce":
