@@ -328,7 +328,8 @@ class RoCourseNet(CounterNet):
           the kind the explainer's soft CEs are during training.
     hidden, epochs, lr, batch_size, lambdas, dropout, prediction_loss, validity_dropout : as
         :class:`CounterNet`.
-    bounded, ordinal_encoding, progress, device : as :class:`CounterNet`.
+    bounded, ordinal_encoding, progress, device, activation, grad_clip, val_size : as
+        :class:`CounterNet`.
     target_class, time_limit, random_state, n_jobs, constraints : as for every :class:`Explainer`.
     """
 
