@@ -75,11 +75,6 @@ def required_params(obj: object) -> list[str]:
 # removed from this list, and a name outside it fails at once.
 KNOWN_GAPS = frozenset({
     "robustce.data.infer_schema",
-    "robustce.robustness.APASMaxDeltaResult",
-    "robustce.robustness.APASResult",
-    "robustce.robustness.EnumerationResult",
-    "robustce.robustness.ExactResult",
-    "robustce.robustness.MaxDeltaResult",
     "robustce.evaluation.LOFScorer",
     "robustce.evaluation.MetricInputs",
     "robustce.evaluation.BenchmarkConfig",
