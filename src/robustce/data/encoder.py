@@ -45,7 +45,15 @@ OrdinalEncoding = Literal["thermometer", "integer"]
 
 @dataclass(frozen=True)
 class FeatureBlock:
-    """Where one raw feature lives in model space."""
+    """Where one raw feature lives in model space.
+
+    Parameters
+    ----------
+    feature : the raw :class:`~robustce.data.Feature`.
+    start, stop : its model-space columns ``start:stop`` (half-open).
+    encoding : how it is encoded: ``"scaled"``, ``"onehot"``, ``"thermometer"``,
+        ``"integer_levels"`` or ``"binary"``.
+    """
 
     feature: Feature
     start: int

@@ -482,10 +482,18 @@ def infer_schema(
     ordered categoricals are ordinal; strings/objects/categoricals are categorical; integer
     dtypes, and float columns whose values are all whole numbers, are integer; other numbers
     are continuous. Bounds are the observed min/max, marked ``observed`` (values outside them
-    are accepted later, with a warning). Every rule can be overridden: ``kinds`` forces a kind,
-    ``ordinal`` gives ordered levels, ``categories`` the label set, ``bounds`` a *declared*
-    numeric domain (values outside it are errors); ``immutable``/``increasing``/``decreasing``
-    set actionability.
+    are accepted later, with a warning). Every rule can be overridden by the keywords below.
+
+    Parameters
+    ----------
+    frame : the raw features, one column per feature, no missing values.
+    kinds : column → :class:`FeatureKind` (or its name), forcing that kind.
+    ordinal : column → its ordered levels, lowest first.
+    categories : column → its label set.
+    bounds : column → ``(low, high)``, a *declared* numeric domain (values outside it are
+        errors).
+    immutable, increasing, decreasing : columns whose actionability is set to immutable /
+        may only increase / may only decrease (a column in at most one).
     """
     if not isinstance(frame, pd.DataFrame):
         raise ValidationError(f"expected a pandas DataFrame, got {type(frame).__name__}")

@@ -258,7 +258,29 @@ class MethodEntry:
 
 @dataclass
 class BenchmarkConfig:
-    """A validated benchmark configuration. ``raw`` is the normalised dict it came from."""
+    """A validated benchmark configuration (the keys of the module docstring's schema).
+
+    Parameters
+    ----------
+    name : the run's name, used in reports.
+    seeds : one run of every (dataset, method) cell per seed.
+    datasets : the ``[[datasets]]`` entries.
+    methods : the ``[[methods]]`` entries.
+    metrics : metric names, or None for every registered metric.
+    model : the ``[model]`` table (``kind`` and its training parameters).
+    split : the ``[split]`` table.
+    queries : the ``[queries]`` table (which rows are explained).
+    evaluation : the ``[evaluation]`` table (δ, LOF's k, retrain and perturb protocols).
+    n_jobs : joblib workers over cells (default 1).
+    backend : a joblib backend name, or None (not set).
+    out_dir : where results are written (relative to the config file), or None (not set).
+    on_error : ``"record"`` (default: a failing cell is recorded) or ``"raise"``.
+    data_home : where file datasets are read from, or None (not set).
+    raw : the normalised dict the configuration came from.
+    description : free text for reports.
+    quick : whether the ``[quick]`` scale was applied.
+    variant : the ``[variants.NAME]`` protocol applied, or None.
+    """
 
     name: str
     seeds: list[int]

@@ -119,12 +119,22 @@ class MetricInputs:
     """What a metric's compute function sees, for the queries that received a CE.
 
     ``X`` (n, d) the queries and ``C`` (n, d) their rank-0 CEs in model space, ``targets`` (n,)
-    their target classes, ``pos`` their positions in ``explanations``; ``model``, ``encoder``,
-    ``data`` (training Dataset), ``family`` (ModelFamily), ``shift`` (ParameterShift),
-    ``perturbed`` (Explanations of perturbed copies, paired by position), ``lof_neighbors``,
-    ``lof`` (a fitted :class:`LOFScorer` of ``data`` to reuse, or None).
-    Intermediate results shared by several metrics (the per-feature deltas, the LOF scores,
-    every CE of every query, the set distances) are computed once per :func:`evaluate` call.
+    their target classes, ``pos`` their positions in ``explanations``; ``encoder`` is the
+    model's. Intermediate results shared by several metrics (the per-feature deltas, the LOF
+    scores, every CE of every query, the set distances) are computed once per :func:`evaluate`
+    call.
+
+    Parameters
+    ----------
+    explanations : the :class:`~robustce.Explanations` evaluated.
+    model : the model they explain (with ``.encoder``).
+    data : the training :class:`~robustce.data.Dataset` (for plausibility metrics), or None.
+    family : the :class:`~robustce.models.ModelFamily` (for retrain-robustness metrics), or None.
+    shift : the :class:`~robustce.robustness.ParameterShift` Δ (for Δ-robustness), or None.
+    perturbed : :class:`~robustce.Explanations` of perturbed copies of the queries, paired by
+        position (for stability metrics), or None.
+    lof_neighbors : LOF's k for plausibility (default 10).
+    lof : a fitted :class:`LOFScorer` of ``data`` to reuse, or None (one is fitted on use).
     """
 
     def __init__(self, explanations: Any, model: Any, *, data: Any = None, family: Any = None,

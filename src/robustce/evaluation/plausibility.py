@@ -55,8 +55,17 @@ def _score_lof(est: Any, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class LOFScorer:
     """LOF plausibility w.r.t. the training points of each target class, fitted once per
-    class on first use. ``labels="label"`` (default) selects points by their true label,
-    ``"model"`` by the model's prediction (pass ``model=``)."""
+    class on first use.
+
+    Parameters
+    ----------
+    data : the training :class:`~robustce.data.Dataset`.
+    encoder : the fitted :class:`~robustce.data.Encoder`; LOF works in its model space.
+    n_neighbors : LOF's k (default 10; lowered to the class size − 1 for tiny classes).
+    labels : ``"label"`` (default) selects a class's points by their true label, ``"model"``
+        by the model's prediction (then pass ``model``).
+    model : the model whose predictions select the points when ``labels="model"``.
+    """
 
     def __init__(self, data: Dataset, encoder: Encoder, n_neighbors: int = 10, *,
                  labels: str = "label", model: Any = None):

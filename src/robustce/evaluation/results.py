@@ -42,7 +42,14 @@ def read_cell(path: Path, fmt: Any = CELL_FORMAT) -> dict[str, Any] | None:
 # --- the result -----------------------------------------------------------------------------------
 @dataclass
 class BenchmarkResult:
-    """The cells of a run (read back from disk) and the tables built from them."""
+    """The cells of a run (read back from disk) and the tables built from them.
+
+    Parameters
+    ----------
+    config : the run's :class:`BenchmarkConfig` (None when it could not be read back).
+    cells : one record per cell (a dataset, seed and method), as written to disk.
+    out_dir : the run's output directory, or None.
+    """
 
     config: BenchmarkConfig | None
     cells: list[dict[str, Any]] = field(default_factory=list)

@@ -56,7 +56,15 @@ def _levels(tree: TreeView) -> int:
 
 @dataclass(frozen=True, eq=False)
 class AdditiveTrees:
-    """Sum of regression trees plus a baseline, per logit."""
+    """Sum of regression trees plus a baseline, per logit.
+
+    Parameters
+    ----------
+    trees : the regression trees (:class:`TreeView`, one output value per leaf), all over the
+        same model-space inputs.
+    output : ``(n_trees,)`` ints: the logit each tree adds to.
+    baseline : ``(n_logits,)`` the constant each logit starts from.
+    """
 
     trees: Sequence[TreeView]
     output: np.ndarray  # (n_trees,) int: the logit each tree adds to

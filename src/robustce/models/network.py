@@ -199,6 +199,13 @@ class ReLUNetwork:
     a plain network), which is what ``forward`` and every function-only consumer (MILP
     encodings of the model, gradients) use. Shift sets (sampling, intervals, the exact test,
     attacks) read ``layers``, ``activations``, ``input_map`` and ``shift_scale``.
+
+    Parameters
+    ----------
+    weights : the layers ``[(W1, b1), ..., (WL, bL)]``, ``W_k`` of shape ``(out, in)``.
+    activations : one of ``"relu"`` / ``"identity"`` per hidden layer (default all ReLU).
+    input_map : ``(A, c)``, the fixed map ``z = A x + c`` before layer 1 (default none).
+    shift_scale : per layer ``(S_W, S_b)`` ≥ 0 (default None: every parameter moves by ±δ).
     """
 
     def __init__(self, weights: Sequence[tuple[np.ndarray, np.ndarray]], *,
@@ -494,7 +501,15 @@ class IntervalNetwork:
     """Interval abstraction (PROPLACE Def. 5): per layer (W⁻, W⁺, b⁻, b⁺).
 
     ``activations`` (one per hidden layer, default all ``"relu"``) and ``input_map`` (a fixed
-    affine ``z = A x + c`` before layer 1) mirror :class:`ReLUNetwork`'s structure."""
+    affine ``z = A x + c`` before layer 1) mirror :class:`ReLUNetwork`'s structure.
+
+    Parameters
+    ----------
+    layers : per layer ``(W⁻, W⁺, b⁻, b⁺)``, the elementwise lower and upper bounds of its
+        weights and biases.
+    activations : one of ``"relu"`` / ``"identity"`` per hidden layer (default all ReLU).
+    input_map : ``(A, c)``, the fixed map ``z = A x + c`` before layer 1 (default none).
+    """
 
     _CHUNK_ELEMENTS = 4_000_000
 

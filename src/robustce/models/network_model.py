@@ -32,7 +32,11 @@ __all__ = ["NetworkModel"]
 class NetworkModel(Model):
     """A fixed :class:`ReLUNetwork` (or its ``[(W, b), ...]`` weights) over a fitted encoder.
 
-    ``class_names`` defaults to 0..K-1 (K = 2 for a one-logit network).
+    Parameters
+    ----------
+    network : the network, or its layers' ``[(W, b), ...]``.
+    encoder : the fitted :class:`~robustce.data.Encoder` whose model space the network takes.
+    class_names : names of the classes; default 0..K-1 (K = 2 for a one-logit network).
     """
 
     def __init__(self, network: ReLUNetwork | Sequence[tuple[np.ndarray, np.ndarray]],

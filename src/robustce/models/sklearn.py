@@ -102,7 +102,14 @@ def _affine_of(step: Any, d: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 class SklearnModel(Model):
-    """A fitted scikit-learn classifier (or Pipeline) over model space, with the Model protocol."""
+    """A fitted scikit-learn classifier (or Pipeline) over model space, with the Model protocol.
+
+    Parameters
+    ----------
+    estimator : the fitted classifier or Pipeline, fitted on ``encoder.transform(frame)``.
+    encoder : the fitted :class:`~robustce.data.Encoder`.
+    class_names : names of the classes (default: ``estimator.classes_``).
+    """
 
     def __init__(self, estimator: Any, encoder: Encoder, class_names: Any = None):
         if not isinstance(encoder, Encoder):

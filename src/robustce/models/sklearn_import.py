@@ -708,7 +708,18 @@ class ImportedNetworkModel(_Imported, NetworkModel):
     """A linear model or ReLU MLP pipeline. ``network()`` keeps the estimator's own layers
     with the preprocessing as a fixed input map (a shift set Δ moves the estimator's
     ``coefs_``/``intercepts_`` or ``coef_``/``intercept_``, never the preprocessing);
-    ``network().weights`` is the same function with the map folded into layer 1."""
+    ``network().weights`` is the same function with the map folded into layer 1.
+
+    Parameters
+    ----------
+    network : the estimator's layers, with the preprocessing as input map.
+    encoder : the fitted :class:`~robustce.data.Encoder` of its model space.
+    class_names : names of the classes.
+    estimator : the original fitted estimator or Pipeline.
+    preprocessing : ``(A, c)``: the pipeline's preprocessing as ``Z = A x + c`` on model-space
+        rows ``x``.
+    columns : the pipeline's raw column order.
+    """
 
     kind = "network"
 
@@ -722,7 +733,19 @@ class ImportedNetworkModel(_Imported, NetworkModel):
 
 
 class ImportedTreeModel(_Imported, Model):
-    """A decision tree or forest pipeline; ``trees()`` are over model space (MACE encodes them)."""
+    """A decision tree or forest pipeline; ``trees()`` are over model space (MACE encodes them).
+
+    Parameters
+    ----------
+    trees : the trees over model space.
+    kind : ``"tree"`` (one tree) or ``"forest"``.
+    encoder : the fitted :class:`~robustce.data.Encoder` of its model space.
+    class_names : names of the classes.
+    estimator : the original fitted estimator or Pipeline.
+    preprocessing : ``(A, c)``: the pipeline's preprocessing as ``Z = A x + c`` on model-space
+        rows ``x``.
+    columns : the pipeline's raw column order.
+    """
 
     def __init__(self, trees: list[TreeView], kind: str, encoder: Encoder, class_names: Any,
                  estimator: Any, preprocessing: tuple[np.ndarray, np.ndarray], columns: list[str]):
@@ -750,7 +773,18 @@ class ImportedTreeModel(_Imported, Model):
 
 
 class ImportedBoostedModel(_Imported, Model):
-    """A gradient-boosting pipeline; ``additive_trees()`` is its view over model space."""
+    """A gradient-boosting pipeline; ``additive_trees()`` is its view over model space.
+
+    Parameters
+    ----------
+    ensemble : the boosted trees over model space.
+    encoder : the fitted :class:`~robustce.data.Encoder` of its model space.
+    class_names : names of the classes.
+    estimator : the original fitted estimator or Pipeline.
+    preprocessing : ``(A, c)``: the pipeline's preprocessing as ``Z = A x + c`` on model-space
+        rows ``x``.
+    columns : the pipeline's raw column order.
+    """
 
     kind = "boosted"
 
@@ -883,7 +917,14 @@ def fold_preprocessing(preprocessor: Any,
                        data_or_schema: pd.DataFrame | Dataset | Schema | None = None
                        ) -> tuple[Encoder, np.ndarray, np.ndarray]:
     """A fitted scikit-learn preprocessor on raw frames as ``(encoder, A, c)``:
-    ``preprocessor.transform(frame) == encoder.transform(frame) @ A.T + c`` (checked)."""
+    ``preprocessor.transform(frame) == encoder.transform(frame) @ A.T + c`` (checked).
+
+    Parameters
+    ----------
+    preprocessor : the fitted scikit-learn preprocessor (transformer or Pipeline of them).
+    data_or_schema : the raw training frame, a :class:`~robustce.data.Dataset` or a
+        :class:`~robustce.data.Schema`, or None, as in :func:`from_sklearn`.
+    """
     encoder, _, A, c, *_ = _fold_preprocessing(preprocessor, [("the preprocessor", preprocessor)],
                                                data_or_schema)
     return encoder, A, c

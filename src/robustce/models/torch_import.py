@@ -131,7 +131,18 @@ def torch_layers(module: Any) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 class TorchNetworkModel(NetworkModel):
-    """A torch Sequential folded into a :class:`ReLUNetwork` over model space."""
+    """A torch Sequential folded into a :class:`ReLUNetwork` over model space (built by
+    :func:`from_torch`).
+
+    Parameters
+    ----------
+    network : the folded network.
+    encoder : the fitted :class:`~robustce.data.Encoder` of its model space.
+    class_names : names of the classes.
+    module : the original ``torch.nn.Sequential``.
+    preprocessing : ``(A, c)`` of a folded scikit-learn preprocessor (its output is
+        ``A x + c`` on model-space rows ``x``), or None when the module takes model space.
+    """
 
     kind = "network"
     #: the user's fitted scikit-learn preprocessor on raw frames (None: the module takes

@@ -145,7 +145,16 @@ def float32_threshold(threshold: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class TreeView:
-    """Arrays of one binary decision tree over model-space inputs."""
+    """Arrays of one binary decision tree over model-space inputs (one entry per node).
+
+    Parameters
+    ----------
+    feature : ``(n_nodes,)`` int64, the input a node tests; -1 at leaves.
+    threshold : ``(n_nodes,)`` float64: go left iff ``x[feature] <= threshold``; nan at leaves.
+    left, right : ``(n_nodes,)`` int64 child indices; -1 at leaves.
+    value : ``(n_nodes, n_classes)`` class distribution of each node.
+    n_features : number of model-space inputs the tree takes.
+    """
 
     feature: np.ndarray  # (n_nodes,) int64, -1 at leaves
     threshold: np.ndarray  # (n_nodes,) float64, go left iff x[feature] <= threshold; nan at leaves
@@ -292,7 +301,13 @@ class TreeStack:
 
 
 def forest_predict_proba(trees: Sequence[TreeView], X: np.ndarray) -> np.ndarray:
-    """Mean of the trees' leaf distributions (scikit-learn forests' ``predict_proba``)."""
+    """Mean of the trees' leaf distributions (scikit-learn forests' ``predict_proba``).
+
+    Parameters
+    ----------
+    trees : the forest's trees (at least one).
+    X : ``(n, n_features)`` model-space rows.
+    """
     if len(trees) == 0:
         raise ValidationError("a forest needs at least one tree")
     total = trees[0].predict_proba(X)

@@ -811,11 +811,22 @@ def _rows_and_targets(model: Any, cfs: Any, target_class: Any
 class APASResult:
     """Per counterfactual outcome of :func:`apas_certify` (arrays of length N).
 
-    ``passed``: every one of the n draws from Δ_δ kept the target class — then, with confidence
-    ``alpha``, at least a fraction ``R`` of Δ_δ does. ``status``: ``"passed"``, ``"failed"`` (some
-    draw flipped it), ``"invalid"`` (not valid on the nominal model; never passed) or ``"error"``
-    (NaN/inf row). ``min_margin``: the smallest target margin over the draws (NaN for error rows);
-    ``n_flips``: draws with margin ≤ 0 (``n_flips / n`` estimates the non-robust fraction).
+    Parameters
+    ----------
+    passed : every one of the n draws from Δ_δ kept the target class — then, with confidence
+        ``alpha``, at least a fraction ``R`` of Δ_δ does.
+    status : ``"passed"``, ``"failed"`` (some draw flipped it), ``"invalid"`` (not valid on the
+        nominal model; never passed) or ``"error"`` (NaN/inf row).
+    min_margin : the smallest target margin over the draws (NaN for error rows).
+    n_flips : draws with margin ≤ 0 (``n_flips / n`` estimates the non-robust fraction).
+    nominal_margin : the target margin on the unshifted model (NaN for error rows).
+    target_class : the class each counterfactual was tested for.
+    message : why a row is invalid or an error (``""`` otherwise).
+    delta : the shift size δ tested.
+    alpha, R : confidence α and robust fraction R of Lemma 4 (α = 1 − Rⁿ when ``n`` was given).
+    n : number of draws from Δ_δ.
+    time : seconds for the whole batch.
+    meta : the test's settings (``biases``, ``p``).
     """
 
     passed: np.ndarray
@@ -913,14 +924,24 @@ def apas_certify(model: Any, cfs: Any, delta: Any, alpha: float = 0.999, R: floa
 class APASMaxDeltaResult:
     """Per counterfactual outcome of :func:`apas_max_delta` (arrays of length N).
 
-    ``delta``: δ_max — the largest tested δ at which all n fresh draws kept the class (0 when the
-    CE is invalid on the nominal model or a draw at δ_init already flips it). ``upper``: the
-    smallest tested δ at which a draw flipped it (inf when none did). ``status``: ``"ok"``,
-    ``"not_robust"`` (flipped at δ_init), ``"invalid"`` (not valid on the nominal model),
-    ``"capped"`` (kept up to the cap ``delta_max``), ``"round_limit"`` or ``"error"`` (NaN row).
-    ``n_tests``: δ values tested; ``n_interval``: of which decided by interval bounds (all of
-    Δ_δ proven to keep the class, so every draw would have passed); ``n_samples``: draws
-    evaluated. ``time``: seconds for the whole batch.
+    Parameters
+    ----------
+    delta : δ_max — the largest tested δ at which all n fresh draws kept the class (0 when the
+        CE is invalid on the nominal model or a draw at δ_init already flips it).
+    upper : the smallest tested δ at which a draw flipped it (inf when none did).
+    status : ``"ok"``, ``"not_robust"`` (flipped at δ_init), ``"invalid"`` (not valid on the
+        nominal model), ``"capped"`` (kept up to the cap ``delta_max``), ``"round_limit"`` or
+        ``"error"`` (NaN row).
+    n_tests : δ values tested.
+    n_interval : of which decided by interval bounds (all of Δ_δ proven to keep the class, so
+        every draw would have passed).
+    n_samples : draws evaluated.
+    target_class : the class each counterfactual was tested for.
+    message : why a row stopped early or is invalid (``""`` otherwise).
+    alpha, R : confidence α and robust fraction R of Lemma 4.
+    n : draws per tested δ.
+    time : seconds for the whole batch.
+    meta : the search's settings (``delta_init``, ``delta_max``, ``biases``, ``p``, ``rounds``).
     """
 
     delta: np.ndarray

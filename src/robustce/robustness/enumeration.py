@@ -33,7 +33,19 @@ __all__ = ["EnumerationResult", "enumerate_delta"]
 
 @dataclass
 class EnumerationResult:
-    """Volume fractions of Δ proven robust / non-robust / left unknown, and the search size."""
+    """Volume fractions of Δ proven robust / non-robust / left unknown, and the search size.
+
+    Parameters
+    ----------
+    robust, non_robust, unknown : fractions of Δ's volume (summing to 1) proven robust,
+        proven non-robust, and left undecided.
+    n_robust_boxes, n_non_robust_boxes : sub-boxes of Δ proven robust / non-robust.
+    n_unknown_boxes : sub-boxes still open when the search stopped.
+    depth : number of bisection rounds run.
+    time : seconds spent.
+    meta : the search's settings (``delta``, ``p``, ``biases``, ``target_class``,
+        ``max_splits``, ``max_boxes``, ``stopped_early``).
+    """
 
     robust: float
     non_robust: float

@@ -87,17 +87,24 @@ DeltaStatus = CertStatus
 class ExactResult:
     """Per-counterfactual outcome of :func:`exact_worst_case` (arrays of length n).
 
-    ``value``: exact worst-case target margin over Δ — for every decided row unless
-    ``decide_only`` (NaN there, and where the MILP did not reach optimality in time).
-    ``lower`` / ``upper``: certified bounds on it (``lower`` from intervals or the MILP dual
-    bound; ``upper`` attained by a concrete network: the base, an attack or the witness).
-    ``status``: :class:`DeltaStatus` values; ``solver_status``: the MILP's
-    :class:`~robustce.solvers.SolveStatus` (None where no MILP ran). ``decided_by``:
-    ``"interval"``, ``"attack"``, ``"bounds"``, ``"milp"`` or ``""`` (undecided). ``witness``: a
-    :class:`ReLUNetwork` in Δ attaining ``upper`` (None where no network was built, e.g.
-    interval decisions with ``decide_only``).
-    ``time``: seconds spent per counterfactual (MILP and witness; the batched prechecks are
-    shared and reported in ``meta["precheck_time"]``).
+    Parameters
+    ----------
+    value : exact worst-case target margin over Δ — for every decided row unless
+        ``decide_only`` (NaN there, and where the MILP did not reach optimality in time).
+    lower, upper : certified bounds on it (``lower`` from intervals or the MILP dual bound;
+        ``upper`` attained by a concrete network: the base, an attack or the witness).
+    status : :class:`DeltaStatus` values.
+    solver_status : the MILP's :class:`~robustce.solvers.SolveStatus` (None where no MILP ran).
+    decided_by : ``"interval"``, ``"attack"``, ``"bounds"``, ``"milp"`` or ``""`` (undecided).
+    witness : a :class:`ReLUNetwork` in Δ attaining ``upper`` (None where no network was
+        built, e.g. interval decisions with ``decide_only``).
+    time : seconds spent per counterfactual (MILP and witness; the batched prechecks are
+        shared and reported in ``meta["precheck_time"]``).
+    target_class : the class each counterfactual was tested for.
+    shift : the shift set Δ tested (its δ and ``biases``).
+    solver : the MILP solver's name.
+    meta : the run's settings (``precheck_time``, ``tol``, ``mode``, ``precheck``,
+        ``decide_only``, ``time_limit``).
     """
 
     value: np.ndarray

@@ -33,16 +33,25 @@ __all__ = ["MaxDeltaResult", "max_provable_delta"]
 
 @dataclass
 class MaxDeltaResult:
-    """Per counterfactual: ``delta`` — the largest δ proven Δ-robust (0 when δ_init already
-    fails); ``upper`` — the smallest δ tested that was not proven (inf when capped);
-    ``status`` — ``"ok"``, ``"not_robust"`` (a witness flips it at δ_init), ``"undecided"``
-    (the test at δ_init timed out or was inconclusive: 0 is proven, nothing more is known),
-    ``"capped"`` (robust at ``delta_max``), ``"round_limit"`` (``max_rounds`` ran out before
-    the bracket closed: ``delta`` is proven but only a *lower* bound of the largest robust δ,
-    ``upper`` is inf while still doubling), ``"error"`` (unusable row). The names match
-    :func:`~robustce.robustness.apas_max_delta`'s;
-    ``n_tests`` / ``n_milp`` / ``n_timeouts`` — exact tests run, of which decided by a MILP,
-    of which timed out."""
+    """Per counterfactual outcome of :func:`max_provable_delta` (arrays of length N; the names
+    match :func:`~robustce.robustness.apas_max_delta`'s).
+
+    Parameters
+    ----------
+    delta : the largest δ proven Δ-robust (0 when δ_init already fails).
+    upper : the smallest δ tested that was not proven (inf when capped).
+    status : ``"ok"``, ``"not_robust"`` (a witness flips it at δ_init), ``"undecided"`` (the
+        test at δ_init timed out or was inconclusive: 0 is proven, nothing more is known),
+        ``"capped"`` (robust at ``delta_max``), ``"round_limit"`` (``max_rounds`` ran out before
+        the bracket closed: ``delta`` is proven but only a *lower* bound of the largest robust
+        δ, ``upper`` is inf while still doubling), ``"error"`` (unusable row).
+    n_tests, n_milp, n_timeouts : exact tests run, of which decided by a MILP, of which timed
+        out.
+    target_class : the class each counterfactual was tested for.
+    time : seconds for the whole batch.
+    meta : the search's settings (``delta_init``, ``delta_max``, ``biases``, ``solver``,
+        ``time_limit``, ``rounds``, ``tol``, ``p``).
+    """
 
     delta: np.ndarray
     upper: np.ndarray

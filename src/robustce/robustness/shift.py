@@ -167,8 +167,13 @@ class ParameterShift:
 class SampledNetworks:
     """n networks of one architecture as batched arrays: W of shape (n, out, in).
 
-    ``base``: the structured network the samples share activations and input map with (None
-    for plain ReLU networks)."""
+    Parameters
+    ----------
+    weights : per layer ``(W, b)`` with ``W`` of shape ``(n, out, in)`` and ``b`` of shape
+        ``(n, out)``, one slice per sampled network.
+    base : the structured network the samples share activations and input map with (None
+        for plain ReLU networks).
+    """
 
     _CHUNK_ELEMENTS = 1 << 19
 
