@@ -108,7 +108,8 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.methods.apas", "robustce.methods.nearest_neighbour",
                    "robustce.methods.wachter", "robustce.methods.proplace", "robustce.methods.mace",
                    "robustce.methods.robust_nearest_neighbour", "robustce.methods.wachter_robust",
-                   "robustce.methods.diverse_robust")
+                   "robustce.methods.diverse_robust", "robustce.robustness.exact",
+                   "robustce.robustness.maxdelta")
 
 
 @pytest.mark.parametrize("module_name", DOCTEST_MODULES)
