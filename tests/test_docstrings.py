@@ -109,7 +109,9 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.methods.wachter", "robustce.methods.proplace", "robustce.methods.mace",
                    "robustce.methods.robust_nearest_neighbour", "robustce.methods.wachter_robust",
                    "robustce.methods.diverse_robust", "robustce.robustness.exact",
-                   "robustce.robustness.maxdelta")
+                   "robustce.robustness.maxdelta", "robustce.methods.roar", "robustce.methods.rbr",
+                   "robustce.methods.robx", "robustce.methods.proto_robust",
+                   "robustce.methods.minimum_observable", "robustce.methods.dice")
 
 
 @pytest.mark.parametrize("module_name", DOCTEST_MODULES)
