@@ -111,7 +111,9 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.methods.diverse_robust", "robustce.robustness.exact",
                    "robustce.robustness.maxdelta", "robustce.methods.roar", "robustce.methods.rbr",
                    "robustce.methods.robx", "robustce.methods.proto_robust",
-                   "robustce.methods.minimum_observable", "robustce.methods.dice")
+                   "robustce.methods.minimum_observable", "robustce.methods.dice",
+                   "robustce.methods.ensemble_robust", "robustce.robustness.ensemble",
+                   "robustce.methods.feature_tweaking", "robustce.methods.actionable_recourse")
 
 
 @pytest.mark.parametrize("module_name", DOCTEST_MODULES)
