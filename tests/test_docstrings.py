@@ -113,7 +113,8 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.methods.robx", "robustce.methods.proto_robust",
                    "robustce.methods.minimum_observable", "robustce.methods.dice",
                    "robustce.methods.ensemble_robust", "robustce.robustness.ensemble",
-                   "robustce.methods.feature_tweaking", "robustce.methods.actionable_recourse")
+                   "robustce.methods.feature_tweaking", "robustce.methods.actionable_recourse",
+                   "robustce.methods.counternet", "robustce.methods.rocoursenet")
 
 
 @pytest.mark.parametrize("module_name", DOCTEST_MODULES)
