@@ -103,7 +103,18 @@ def test_public_name_is_documented(name: str, obj: object) -> None:
 # modules whose docstring examples run as they are (the others mark theirs ``+SKIP``: they need a
 # trained model)
 DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.data.schema",
-                   "robustce.robustness.apas", "robustce.robustness.shift")
+                   "robustce.robustness.apas", "robustce.robustness.shift",
+                   "robustce.methods.milp_nearest", "robustce.methods.milp_robust",
+                   "robustce.methods.apas", "robustce.methods.nearest_neighbour",
+                   "robustce.methods.wachter", "robustce.methods.proplace", "robustce.methods.mace",
+                   "robustce.methods.robust_nearest_neighbour", "robustce.methods.wachter_robust",
+                   "robustce.methods.diverse_robust", "robustce.robustness.exact",
+                   "robustce.robustness.maxdelta", "robustce.methods.roar", "robustce.methods.rbr",
+                   "robustce.methods.robx", "robustce.methods.proto_robust",
+                   "robustce.methods.minimum_observable", "robustce.methods.dice",
+                   "robustce.methods.ensemble_robust", "robustce.robustness.ensemble",
+                   "robustce.methods.feature_tweaking", "robustce.methods.actionable_recourse",
+                   "robustce.methods.counternet", "robustce.methods.rocoursenet")
 
 
 @pytest.mark.parametrize("module_name", DOCTEST_MODULES)

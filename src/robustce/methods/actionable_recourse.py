@@ -162,6 +162,20 @@ class ActionableRecourse(Explainer):
     so); ``not_found`` (AR's answer is not data-type plausible: not covered, MACE §5; or its
     forward pass disagrees); ``infeasible`` (no combination of grid actions flips the model —
     a proof for the grid only); ``timeout``; ``error``.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> enc = rc.data.Encoder(train.schema).fit(train.frame)
+    >>> model = rc.models.wrap(LogisticRegression().fit(enc.transform(train.frame), train.y), enc)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.ActionableRecourse(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'not_found', 'found']
+    >>> model.predict(res.counterfactuals[res.feature_names])
+    array([1, 1])
     """
 
     name: ClassVar[str] = "ar"

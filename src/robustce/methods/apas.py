@@ -71,6 +71,18 @@ class APAS(MILPRobust):
 
     Statuses as :class:`MILPRobust`: ``found``, ``infeasible``, ``no_robust_point``, ``timeout``,
     ``error``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.APAS(model, train, delta=0.02).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> model.predict(res.counterfactuals[res.feature_names])
+    array([1, 1, 1])
     """
 
     name: ClassVar[str] = "apas"

@@ -260,6 +260,18 @@ class CounterNet(Trainable, Explainer):
 
     No model is passed in: CounterNet trains its own predictor (``.model`` after ``fit``).
     Binary classification only.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> net = rc.methods.CounterNet(epochs=30, progress=False, random_state=0).fit(train)
+    >>> rejected = test.frame[net.model.predict(test.frame) == 0].head(3)
+    >>> res = net.explain(rejected)
+    >>> bool((res.status == "found").any())
+    True
+    >>> bool((net.model.predict(res.counterfactuals[res.feature_names]) == 1).all())
+    True
     """
 
     name: ClassVar[str] = "counternet"

@@ -112,6 +112,16 @@ class DiCE(Explainer):
     Certificate columns: ``n_returned`` — CEs DiCE returned before re-validation.
     Statuses: ``found``; ``not_found`` — DiCE returned no counterfactual (no infeasibility
     claim); ``error`` — dice-ml raised (its message is kept).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.DiCE(model, train, random_state=0).explain(rejected)
+    >>> bool((model.predict(res.counterfactuals[res.feature_names]) == 1).all())
+    True
     """
 
     name: ClassVar[str] = "dice"

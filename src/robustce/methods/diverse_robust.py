@@ -92,6 +92,16 @@ class DiverseRobust(Explainer):
 
     Statuses: ``found``; ``infeasible`` — no training point the model puts in the target class
     is reachable from the query (same immutables, monotone constraints respected).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.DiverseRobust(model, train, n_counterfactuals=2).explain(rejected)
+    >>> res.status.tolist()
+    ['infeasible', 'found', 'found']
     """
 
     name: ClassVar[str] = "diverse_robust"

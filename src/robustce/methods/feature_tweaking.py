@@ -179,6 +179,21 @@ class PlausibleFeatureTweaking(Explainer):
     ``n_paths`` (target-class leaves over all trees, i.e. raw candidates).
 
     Statuses: ``found``; ``not_found`` — no projected candidate is in the target class.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> enc = rc.data.Encoder(train.schema).fit(train.frame)
+    >>> forest = RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0)
+    >>> model = rc.models.wrap(forest.fit(enc.transform(train.frame), train.y), enc)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.PlausibleFeatureTweaking(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> model.predict(res.counterfactuals[res.feature_names])
+    array([1, 1, 1])
     """
 
     name: ClassVar[str] = "pft"

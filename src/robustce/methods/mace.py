@@ -139,6 +139,18 @@ class MACE(Explainer):
     Statuses: ``found`` (converged within ε); ``infeasible`` (z3 proved that no plausible CE
     exists); ``timeout`` (time ran out or z3 answered unknown: the certificate carries the
     bounds reached so far, and the best CE found, if any, is returned); ``error``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MACE(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> model.predict(res.counterfactuals[res.feature_names])
+    array([1, 1, 1])
     """
 
     name: ClassVar[str] = "mace"

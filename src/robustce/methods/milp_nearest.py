@@ -326,6 +326,18 @@ class MILPNearest(Explainer):
     Statuses: ``found`` (optimal, or the best incumbent when the time limit hit — then
     ``optimal`` is False); ``infeasible`` (proven: no actionable point reaches margin ``tau``);
     ``timeout`` (no valid point found in time); ``error``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MILPNearest(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> model.predict(res.counterfactuals[res.feature_names])
+    array([1, 1, 1])
     """
 
     name: ClassVar[str] = "milp_nearest"

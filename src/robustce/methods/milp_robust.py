@@ -80,6 +80,19 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     Statuses: ``found`` (proven Δ-robust); ``infeasible`` (not even a valid CE exists);
     ``no_robust_point`` (rounds exhausted, or the bisection found no margin between the last
     reachable and the first unreachable one that gives a Δ-robust CE); ``timeout``; ``error``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MILPRobust(model, train, shift=0.02).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> shift = rc.robustness.ParameterShift(0.02)
+    >>> bool(rc.robustness.is_delta_robust(model, res, shift, target_class=1).all())
+    True
     """
 
     _tree_models: ClassVar[bool] = False  # the Δ-test shifts a network's weights

@@ -138,6 +138,16 @@ class MinimumObservable(Explainer):
     ``training_index`` (index label in ``data.frame`` of the CE).
 
     Statuses: ``found``; ``infeasible`` — no reachable training point in the target class.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MinimumObservable(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['infeasible', 'found', 'found']
     """
 
     name: ClassVar[str] = "minimum_observable"

@@ -97,6 +97,16 @@ class NearestNeighbour(Explainer):
     break a relation leave the candidate pool (``n_candidates`` counts the rest); returned CEs
     that change more than ``max_changes`` features are removed afterwards, and the message
     says how many (a nearer-but-excluded neighbour is not replaced by the next one).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.NearestNeighbour(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['infeasible', 'found', 'found']
     """
 
     name: ClassVar[str] = "nearest_neighbour"

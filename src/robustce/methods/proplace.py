@@ -146,6 +146,16 @@ class PROPLACE(Explainer):
     (no reachable training point is proven Δ-robust: Proposition 1's condition fails);
     ``timeout`` (time budget or ``max_iterations`` ran out, or an exact test was undecided);
     ``error``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.PROPLACE(model, train, shift=0.02).explain(rejected)
+    >>> res.status.tolist()
+    ['no_robust_point', 'no_robust_point', 'found']
     """
 
     name: ClassVar[str] = "proplace"

@@ -59,6 +59,19 @@ class ProtoRobust(WachterRobust):
     As :class:`~robustce.methods.WachterRobust` (``lambda`` is c), plus
     n_prototype : training points in the query's prototype (< k only when the class has
         fewer; 0: the model puts no training point in the target class — no prototype term).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.ProtoRobust(model, train, shift=0.02).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> shift = rc.robustness.ParameterShift(0.02)
+    >>> bool(rc.robustness.is_delta_robust(model, res, shift, target_class=1).all())
+    True
     """
 
     name: ClassVar[str] = "proto_robust"

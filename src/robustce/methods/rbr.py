@@ -191,6 +191,18 @@ class RBR(Explainer):
     n_pos, n_neg : labelled points of each side around the start point.
     radius : the L1 budget ‖x_b − x‖₁ + delta_plus.
     n_iter : gradient steps spent.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.RBR(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> model.predict(res.counterfactuals[res.feature_names])
+    array([1, 1, 1])
     """
 
     name: ClassVar[str] = "rbr"

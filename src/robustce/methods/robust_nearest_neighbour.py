@@ -112,6 +112,16 @@ class RobustNearestNeighbour(NearestNeighbour):
     Statuses: ``found``; ``no_robust_point`` — no reachable training point of the target class is
     proven Δ-robust (Proposition 1's condition fails for this query); ``timeout`` — none is proven
     robust but some candidates' tests were undecided, so a robust one may exist; ``error``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.RobustNearestNeighbour(model, train, shift=0.02).explain(rejected)
+    >>> res.status.tolist()
+    ['no_robust_point', 'no_robust_point', 'found']
     """
 
     name: ClassVar[str] = "robust_nearest_neighbour"

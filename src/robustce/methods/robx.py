@@ -97,6 +97,16 @@ class RobX(NearestNeighbour):
 
     Statuses: ``found``; ``no_robust_point`` — no reachable training point of the target class
     has stability ≥ τ.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.RobX(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['no_robust_point', 'found', 'found']
     """
 
     name: ClassVar[str] = "robx"

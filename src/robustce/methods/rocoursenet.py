@@ -331,6 +331,18 @@ class RoCourseNet(CounterNet):
     bounded, ordinal_encoding, progress, device, activation, grad_clip, val_size : as
         :class:`CounterNet`.
     target_class, time_limit, random_state, n_jobs, constraints : as for every :class:`Explainer`.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> net = rc.methods.RoCourseNet(epochs=30, progress=False, random_state=0).fit(train)
+    >>> rejected = test.frame[net.model.predict(test.frame) == 0].head(3)
+    >>> res = net.explain(rejected)
+    >>> bool((res.status == "found").any())
+    True
+    >>> bool((net.model.predict(res.counterfactuals[res.feature_names]) == 1).all())
+    True
     """
 
     name: ClassVar[str] = "rocoursenet"

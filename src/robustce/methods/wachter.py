@@ -87,6 +87,18 @@ class Wachter(Explainer):
     margin : target-class margin m_t(x') of the returned CE (> 0 means valid).
     lambda : the λ in force when the CE was found (or the last one tried).
     n_iter : optimisation steps spent on the query.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.Wachter(model, train).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> model.predict(res.counterfactuals[res.feature_names])
+    array([1, 1, 1])
     """
 
     name: ClassVar[str] = "wachter"

@@ -68,6 +68,19 @@ class WachterRobust(DeltaRobustLoop, Wachter):
     ``infeasible`` (every feature immutable); ``no_robust_point`` (rounds exhausted, or the
     bisection closed without a Δ-robust CE); ``timeout`` (the time limit, or some Δ-test was
     undecided); ``error``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.WachterRobust(model, train, shift=0.02).explain(rejected)
+    >>> res.status.tolist()
+    ['found', 'found', 'found']
+    >>> shift = rc.robustness.ParameterShift(0.02)
+    >>> bool(rc.robustness.is_delta_robust(model, res, shift, target_class=1).all())
+    True
     """
 
     name: ClassVar[str] = "wachter_robust"

@@ -1001,6 +1001,19 @@ def apas_max_delta(model: Any, cfs: Any, alpha: float = 0.999, R: float = 0.995,
     max_rounds : cap on the tests per CE (each round tests every active CE once; the first
         doubling tests that interval bounds decide up front count too).
     random_state : int, Generator or None — the source of every test's draws.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MILPRobust(model, train, shift=0.02).explain(rejected)
+    >>> out = rc.robustness.apas_max_delta(model, res, target_class=1, n=200, random_state=0)
+    >>> out.status.tolist()
+    ['ok', 'ok', 'ok']
+    >>> bool((out.delta >= 0.02).all())
+    True
     """
     d0 = _check_delta(delta_init, "delta_init")
     try:

@@ -366,6 +366,20 @@ class EnsembleCertifier(Certifier):
     shift : the (δ, ε)-set (an :class:`EnsembleShift`, or δ with ``epsilon``).
     epsilon : ε when ``shift`` is a number.
     tol : see above (None: the default for the model).
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> enc = rc.data.Encoder(train.schema).fit(train.frame)
+    >>> forest = RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0)
+    >>> model = rc.models.wrap(forest.fit(enc.transform(train.frame), train.y), enc)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.EnsembleRobust(model, train, delta=0.01, epsilon=0.01).explain(rejected)
+    >>> certifier = rc.robustness.EnsembleCertifier(0.01, epsilon=0.01)
+    >>> [s.value for s in certifier.certify(model, res.counterfactuals_encoded, 1).status]
+    ['robust', 'robust', 'robust']
     """
 
     name: ClassVar[str] = "ensemble_delta_epsilon"

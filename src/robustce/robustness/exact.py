@@ -427,6 +427,20 @@ def exact_worst_case(network: Any, X: Any, shift: ParameterShift, target_class: 
     bounds_method : ``"crown"`` (back-substituted bounds: a further precheck,
         ``decided_by="bounds"``, and a tighter MILP) or ``"interval"`` (the formulation before;
         same decisions, slower on deep networks). See ``docs/certification.md``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MILPRobust(model, train, shift=0.02).explain(rejected)
+    >>> shift = rc.robustness.ParameterShift(0.02)
+    >>> out = rc.robustness.exact_worst_case(model, res.counterfactuals_encoded, shift)
+    >>> [s.value for s in out.status]
+    ['robust', 'robust', 'robust']
+    >>> bool((out.lower > 0).all())
+    True
     """
     solver = _check_options(shift, solver, mode, time_limit, tol, precheck=precheck,
                             decide_only=decide_only, threads=threads, attack_steps=attack_steps,
@@ -483,8 +497,13 @@ def is_delta_robust(model: Any, cfs: Any, shift: ParameterShift, target_class: A
 
     Examples
     --------
-    >>> shift = rc.robustness.ParameterShift(0.01)                        # doctest: +SKIP
-    >>> rc.robustness.is_delta_robust(model, result, shift, target_class=1)  # doctest: +SKIP
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MILPRobust(model, train, shift=0.02).explain(rejected)
+    >>> shift = rc.robustness.ParameterShift(0.02)
+    >>> rc.robustness.is_delta_robust(model, res, shift, target_class=1)
     array([ True,  True,  True])
     """
     check_bool(return_result, "return_result")
@@ -516,6 +535,18 @@ class ExactDeltaCertifier(Certifier):
     Certificates: ``lower`` the proven lower bound of the worst case, ``upper`` the margin of
     the worst network found (the witness, in ``evidence``), ``columns``: ``value``,
     ``decided_by``, ``solver_status``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MILPRobust(model, train, shift=0.02).explain(rejected)
+    >>> certifier = rc.robustness.ExactDeltaCertifier(0.02)
+    >>> cert = certifier.certify(model, res.counterfactuals_encoded, 1)
+    >>> [s.value for s in cert.status]
+    ['robust', 'robust', 'robust']
     """
 
     name = "exact_delta"

@@ -95,6 +95,19 @@ def max_provable_delta(model: Any, cfs: Any, target_class: Any = None, *, delta_
         each exact test.
     mode : ``"reuse"`` (one MILP per batch with per-counterfactual bound changes, default) or
         ``"rebuild"`` (one per counterfactual), as in :func:`~robustce.robustness.exact_worst_case`.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MILPRobust(model, train, shift=0.02).explain(rejected)
+    >>> out = rc.robustness.max_provable_delta(model, res, target_class=1)
+    >>> out.status.tolist()
+    ['ok', 'ok', 'ok']
+    >>> bool((out.delta >= 0.02).all())  # MILPRobust proved them robust at δ = 0.02
+    True
     """
     check_number(delta_init, "delta_init", low=0, low_open=True)
     check_number(delta_max, "delta_max", low=0, low_open=True)
