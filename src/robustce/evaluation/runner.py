@@ -173,6 +173,8 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family
     ``from_class`` is Δ-robust for the model at that shift qualify, by the exact Δ-test (the
     APΔS authors' ``verify_soundness``: a query whose own class a shift in Δ can flip is not
     explained). A row whose test ends undecided (timeout) does not qualify."""
+    from robustce.robustness import is_delta_robust
+
     keep = model.predict(test.frame) == int(from_class)
     where = "test row"
     if family is not None:
@@ -182,7 +184,7 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family
     if len(rows) == 0:
         raise ValidationError(f"no {where} is predicted as class {from_class}; nothing to explain")
     if robust_shift is not None and not replace:
-        rows = rows[_own_class_robust(model, rows, from_class, robust_shift)]
+        rows = rows[is_delta_robust(model, rows, robust_shift, target_class=int(from_class))]
         if len(rows) == 0:
             raise ValidationError(f"no {where} of class {from_class} is Δ-robust at "
                                   f"δ = {robust_shift.delta:g}; nothing to explain")
@@ -195,7 +197,7 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family
         pick = np.random.default_rng(random_state).choice(len(rows), size=size, replace=True)
         drawn = rows.iloc[pick].set_axis(pd.RangeIndex(size, name="draw"))
         if robust_shift is not None:
-            drawn = drawn[_own_class_robust(model, drawn, from_class, robust_shift)]
+            drawn = drawn[is_delta_robust(model, drawn, robust_shift, target_class=int(from_class))]
             if len(drawn) == 0:
                 raise ValidationError(f"no drawn row's class {from_class} is Δ-robust at "
                                       f"δ = {robust_shift.delta:g}; nothing to explain")
@@ -204,14 +206,6 @@ def select_queries(model: Any, test: Any, n: int, from_class: int = 0, *, family
         return rows
     pick = np.random.default_rng(random_state).choice(len(rows), size=int(n), replace=False)
     return rows.iloc[np.sort(pick)]
-
-
-def _own_class_robust(model: Any, rows: pd.DataFrame, cls: int, shift: Any) -> np.ndarray:
-    """Whether ``model``'s class ``cls`` for each row is Δ-robust at ``shift`` (exact test)."""
-    from robustce.robustness import ExactDeltaCertifier
-
-    cert = ExactDeltaCertifier(shift).certify(model, rows, np.full(len(rows), int(cls)))
-    return np.asarray(cert.robust, dtype=bool)
 
 
 def load_entry(config: BenchmarkConfig, dataset: DatasetEntry, seed: int) -> Any:
