@@ -16,6 +16,12 @@ RobustX (Gurobi) is not installed here: no anchor column.
   (where Δ-robust training points exist); ``milp_robust_status`` — MILP-R at δ = 0.05 on the
   synthetic 34-50-50-1 network (new path only): statuses and why (see benchmarks/README.md).
 * ``proplace`` — PROPLACE on adult 13-50-50-50-1 at δ = 0.035 (its adult configuration).
+* ``ideal_cuts`` — the full worst-case MILP on 10-50-50-50-1 with and without five rounds of
+  root cuts from the ideal single-neuron formulation (:mod:`robustce.solvers.relu_cuts`),
+  interleaved: time, the share of the root LP gap the cuts close, same optimum.
+* ``gurobi`` — HiGHS against Gurobi (where ``gurobipy`` is installed; its free licence is
+  size-limited) on the same MILPs, interleaved: the full worst-case MILP on 10-50-50-50-1 and
+  10-100-100-1, MILPNearest and MILP-R (δ = 0.005) on 34-50-50-1.
 
     ROBUSTCE_DATA=../shared/datasets python benchmarks/bench_deep.py [--quick] [--rows a b]
 """
@@ -42,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_milp import _queries, _synthetic  # noqa: E402
 
 ROWS = ("delta_full", "delta_decide", "milp_nearest", "milp_robust", "milp_robust_status",
-        "proplace")
+        "proplace", "ideal_cuts", "gurobi")
 
 
 def _network(hidden: tuple[int, ...], d: int = 10, seed: int = 0) -> ReLUNetwork:
@@ -230,11 +236,94 @@ def proplace(n: int, delta: float = 0.035) -> list[dict[str, Any]]:
     return [row]
 
 
+def ideal_cuts(n: int, delta: float = 0.005, rounds: int = 5) -> list[dict[str, Any]]:
+    """Root cuts of the ideal single-neuron formulation: does the tighter root pay?"""
+    from robustce.robustness.bounds import MILP_SLACK, crown_point_bounds
+    from robustce.robustness.delta_milp import DeltaMILP
+    from robustce.robustness.exact import margin_terms, point_layer_bounds
+
+    net = _network((50, 50, 50))
+    X = np.random.default_rng(1).uniform(size=(n, 10))
+    shift = ParameterShift(delta)
+    inn = shift.interval(net)
+    iv = point_layer_bounds(net, X, np.full(n, delta))
+    lb = crown_point_bounds(inn, X)
+    t = (net.predict(X) == 1).astype(np.int64)  # the predicted class, as exact_worst_case(None)
+    terms = np.maximum(margin_terms(iv[-1][0], iv[-1][1], t),
+                       margin_terms(lb.lower[-1], lb.upper[-1], t))
+    times: dict[int, list[float]] = {0: [], rounds: []}
+    closed = []
+    for i in range(n):
+        b_i = lb.row(i, MILP_SLACK)[:-1] + [(iv[-1][0][i], iv[-1][1][i])]
+        um_i = lb.row_upper_min(i, MILP_SLACK)
+        value = {}
+        for k in ((0, rounds) if i % 2 == 0 else (rounds, 0)):
+            eng = DeltaMILP(net, inn, shift, solver="highs", time_limit=60, threads=1,
+                            mode="rebuild", box=None, mip_gap=1e-9, abs_gap=1e-9,
+                            reduce_last=True, cut_rounds=k)
+            t0 = time.perf_counter()
+            out = eng.solve(X[i], int(t[i]), b_i, terms[i], 60.0, False, 1e-6, upper_min=um_i)
+            times[k].append(time.perf_counter() - t0)
+            value[k] = out.value
+            if k:
+                root = eng.last_root_bounds
+                closed.append((root[-1] - root[0]) / (out.value - root[0]))
+        assert abs(value[0] - value[rounds]) <= 1e-6 * max(1.0, abs(value[0])), (i, value)
+    row = {"row": "ideal_cuts", "network": "10-50-50-50-1",
+           "setting": f"δ={delta}, full MILP, {rounds} rounds of root cuts (new) vs none (old)",
+           "n": n, "root_gap_closed_median": float(np.median(closed)),
+           **_summary(times[rounds], times[0])}
+    print(row, flush=True)
+    return [row]
+
+
+def gurobi(n: int, delta: float = 0.005) -> list[dict[str, Any]]:
+    """HiGHS ("old") against Gurobi ("new") on the same MILPs, interleaved."""
+    if "gurobi" not in rc.solvers.available_solvers():
+        print("gurobi: gurobipy is not installed; row skipped", flush=True)
+        return []
+    rows = []
+    shift = ParameterShift(delta)
+    for hidden in ((50, 50, 50), (100, 100)):
+        net = _network(hidden)
+        X = np.random.default_rng(1).uniform(size=(2 * n, 10))
+        times: dict[str, list[float]] = {"gurobi": [], "highs": []}
+        for i in range(2 * n):
+            val = {}
+            for s in (("gurobi", "highs") if i % 2 == 0 else ("highs", "gurobi")):
+                t0 = time.perf_counter()
+                val[s] = exact_worst_case(net, X[i:i + 1], shift, None, precheck=False,
+                                          time_limit=60, solver=s).value[0]
+                times[s].append(time.perf_counter() - t0)
+            assert abs(val["gurobi"] - val["highs"]) <= 1e-5 * max(1.0, abs(val["highs"])), val
+        rows.append({"row": "gurobi", "network": "10-" + "-".join(map(str, hidden)) + "-1",
+                     "setting": f"δ={delta}, full worst-case MILP; new = Gurobi, old = HiGHS",
+                     "n": 2 * n, **_summary(times["gurobi"], times["highs"])})
+        print(rows[-1], flush=True)
+    syn, syn_test, model = _deep_synthetic()
+    qs = _queries(syn_test, model, n)
+    rows.append({"row": "gurobi", "network": "34-50-50-1",
+                 "setting": "MILPNearest, l1; new = Gurobi, old = HiGHS",
+                 **_compare(lambda: MILPNearest(model, syn, time_limit=60, solver="gurobi"),
+                            lambda: MILPNearest(model, syn, time_limit=60), qs)})
+    print(rows[-1], flush=True)
+
+    def robust(solver: str) -> MILPRobust:
+        return MILPRobust(model, syn, shift=delta, growth=1.25, max_rounds=30, time_limit=60,
+                          solver=solver)
+    rows.append({"row": "gurobi", "network": "34-50-50-1",
+                 "setting": f"MILP-R δ={delta}; new = Gurobi, old = HiGHS",
+                 **_compare(lambda: robust("gurobi"), lambda: robust("highs"), qs)})
+    print(rows[-1], flush=True)
+    return rows
+
+
 def run(quick: bool = False, rows: tuple[str, ...] = ROWS) -> list[dict[str, Any]]:
     """The rows named in ``rows`` (all by default); ``quick``: fewer points / queries."""
     k = 1 if quick else 2
     sizes = {"delta_full": 4 * k, "delta_decide": 50 * k, "milp_nearest": 3 * k,
-             "milp_robust": 2 * k, "milp_robust_status": k, "proplace": 2 * k}
+             "milp_robust": 2 * k, "milp_robust_status": k, "proplace": 2 * k,
+             "ideal_cuts": 4 * k, "gurobi": 2 * k}
     out: list[dict[str, Any]] = []
     for name in rows:
         out += globals()[name](sizes[name])

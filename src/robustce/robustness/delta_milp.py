@@ -58,6 +58,7 @@ from robustce.robustness.attack import flips_prediction
 from robustce.robustness.shift import ParameterShift
 from robustce.solvers.encodings import InputVars, encode_interval_network
 from robustce.solvers.milp import MILP, SolveStatus
+from robustce.solvers.relu_cuts import root_cut_rounds
 from robustce.solvers.tightening import lp_tighten_bounds
 
 __all__ = ["DeltaMILP", "MILPOutcome", "witness_from_activations"]
@@ -143,13 +144,20 @@ class DeltaMILP:
     only the side of ``relu(lo) ≤ v ≤ relu(hi)`` the objective presses against (the sign of
     its output weight): the other side, and its binary, is dropped — exact for that objective
     (see ``last_side`` of :func:`~robustce.solvers.encodings.encode_interval_network`).
+
+    ``cut_rounds > 0`` (rebuild mode, plain networks): before the first solve, that many
+    rounds of root cuts from the ideal single-neuron formulation
+    (:mod:`robustce.solvers.relu_cuts`); the root LP bounds seen are kept in
+    ``last_root_bounds``. Same optimum; measured slower, so off by default.
     """
 
     def __init__(self, net: ReLUNetwork, inn: IntervalNetwork, shift: ParameterShift, *, solver: str,
                  time_limit: float, threads: int, mode: str, box: tuple[np.ndarray, np.ndarray] | None,
                  mip_gap: float, abs_gap: float, bound_tightening: str = "interval",
-                 reduce_last: bool = False):
+                 reduce_last: bool = False, cut_rounds: int = 0):
         self.net, self.inn, self.shift = net, inn, shift
+        self.cut_rounds = cut_rounds
+        self.last_root_bounds: list[float] = []
         self.reduce_last = reduce_last
         self.bound_tightening = bound_tightening
         self.solver, self.time_limit, self.threads = solver, time_limit, threads
@@ -273,6 +281,10 @@ class DeltaMILP:
                 milp.set_objective([col], [coef], sense="min")
             else:
                 milp.set_objective([enc.out_lower[t], enc.out_upper[j]], [1.0, -1.0], sense="min")
+            if self.cut_rounds and self.shared is None and self.net.plain and k == 1:
+                self.last_root_bounds = root_cut_rounds(milp, enc, self.inn, self.cut_rounds,
+                                                        remaining)
+                remaining = deadline_s - (time.perf_counter() - t0)
             if decide_only:
                 res = milp.solve(time_limit=remaining, cutoff=tol, target=-tol)
             else:

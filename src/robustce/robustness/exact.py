@@ -234,7 +234,7 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
                time_limit: float = 10.0, precheck: bool = True, decide_only: bool = True,
                mode: str = "rebuild", threads: int = 1, tol: float = 1e-6, attack_steps: int = 4,
                mip_gap: float = 1e-9, abs_gap: float = 1e-9,
-               bounds_method: str = "crown") -> DeltaTestRows:
+               bounds_method: str = "crown", cut_rounds: int = 0) -> DeltaTestRows:
     """The Δ-test of the module docstring for checked rows with a radius δ_i *per row*
     (``deltas``): the engine under :func:`exact_worst_case` (one δ) and
     :func:`~robustce.robustness.max_provable_delta` (a candidate δ per row).
@@ -243,7 +243,9 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
     :func:`robustce.robustness.bounds.crown_point_bounds`, decide rows the intervals left open
     — ``decided_by="bounds"`` — and give the MILP its big-M, its stable neurons and, for one
     output, the reduced last layer) or ``"interval"`` (interval bounds only: the formulation
-    before issue 33, kept as the baseline of ``benchmarks/bench_deep.py``).
+    before issue 33, kept as the baseline of ``benchmarks/bench_deep.py``). ``cut_rounds``:
+    root cuts of the ideal single-neuron formulation before each MILP (an experiment measured in
+    ``benchmarks/bench_deep.py``; see :mod:`robustce.solvers.relu_cuts`).
 
     ``X``: finite model-space rows (unusable rows replaced by any finite stand-in and flagged
     in ``bad``: they get status ``error``); ``t``: target class per row; ``mode``: ``"rebuild"``
@@ -320,7 +322,7 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
         box = (X[idx].min(axis=0), X[idx].max(axis=0)) if mode_d == "reuse" else None
         engine = DeltaMILP(net, inn, shift, solver=solver, time_limit=time_limit, threads=threads,
                            mode=mode_d, box=box, mip_gap=mip_gap, abs_gap=abs_gap,
-                           reduce_last=crown)
+                           reduce_last=crown, cut_rounds=cut_rounds)
         fallback: DeltaMILP | None = None
         for i in idx:
             iv_i = [(lo[i], hi[i]) for lo, hi in bounds]
