@@ -55,7 +55,8 @@ class Model(ABC):
     >>> model.predict(rows).tolist(), model.predict(enc.transform(rows)).tolist()
     ([0, 0, 1, 1], [0, 0, 1, 1])
     >>> model.predict_proba(rows).shape
-    (4, 2)"""
+    (4, 2)
+    """
 
     encoder: Encoder
     class_names: tuple[Any, ...] = (0, 1)
