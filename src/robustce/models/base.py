@@ -47,7 +47,7 @@ class Model(ABC):
     >>> from sklearn.linear_model import LogisticRegression
     >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
     >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
-    >>> lr = LogisticRegression(C=100).fit(enc.transform(data.frame), data.y)
+    >>> lr = LogisticRegression().fit(enc.transform(data.frame), data.y)
     >>> model = rc.models.wrap(lr, enc, class_names=data.class_names)
     >>> isinstance(model, Model), model.class_names
     (True, ('rejected', 'approved'))

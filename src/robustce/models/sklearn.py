@@ -377,7 +377,7 @@ def wrap(estimator: Any, encoder: Encoder, class_names: Any = None) -> SklearnMo
     >>> from sklearn.linear_model import LogisticRegression
     >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
     >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
-    >>> lr = LogisticRegression(C=100).fit(enc.transform(data.frame), data.y)
+    >>> lr = LogisticRegression().fit(enc.transform(data.frame), data.y)
     >>> model = wrap(lr, enc, class_names=data.class_names)
     >>> model, model.predict(data.frame.head(3)).tolist()
     (SklearnModel(LogisticRegression, kind='linear'), [0, 0, 1])
