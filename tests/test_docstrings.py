@@ -17,7 +17,7 @@ griffe = pytest.importorskip("griffe", reason="griffe comes with the dev and doc
 
 PUBLIC_MODULES = ("robustce", "robustce.explanations", "robustce.datasets", "robustce.data",
                   "robustce.models", "robustce.methods", "robustce.robustness",
-                  "robustce.evaluation", "robustce.solvers")
+                  "robustce.evaluation", "robustce.solvers", "robustce.audits", "robustce.notices")
 
 # sections whose entries name a constructor's parameters (a dataclass documents its fields as
 # Attributes)
@@ -114,7 +114,25 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.methods.minimum_observable", "robustce.methods.dice",
                    "robustce.methods.ensemble_robust", "robustce.robustness.ensemble",
                    "robustce.methods.feature_tweaking", "robustce.methods.actionable_recourse",
-                   "robustce.methods.counternet", "robustce.methods.rocoursenet")
+                   "robustce.methods.counternet", "robustce.methods.rocoursenet",
+                   "robustce.data.constraints",
+                   "robustce.data.encoder",
+                   "robustce.errors",
+                   "robustce.explanations",
+                   "robustce.methods.base",
+                   "robustce.methods.registry",
+                   "robustce.models.base",
+                   "robustce.models.boosting",
+                   "robustce.models.families",
+                   "robustce.models.network",
+                   "robustce.models.network_model",
+                   "robustce.models.persistence",
+                   "robustce.models.sklearn",
+                   "robustce.models.sklearn_import",
+                   "robustce.models.torch_import",
+                   "robustce.models.trees",
+                   "robustce.solvers.milp",
+                   )
 
 
 @pytest.mark.parametrize("module_name", DOCTEST_MODULES)
