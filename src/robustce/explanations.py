@@ -112,8 +112,8 @@ class Explanations:
     >>> from sklearn.linear_model import LogisticRegression
     >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
     >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
-    >>> lr = LogisticRegression().fit(enc.transform(data.frame), data.y)
-    >>> model = rc.models.wrap(lr, enc, class_names=data.class_names)
+    >>> model = rc.models.wrap(LogisticRegression().fit(enc.transform(data.frame), data.y), enc,
+    ...                        class_names=data.class_names)
     >>> rejected = data.frame[model.predict(data.frame) == 0].head(3)
     >>> res = rc.methods.MILPNearest(model, data).explain(rejected)
     >>> res

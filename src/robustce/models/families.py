@@ -72,12 +72,11 @@ class FamilyValidity(NamedTuple):
     Examples
     --------
     >>> from sklearn.linear_model import LogisticRegression
-    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
-    >>> base, family = proplace_family(data, LogisticRegression(), n_retrain=2, n_drop=2,
-    ...                                random_state=0)
-    >>> v = family.validity(data.frame.head(4), target_class=1)    # any rows: here, four applicants
+    >>> data = rc.datasets.load("covariate_shift", random_state=0)
+    >>> family = group_family(data, LogisticRegression(), random_state=0)    # one model per group
+    >>> v = family.validity(data.frame.head(4), target_class=1)    # any rows: here, four points
     >>> v.per_ce.tolist(), v.per_model.tolist(), round(v.mean, 3)
-    ([0.0, 0.0, 0.5, 1.0], [0.5, 0.5, 0.25, 0.25], 0.375)
+    ([0.0, 0.5, 0.5, 0.5], [0.75, 0.0], 0.375)
     """
 
     per_ce: np.ndarray
@@ -106,13 +105,14 @@ class ModelFamily:
     Examples
     --------
     >>> from sklearn.linear_model import LogisticRegression
-    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
-    >>> base, family = seed_family(data, LogisticRegression(), n_models=3,
-    ...                            drop_fraction=0.2, random_state=0)
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> base, family = proplace_family(train, LogisticRegression(), n_retrain=2, n_drop=1,
+    ...                                test=test, random_state=0)
     >>> family, len(family.seeds)
-    (ModelFamily('seeds', n_models=3), 3)
-    >>> family.predict(data.frame.head(3)).tolist()     # one row per model
-    [[0, 0, 1], [0, 0, 1], [0, 0, 0]]
+    (ModelFamily('proplace', n_models=3, accuracy=0.582±0.031), 3)
+    >>> family.predict(test.frame).shape        # (models, rows)
+    (3, 75)
     """
 
     models: list[Model]

@@ -1022,14 +1022,22 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
 
     Examples
     --------
+    A lender's pipeline on the raw loan frame: scaled numbers, one-hot categories.
+
+    >>> from sklearn.compose import ColumnTransformer
     >>> from sklearn.linear_model import LogisticRegression
     >>> from sklearn.pipeline import make_pipeline
-    >>> from sklearn.preprocessing import StandardScaler
-    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
-    >>> pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(data.frame, data.y)
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
+    >>> pre = ColumnTransformer([
+    ...     ("num", StandardScaler(), ["age", "years_employed", "income", "debt"]),
+    ...     ("cat", OneHotEncoder(), ["education", "housing", "has_guarantor", "prior_default"])])
+    >>> pipe = make_pipeline(pre, LogisticRegression()).fit(data.frame, data.y)
     >>> model = from_sklearn(pipe, data)
-    >>> type(model).__name__, bool((model.predict(data.frame) == pipe.predict(data.frame)).all())
-    ('ImportedNetworkModel', True)
+    >>> model                          # model space d = 13 → the pipeline's 16 columns → 1 logit
+    ImportedNetworkModel(LogisticRegression, ReLUNetwork(13→16-1))
+    >>> bool((model.predict(data.frame) == pipe.predict(data.frame)).all())
+    True
     """
     from sklearn.base import is_classifier
     from sklearn.pipeline import Pipeline
