@@ -140,8 +140,8 @@ def test_public_name_is_documented(name: str, obj: object) -> None:
     assert not missing, f"{name}: parameters not in its docstring's Parameters section: {missing}"
 
 
-# modules whose docstring examples run as they are (the others mark theirs ``+SKIP``: they need a
-# trained model)
+# modules whose docstring examples run here (``make test``); the module of every public name is
+# among them (test_public_name_has_running_example)
 DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.data.schema",
                    "robustce.robustness.apas", "robustce.robustness.shift",
                    "robustce.methods.milp_nearest", "robustce.methods.milp_robust",
