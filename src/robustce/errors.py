@@ -40,7 +40,16 @@ class ChecksumError(DatasetUnavailableError):
 
 
 class ModelFileError(RobustCEError, OSError):
-    """A saved model directory is missing, incomplete, corrupt or of an unknown format."""
+    """A saved model directory is missing, incomplete, corrupt or of an unknown format.
+
+    Examples
+    --------
+    >>> try:
+    ...     rc.models.load("no/such/model")
+    ... except ModelFileError as err:
+    ...     print(type(err).__name__, isinstance(err, OSError))
+    ModelFileError True
+    """
 
 
 class NotFittedError(RobustCEError, AttributeError):

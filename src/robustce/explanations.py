@@ -53,6 +53,16 @@ class QueryResult:
     certificate : the method's certificate fields for this query.
     time : seconds spent.
     message : why (for statuses other than ``found``).
+
+    Examples
+    --------
+    What a method's ``_explain_one`` hook returns for one query (see
+    :class:`~robustce.methods.Explainer`):
+
+    >>> QueryResult("found", cfs=[0.2, 0.9, 1.0]).cfs.shape        # one CE, d = 3
+    (1, 3)
+    >>> QueryResult("not_found", message="no point on the grid").cfs is None
+    True
     """
 
     status: str
@@ -96,6 +106,26 @@ class Explanations:
         each method class in ``certificate_columns``).
     timings : Series — seconds spent per query.
     meta : dict — method name, parameters, target classes, versions.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> model = rc.models.wrap(LogisticRegression().fit(enc.transform(data.frame), data.y), enc,
+    ...                        class_names=data.class_names)
+    >>> rejected = data.frame[model.predict(data.frame) == 0].head(3)
+    >>> res = rc.methods.MILPNearest(model, data).explain(rejected)
+    >>> res
+    Explanations(method='milp_nearest', queries=3, found=3)
+    >>> res.to_frame()[["status", "target_label", "n_counterfactuals"]]
+             status target_label  n_counterfactuals
+    query_id
+    0         found     approved                  1
+    1         found     approved                  1
+    4         found     approved                  1
+    >>> model.predict(res.counterfactuals[res.feature_names]).tolist()   # each CE is approved
+    [1, 1, 1]
     """
 
     def __init__(

@@ -35,7 +35,19 @@ __all__ = ["AuditResult", "audit"]
 class AuditResult:
     """What an audit found: ``groups`` (metric by group with CIs and gaps), ``fairness``
     (spread of burden and coverage per group column), ``actions`` / ``actions_by_group``
-    (global actions), ``totals`` and the audit ``record``; ``directory`` holds the files."""
+    (global actions), ``totals`` and the audit ``record``; ``directory`` holds the files.
+
+    Attributes
+    ----------
+    groups : the metric table by group, with bootstrap CIs and gaps.
+    fairness : the spread of burden and coverage per group column.
+    actions : the global actions over all declined applicants.
+    actions_by_group : the global actions per group.
+    totals : counts over the portfolio (rows, declined applicants audited, CEs found, ...).
+    record : the audit record (model and schema hashes, method, parameters, seed, versions).
+    directory : where the audit's files are.
+    files : name → path of each file written.
+    """
 
     groups: pd.DataFrame
     fairness: pd.DataFrame

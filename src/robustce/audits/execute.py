@@ -23,6 +23,11 @@ def connect(scheduler: Any, timeout: float = 10.0) -> Any:
     """A ``dask.distributed.Client``: ``scheduler`` itself when it is one, else a client of
     the address ``tcp://host:port``, given up after ``timeout`` seconds.
 
+    Parameters
+    ----------
+    scheduler : a ``dask.distributed.Client`` or a scheduler address ``tcp://host:port``.
+    timeout : seconds to wait for the scheduler to answer.
+
     Raises
     ------
     SchedulerUnavailableError

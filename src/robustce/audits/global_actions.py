@@ -31,7 +31,13 @@ __all__ = ["Action", "apply_action", "candidate_actions", "frame_from_columns",
 
 @dataclass(frozen=True)
 class Action:
-    """A tuple of atomic changes ``(feature, op, value)``, op in ``add`` / ``set``."""
+    """A tuple of atomic changes ``(feature, op, value)``, op in ``add`` / ``set``.
+
+    Attributes
+    ----------
+    changes : the atomic changes ``(feature, op, value)``: ``add`` moves a numeric feature by
+        ``value`` (clipped to its bounds), ``set`` gives a feature the level ``value``.
+    """
 
     changes: tuple[tuple[str, str, Any], ...]
 
@@ -68,7 +74,14 @@ def frame_from_columns(sample: pd.DataFrame, prefix: str, schema: Any) -> pd.Dat
 
 
 def apply_action(action: Action, X: pd.DataFrame, schema: Any) -> tuple[pd.DataFrame, np.ndarray]:
-    """``X`` with the action applied, and per row whether it is allowed (actionability)."""
+    """``X`` with the action applied, and per row whether it is allowed (actionability).
+
+    Parameters
+    ----------
+    action : the :class:`Action` to apply.
+    X : raw rows.
+    schema : the :class:`~robustce.data.Schema` of ``X`` (bounds, levels, actionability).
+    """
     new = X.copy()
     ok = np.ones(len(X), dtype=bool)
     for name, op, v in action.changes:

@@ -127,6 +127,17 @@ class Constraints:
     -----
     ``Constraints.from_dict({"relations": [...], "max_changes": 2})`` builds one from a
     mapping (TOML / JSON); :meth:`to_dict` gives it back.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=20, random_state=0)
+    >>> cons = Constraints(["debt <= 0.6 * income"], max_changes=2).validate(data.schema)
+    >>> cons.features
+    ['debt', 'income']
+    >>> query = data.frame.head(2)
+    >>> cf = query.assign(debt=query.income * [0.5, 0.9])    # 2nd row breaks the relation
+    >>> cons.satisfied(cf, query).tolist()
+    [True, False]
     """
 
     def __init__(self, relations: Iterable[str] | str = (), max_changes: int | None = None,

@@ -53,6 +53,13 @@ class FeatureBlock:
     start, stop : its model-space columns ``start:stop`` (half-open).
     encoding : how it is encoded: ``"scaled"``, ``"onehot"``, ``"thermometer"``,
         ``"integer_levels"`` or ``"binary"``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=20, random_state=0)
+    >>> block = rc.data.Encoder(data.schema).fit(data.frame).block("housing")
+    >>> block.encoding, block.slice, block.feature.categories
+    ('onehot', slice(7, 10, None), ('mortgage', 'own', 'rent'))
     """
 
     feature: Feature
@@ -127,6 +134,16 @@ class Encoder:
     schema : the :class:`Schema` whose features it encodes.
     ordinal_encoding : "thermometer" (k − 1 columns per ordinal with k levels, default) or
         "integer" (one column ``index / (k − 1)``).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=20, random_state=0)
+    >>> enc = Encoder(data.schema).fit(data.frame)
+    >>> X = enc.transform(data.frame.head(2))
+    >>> X.shape, bool(((X >= 0) & (X <= 1)).all())
+    ((2, 13), True)
+    >>> enc.inverse_transform(X)[["age", "housing"]].equals(data.frame.head(2)[["age", "housing"]])
+    True
     """
 
     def __init__(self, schema: Schema, *, ordinal_encoding: OrdinalEncoding = "thermometer"):

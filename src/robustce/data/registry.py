@@ -44,6 +44,12 @@ def list_datasets() -> list[DatasetSpec]:
     -------
     list of DatasetSpec
         ``name``, ``description``, ``builtin`` (no file needed) and ``files`` of each.
+
+    Examples
+    --------
+    >>> builtin = [spec.name for spec in list_datasets() if spec.builtin]
+    >>> "synthetic_loan" in builtin
+    True
     """
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 

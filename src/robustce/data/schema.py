@@ -248,6 +248,15 @@ class Schema:
     Parameters
     ----------
     features : the :class:`Feature` records, in column order (names must be unique).
+
+    Examples
+    --------
+    >>> schema = Schema([Feature("income", "continuous", lower=0, upper=200_000),
+    ...                  Feature("housing", "categorical", categories=("own", "rent"))])
+    >>> schema.names, schema["housing"].kind.value
+    (['income', 'housing'], 'categorical')
+    >>> schema.with_actionability(housing="immutable").immutable
+    ['housing']
     """
 
     features: tuple[Feature, ...]
@@ -494,6 +503,16 @@ def infer_schema(
         errors).
     immutable, increasing, decreasing : columns whose actionability is set to immutable /
         may only increase / may only decrease (a column in at most one).
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"age": [25, 40, 63], "job": ["clerk", "chef", "clerk"],
+    ...                       "owns_car": [0, 1, 1], "income": [1.5, 2.25, 3.0]})
+    >>> schema = infer_schema(frame, increasing=["age"])
+    >>> [(f.name, f.kind.value) for f in schema]
+    [('age', 'integer'), ('job', 'categorical'), ('owns_car', 'binary'), ('income', 'continuous')]
+    >>> schema["age"].lower, schema["age"].upper, schema["age"].actionability.value
+    (25, 63, 'increase')
     """
     if not isinstance(frame, pd.DataFrame):
         raise ValidationError(f"expected a pandas DataFrame, got {type(frame).__name__}")

@@ -83,6 +83,29 @@ class Explainer:
         class itself, not inherited): ``"exact"`` (encoded in its search), ``"filter"``
         (returned CEs that violate them are removed, and the message says how many); any
         other method raises :class:`~robustce.errors.UnsupportedConstraintsError`.
+
+    Examples
+    --------
+    A method implements ``_explain_one`` (or the vectorised ``_explain_batch``) on
+    model-space rows; the base class validates and encodes the queries, picks each target
+    class and re-checks every CE returned on the model. Here, the lowest income on a grid
+    that the model approves:
+
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> model = rc.models.wrap(LogisticRegression().fit(enc.transform(data.frame), data.y), enc)
+    >>> class IncomeGrid(Explainer):
+    ...     name = "income_grid"
+    ...     def _explain_one(self, x, target):
+    ...         cf = np.repeat(x[None, :], 21, axis=0)
+    ...         cf[:, self.encoder.block("income").slice] = np.linspace(0, 1, 21)[:, None]
+    ...         ok = self.model.predict(cf) == target
+    ...         return QueryResult("found", cf[ok][:1]) if ok.any() else QueryResult("not_found")
+    >>> rejected = data.frame[model.predict(data.frame) == 0].head(3)
+    >>> res = IncomeGrid(model, data).explain(rejected)
+    >>> res.status.tolist(), res.counterfactuals["income"].round(2).tolist()
+    (['not_found', 'found', 'not_found'], [177400.0])
     """
 
     name: ClassVar[str] = "explainer"

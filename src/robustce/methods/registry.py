@@ -128,6 +128,15 @@ def register_method(name: str, cls: type) -> None:
     ----------
     name : the registry name (used by configs, the CLI and :func:`build_explainer`).
     cls : the :class:`~robustce.methods.Explainer` subclass.
+
+    Examples
+    --------
+    >>> class Nearest(rc.methods.NearestNeighbour):
+    ...     pass
+    >>> register_method("my_nearest", Nearest)
+    >>> get_method("my-nearest") is Nearest, "my_nearest" in available_methods()
+    (True, True)
+    >>> unregister_method("my_nearest")
     """
     if not (isinstance(cls, type) and issubclass(cls, Explainer)):
         raise ConfigError(f"{cls!r} is not an Explainer subclass")
@@ -139,7 +148,13 @@ def unregister_method(name: str) -> None:
 
 
 def available_methods() -> list[str]:
-    """Canonical names of the methods importable in this installation."""
+    """Canonical names of the methods importable in this installation.
+
+    Examples
+    --------
+    >>> {"milp_robust", "nearest_neighbour", "wachter"} <= set(available_methods())
+    True
+    """
     names = [name for name, cls in METHOD_CLASSES.items() if _lookup_class(cls) is not None]
     return names + [n for n in _CUSTOM if n not in names]
 
@@ -156,6 +171,11 @@ def get_method(name: str) -> type:
     -------
     type
         The :class:`Explainer` subclass.
+
+    Examples
+    --------
+    >>> get_method("milp_robust").__name__, get_method("MILPRobust") is get_method("milp-robust")
+    ('MILPRobust', True)
     """
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"method name must be a non-empty string, got {name!r}")
@@ -345,7 +365,15 @@ def build_explainer(name: str | type, model: Any, data: Any = None, /, *, seed: 
 
     Examples
     --------
-    >>> explainer = rc.methods.build_explainer("milp_robust", model, train, shift=0.02)  # doctest: +SKIP
+    Plain values (as a TOML config or ``--param`` gives them) become constructor arguments:
+
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> model = rc.models.wrap(LogisticRegression().fit(enc.transform(data.frame), data.y), enc)
+    >>> explainer = build_explainer("milp_robust", model, data, shift=0.02)
+    >>> type(explainer).__name__, explainer.shift
+    ('MILPRobust', ParameterShift(delta=0.02, p=inf, biases=True))
     """
     cls = name if isinstance(name, type) else get_method(name)
     if not issubclass(cls, Explainer):

@@ -37,7 +37,26 @@ def warn_if_constant(predictions: Any, what: str, hint: str = "") -> bool:
 
 
 class Model(ABC):
-    """Base class: ``predict``, ``predict_proba``, ``logits`` on raw or encoded inputs."""
+    """Base class: ``predict``, ``predict_proba``, ``logits`` on raw or encoded inputs.
+
+    Examples
+    --------
+    Every model (here a wrapped logistic regression) answers on raw rows and on their
+    model-space encoding alike:
+
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> lr = LogisticRegression().fit(enc.transform(data.frame), data.y)
+    >>> model = rc.models.wrap(lr, enc, class_names=data.class_names)
+    >>> isinstance(model, Model), model.class_names
+    (True, ('rejected', 'approved'))
+    >>> rows = data.frame.head(4)
+    >>> model.predict(rows).tolist(), model.predict(enc.transform(rows)).tolist()
+    ([0, 0, 1, 1], [0, 0, 1, 1])
+    >>> model.predict_proba(rows).shape
+    (4, 2)
+    """
 
     encoder: Encoder
     class_names: tuple[Any, ...] = (0, 1)

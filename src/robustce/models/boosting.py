@@ -64,6 +64,21 @@ class AdditiveTrees:
         same model-space inputs.
     output : ``(n_trees,)`` ints: the logit each tree adds to.
     baseline : ``(n_logits,)`` the constant each logit starts from.
+
+    Examples
+    --------
+    A boosted model's view over model space gives the booster's own scores:
+
+    >>> from sklearn.ensemble import GradientBoostingClassifier
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> gb = GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=0)
+    >>> model = rc.models.from_sklearn(gb.fit(data.frame, data.y), data)
+    >>> ensemble = model.additive_trees()
+    >>> len(ensemble.trees), ensemble.n_logits
+    (3, 1)
+    >>> z = ensemble.logits(model.encode(data.frame))[:, 0]
+    >>> bool(np.allclose(z, gb.decision_function(data.frame)))
+    True
     """
 
     trees: Sequence[TreeView]

@@ -117,10 +117,13 @@ class MLP(Model):
 
     Examples
     --------
-    >>> data = rc.datasets.load("synthetic_loan")                    # doctest: +SKIP
-    >>> model = rc.models.MLP(hidden_layers=(20, 10), random_state=0).fit(data)  # doctest: +SKIP
-    >>> model.predict(data.frame.head(3))                             # doctest: +SKIP
-    array([0, 1, 0])
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> model.network()                  # model space d = 13, one hidden layer, one logit
+    ReLUNetwork(13-8-1)
+    >>> model.class_names, model.predict_proba(test.frame.head(3)).shape
+    (('rejected', 'approved'), (3, 2))
     """
 
     def __init__(

@@ -206,6 +206,16 @@ class ReLUNetwork:
     activations : one of ``"relu"`` / ``"identity"`` per hidden layer (default all ReLU).
     input_map : ``(A, c)``, the fixed map ``z = A x + c`` before layer 1 (default none).
     shift_scale : per layer ``(S_W, S_b)`` ≥ 0 (default None: every parameter moves by ±δ).
+
+    Examples
+    --------
+    >>> net = ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 0.5]]), np.array([0.0, -0.25])),
+    ...                    (np.array([[2.0, -1.0]]), np.array([0.1]))])
+    >>> net, net.layer_sizes
+    (ReLUNetwork(2-2-1), [2, 2, 1])
+    >>> X = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> net.forward(X).round(3).tolist(), net.predict(X).tolist()   # one logit: class 1 iff > 0
+    ([[1.45], [-0.15]], [1, 0])
     """
 
     def __init__(self, weights: Sequence[tuple[np.ndarray, np.ndarray]], *,
@@ -383,6 +393,18 @@ def as_network(model: Any) -> ReLUNetwork:
     ----------
     model : a :class:`ReLUNetwork` (returned as is) or a model with a ``network()`` view.
 
+    Examples
+    --------
+    A logistic regression's network view: one linear layer over model space.
+
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> model = rc.models.wrap(LogisticRegression().fit(enc.transform(data.frame), data.y), enc)
+    >>> net = as_network(model)
+    >>> net, bool((net.predict(enc.transform(data.frame)) == model.predict(data.frame)).all())
+    (ReLUNetwork(2-1), True)
+
     Raises
     ------
     ValidationError
@@ -469,6 +491,13 @@ def empirical_delta(model_a: Any, model_b: Any, biases: bool = True) -> float:
     ------
     ValidationError
         The architectures differ.
+
+    Examples
+    --------
+    >>> net = ReLUNetwork([(np.array([[1.0, -1.0]]), np.array([0.5]))])
+    >>> retrained = net.with_layers([(np.array([[1.2, -0.9]]), np.array([0.8]))])
+    >>> round(empirical_delta(net, retrained), 3), round(empirical_delta(net, retrained, False), 3)
+    (0.3, 0.2)
     """
     check_bool(biases, "biases")
     a, b = as_network(model_a), as_network(model_b)
@@ -509,6 +538,18 @@ class IntervalNetwork:
         weights and biases.
     activations : one of ``"relu"`` / ``"identity"`` per hidden layer (default all ReLU).
     input_map : ``(A, c)``, the fixed map ``z = A x + c`` before layer 1 (default none).
+
+    Examples
+    --------
+    Every weight and bias of a network within ± 0.05 (``ParameterShift(0.05).interval(net)``
+    builds the same); ``bounds`` holds the logit of every network in that box:
+
+    >>> net = ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 0.5]]), np.array([0.0, -0.25])),
+    ...                    (np.array([[2.0, -1.0]]), np.array([0.1]))])
+    >>> box = IntervalNetwork([(W - 0.05, W + 0.05, b - 0.05, b + 0.05) for W, b in net.layers])
+    >>> lower, upper = box.bounds(np.array([[0.9, 0.1]]))
+    >>> lower.round(3).tolist(), upper.round(3).tolist()      # the network's own logit: 1.45
+    ([[1.047]], [[1.852]])
     """
 
     _CHUNK_ELEMENTS = 4_000_000

@@ -37,6 +37,20 @@ class NetworkModel(Model):
     network : the network, or its layers' ``[(W, b), ...]``.
     encoder : the fitted :class:`~robustce.data.Encoder` whose model space the network takes.
     class_names : names of the classes; default 0..K-1 (K = 2 for a one-logit network).
+
+    Examples
+    --------
+    A hand-written rule over the two features of ``moons`` (in model space ``[0, 1]^2``):
+    class 1 iff ``4 x1 − 4 x2 > 1``.
+
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> model = NetworkModel([(np.array([[4.0, -4.0]]), np.array([-1.0]))], enc)
+    >>> model
+    NetworkModel(ReLUNetwork(2-1), classes=[0, 1])
+    >>> X = np.array([[0.9, 0.1], [0.5, 0.5]])
+    >>> model.predict(X).tolist(), model.logits(X).round(3).tolist()
+    ([1, 0], [[2.2], [-1.0]])
     """
 
     def __init__(self, network: ReLUNetwork | Sequence[tuple[np.ndarray, np.ndarray]],

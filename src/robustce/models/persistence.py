@@ -184,6 +184,18 @@ def load(path: str | os.PathLike) -> Any:
     -------
     Model
         The model, of the class it was saved from.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> model = rc.models.NetworkModel([(np.array([[4.0, -4.0]]), np.array([-1.0]))], enc)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = model.save(f"{tmp}/rule")
+    ...     loaded = load(f"{tmp}/rule")
+    >>> loaded, bool((loaded.predict(data.frame) == model.predict(data.frame)).all())
+    (NetworkModel(ReLUNetwork(2-1), classes=[0, 1]), True)
     """
     import torch
 

@@ -109,6 +109,19 @@ class SklearnModel(Model):
     estimator : the fitted classifier or Pipeline, fitted on ``encoder.transform(frame)``.
     encoder : the fitted :class:`~robustce.data.Encoder`.
     class_names : names of the classes (default: ``estimator.classes_``).
+
+    Examples
+    --------
+    A forest trained on model space; its trees are read as arrays (what MACE encodes):
+
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> X = enc.transform(data.frame)
+    >>> forest = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, data.y)
+    >>> model = SklearnModel(forest, enc)
+    >>> model, len(model.trees()), bool((model.predict(data.frame) == forest.predict(X)).all())
+    (SklearnModel(RandomForestClassifier, kind='forest'), 3, True)
     """
 
     def __init__(self, estimator: Any, encoder: Encoder, class_names: Any = None):
@@ -361,7 +374,12 @@ def wrap(estimator: Any, encoder: Encoder, class_names: Any = None) -> SklearnMo
 
     Examples
     --------
-    >>> X = model.encoder.transform(train.frame)                             # doctest: +SKIP
-    >>> forest = rc.models.wrap(RandomForestClassifier().fit(X, train.y), model.encoder)  # doctest: +SKIP
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> lr = LogisticRegression().fit(enc.transform(data.frame), data.y)
+    >>> model = wrap(lr, enc, class_names=data.class_names)
+    >>> model, model.predict(data.frame.head(3)).tolist()
+    (SklearnModel(LogisticRegression, kind='linear'), [0, 0, 1])
     """
     return SklearnModel(estimator, encoder, class_names=class_names)

@@ -719,6 +719,17 @@ class ImportedNetworkModel(_Imported, NetworkModel):
     preprocessing : ``(A, c)``: the pipeline's preprocessing as ``Z = A x + c`` on model-space
         rows ``x``.
     columns : the pipeline's raw column order.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(data.frame, data.y)
+    >>> model = rc.models.from_sklearn(pipe, data)
+    >>> model, model.network().input_map is not None   # the scaler: a fixed map before layer 1
+    (ImportedNetworkModel(LogisticRegression, ReLUNetwork(2→2-1)), True)
     """
 
     kind = "network"
@@ -745,6 +756,20 @@ class ImportedTreeModel(_Imported, Model):
     preprocessing : ``(A, c)``: the pipeline's preprocessing as ``Z = A x + c`` on model-space
         rows ``x``.
     columns : the pipeline's raw column order.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> tree = DecisionTreeClassifier(max_depth=2, random_state=0)
+    >>> pipe = make_pipeline(StandardScaler(), tree).fit(data.frame, data.y)
+    >>> model = rc.models.from_sklearn(pipe, data)
+    >>> model, model.trees()[0].n_nodes       # splits mapped back to model space
+    (ImportedTreeModel(DecisionTreeClassifier, 1 trees), 7)
+    >>> bool((model.predict(data.frame) == pipe.predict(data.frame)).all())
+    True
     """
 
     def __init__(self, trees: list[TreeView], kind: str, encoder: Encoder, class_names: Any,
@@ -784,6 +809,17 @@ class ImportedBoostedModel(_Imported, Model):
     preprocessing : ``(A, c)``: the pipeline's preprocessing as ``Z = A x + c`` on model-space
         rows ``x``.
     columns : the pipeline's raw column order.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import GradientBoostingClassifier
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> gb = GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=0)
+    >>> model = rc.models.from_sklearn(gb.fit(data.frame, data.y), data)
+    >>> model
+    ImportedBoostedModel(GradientBoostingClassifier, 3 trees)
+    >>> bool((model.predict(data.frame) == gb.predict(data.frame)).all())
+    True
     """
 
     kind = "boosted"
@@ -924,6 +960,19 @@ def fold_preprocessing(preprocessor: Any,
     preprocessor : the fitted scikit-learn preprocessor (transformer or Pipeline of them).
     data_or_schema : the raw training frame, a :class:`~robustce.data.Dataset` or a
         :class:`~robustce.data.Schema`, or None, as in :func:`from_sklearn`.
+
+    Examples
+    --------
+    Scaled numbers and a one-hot category become one affine map of model space:
+
+    >>> from sklearn.compose import ColumnTransformer
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=50, random_state=0)
+    >>> pre = ColumnTransformer([("num", StandardScaler(), ["income", "debt"]),
+    ...                          ("cat", OneHotEncoder(), ["housing"])]).fit(data.frame)
+    >>> encoder, A, c = fold_preprocessing(pre, data)
+    >>> A.shape, bool(np.allclose(pre.transform(data.frame), encoder.transform(data.frame) @ A.T + c))
+    ((5, 13), True)
     """
     encoder, _, A, c, *_ = _fold_preprocessing(preprocessor, [("the preprocessor", preprocessor)],
                                                data_or_schema)
@@ -973,8 +1022,21 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
 
     Examples
     --------
-    >>> model = rc.models.from_sklearn(pipe, ds)                   # doctest: +SKIP
-    >>> (model.predict(X) == model.estimator_predict(X)).all()    # doctest: +SKIP
+    A lender's pipeline on the raw loan frame: scaled numbers, one-hot categories.
+
+    >>> from sklearn.compose import ColumnTransformer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
+    >>> pre = ColumnTransformer([
+    ...     ("num", StandardScaler(), ["age", "years_employed", "income", "debt"]),
+    ...     ("cat", OneHotEncoder(), ["education", "housing", "has_guarantor", "prior_default"])])
+    >>> pipe = make_pipeline(pre, LogisticRegression()).fit(data.frame, data.y)
+    >>> model = from_sklearn(pipe, data)
+    >>> model                          # model space d = 13 → the pipeline's 16 columns → 1 logit
+    ImportedNetworkModel(LogisticRegression, ReLUNetwork(13→16-1))
+    >>> bool((model.predict(data.frame) == pipe.predict(data.frame)).all())
     True
     """
     from sklearn.base import is_classifier

@@ -142,6 +142,19 @@ class TorchNetworkModel(NetworkModel):
     module : the original ``torch.nn.Sequential``.
     preprocessing : ``(A, c)`` of a folded scikit-learn preprocessor (its output is
         ``A x + c`` on model-space rows ``x``), or None when the module takes model space.
+
+    Examples
+    --------
+    >>> import torch
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> _ = torch.manual_seed(0)
+    >>> module = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    >>> model = from_torch(module, enc)
+    >>> type(model).__name__, model.network().layer_sizes
+    ('TorchNetworkModel', [2, 4, 1])
+    >>> bool((model.predict(data.frame) == model.module_predict(data.frame)).all())
+    True
     """
 
     kind = "network"
@@ -195,6 +208,22 @@ def from_torch(module: Any, encoder: Encoder | Any,
     ------
     UnsupportedModelError
         A layer robustce cannot read exactly.
+
+    Examples
+    --------
+    A module trained on model space (here untrained: any weights will do) with a BatchNorm:
+
+    >>> import torch
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> _ = torch.manual_seed(0)
+    >>> module = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.BatchNorm1d(8),
+    ...                              torch.nn.ReLU(), torch.nn.Linear(8, 1)).eval()
+    >>> model = from_torch(module, enc)
+    >>> X = torch.as_tensor(enc.transform(data.frame), dtype=torch.float32)
+    >>> logits = module(X).detach().double().numpy()
+    >>> bool(np.allclose(model.logits(data.frame), logits, atol=1e-5))
+    True
     """
     preprocessing = None
     net = torch_network(module)  # UnsupportedModelError names a bad layer before anything else

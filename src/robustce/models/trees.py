@@ -154,6 +154,16 @@ class TreeView:
     left, right : ``(n_nodes,)`` int64 child indices; -1 at leaves.
     value : ``(n_nodes, n_classes)`` class distribution of each node.
     n_features : number of model-space inputs the tree takes.
+
+    Examples
+    --------
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> X, y = np.array([[0.1, 0.5], [0.4, 0.2], [0.6, 0.9], [0.9, 0.3]]), [0, 0, 1, 1]
+    >>> tree = TreeView.from_sklearn(DecisionTreeClassifier(random_state=0).fit(X, y).tree_)
+    >>> tree.n_nodes, tree.feature.tolist(), round(float(tree.threshold[0]), 3)
+    (3, [0, -1, -1], 0.5)
+    >>> tree.apply(np.array([[0.2, 0.0], [0.7, 0.0]])).tolist(), tree.predict(X).tolist()
+    ([1, 2], [0, 0, 1, 1])
     """
 
     feature: np.ndarray  # (n_nodes,) int64, -1 at leaves
@@ -307,6 +317,17 @@ def forest_predict_proba(trees: Sequence[TreeView], X: np.ndarray) -> np.ndarray
     ----------
     trees : the forest's trees (at least one).
     X : ``(n, n_features)`` model-space rows.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> X = enc.transform(data.frame)
+    >>> forest = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, data.y)
+    >>> trees = rc.models.wrap(forest, enc).trees()
+    >>> bool(np.allclose(forest_predict_proba(trees, X), forest.predict_proba(X)))
+    True
     """
     if len(trees) == 0:
         raise ValidationError("a forest needs at least one tree")

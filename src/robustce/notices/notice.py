@@ -49,7 +49,18 @@ def plain_name(feature: str, labels: Mapping[str, str] | None = None) -> str:
 
 @dataclass
 class RecourseOption:
-    """One way to reach the favourable outcome."""
+    """One way to reach the favourable outcome.
+
+    Attributes
+    ----------
+    method : the explainer that found it.
+    changes : the changed features, each ``{"feature", "plain_name", "current", "required"}``.
+    cost_l1_model : its ℓ1 distance from the applicant in model space.
+    cost_l1_raw : its ℓ1 distance from the applicant in raw units.
+    n_changes : the number of raw features it changes.
+    certificates : plain-language sentences of what is checked or proven about it.
+    reasons : its principal reasons, as the notice's ``reasons``.
+    """
 
     method: str
     changes: list[dict[str, Any]]
@@ -63,7 +74,21 @@ class RecourseOption:
 @dataclass
 class Notice:
     """An adverse-action notice (``to_dict`` gives the JSON document, schema version
-    :data:`NOTICE_VERSION`)."""
+    :data:`NOTICE_VERSION`).
+
+    Attributes
+    ----------
+    applicant_id : the applicant's query id.
+    decision : the label the model gives the applicant.
+    favourable_outcome : the label the options lead to.
+    reasons : the principal reasons (feature, values, share of the decision), most weighty
+        first.
+    options : the options (:class:`RecourseOption`), most durable first.
+    protected_features : the features never named as a reason nor changed.
+    statement : the notice's plain-language statement.
+    record : the audit record (model and schema hashes, methods, seed, versions, times).
+    applicant : the applicant's raw values (protected features left out).
+    """
 
     applicant_id: str
     decision: str

@@ -45,7 +45,16 @@ _TOL = 1e-12
 @dataclass(frozen=True)
 class Reason:
     """One principal reason: the feature, its values before and after, and its share of the
-    margin change (``contribution / Σ contributions``)."""
+    margin change (``contribution / Σ contributions``).
+
+    Attributes
+    ----------
+    feature : the raw feature.
+    current : its value now.
+    required : its value in the counterfactual.
+    contribution : its part ``φ_j`` of the change of the class margin (module docstring).
+    share : ``contribution / Σ contributions``.
+    """
 
     feature: str
     current: Any
@@ -57,6 +66,10 @@ class Reason:
 def check_recourse_possible(schema: Any) -> None:
     """Raise :class:`ProtectedFeatureError` when the only features not immutable would be
     protected ones (recourse would need a protected feature to change, and it never does).
+
+    Parameters
+    ----------
+    schema : the :class:`~robustce.data.Schema` to check.
 
     Raises
     ------

@@ -26,6 +26,10 @@ def notice_schema() -> dict[str, Any]:
 def validate_notice(doc: dict[str, Any]) -> None:
     """Check ``doc`` against :func:`notice_schema`.
 
+    Parameters
+    ----------
+    doc : a notice's JSON document (``Notice.to_dict()``).
+
     Raises
     ------
     ValidationError
@@ -44,7 +48,13 @@ def validate_notice(doc: dict[str, Any]) -> None:
 
 
 def to_json(notice: Any, *, validate: bool = True) -> str:
-    """The notice as indented JSON; validated first when ``jsonschema`` is available."""
+    """The notice as indented JSON; validated first when ``jsonschema`` is available.
+
+    Parameters
+    ----------
+    notice : a :class:`~robustce.notices.Notice` (or its dict).
+    validate : check it against :func:`notice_schema` first.
+    """
     doc = notice.to_dict() if hasattr(notice, "to_dict") else notice
     if validate:
         try:
@@ -72,7 +82,12 @@ def _v(x: Any) -> str:
 
 
 def to_html(notice: Any) -> str:
-    """A self-contained printable HTML page of the notice."""
+    """A self-contained printable HTML page of the notice.
+
+    Parameters
+    ----------
+    notice : a :class:`~robustce.notices.Notice` (or its dict).
+    """
     d = notice.to_dict() if hasattr(notice, "to_dict") else notice
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
              f"<title>Notice of adverse action — applicant {_v(d['applicant_id'])}</title>",
@@ -120,7 +135,14 @@ def to_html(notice: Any) -> str:
 
 def write_notice(notice: Any, directory: str | os.PathLike, *, stem: str | None = None
                  ) -> tuple[Path, Path]:
-    """Write ``<stem>.json`` and ``<stem>.html`` atomically into ``directory``."""
+    """Write ``<stem>.json`` and ``<stem>.html`` atomically into ``directory``.
+
+    Parameters
+    ----------
+    notice : the :class:`~robustce.notices.Notice`.
+    directory : where to write (created if missing).
+    stem : the files' name without suffix (default ``notice_<applicant_id>``).
+    """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     stem = stem or f"notice_{notice.applicant_id}"

@@ -51,7 +51,14 @@ _VTYPE_CODES = ("C", "I", "B")
 
 
 class VarType(StrEnum):
-    """The domain of a MILP variable: ``C`` continuous, ``I`` integer, ``B`` binary (0/1)."""
+    """The domain of a MILP variable: ``C`` continuous, ``I`` integer, ``B`` binary (0/1).
+
+    Examples
+    --------
+    >>> milp = MILP(time_limit=10)
+    >>> milp.add_vars(2, lb=0, ub=1, vtype=VarType.BINARY).tolist(), VarType("I")
+    ([0, 1], <VarType.INTEGER: 'I'>)
+    """
 
     CONTINUOUS = "C"
     INTEGER = "I"
@@ -60,7 +67,17 @@ class VarType(StrEnum):
 
 class SolveStatus(StrEnum):
     """Outcome of one solve. Only ``OPTIMAL`` proves optimality; ``TIME_LIMIT`` and ``LIMIT``
-    may still carry an incumbent (``SolveResult.has_solution``) and a valid dual bound."""
+    may still carry an incumbent (``SolveResult.has_solution``) and a valid dual bound.
+
+    Examples
+    --------
+    >>> milp = MILP(time_limit=10)
+    >>> y = milp.add_vars(1, lb=0, ub=1, vtype="B")
+    >>> _ = milp.add_constrs(np.array([[1.0]]), lb=2, cols=y)      # y >= 2: impossible
+    >>> res = milp.solve()
+    >>> res.status, res.status is SolveStatus.INFEASIBLE, res.has_solution
+    (<SolveStatus.INFEASIBLE: 'infeasible'>, True, False)
+    """
 
     OPTIMAL = "optimal"
     INFEASIBLE = "infeasible"
@@ -89,6 +106,16 @@ class SolveResult:
     solver : the backend's name.
     node_count : branch-and-bound nodes explored.
     message : what went wrong or why the solve stopped (e.g. the backend's exception).
+
+    Examples
+    --------
+    >>> milp = MILP(time_limit=10)
+    >>> x = milp.add_vars(2, lb=0, ub=10, vtype=["I", "C"])
+    >>> _ = milp.add_constrs(np.array([[2.0, 1.0]]), ub=7.5, cols=x)
+    >>> milp.set_objective(x, [3.0, 1.0], sense="max")
+    >>> res = milp.solve()
+    >>> res.status.value, res.is_optimal, res.objective, res.values.tolist()
+    ('optimal', True, 10.5, [3.0, 1.5])
     """
 
     status: SolveStatus
@@ -134,7 +161,13 @@ def _gurobi_module():
 
 
 def available_solvers() -> list[str]:
-    """Names of the MILP backends importable here (``"highs"`` always)."""
+    """Names of the MILP backends importable here (``"highs"`` always).
+
+    Examples
+    --------
+    >>> "highs" in available_solvers()
+    True
+    """
     out = ["highs"]
     if _gurobi_module() is not None:
         out.append("gurobi")
@@ -153,6 +186,15 @@ def check_solver(solver: str) -> str:
     -------
     str
         The normalised name.
+
+    Examples
+    --------
+    >>> check_solver(" HiGHS ")
+    'highs'
+    >>> check_solver("cplex")
+    Traceback (most recent call last):
+        ...
+    robustce.errors.UnknownSolverError: unknown MILP solver 'cplex'; available: [...]
     """
     if not isinstance(solver, str):
         raise UnknownSolverError(f"solver must be a string ('highs' or 'gurobi'), got {solver!r}")
@@ -531,6 +573,19 @@ class MILP:
     feasibility_tol : primal / integrality feasibility tolerance (backend default if None).
     options : backend-specific parameters passed through (HiGHS option names or Gurobi
         parameter names), e.g. ``{"mip_heuristic_run_feasibility_jump": False}``.
+
+    Examples
+    --------
+    max 3 x₀ + x₁ subject to 2 x₀ + x₁ ≤ 7.5, x₀ integer, both in [0, 10]:
+
+    >>> milp = MILP(time_limit=10)
+    >>> x = milp.add_vars(2, lb=0, ub=10, vtype=["I", "C"])
+    >>> _ = milp.add_constrs(np.array([[2.0, 1.0]]), ub=7.5, cols=x)
+    >>> milp.set_objective(x, [3.0, 1.0], sense="max")
+    >>> milp
+    MILP(solver='highs', vars=2, constrs=1, time_limit=10.0)
+    >>> milp.solve().values.tolist()
+    [3.0, 1.5]
     """
 
     def __init__(self, solver: str = "highs", *, time_limit: float = 60.0, threads: int = 1,
@@ -906,6 +961,15 @@ def check_time_limit(time_limit: Any) -> float:
     Parameters
     ----------
     time_limit : seconds, a positive finite number.
+
+    Examples
+    --------
+    >>> check_time_limit(5)
+    5.0
+    >>> check_time_limit(float("inf"))
+    Traceback (most recent call last):
+        ...
+    robustce.errors.ValidationError: time_limit must be a positive, finite number of seconds, got inf
     """
     try:
         t = float(time_limit)
