@@ -114,7 +114,13 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.methods.minimum_observable", "robustce.methods.dice",
                    "robustce.methods.ensemble_robust", "robustce.robustness.ensemble",
                    "robustce.methods.feature_tweaking", "robustce.methods.actionable_recourse",
-                   "robustce.methods.counternet", "robustce.methods.rocoursenet")
+                   "robustce.methods.counternet", "robustce.methods.rocoursenet",
+                   # issue 37: running examples for the robustness, evaluation, audit and
+                   # notice names
+                   "robustce.robustness.certifier",
+                   "robustce.robustness.enumeration",
+                   "robustce.robustness.family",
+                   )
 
 
 @pytest.mark.parametrize("module_name", DOCTEST_MODULES)
