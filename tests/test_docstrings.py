@@ -120,6 +120,12 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.robustness.certifier",
                    "robustce.robustness.enumeration",
                    "robustce.robustness.family",
+                   "robustce.evaluation.config",
+                   "robustce.evaluation.metrics",
+                   "robustce.evaluation.plausibility",
+                   "robustce.evaluation.report",
+                   "robustce.evaluation.results",
+                   "robustce.evaluation.runner",
                    )
 
 
