@@ -126,6 +126,10 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.evaluation.report",
                    "robustce.evaluation.results",
                    "robustce.evaluation.runner",
+                   "robustce.audits.audit",
+                   "robustce.audits.execute",
+                   "robustce.audits.global_actions",
+                   "robustce.audits.groups",
                    )
 
 
