@@ -130,6 +130,10 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.audits.execute",
                    "robustce.audits.global_actions",
                    "robustce.audits.groups",
+                   "robustce.notices.batch",
+                   "robustce.notices.notice",
+                   "robustce.notices.reasons",
+                   "robustce.notices.render",
                    )
 
 
