@@ -670,7 +670,7 @@ def run_benchmark(
     ...           "methods": [{"name": "nearest_neighbour"}, {"name": "milp_nearest"}]}
     >>> with tempfile.TemporaryDirectory() as out:
     ...     result = rc.evaluation.run_benchmark(config, out, progress=False)
-    ...     again = rc.evaluation.run_benchmark(config, out, progress=False)  # resumes: no work
+    ...     again = rc.evaluation.run_benchmark(config, out, progress=False)  # resumes from the cells on disk
     >>> result, again.per_query.equals(result.per_query)
     (BenchmarkResult('benchmark', cells=2, errors=0, skipped=0), True)
     >>> result.table()[["coverage", "validity"]].round(3)

@@ -52,7 +52,7 @@ def write_notices(model: Any, explanations: Any, directory: str | os.PathLike, *
     >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
     >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
     >>> with tempfile.TemporaryDirectory() as out:
-    ...     paths = rc.notices.write_notices(model, expl, out)  # a rerun keeps the files written
+    ...     paths = rc.notices.write_notices(model, expl, out)
     ...     print([p.name for p in paths], all(p.with_suffix(".html").exists() for p in paths))
     ['notice_1.json', 'notice_8.json', 'notice_13.json'] True
     """
