@@ -75,37 +75,9 @@ def required_params(obj: object) -> list[str]:
 # documented fails here until it is removed from this set, and a name outside it fails at once.
 KNOWN_GAPS: frozenset[str] = frozenset()
 
-# The public names without a running example yet (issue 37): those defined in
-# robustce.evaluation, .robustness, .audits and .notices, whose examples are written on the
-# "docex2" branch. The same strict-xfail ratchet: empty it as they land.
-KNOWN_NO_EXAMPLE: frozenset[str] = frozenset({
-    "robustce.audit", "robustce.audits.Action", "robustce.audits.AuditResult",
-    "robustce.audits.GroupAccumulator", "robustce.audits.apply_action",
-    "robustce.audits.connect", "robustce.audits.global_actions",
-    "robustce.evaluation.BenchmarkConfig", "robustce.evaluation.BenchmarkResult",
-    "robustce.evaluation.LOFScorer", "robustce.evaluation.MetricInputs",
-    "robustce.evaluation.MetricSpec", "robustce.evaluation.available_metrics",
-    "robustce.evaluation.check_metrics", "robustce.evaluation.default_metrics",
-    "robustce.evaluation.evaluate", "robustce.evaluation.format_table",
-    "robustce.evaluation.load_config", "robustce.evaluation.load_results",
-    "robustce.evaluation.markdown_table", "robustce.evaluation.parse_config",
-    "robustce.evaluation.register_metric", "robustce.evaluation.run_benchmark",
-    "robustce.evaluation.summarise", "robustce.evaluation.write_report",
-    "robustce.notice", "robustce.notices.Notice", "robustce.notices.Reason",
-    "robustce.notices.RecourseOption", "robustce.notices.check_recourse_possible",
-    "robustce.notices.feature_contributions", "robustce.notices.notice_schema",
-    "robustce.notices.principal_reasons", "robustce.notices.to_html",
-    "robustce.notices.to_json", "robustce.notices.to_pdf", "robustce.notices.validate_notice",
-    "robustce.notices.write_notice", "robustce.notices.write_notices",
-    "robustce.robustness.APASCertifier", "robustce.robustness.APASMaxDeltaResult",
-    "robustce.robustness.APASResult", "robustce.robustness.CertStatus",
-    "robustce.robustness.Certificates", "robustce.robustness.Certifier",
-    "robustce.robustness.EnsembleShift", "robustce.robustness.EnumerationResult",
-    "robustce.robustness.ExactResult", "robustce.robustness.FamilyCertifier",
-    "robustce.robustness.MaxDeltaResult", "robustce.robustness.SampledNetworks",
-    "robustce.robustness.apas_certify", "robustce.robustness.ensemble_worst_case",
-    "robustce.robustness.enumerate_delta",
-})
+# The public names without a running example yet (issue 37: every public name has one now).
+# The same strict-xfail ratchet.
+KNOWN_NO_EXAMPLE: frozenset[str] = frozenset()
 
 OBJECTS = public_objects()
 
@@ -173,6 +145,23 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.models.torch_import",
                    "robustce.models.trees",
                    "robustce.solvers.milp",
+                   "robustce.robustness.certifier",
+                   "robustce.robustness.enumeration",
+                   "robustce.robustness.family",
+                   "robustce.evaluation.config",
+                   "robustce.evaluation.metrics",
+                   "robustce.evaluation.plausibility",
+                   "robustce.evaluation.report",
+                   "robustce.evaluation.results",
+                   "robustce.evaluation.runner",
+                   "robustce.audits.audit",
+                   "robustce.audits.execute",
+                   "robustce.audits.global_actions",
+                   "robustce.audits.groups",
+                   "robustce.notices.batch",
+                   "robustce.notices.notice",
+                   "robustce.notices.reasons",
+                   "robustce.notices.render",
                    )
 
 

@@ -47,6 +47,25 @@ class AuditResult:
     record : the audit record (model and schema hashes, method, parameters, seed, versions).
     directory : where the audit's files are.
     files : name → path of each file written.
+    Examples
+    --------
+    >>> import tempfile
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     res = rc.audit(model, test.frame, train=train, method="milp_nearest",
+    ...                    groups=["housing"], out=out, n_boot=20, min_group=5, report=False)
+    >>> cov = res.groups[res.groups["metric"] == "coverage"]
+    >>> cov[["level", "n_declined", "value", "too_few"]].round(3)
+           level  n_declined  value  too_few
+    0   mortgage          14  0.929    False
+    5        own           1  1.000     True
+    10      rent          45  0.956    False
+    >>> res.actions[["action", "coverage"]].round(3)
+                                                 action  coverage
+    0  set housing to own and increase income by 175500     0.900
+    1     set housing to own and set has_guarantor to 0     0.883
     """
 
     groups: pd.DataFrame
@@ -116,6 +135,26 @@ def audit(model: Any, data: Any, *, method: str = "nearest_neighbour",
         When a protected feature would be the only mutable one.
     SchedulerUnavailableError
         When the Dask scheduler does not answer within ``connect_timeout``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     res = rc.audit(model, test.frame, train=train, method="milp_nearest",
+    ...                    groups=["housing"], out=out, n_boot=20, min_group=5)
+    ...     print(sorted(res.files))
+    ['cost_by_group.png', 'fairness_gaps.csv', 'global_actions.csv', 'global_actions.png',
+     'global_actions_by_group.csv', 'group_metrics.csv', 'report.html', 'report.md',
+     'robust_validity_by_group.png']
+    >>> res.totals["declined_audited"], round(res.totals["coverage"], 3)
+    (60, 0.95)
+    >>> res.fairness[["measure", "value", "highest", "lowest"]].round(3)
+               measure  value   highest    lowest
+    0    burden_spread  0.164  mortgage      rent
+    1  coverage_spread  0.027      rent  mortgage
     """
     started = datetime.now(UTC)
     check_recourse_possible(model.encoder.schema)

@@ -32,6 +32,20 @@ def connect(scheduler: Any, timeout: float = 10.0) -> Any:
     ------
     SchedulerUnavailableError
         When the address does not answer in time (or cannot be reached).
+
+    Examples
+    --------
+    >>> from distributed import LocalCluster
+    >>> from robustce.audits import connect
+    >>> with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+    ...     client = connect(cluster.scheduler_address, timeout=5)
+    ...     print(type(client).__name__, client.submit(sum, [1, 2]).result())
+    ...     client.close()
+    Client 3
+    >>> connect("tcp://127.0.0.1:9", timeout=0.2)  # nothing listens there
+    Traceback (most recent call last):
+    ...
+    robustce.errors.SchedulerUnavailableError: the Dask scheduler tcp://127.0.0.1:9 did not answer ...
     """
     from distributed import Client
 

@@ -37,6 +37,13 @@ class Action:
     ----------
     changes : the atomic changes ``(feature, op, value)``: ``add`` moves a numeric feature by
         ``value`` (clipped to its bounds), ``set`` gives a feature the level ``value``.
+    Examples
+    --------
+    >>> from robustce.audits import Action
+    >>> Action((("income", "add", 20000.0), ("housing", "set", "own"))).describe()
+    'increase income by 20000 and set housing to own'
+    >>> Action((("debt", "add", -5000.0),)).describe()
+    'decrease debt by 5000'
     """
 
     changes: tuple[tuple[str, str, Any], ...]
@@ -81,6 +88,16 @@ def apply_action(action: Action, X: pd.DataFrame, schema: Any) -> tuple[pd.DataF
     action : the :class:`Action` to apply.
     X : raw rows.
     schema : the :class:`~robustce.data.Schema` of ``X`` (bounds, levels, actionability).
+    Examples
+    --------
+    >>> from robustce.audits import Action, apply_action
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> X = data.frame[data.schema.names].head(3)
+    >>> new, allowed = apply_action(Action((("years_employed", "add", -2.0),)), X, data.schema)
+    >>> X["years_employed"].tolist(), new["years_employed"].tolist()
+    ([14, 2, 20], [12.0, 0.0, 18.0])
+    >>> allowed  # years employed may only increase
+    array([False, False, False])
     """
     new = X.copy()
     ok = np.ones(len(X), dtype=bool)
@@ -161,6 +178,24 @@ def global_actions(model: Any, sample: pd.DataFrame, groups: Sequence[str], targ
     -------
     (actions, by_group): per chosen action its coverage alone, the cumulative coverage and
     the mean cost over the applicants it covers; and the same per group level.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from robustce.audits import global_actions
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> names = train.schema.names
+    >>> cf = expl.counterfactuals.set_index("query_id").loc[declined.index, names]  # all found
+    >>> sample = pd.concat([declined[names].add_prefix("x:"), cf.add_prefix("cf:")], axis=1)
+    >>> sample["found"], sample["housing"] = True, declined["housing"]
+    >>> actions, by_group = global_actions(model, sample, ["housing"], 1, max_actions=2)
+    >>> actions[["action", "coverage", "cumulative_coverage"]].round(3)
+                   action  coverage  cumulative_coverage
+    0  set housing to own       1.0                  1.0
     """
     schema = model.encoder.schema
     if len(sample) == 0:

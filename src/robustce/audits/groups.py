@@ -60,6 +60,26 @@ class GroupAccumulator:
     n_boot : bootstrap replicates.
     seed : the audit's seed (replicate weights are seeded by seed, partition and row).
     hist_bins : bin edges of the cost histograms kept per group (for the report's plots).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from robustce.audits import GroupAccumulator
+    >>> rows = pd.DataFrame({  # per declined applicant, as an audit's partitions hold them
+    ...     "sex": ["F", "F", "F", "M", "M", "M"], "found": [True, True, False, True, True, True],
+    ...     "cost_l1_model": [1.0, 3.0, np.nan, 1.0, 1.0, 2.0],
+    ...     "cost_l1_raw": [0.5, 1.5, np.nan, 0.2, 0.4, 0.6], "n_changed": [1, 2, np.nan, 1, 1, 1],
+    ...     "valid": [1.0, 1.0, np.nan, 1.0, 1.0, 1.0], "vr": np.nan, "delta_valid": np.nan})
+    >>> acc = GroupAccumulator(["sex"], n_boot=50, seed=0, hist_bins=np.linspace(0, 2, 5))
+    >>> acc.add(rows.iloc[:4], 0)  # partition by partition
+    >>> acc.add(rows.iloc[4:], 1)
+    >>> t = acc.table(min_group=1).set_index(["level", "metric"])  # gaps: to the reference M
+    >>> t.loc[[("F", "coverage"), ("M", "coverage"), ("F", "burden")], ["value", "gap"]].round(3)
+                    value    gap
+    level metric
+    F     coverage  0.667 -0.333
+    M     coverage  1.000    NaN
+    F     burden    1.000  0.600
     """
 
     def __init__(self, groups: list[str], n_boot: int, seed: int, hist_bins: np.ndarray):

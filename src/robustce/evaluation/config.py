@@ -280,6 +280,21 @@ class BenchmarkConfig:
     description : free text for reports.
     quick : whether the ``[quick]`` scale was applied.
     variant : the ``[variants.NAME]`` protocol applied, or None.
+
+    Examples
+    --------
+    >>> config = rc.evaluation.parse_config({
+    ...     "name": "loan", "seeds": [0, 1], "model": {"kind": "logistic"},
+    ...     "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 200}}],
+    ...     "methods": [{"name": "nearest_neighbour"}, {"name": "milp_nearest"}]})
+    >>> config.name, config.model, config.on_error
+    ('loan', {'kind': 'logistic'}, 'record')
+    >>> for dataset, seed, method in config.cells():  # one run per (dataset, seed, method)
+    ...     print(dataset.label, seed, method.label)
+    synthetic_loan 0 nearest_neighbour
+    synthetic_loan 0 milp_nearest
+    synthetic_loan 1 nearest_neighbour
+    synthetic_loan 1 milp_nearest
     """
 
     name: str
@@ -347,6 +362,26 @@ def load_config(path: str | Path, *, quick: bool = False, variant: str | None = 
     ------
     ConfigError
         The file is not valid TOML or breaks the configuration's rules (the message names the key).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> text = '''
+    ... seeds = [0, 1]
+    ... out_dir = "results"          # relative to the file
+    ... [queries]
+    ... n = 5
+    ... [[datasets]]
+    ... name = "synthetic_loan"
+    ... [[methods]]
+    ... name = "milp_nearest"
+    ... '''
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp, "bench.toml")
+    ...     _ = path.write_text(text)
+    ...     config = rc.evaluation.load_config(path)
+    ...     print(config.out_dir == pathlib.Path(tmp, "results"), config.seeds, config.queries["n"])
+    True [0, 1] 5
     """
     return parse_config(read_toml(path), base_dir=Path(path).parent, quick=quick, variant=variant)
 
@@ -422,6 +457,20 @@ def parse_config(raw: Mapping[str, Any] | BenchmarkConfig, base_dir: str | Path 
     Returns
     -------
     BenchmarkConfig
+
+    Examples
+    --------
+    >>> config = rc.evaluation.parse_config({
+    ...     "seeds": [0, 1], "queries": {"n": 5},
+    ...     "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 200}}],
+    ...     "methods": [{"name": "wachter", "params": {"lam_init": 0.1}}, {"name": "milp_nearest"}]})
+    >>> [m.label for m in config.methods], config.seeds, len(config.cells())
+    (['wachter', 'milp_nearest'], [0, 1], 4)
+    >>> rc.evaluation.parse_config({"seeds": [0], "datasets": [{"name": "synthetic_loan"}],
+    ...                             "methods": [{"name": "wachter", "params": {"lam": 0.1}}]})
+    Traceback (most recent call last):
+    ...
+    robustce.errors.ConfigError: methods[0].params.lam: unknown parameter; allowed: lam_init, ...
     """
     if isinstance(raw, BenchmarkConfig):
         return raw

@@ -135,6 +135,21 @@ class MetricInputs:
         position (for stability metrics), or None.
     lof_neighbors : LOF's k for plausibility (default 10).
     lof : a fitted :class:`LOFScorer` of ``data`` to reuse, or None (one is fitted on use).
+
+    Examples
+    --------
+    A custom metric's compute receives one; built directly it shows what is there:
+
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> result = rc.methods.MILPNearest(model, train).explain(rejected)
+    >>> inputs = rc.evaluation.MetricInputs(result, model, data=train)
+    >>> inputs.X.shape, inputs.C.shape, inputs.targets.tolist()
+    ((3, 13), (3, 13), [1, 1, 1])
+    >>> inputs.feature_deltas().shape  # per raw feature
+    (3, 8)
     """
 
     def __init__(self, explanations: Any, model: Any, *, data: Any = None, family: Any = None,
@@ -210,6 +225,18 @@ class MetricSpec:
     higher_is_better : True, False or None (see above).
     per_query : whether it is computed per query (see above).
     compute : the function computing it from a :class:`MetricInputs` (per-query metrics).
+
+    Examples
+    --------
+    >>> spec = rc.evaluation.METRICS["validity"]
+    >>> spec.description, spec.higher_is_better, sorted(rc.evaluation.METRICS["lof"].needs)
+    ('1 iff the model predicts the target class for the CE (forward pass)', True, ['data'])
+    >>> import numpy as np
+    >>> max_change = rc.evaluation.MetricSpec(
+    ...     "max_change", "largest model-space change of a CE", higher_is_better=False,
+    ...     compute=lambda m: np.abs(m.C - m.X).max(axis=1))
+    >>> max_change.per_query, max_change.needs
+    (True, frozenset())
     """
 
     name: str
@@ -304,6 +331,26 @@ def register_metric(spec: MetricSpec) -> None:
     Parameters
     ----------
     spec : the metric's :class:`MetricSpec`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from robustce.evaluation.metrics import unregister_metric
+    >>> rc.evaluation.register_metric(rc.evaluation.MetricSpec(
+    ...     "max_change", "largest model-space change of a CE", higher_is_better=False,
+    ...     compute=lambda m: np.abs(m.C - m.X).max(axis=1)))
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> result = rc.methods.MILPNearest(model, train).explain(rejected)
+    >>> rc.evaluation.evaluate(result, model, metrics=["max_change"]).round(3)
+              max_change
+    query_id
+    1               1.00
+    8               0.38
+    13              1.00
+    >>> unregister_metric("max_change")  # the registry is global
     """
     if not isinstance(spec, MetricSpec):
         raise ConfigError(f"register_metric expects a MetricSpec, got {type(spec).__name__}")
@@ -326,7 +373,16 @@ def unregister_metric(name: str) -> None:
 
 
 def available_metrics() -> list[str]:
-    """Names of all registered metrics (configs validate against this list)."""
+    """Names of all registered metrics (configs validate against this list).
+
+    Examples
+    --------
+    >>> names = rc.evaluation.available_metrics()
+    >>> names[:4]
+    ['validity', 'proximity_l0', 'proximity_l1', 'proximity_l2']
+    >>> [n for n in names if n.startswith("proximity")]
+    ['proximity_l0', 'proximity_l1', 'proximity_l2', 'proximity_linf', 'proximity_l1_mean']
+    """
     return list(METRICS)
 
 
@@ -349,6 +405,15 @@ def check_metrics(names: Iterable[str] | None, *, data: Any = None, family: Any 
     Returns
     -------
     list of str
+
+    Examples
+    --------
+    >>> rc.evaluation.check_metrics(["proximity_l1", "validity"])  # registry order
+    ['validity', 'proximity_l1']
+    >>> rc.evaluation.check_metrics(["lof"])  # LOF needs the training data
+    Traceback (most recent call last):
+    ...
+    robustce.errors.ConfigError: metric 'lof' needs data= to be given
     """
     have = _have(data, family, shift, perturbed)
     if names is None:
@@ -377,6 +442,15 @@ def default_metrics(*, data: Any = None, family: Any = None, shift: Any = None,
     Returns
     -------
     list of str
+
+    Examples
+    --------
+    >>> plain = rc.evaluation.default_metrics()  # no data, family or shift given
+    >>> "validity" in plain, "lof" in plain
+    (True, False)
+    >>> extra = rc.evaluation.default_metrics(shift=rc.robustness.ParameterShift(0.05))
+    >>> sorted(set(extra) - set(plain))
+    ['v_delta']
     """
     have = _have(data, family, shift, perturbed)
     return [n for n, s in METRICS.items() if s.per_query and s.needs <= have]
@@ -539,10 +613,22 @@ def evaluate(
     pandas.DataFrame
         One row per query with a CE, one column per metric.
 
+
     Examples
     --------
-    >>> per_query = rc.evaluation.evaluate(result, model, data=train)   # doctest: +SKIP
-    >>> rc.evaluation.summarise(per_query, result)                        # doctest: +SKIP
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> result = rc.methods.MILPNearest(model, train).explain(rejected)
+    >>> per_query = rc.evaluation.evaluate(result, model, data=train,
+    ...                                    metrics=["validity", "proximity_l1", "lof_inlier"])
+    >>> per_query.round(3)
+              validity  proximity_l1  lof_inlier
+    query_id
+    1              1.0         2.000         1.0
+    8              1.0         0.391         1.0
+    13             1.0         2.000         1.0
     """
     names = check_metrics(metrics, data=data, family=family, shift=shift, perturbed=perturbed)
     enc = model.encoder
@@ -588,6 +674,18 @@ def summarise(per_query: pd.DataFrame, explanations: Any) -> dict[str, float]:
     Returns
     -------
     dict of str to float
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> result = rc.methods.MILPNearest(model, train).explain(rejected)
+    >>> per_query = rc.evaluation.evaluate(result, model, metrics=["validity", "sparsity"])
+    >>> summary = rc.evaluation.summarise(per_query, result)
+    >>> {k: round(summary[k], 3) for k in ("validity", "sparsity", "coverage", "n_queries")}
+    {'validity': 1.0, 'sparsity': 1.333, 'coverage': 1.0, 'n_queries': 3.0}
     """
     out: dict[str, float] = {}
     for col in per_query.columns:

@@ -65,6 +65,16 @@ class LOFScorer:
     labels : ``"label"`` (default) selects a class's points by their true label, ``"model"``
         by the model's prediction (then pass ``model``).
     model : the model whose predictions select the points when ``labels="model"``.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> scorer = rc.evaluation.LOFScorer(data, enc, n_neighbors=10)
+    >>> X = enc.transform(data.frame.head(3))
+    >>> lof, inlier = scorer.score(X, target_class=data.y[:3])  # vs. each row's own class
+    >>> lof.round(2), inlier
+    (array([1.53, 1.  , 1.01]), array([0., 1., 1.]))
     """
 
     def __init__(self, data: Dataset, encoder: Encoder, n_neighbors: int = 10, *,

@@ -128,6 +128,21 @@ def format_table(table: pd.DataFrame, digits: int = 3) -> str:
     ----------
     table : a benchmark table (``BenchmarkResult.table()``: metrics with mean/std columns).
     digits : significant digits.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> config = {"seeds": [0], "model": {"kind": "logistic"}, "queries": {"n": 3},
+    ...           "metrics": ["validity", "proximity_l1"],
+    ...           "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 200}}],
+    ...           "methods": [{"name": "nearest_neighbour"}, {"name": "milp_nearest"}]}
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     result = rc.evaluation.run_benchmark(config, out, progress=False)
+    >>> print(rc.evaluation.format_table(result.table()[["coverage", "proximity_l1"]]))
+    dataset         method                  coverage   proximity_l1
+    --------------  -----------------  -------------  -------------
+    synthetic_loan  nearest_neighbour  0.333 ± 0.000  1.026 ± 0.000
+    synthetic_loan  milp_nearest       1.000 ± 0.000  1.796 ± 1.077
     """
     if table is None or len(table) == 0:
         return "(no results)"
@@ -150,6 +165,21 @@ def markdown_table(table: pd.DataFrame, digits: int = 3) -> str:
     ----------
     table : a benchmark table, as :func:`format_table` takes.
     digits : significant digits.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> config = {"seeds": [0], "model": {"kind": "logistic"}, "queries": {"n": 3},
+    ...           "metrics": ["validity", "proximity_l1"],
+    ...           "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 200}}],
+    ...           "methods": [{"name": "nearest_neighbour"}, {"name": "milp_nearest"}]}
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     result = rc.evaluation.run_benchmark(config, out, progress=False)
+    >>> print(rc.evaluation.markdown_table(result.table()[["coverage", "proximity_l1"]]))
+    | dataset | method | coverage | proximity_l1 |
+    | --- | --- | ---: | ---: |
+    | synthetic_loan | nearest_neighbour | 0.333 ± 0.000 | 1.026 ± 0.000 |
+    | synthetic_loan | milp_nearest | 1.000 ± 0.000 | 1.796 ± 1.077 |
     """
     if table is None or len(table) == 0:
         return "_no results_"
@@ -445,6 +475,21 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, title: str = "robu
     -------
     dict of str to Path
         ``html``, ``markdown`` and ``figures`` (the folder of the PNGs).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> config = {"seeds": [0], "model": {"kind": "logistic"}, "queries": {"n": 3},
+    ...           "metrics": ["validity", "proximity_l1"],
+    ...           "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 200}}],
+    ...           "methods": [{"name": "nearest_neighbour"}, {"name": "milp_nearest"}]}
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     result = rc.evaluation.run_benchmark(config, out, progress=False)
+    ...     paths = rc.evaluation.write_report(result.table(), out, title="Loan baselines")
+    ...     print(sorted(paths), paths["html"].name, paths["html"].stat().st_size > 0)
+    ...     print("Loan baselines" in paths["markdown"].read_text())
+    ['figures', 'html', 'markdown'] report.html True
+    True
     """
     out = Path(out_dir)
     figs = list(default_figures(table) if figures is None else figures)

@@ -49,6 +49,24 @@ class BenchmarkResult:
     config : the run's :class:`BenchmarkConfig` (None when it could not be read back).
     cells : one record per cell (a dataset, seed and method), as written to disk.
     out_dir : the run's output directory, or None.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> config = {"seeds": [0], "model": {"kind": "logistic"}, "queries": {"n": 3},
+    ...           "metrics": ["validity", "proximity_l1"],
+    ...           "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 200}}],
+    ...           "methods": [{"name": "nearest_neighbour"}, {"name": "milp_nearest"}]}
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     result = rc.evaluation.run_benchmark(config, out, progress=False)
+    >>> result.name, len(result.cells), result.errors, result.metric_names
+    ('benchmark', 2, [], ['validity', 'proximity_l1'])
+    >>> result.per_query[["method", "query_id", "validity", "status"]]
+                  method  query_id  validity status
+    0  nearest_neighbour         1       1.0  found
+    1       milp_nearest         1       1.0  found
+    2       milp_nearest         8       1.0  found
+    3       milp_nearest        16       1.0  found
     """
 
     config: BenchmarkConfig | None
@@ -283,6 +301,21 @@ def load_results(out_dir: str | Path, config: BenchmarkConfig | Mapping[str, Any
     Returns
     -------
     BenchmarkResult
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> config = {"seeds": [0], "model": {"kind": "logistic"}, "queries": {"n": 3},
+    ...           "metrics": ["validity", "proximity_l1"],
+    ...           "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 200}}],
+    ...           "methods": [{"name": "nearest_neighbour"}, {"name": "milp_nearest"}]}
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     _ = rc.evaluation.run_benchmark(config, out, progress=False)
+    ...     result = rc.evaluation.load_results(out)  # e.g. in a later session
+    >>> result
+    BenchmarkResult('benchmark', cells=2, errors=0, skipped=0)
+    >>> result.table()["validity"]["mean"].tolist()
+    [1.0, 1.0]
     """
     out = Path(out_dir)
     if config is None and (out / "config.json").exists():

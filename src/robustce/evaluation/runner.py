@@ -660,6 +660,25 @@ def run_benchmark(
     -------
     BenchmarkResult
         ``.table()`` is the summary table.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> config = {"seeds": [0], "model": {"kind": "logistic"}, "queries": {"n": 3},
+    ...           "metrics": ["validity", "proximity_l1"],
+    ...           "datasets": [{"name": "synthetic_loan", "params": {"n_samples": 200}}],
+    ...           "methods": [{"name": "nearest_neighbour"}, {"name": "milp_nearest"}]}
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     result = rc.evaluation.run_benchmark(config, out, progress=False)
+    ...     again = rc.evaluation.run_benchmark(config, out, progress=False)  # resumes from the cells on disk
+    >>> result, again.per_query.equals(result.per_query)
+    (BenchmarkResult('benchmark', cells=2, errors=0, skipped=0), True)
+    >>> result.table()[["coverage", "validity"]].round(3)
+    metric                           coverage      validity
+    stat                                 mean  std     mean  std
+    dataset        method
+    synthetic_loan nearest_neighbour    0.333  0.0      1.0  0.0
+                   milp_nearest         1.000  0.0      1.0  0.0
     """
     config = parse_config(config)
     if check:

@@ -42,6 +42,19 @@ def write_notices(model: Any, explanations: Any, directory: str | os.PathLike, *
     Returns
     -------
     The JSON paths, one per declined applicant (existing ones are kept, not recomputed).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     paths = rc.notices.write_notices(model, expl, out)
+    ...     print([p.name for p in paths], all(p.with_suffix(".html").exists() for p in paths))
+    ['notice_1.json', 'notice_8.json', 'notice_13.json'] True
     """
     expls = list(explanations) if isinstance(explanations, list | tuple) else [explanations]
     if n_jobs is not None and n_jobs < 1:

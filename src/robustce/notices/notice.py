@@ -60,6 +60,19 @@ class RecourseOption:
     n_changes : the number of raw features it changes.
     certificates : plain-language sentences of what is checked or proven about it.
     reasons : its principal reasons, as the notice's ``reasons``.
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> n = rc.notices.notice(model, declined.index[0], expl, seed=0)
+    >>> option = n.options[0]
+    >>> option.method, option.n_changes, option.cost_l1_raw
+    ('milp_nearest', 1, 1.0)
+    >>> option.changes
+    [{'feature': 'housing', 'plain_name': 'housing', 'current': 'rent', 'required': 'own'}]
     """
 
     method: str
@@ -88,6 +101,21 @@ class Notice:
     statement : the notice's plain-language statement.
     record : the audit record (model and schema hashes, methods, seed, versions, times).
     applicant : the applicant's raw values (protected features left out).
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> n = rc.notices.notice(model, declined.index[0], expl, seed=0)
+    >>> n.applicant_id, n.decision, len(n.options), n.protected_features
+    ('1', 'rejected', 1, [])
+    >>> doc = n.to_dict()  # the JSON document
+    >>> doc["kind"], doc["notice_version"] == rc.notices.NOTICE_VERSION
+    ('robustce.adverse_action_notice', True)
+    >>> sorted(doc["record"])[:4]
+    ['created_at', 'methods', 'model_class', 'model_hash']
     """
 
     applicant_id: str
@@ -228,6 +256,24 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
         Unknown applicant, an applicant the model does not decline, bad ``max_options``.
     ProtectedFeatureError
         When a protected feature would be the only mutable one.
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> robust = rc.methods.MILPRobust(model, train, shift=0.01).explain(declined)
+    >>> n = rc.notices.notice(model, declined.index[0], [expl, robust], shift=0.01, seed=0)
+    >>> n.decision, n.favourable_outcome
+    ('rejected', 'approved')
+    >>> [(r["feature"], r["current"], r["required"]) for r in n.reasons]
+    [('housing', 'rent', 'own'), ('has_guarantor', 1, 0)]
+    >>> [o.method for o in n.options]  # the option proven Δ-robust comes first
+    ['milp_robust', 'milp_nearest']
+    >>> print(n.options[0].certificates[1])
+    Proven: every model whose weights differ from the current one by at most δ = 0.01 ...
     """
     started = datetime.now(UTC)
     if not 1 <= int(max_options) <= MAX_OPTIONS:

@@ -54,6 +54,18 @@ class Reason:
     required : its value in the counterfactual.
     contribution : its part ``φ_j`` of the change of the class margin (module docstring).
     share : ``contribution / Σ contributions``.
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> pos, C = expl.first_counterfactuals()
+    >>> reasons, _ = rc.notices.principal_reasons(model, expl.queries_encoded[pos[1]], C[1], 1)
+    >>> r = reasons[0]
+    >>> r.feature, r.current, round(r.required, 2), round(r.share, 3)
+    ('income', 24323.95, 116202.33, 0.904)
     """
 
     feature: str
@@ -75,6 +87,17 @@ def check_recourse_possible(schema: Any) -> None:
     ------
     ProtectedFeatureError
         Naming the protected feature(s) when every other feature is immutable.
+
+    Examples
+    --------
+    >>> from robustce.data.schema import Feature, Schema
+    >>> rc.notices.check_recourse_possible(rc.datasets.load("synthetic_loan", n_samples=50).schema)
+    >>> schema = Schema([Feature("age", "integer", 18, 75, actionability="immutable"),
+    ...                  Feature("sex", "binary", categories=("F", "M"), actionability="protected")])
+    >>> rc.notices.check_recourse_possible(schema)
+    Traceback (most recent call last):
+    ...
+    robustce.errors.ProtectedFeatureError: protected feature(s) ['sex'] would be the only mutable ones ...
     """
     protected = list(schema.protected)
     if protected and all(f.immutable for f in schema.features):
@@ -195,6 +218,23 @@ def feature_contributions(model: Any, x: np.ndarray, x_cf: np.ndarray, target_cl
     ------
     UnsupportedModelError
         For a model with neither a ReLU-network view nor trees.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from robustce.notices.reasons import margin_change
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> pos, C = expl.first_counterfactuals()
+    >>> x, c = expl.queries_encoded[pos[1]], C[1]
+    >>> phi = rc.notices.feature_contributions(model, x, c, 1)
+    >>> phi.shape, bool(np.all(phi[c == x] == 0))  # columns the CE leaves alone get 0
+    ((13,), True)
+    >>> bool(np.isclose(phi.sum(), margin_change(model, x, c, 1)))  # Σ φ = m(x') − m(x)
+    True
     """
     x = np.asarray(x, dtype=np.float64).ravel()
     xp = np.asarray(x_cf, dtype=np.float64).ravel()
@@ -226,6 +266,21 @@ def principal_reasons(model: Any, x: np.ndarray, x_cf: np.ndarray, target_class:
     -------
     (reasons, contributions) — the first ``max_reasons`` reasons, and every raw feature's
     contribution ``φ`` (protected ones included: they are 0, as they never change).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> pos, C = expl.first_counterfactuals()
+    >>> reasons, per_feature = rc.notices.principal_reasons(model, expl.queries_encoded[pos[1]],
+    ...                                                     C[1], target_class=1)
+    >>> [(r.feature, round(r.share, 3)) for r in reasons]  # most weight first
+    [('income', 0.904), ('debt', 0.096)]
+    >>> sorted(f for f, phi in per_feature.items() if phi != 0)
+    ['debt', 'income']
     """
     enc = model.encoder
     phi = feature_contributions(model, x, x_cf, target_class)

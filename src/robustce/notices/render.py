@@ -18,7 +18,16 @@ __all__ = ["notice_schema", "to_html", "to_json", "to_pdf", "validate_notice", "
 
 
 def notice_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a notice document."""
+    """The JSON Schema (draft 2020-12) of a notice document.
+
+    Examples
+    --------
+    >>> schema = rc.notices.notice_schema()
+    >>> schema["$schema"]
+    'https://json-schema.org/draft/2020-12/schema'
+    >>> sorted(schema["required"])[:5]
+    ['applicant', 'applicant_id', 'decision', 'favourable_outcome', 'kind']
+    """
     text = resources.files("robustce.notices").joinpath("notice.schema.json").read_text()
     return json.loads(text)
 
@@ -36,6 +45,22 @@ def validate_notice(doc: dict[str, Any]) -> None:
         Naming the first violation (path and message).
     ImportError
         Without the optional ``jsonschema`` package (extra ``notice``).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> n = rc.notices.notice(model, declined.index[0], expl, seed=0)
+    >>> doc = n.to_dict()
+    >>> rc.notices.validate_notice(doc)  # passes: returns None
+    >>> del doc["decision"]
+    >>> rc.notices.validate_notice(doc)
+    Traceback (most recent call last):
+    ...
+    robustce.errors.ValidationError: notice does not match its schema at (root): 'decision' is a ...
     """
     import jsonschema
 
@@ -54,6 +79,18 @@ def to_json(notice: Any, *, validate: bool = True) -> str:
     ----------
     notice : a :class:`~robustce.notices.Notice` (or its dict).
     validate : check it against :func:`notice_schema` first.
+    Examples
+    --------
+    >>> import json
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> n = rc.notices.notice(model, declined.index[0], expl, seed=0)
+    >>> doc = json.loads(rc.notices.to_json(n))
+    >>> doc["kind"], doc["decision"], doc["reasons"][0]["feature"]
+    ('robustce.adverse_action_notice', 'rejected', 'housing')
     """
     doc = notice.to_dict() if hasattr(notice, "to_dict") else notice
     if validate:
@@ -87,6 +124,17 @@ def to_html(notice: Any) -> str:
     Parameters
     ----------
     notice : a :class:`~robustce.notices.Notice` (or its dict).
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> n = rc.notices.notice(model, declined.index[0], expl, seed=0)
+    >>> page = rc.notices.to_html(n)
+    >>> page.startswith("<!DOCTYPE html>"), "http" in page  # one self-contained page
+    (True, False)
     """
     d = notice.to_dict() if hasattr(notice, "to_dict") else notice
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -142,6 +190,19 @@ def write_notice(notice: Any, directory: str | os.PathLike, *, stem: str | None 
     notice : the :class:`~robustce.notices.Notice`.
     directory : where to write (created if missing).
     stem : the files' name without suffix (default ``notice_<applicant_id>``).
+    Examples
+    --------
+    >>> import tempfile
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> n = rc.notices.notice(model, declined.index[0], expl, seed=0)
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     paths = rc.notices.write_notice(n, out)
+    ...     print([p.name for p in paths])
+    ['notice_1.json', 'notice_1.html']
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,6 +233,20 @@ def to_pdf(notice: Any, path: str | os.PathLike, *, executable_path: str | None 
         Without the ``playwright`` package.
     FileNotFoundError
         When no Chromium binary is given or on ``PATH``.
+
+    Examples
+    --------
+    >>> import pathlib, shutil, tempfile
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> declined = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> expl = rc.methods.MILPNearest(model, train).explain(declined)
+    >>> n = rc.notices.notice(model, declined.index[0], expl, seed=0)
+    >>> with tempfile.TemporaryDirectory() as out:  # needs Chromium (Debian's chromium package)
+    ...     if shutil.which("chromium"):
+    ...         pdf = rc.notices.to_pdf(n, pathlib.Path(out, "notice.pdf"))
+    ...         assert pdf.read_bytes().startswith(b"%PDF-")  # an A4 PDF of the HTML page
     """
     import shutil
 

@@ -827,6 +827,20 @@ class APASResult:
     n : number of draws from Δ_δ.
     time : seconds for the whole batch.
     meta : the test's settings (``biases``, ``p``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> out = rc.robustness.apas_certify(net, X, 0.05, target_class=1, random_state=0)
+    >>> out.status.tolist(), out.n_flips.tolist(), out.n
+    (['passed', 'failed'], [0, 47], 1379)
+    >>> out.to_frame()[["passed", "status", "n_flips"]]
+       passed  status  n_flips
+    0    True  passed        0
+    1   False  failed       47
     """
 
     passed: np.ndarray
@@ -886,6 +900,19 @@ def apas_certify(model: Any, cfs: Any, delta: Any, alpha: float = 0.999, R: floa
     biases : whether the shift moves biases too.
 
     All CEs are evaluated on the same n draws (batched, chunked to bound memory).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> out = rc.robustness.apas_certify(net, X, 0.05, alpha=0.999, R=0.995, target_class=1,
+    ...                                  random_state=0)
+    >>> out.passed, out.n  # n = ⌈ln(1 − α) / ln R⌉ draws from Δ
+    (array([ True, False]), 1379)
+    >>> out.certificate(0)["min_margin"] > 0
+    True
     """
     if isinstance(delta, ParameterShift):
         delta, biases = delta.delta, delta.biases
@@ -942,6 +969,20 @@ class APASMaxDeltaResult:
     n : draws per tested δ.
     time : seconds for the whole batch.
     meta : the search's settings (``delta_init``, ``delta_max``, ``biases``, ``p``, ``rounds``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> out = rc.robustness.apas_max_delta(net, X, target_class=1, n=200, random_state=0)
+    >>> out.status.tolist(), out.delta_max.round(3)
+    (['ok', 'ok'], array([0.278, 0.038]))
+    >>> out.to_frame()[["delta_max", "status", "n_tests"]]
+       delta_max status  n_tests
+    0     0.2782     ok       24
+    1     0.0377     ok       19
     """
 
     delta: np.ndarray
@@ -1208,6 +1249,19 @@ class APASCertifier(Certifier):
     ``evidence`` — per row ``{"n": n, "n_flips": k, "min_margin": m}``; ``columns``:
     ``min_sampled_margin``, ``n_flips``. A sampled test runs n forward passes per row and no
     solver, so ``time_limit`` does not apply.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> certifier = rc.robustness.APASCertifier(0.05, alpha=0.999, R=0.995, random_state=0)
+    >>> certs = certifier.certify(net, X, 1)
+    >>> [str(s) for s in certs.status], certs.columns["n_flips"].tolist()
+    (['robust', 'not_robust'], [0, 42])
+    >>> certifier.params()["n"]
+    1379
     """
 
     name = "apas"

@@ -47,7 +47,16 @@ __all__ = ["CertStatus", "Certificates", "Certifier"]
 
 
 class CertStatus(StrEnum):
-    """Outcome of a robustness test for one counterfactual. Only ``ROBUST`` is a claim."""
+    """Outcome of a robustness test for one counterfactual. Only ``ROBUST`` is a claim.
+
+    Examples
+    --------
+    >>> from robustce.robustness import CertStatus
+    >>> [s.value for s in CertStatus]
+    ['robust', 'not_robust', 'timeout', 'inconclusive', 'error']
+    >>> CertStatus("timeout") is CertStatus.TIMEOUT, CertStatus.TIMEOUT == "timeout"
+    (True, True)
+    """
 
     ROBUST = "robust"
     NOT_ROBUST = "not_robust"  # with evidence (a member of the set that flips the prediction)
@@ -75,6 +84,22 @@ class Certificates:
         ``biases``, ``solver``, ``tol``).
     columns : further per-row fields a certifier reports (e.g. the exact test's ``value``,
         ``decided_by``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> certs = rc.robustness.ExactDeltaCertifier(0.05).certify(net, X, 1)
+    >>> [str(s) for s in certs.status], certs.robust
+    (['robust', 'not_robust'], array([ True, False]))
+    >>> certs.to_frame()[["status", "target_class", "decided_by"]]
+           status  target_class decided_by
+    0      robust             1   interval
+    1  not_robust             1     attack
+    >>> certs.certificate(1)["delta"]
+    0.05
     """
 
     status: np.ndarray
@@ -138,7 +163,25 @@ class Certifier(ABC):
 
     Subclasses set ``name``, implement :meth:`certify` and :meth:`params`. A certifier holds
     its own set (a shift Δ, a sample size, an input ball) and options; ``certify`` may be
-    called many times (a method's loop calls it once per candidate)."""
+    called many times (a method's loop calls it once per candidate).
+
+    Examples
+    --------
+    Every certifier answers the same call; a method's robustness loop takes any of them:
+
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> for certifier in (rc.robustness.ExactDeltaCertifier(0.05),
+    ...                   rc.robustness.APASCertifier(0.05, random_state=0)):
+    ...     print(certifier.name, [str(s) for s in certifier.certify(net, X, 1).status])
+    exact_delta ['robust', 'not_robust']
+    apas ['robust', 'not_robust']
+    >>> rc.robustness.ExactDeltaCertifier(0.05).to_dict()
+    {'certifier': 'exact_delta', 'delta': 0.05, 'p': 'inf', 'biases': True, 'solver': 'highs',
+     'time_limit': 10.0, 'tol': 1e-06}
+    """
 
     name: ClassVar[str] = "certifier"
 

@@ -70,6 +70,16 @@ class EnsembleShift:
     delta : δ ≥ 0, the largest move of a leaf value.
     epsilon : ε ≥ 0, the largest move of a split threshold in model space (a number or one per
         column).
+
+    Examples
+    --------
+    >>> shift = rc.robustness.EnsembleShift(delta=0.01, epsilon=0.02)
+    >>> shift.params()
+    {'delta': 0.01, 'epsilon': 0.02}
+    >>> shift.epsilons(3)  # one ε per model-space column
+    array([0.02, 0.02, 0.02])
+    >>> rc.robustness.EnsembleShift.of(0.05)  # a number is δ alone
+    EnsembleShift(delta=0.05, epsilon=0.0)
     """
 
     delta: float = 0.0
@@ -319,6 +329,20 @@ def ensemble_worst_case(model: Any, X: np.ndarray, shift: EnsembleShift | float,
     -------
     numpy.ndarray
         The worst margin per row.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> enc = rc.data.Encoder(train.schema).fit(train.frame)
+    >>> forest = RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0)
+    >>> model = rc.models.wrap(forest.fit(enc.transform(train.frame), train.y), enc)
+    >>> X = enc.transform(test.frame.head(4))
+    >>> nominal = rc.robustness.ensemble_worst_case(model, X, 0.0)  # δ = ε = 0: the margin itself
+    >>> worst = rc.robustness.ensemble_worst_case(model, X, rc.robustness.EnsembleShift(0.05, 0.01))
+    >>> nominal.round(3), worst.round(3)  # > 0: (δ, ε)-robust for the predicted class
+    (array([0.948, 1.505, 1.656, 0.736]), array([ 0.448,  1.005, -2.267, -2.166]))
     """
     ens = VoteEnsemble.of(model)
     shift = EnsembleShift.of(shift)

@@ -45,6 +45,19 @@ class EnumerationResult:
     time : seconds spent.
     meta : the search's settings (``delta``, ``p``, ``biases``, ``target_class``,
         ``max_splits``, ``max_boxes``, ``stopped_early``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> shift = rc.robustness.ParameterShift(0.05)
+    >>> out = rc.robustness.enumerate_delta(net, X[1], shift, max_splits=6, target_class=1)
+    >>> round(out.robust, 3), round(out.non_robust, 3), round(out.unknown, 3)
+    (0.5, 0.0, 0.5)
+    >>> out.depth, out.meta["stopped_early"]
+    (6, False)
     """
 
     robust: float
@@ -118,6 +131,19 @@ def enumerate_delta(model: Any, cf: Any, shift: ParameterShift, *, max_splits: i
     Returns
     -------
     EnumerationResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> shift = rc.robustness.ParameterShift(0.05)
+    >>> rc.robustness.enumerate_delta(net, X[0], shift, target_class=1).robust  # all of Δ
+    1.0
+    >>> out = rc.robustness.enumerate_delta(net, X[1], shift, max_splits=6, target_class=1)
+    >>> round(out.robust + out.non_robust + out.unknown, 6)
+    1.0
     """
     if not isinstance(shift, ParameterShift):
         raise ValidationError(f"shift must be a ParameterShift, got {type(shift).__name__}")

@@ -105,6 +105,21 @@ class ExactResult:
     solver : the MILP solver's name.
     meta : the run's settings (``precheck_time``, ``tol``, ``mode``, ``precheck``,
         ``decide_only``, ``time_limit``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> shift = rc.robustness.ParameterShift(0.05)
+    >>> out = rc.robustness.exact_worst_case(net, X, shift, target_class=1)
+    >>> [str(s) for s in out.status], out.decided_by.tolist()
+    (['robust', 'not_robust'], ['interval', 'attack'])
+    >>> out.value.round(4)
+    array([ 0.685, -0.113])
+    >>> out.witness[1].forward(X[1:]).round(4)  # a network in Δ that flips the second row
+    array([[-0.113]])
     """
 
     value: np.ndarray

@@ -57,6 +57,21 @@ class FamilyCertifier(Certifier):
     include_model : whether the model given to :meth:`certify` is part of the set
         (default True).
     tol : a row is ``robust`` only when its lowest margin is > ``tol`` (≥ 0).
+
+    Examples
+    --------
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    >>> train, test = data.split(test_size=0.25, random_state=0)
+    >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
+    >>> others = [rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=s).fit(train)
+    ...           for s in (1, 2)]
+    >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
+    >>> res = rc.methods.MILPNearest(model, train).explain(rejected)
+    >>> certs = rc.robustness.FamilyCertifier(others).certify(model, res.counterfactuals_encoded, 1)
+    >>> [str(s) for s in certs.status]  # nearest CEs sit on the boundary: fragile
+    ['not_robust', 'not_robust', 'not_robust']
+    >>> certs.columns["valid_fraction"].round(2)  # share of the 3 models accepting each CE
+    array([0.67, 0.33, 0.67])
     """
 
     name: ClassVar[str] = "family"

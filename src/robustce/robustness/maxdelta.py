@@ -51,6 +51,20 @@ class MaxDeltaResult:
     time : seconds for the whole batch.
     meta : the search's settings (``delta_init``, ``delta_max``, ``biases``, ``solver``,
         ``time_limit``, ``rounds``, ``tol``, ``p``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> out = rc.robustness.max_provable_delta(net, X, target_class=1)
+    >>> out.status.tolist(), out.delta.round(4)
+    (['ok', 'ok'], array([0.1721, 0.023 ]))
+    >>> out.to_frame()[["delta", "status", "n_tests"]]
+         delta status  n_tests
+    0  0.17205     ok       23
+    1  0.02305     ok       17
     """
 
     delta: np.ndarray

@@ -173,6 +173,20 @@ class SampledNetworks:
         ``(n, out)``, one slice per sampled network.
     base : the structured network the samples share activations and input map with (None
         for plain ReLU networks).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = rc.models.ReLUNetwork([(np.array([[1.0, -1.0], [0.5, 1.0]]), np.zeros(2)),
+    ...                              (np.array([[1.0, 1.0]]), np.array([-0.5]))])
+    >>> X = np.array([[1.0, 0.0], [0.4, 0.0]])  # class-1 margins 1.0 and 0.1
+    >>> samples = rc.robustness.ParameterShift(0.05).sample(net, 1000, random_state=0)
+    >>> len(samples), samples.forward(X).shape  # (networks, rows, logits)
+    (1000, (1000, 2, 1))
+    >>> (samples.margin(X, 1) > 0).mean(axis=0)  # share of the draws keeping class 1
+    array([1.   , 0.969])
+    >>> samples.network(0)
+    ReLUNetwork(2-2-1)
     """
 
     _CHUNK_ELEMENTS = 1 << 19
