@@ -1165,6 +1165,8 @@ def _build(final: Any, label: str, A: np.ndarray, c: np.ndarray, encoder: Encode
                 output.append(k)
         n_logits = stages.shape[1]
         probe = np.zeros((1, A.shape[0])) + c[None, :]
+        if getattr(final, "feature_names_in_", None) is not None:  # fitted on a frame
+            probe = pd.DataFrame(probe, columns=final.feature_names_in_)
         raw = np.asarray(final.decision_function(probe), dtype=np.float64).reshape(1, -1)
         partial = AdditiveTrees(trees, np.array(output), np.zeros(n_logits))
         baseline = raw[0] - partial.logits(np.zeros((1, basis.d)))[0]
