@@ -14,6 +14,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 import robustce as rc
 from robustce.data import Constraints, from_frame
+from robustce.methods.proplace import _CONSTRAINED_POOL_FACTOR
 from robustce.robustness import ExactDeltaCertifier
 from test_constraints_methods import (
     _grid,
@@ -195,8 +196,11 @@ def test_proplace_optimum_equals_brute_force_and_stays_robust(case):
         if res.status.iloc[i] != "found":
             continue
         x = enc.transform(queries.iloc[[i]])[0]
-        S = ex.neighbours.k_robust_neighbours(queries.iloc[[i]], 6 * 5, 1)[0]
-        if ex.constraints_ is not None:  # the vertices satisfy the constraints (PROPLACE's rule)
+        if ex.constraints_ is None:
+            S = ex.neighbours.k_robust_neighbours(queries.iloc[[i]], 6, 1)[0]
+        else:  # the nearest neighbours that satisfy the constraints (PROPLACE's rule)
+            S = ex.neighbours.k_robust_neighbours(queries.iloc[[i]],
+                                                  6 * _CONSTRAINED_POOL_FACTOR, 1)[0]
             S = S[ex.constraints_.satisfied(x, S)]
         S = S[:6]
         ok = _in_hull(np.vstack([x[None], S]), G)
@@ -210,11 +214,11 @@ def test_proplace_optimum_equals_brute_force_and_stays_robust(case):
                     + 0.3 * (grid["city"] != row["city"]).to_numpy())
         cf = res.counterfactuals[res.counterfactuals["query_id"] == queries.index[i]].iloc[0]
         got = res.certificates.iloc[i]["distance"]
+        at = ((grid["a"] == cf["a"]) & (grid["b"] == cf["b"])
+              & (grid["city"] == cf["city"])).to_numpy()
         upper = cost[ok & (wc >= ex.sigma)].min()
         lower = cost[ok & (wc >= ex.sigma - ex.t)].min()
         assert lower - 1e-6 <= got <= upper + 1e-6
-        at = ((grid["a"] == cf["a"]) & (grid["b"] == cf["b"])
-              & (grid["city"] == cf["city"])).to_numpy()
         assert cost[at][0] == pytest.approx(got, abs=1e-9)
         if case == "causal":
             assert cf["b"] - row["b"] == cf["a"] - row["a"]

@@ -321,7 +321,7 @@ class PROPLACE(Explainer):
                                              time_limit=max(min(self.certify_time_limit, left()), 1e-3))
             status = CertStatus(test.status[0])
             if status is CertStatus.ROBUST:
-                cert.update(distance=float(self.distance_.rowwise(cf[None], x[None])[0]),
+                cert.update(distance=float(self.distance_.rowwise(cf[None], x[None], self.encoder)[0]),
                             worst_case_margin=float(test.lower[0]))
                 return QueryResult("found", cf[None], cert, message=note)
             witness = test.evidence[0]
@@ -359,7 +359,7 @@ class PROPLACE(Explainer):
         # every vertex is feasible for every Δ′ (certified margin ≥ σ), so the optimum is no
         # farther than the nearest one: the row ‖x' − x‖₁ ≤ r keeps the MILP to that ball,
         # whose first-layer bounds (:func:`l1_ball_layer_bounds`) are far tighter than the hull's
-        d0 = float(np.min(self.distance_.rowwise(np.clip(S, lo, hi), x[None])))
+        d0 = float(np.min(self.distance_.rowwise(np.clip(S, lo, hi), x[None], self.encoder)))
         r = d0 * (1.0 + 1e-7) + 1e-7
         if self._ball_bounds:
             m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
