@@ -11,17 +11,17 @@ import pandas as pd
 import pytest
 from scipy.optimize import linprog
 from sklearn.ensemble import RandomForestClassifier
-
-import robustce as rc
-from robustce.data import Constraints, from_frame
-from robustce.methods.proplace import _CONSTRAINED_POOL_FACTOR
-from robustce.robustness import ExactDeltaCertifier
 from test_constraints_methods import (
     _grid,
     _grid_data,
     _queries,
     _robust_checks,
 )
+
+import robustce as rc
+from robustce.data import Constraints, from_frame
+from robustce.methods.proplace import _CONSTRAINED_POOL_FACTOR
+from robustce.robustness import ExactDeltaCertifier
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
