@@ -7,19 +7,18 @@ city in a/b/c), PROPLACE's certificates by sampling and attack."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy.optimize import linprog
-from sklearn.ensemble import RandomForestClassifier
 from test_constraints_methods import (
     _grid,
     _grid_data,
+    _grid_models,
     _queries,
     _robust_checks,
 )
 
 import robustce as rc
-from robustce.data import Constraints, from_frame
+from robustce.data import Constraints
 from robustce.methods.proplace import _CONSTRAINED_POOL_FACTOR
 from robustce.robustness import ExactDeltaCertifier
 
@@ -27,20 +26,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 EPS = 1e-4  # MACE's ε: δ_max is within it of the optimum
 J = 3  # raw features a, b, city
-
-
-def _immutable_child_models(model_kind: str):
-    """The grid data with b immutable (b := a + U below), its MLP and the model to explain."""
-    data = _grid_data()
-    schema = data.schema.with_actionability(b="immutable")
-    frame = pd.concat([data.frame, pd.Series(data.y, name="y", index=data.frame.index)], axis=1)
-    d2 = from_frame(frame, "y", schema)
-    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(d2)
-    model = mlp
-    if model_kind == "forest":
-        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
-        model = rc.models.wrap(rf.fit(mlp.encoder.transform(d2.frame), d2.y), mlp.encoder)
-    return d2, mlp, model
 
 
 def _check_mace_optimum(res, queries, grid, feasible, cost) -> int:
@@ -74,7 +59,7 @@ def test_mace_causal_ce_is_an_action_set_priced_by_its_actions(model_kind, backe
     """b := a + U with b immutable: MACE's CE moves b by exactly its Δa (the equation applied
     to the action), and its distance counts the actions only — (|Δa|/10 + [city]) / J, b's
     change free — the brute-force minimum over the grid points that satisfy the equation."""
-    data, mlp, model = _immutable_child_models(model_kind)
+    data, mlp, model = _grid_models(model_kind, immutable_b=True)
     c = Constraints(causal={"b": {"a": 1.0}})
     ex = rc.methods.MACE(model, data, backend=backend, epsilon=EPS, constraints=c,
                          time_limit=60)
@@ -106,12 +91,7 @@ def test_mace_fixed_costs_equal_brute_force(model_kind, backend):
     """Fixed costs b: 0.3, city: 0.3 on top of MACE's normalised ℓ1: δ_max is the brute-force
     minimum of (|Δa|/10 + |Δb|/10 + [city] + 0.3·[Δb ≠ 0] + 0.3·[city]) / J, and for some
     query the fixed costs move the optimum (the test can fail when they are ignored)."""
-    data = _grid_data()
-    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
-    model = mlp
-    if model_kind == "forest":
-        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
-        model = rc.models.wrap(rf.fit(mlp.encoder.transform(data.frame), data.y), mlp.encoder)
+    data, mlp, model = _grid_models(model_kind)
     ex = rc.methods.MACE(model, data, backend=backend, epsilon=EPS,
                          fixed_costs={"b": 0.3, "city": 0.3}, time_limit=60)
     assert ex.backend_ == backend
@@ -175,11 +155,10 @@ def test_proplace_optimum_equals_brute_force_and_stays_robust(case):
 
     The CEs also survive 2 000 sampled networks and the sign-gradient attack."""
     if case == "causal":
-        data, mlp, _ = _immutable_child_models("mlp")
+        data, mlp, _ = _grid_models("mlp", immutable_b=True)
         kw = {"constraints": Constraints(causal={"b": {"a": 1.0}})}
     else:
-        data = _grid_data()
-        mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+        data, mlp, _ = _grid_models("mlp")
         kw = {"fixed_costs": {"a": 0.4, "city": 0.3}}
     enc = mlp.encoder
     ex = rc.methods.PROPLACE(mlp, data, shift=DELTA, k=6, mip_gap=1e-9, time_limit=60, **kw)
