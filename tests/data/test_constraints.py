@@ -149,13 +149,15 @@ def test_explainers_check_the_constraints_on_their_training_data():
 
     data = synthetic_loan(300, random_state=0)
     model = rc.models.MLP((4,), epochs=5, random_state=0).fit(data)
-    n_bad = int((data.frame["debt"] > data.frame["income"]).sum())
+    n_bad = int((data.frame["debt"] > 0.5 * data.frame["income"]).sum())
     assert 0 < n_bad < len(data)
-    with pytest.warns(ConstraintsDataWarning, match=f"'debt <= income': {n_bad} of 300 rows"):
-        rc.methods.MILPNearest(model, data, constraints={"relations": ["debt <= income"]})
+    with pytest.warns(ConstraintsDataWarning,
+                      match=fr"'debt <= 0.5 \* income': {n_bad} of 300 rows"):
+        rc.methods.MILPNearest(model, data, constraints={"relations": ["debt <= 0.5 * income"]})
     with pytest.raises(ValidationError, match="hold on no training row"):
         rc.methods.MILPNearest(model, data, constraints={"relations": ["debt >= 2 * income"]})
     import warnings
+    assert "debt <= income" in data.meta["constraints"]["relations"]
     with warnings.catch_warnings():  # the shipped relations hold on every row: no warning
         warnings.simplefilter("error")
         rc.methods.MILPNearest(model, data, constraints=data.meta["constraints"])
@@ -171,3 +173,21 @@ def test_backtick_quoted_names():
     for bad in ["`hours <= 3", "`` <= 3"]:
         with pytest.raises(ValidationError, match="backtick|empty quoted"):
             Constraints([bad])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_synthetic_loan_rows_satisfy_the_issues_relations(seed):
+    """Every generated row keeps ``debt <= income`` and ``years_employed <= age - 16`` (the
+    issue's demo relations), checked with pandas arithmetic, not the library's parser; the
+    debt cap binds on some rows, so the relation is not vacuous."""
+    from robustce.data.builtin import synthetic_loan
+
+    data = synthetic_loan(2000, random_state=seed)
+    f = data.frame
+    assert set(data.meta["constraints"]["relations"]) == {"debt <= income",
+                                                          "years_employed <= age - 16"}
+    assert (f["debt"] <= f["income"]).all()
+    assert (f["years_employed"] <= f["age"] - 16).all()
+    assert (f["debt"] == f["income"]).sum() > 0  # rows on the cap
+    assert Constraints.from_dict(data.meta["constraints"]).validate(data.schema).check(f) == {
+        "debt <= income": 0, "years_employed <= age - 16": 0}

@@ -118,9 +118,15 @@ def _run_on_grid(ex, data, model_kind: str, mlp, model, n: int):
     return grid, G, _in_target(model_kind, mlp, model, G, ex), queries, ex.explain(queries)
 
 
-def _grid_models(model_kind: str):
-    """The grid data, its MLP, and the model to explain (the MLP or a 4-tree forest)."""
+def _grid_models(model_kind: str, immutable_b: bool = False):
+    """The grid data (``immutable_b``: with b immutable), its MLP, and the model to explain
+    (the MLP or a 4-tree forest)."""
     data = _grid_data()
+    if immutable_b:
+        schema = data.schema.with_actionability(b="immutable")
+        frame = pd.concat([data.frame, pd.Series(data.y, name="y", index=data.frame.index)],
+                          axis=1)
+        data = from_frame(frame, "y", schema)
     mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
     model = mlp
     if model_kind == "forest":
@@ -621,16 +627,7 @@ def test_fixed_costs_are_the_milp_objective_brute_force(model_kind):
 def test_an_immutable_causal_child_moves_with_its_parent(model_kind):
     """MINT: b is immutable (the user cannot act on it) but b := a + U, so acting on a moves
     b — the CE's Δb equals its Δa, and the optimum is the brute force over such points."""
-    data = _grid_data()
-    schema = data.schema.with_actionability(b="immutable")
-    frame = pd.concat([data.frame, pd.Series(data.y, name="y", index=data.frame.index)], axis=1)
-    d2 = from_frame(frame, "y", schema)
-    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(d2)
-    enc = mlp.encoder
-    model = mlp
-    if model_kind == "forest":
-        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
-        model = rc.models.wrap(rf.fit(enc.transform(d2.frame), d2.y), enc)
+    d2, mlp, model = _grid_models(model_kind, immutable_b=True)
     c = Constraints(causal={"b": {"a": 1.0}})
     ex = MILPNearest(model, d2, norm="l1", constraints=c, time_limit=30)
     grid, G, target_ok, queries, res = _run_on_grid(ex, d2, model_kind, mlp, model, 10)

@@ -35,8 +35,8 @@ HOUSING = ("mortgage", "own", "rent")
 #: the relations every ``synthetic_loan`` row satisfies (``Dataset.meta["constraints"]``; give
 #: them to an explainer as ``constraints=data.meta["constraints"]``, docs/constraints.md):
 #: nobody starts work before 16 (the generator draws years_employed <= age − 18), and total
-#: debt stays within three years' income (the generator caps it there)
-LOAN_CONSTRAINTS = {"relations": ["years_employed <= age - 16", "debt <= 3 * income"],
+#: debt stays within one year's income (the generator caps it there)
+LOAN_CONSTRAINTS = {"relations": ["years_employed <= age - 16", "debt <= income"],
                     "max_changes": None}
 #: a small causal graph for MINT-style recourse (``Dataset.meta["causal"]``; give it as
 #: ``Constraints(..., causal=data.meta["causal"])``): education → income. The generator's
@@ -58,8 +58,10 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
     * ``income`` = exp(9.9 + 0.18·edu + 0.012·years_employed + N(0, 0.35)), clipped to
       [8 000, 250 000] — continuous;
     * ``housing`` ∈ {rent (0.45), mortgage (0.35), own (0.20)} — categorical;
-    * ``debt`` = income · Gamma(2, 0.15) (× 1.6 with a mortgage), clipped to [0, 150 000] and
-      to at most 3 · income — continuous;
+    * ``debt`` = min(clip(income · Gamma(2, 0.15) (× 1.6 with a mortgage), 0, 150 000),
+      income) — continuous: lenders cap total debt at one year's income, so every row
+      satisfies the shipped relation ``debt <= income`` (about 3 % of rows sit on the cap;
+      the label below sees the capped debt);
     * ``has_guarantor`` ~ Bernoulli(0.3) — binary 0/1;
     * ``prior_default`` ∈ {"no", "yes"}, "yes" with probability 0.12 — binary, immutable.
 
@@ -78,7 +80,7 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
                      8_000, 250_000)
     housing_idx = rng.choice([2, 0, 1], size=n, p=[0.45, 0.35, 0.20])
     debt = income * rng.gamma(2.0, 0.15, n) * np.where(housing_idx == 0, 1.6, 1.0)
-    debt = np.clip(debt, 0, 150_000)
+    debt = np.minimum(np.clip(debt, 0, 150_000), income)  # the cap at one income
     guarantor = (rng.uniform(size=n) < 0.3).astype(np.int64)
     prior = rng.uniform(size=n) < 0.12
     score = (
@@ -100,8 +102,7 @@ def synthetic_loan(n_samples: int = 2000, random_state: int | np.random.Generato
             "years_employed": years,
             "income": np.round(income, 2),
             "housing": np.asarray(HOUSING, dtype=object)[housing_idx],
-            # at most 3 incomes (the shipped relation): no row of the default seeds reaches it
-            "debt": np.minimum(np.round(debt, 2), 3 * np.round(income, 2)),
+            "debt": np.round(debt, 2),  # rounding is monotone: still <= the rounded income
             "has_guarantor": guarantor,
             "prior_default": np.where(prior, "yes", "no").astype(object),
         }

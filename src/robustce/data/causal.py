@@ -11,14 +11,15 @@ of a child is
 
 — the structural equation applied to the actions, downstream effects included (a parent may
 itself be a child). A child is not acted upon: it moves only through its parents, even when
-its actionability is immutable (MILPNearest and its subclasses widen its box; MACE and
-PROPLACE keep an immutable child fixed). The graph must be acyclic (validated).
+its actionability is immutable (every exact method widens its box: MILPNearest and its
+subclasses, MACE, PROPLACE). The graph must be acyclic (validated).
 
 :meth:`CausalModel.holds` evaluates raw rows against their queries; :meth:`compile` gives
 each equation as an always-active model-space row
 (:class:`~robustce.data.conditionals.CompiledConditional` with a constant-1 condition), which
-every exact method encodes like a conditional's consequence. Exact methods that price the
-CE (MILPNearest) count the actions only: a child's columns weigh 0 in the default distance.
+every exact method encodes like a conditional's consequence. The exact methods price the CE
+by its actions only: a child's columns weigh 0 in their distances (MILPNearest's default,
+MACE's ℓ0 / ℓ1 / ℓ∞ terms, PROPLACE's ℓ1).
 """
 
 from __future__ import annotations

@@ -398,19 +398,33 @@ class Explainer:
             cols[name] = col
         return pd.DataFrame(cols, index=index)
 
+    def causal_children(self) -> np.ndarray:
+        """The model-space columns of the causal model's children (empty without one): they
+        are not acted upon but move with their parents (MINT), whatever their actionability.
+        ``_causal_children`` set on an explainer built without constraints (PROPLACE's
+        neighbour pool) names them too."""
+        cols = getattr(getattr(self, "constraints_", None), "causal_columns", None)
+        if cols is None:
+            cols = getattr(self, "_causal_children", None)
+        return np.zeros(0, dtype=np.int64) if cols is None else np.asarray(cols, dtype=np.int64)
+
+    def action_masks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Model-space masks (immutable, increase-only, decrease-only) of the schema's
+        actionability, the causal children (:meth:`causal_children`) freed."""
+        enc = self.encoder
+        imm, inc, dec = enc.immutable_mask_, enc.increasing_mask_, enc.decreasing_mask_
+        children = self.causal_children()
+        if len(children):
+            free = np.zeros(len(imm), dtype=bool)
+            free[children] = True
+            imm, inc, dec = imm & ~free, inc & ~free, dec & ~free
+        return imm, inc, dec
+
     def actionable(self, x: np.ndarray, cfs: np.ndarray, tol: float = ACTION_TOL) -> np.ndarray:
         """Per CE row: immutable columns unchanged, increase/decrease-only respected.
         ``x`` is one query (d,) or one query per CE row (m, d)."""
-        enc = self.encoder
         d = cfs - (x[None, :] if x.ndim == 1 else x)
-        imm, inc, dec = enc.immutable_mask_, enc.increasing_mask_, enc.decreasing_mask_
-        children = getattr(getattr(self, "constraints_", None), "causal_columns", None)
-        if children is not None and len(children):
-            # a causal child is not acted upon: it moves with its parents (the structural
-            # equation, checked with the constraints), whatever its actionability
-            free = np.zeros(d.shape[1], dtype=bool)
-            free[children] = True
-            imm, inc, dec = imm & ~free, inc & ~free, dec & ~free
+        imm, inc, dec = self.action_masks()
         ok = np.all(np.abs(d[:, imm]) <= tol, axis=1)
         ok &= np.all(d[:, inc] >= -tol, axis=1)
         ok &= np.all(d[:, dec] <= tol, axis=1)

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import z3
 
-from robustce.distance import L0_TOL, Distance
+from robustce.distance import L0_TOL, Distance, feature_fixed_costs
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
@@ -41,6 +41,7 @@ from robustce.methods.milp_nearest import (  # the tree MILP's vote margin and f
     _Nearest,
     incumbent_box,
     milp_point,
+    priced_weights,
 )
 from robustce.methods.minimum_observable import (
     MinimumObservable,
@@ -57,6 +58,7 @@ from robustce.solvers.encodings import (
     encode_input_domain,
     restrict_domain,
 )
+from robustce.solvers.fixed_cost_encoding import add_fixed_costs
 from robustce.solvers.milp import MILP, SolveStatus
 from robustce.solvers.tree_encoding import (
     TreeEnsemble,
@@ -123,8 +125,16 @@ class MACE(Explainer):
         has the other half.
     sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
         per-query ``time_limit``).
+    fixed_costs : optional ``{feature: cost}`` charged once when the feature changes at all:
+        the distance becomes ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞ + Σ_j c_j 𝕀[feature j changes]) / J``
+        (:func:`mace_distance`; a cost of 1 weighs as much as moving a feature across its
+        whole range). Every backend: z3 (an ``If`` term), the tree MILP and the network MILP
+        (:class:`~robustce.methods.MILPNearest`'s ``fixed_costs``; ``norm="l1"`` only, so
+        "auto" picks z3 for another norm). δ_min, δ_max and ε are on this distance.
     target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`; ``time_limit`` is
-        the wall-clock budget per query.
+        the wall-clock budget per query. With a causal model in ``constraints`` (MINT) a CE
+        is an action set, as in MILPNearest: a child moves only with its parents (its
+        actionability does not apply) and its change costs nothing (weight 0 in every norm).
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------
@@ -165,8 +175,10 @@ class MACE(Explainer):
     def __init__(self, model: Model, data: Any = None, *, norm: str | Mapping[str, float] = "l1",
                  epsilon: float = 1e-3, backend: str = "auto", n_counterfactuals: int = 1,
                  actionability: Mapping[str, str] | None = None, tau: float | None = None,
-                 sat_timeout: float | None = None, hint: str | None = None, **kwargs: Any):
+                 sat_timeout: float | None = None, hint: str | None = None,
+                 fixed_costs: Mapping[str, float] | None = None, **kwargs: Any):
         self.norm = norm
+        self.fixed_costs = fixed_costs
         self.epsilon = epsilon
         self.backend = backend
         self.n_counterfactuals = n_counterfactuals
@@ -189,13 +201,27 @@ class MACE(Explainer):
         acts = check_actionability(self.encoder, self.actionability)
         self._eps = eps
         self._n_cf = int(self.n_counterfactuals)
-        self._acts = acts
+        self._user_acts = acts
+        # MINT: a causal child is not acted upon, it moves with its parents (free), and its
+        # change costs nothing (weight 0 in every norm, as MILPNearest prices it)
+        children = self.causal_children()
+        child_names = {self.encoder.blocks_[int(f)].name
+                       for f in np.unique(self.encoder.feature_of_column_[children])}
+        self._acts = {**acts, **dict.fromkeys(sorted(child_names), "free")}
+        self._children = children
+        self._priced = [b.name not in child_names for b in self.encoder.blocks_]
+        self._fixed = (None if self.fixed_costs is None
+                       else feature_fixed_costs(self.encoder, self.fixed_costs))
         self._sat_timeout = None if self.sat_timeout is None else float(self.sat_timeout)
         self._kind, self._parts = _model_parts(self.model)
         self._tau = (float(self.tau) if self.tau is not None
                      else (1e-6 if self._kind in ("network", "boosted") else 0.0))
         self._input: smt.SMTInput | None = None
-        self._omega = Distance("l1", space="raw").column_weights(self.encoder)
+        self._omega = priced_weights(Distance("l1", space="raw").column_weights(self.encoder),
+                                     children)
+        #: the largest distance of any point of the box (Algorithm 1's first δ_max)
+        self._top = 1.0 + (0.0 if self._fixed is None
+                           else sum(self._fixed) / len(self.encoder.blocks_))
         if self.hint is not None:
             check_choice(self.hint, "hint", ("milp",))
         self.backend_ = self.backend if self.backend != "auto" else self._auto_backend()
@@ -207,7 +233,7 @@ class MACE(Explainer):
             self._hint = self._milp_backend(one_ce=False)
         self._mo = (None if self.data is None else
                     MinimumObservable(self.model, self.data, norm=self.norm,
-                                      actionability=acts or None,
+                                      actionability=self._acts or None,
                                       target_class=self.target_class,
                                       constraints=self._constraints_obj))
 
@@ -219,7 +245,8 @@ class MACE(Explainer):
             return "smt"
         if self._kind == "tree":
             return "milp"
-        if self._kind == "network" and len(self._norm) == 1 and not self._acts:
+        if self._kind == "network" and len(self._norm) == 1 and not self._user_acts and (
+                self._fixed is None or set(self._norm) == {"l1"}):
             return "milp"
         return "smt"
 
@@ -240,13 +267,17 @@ class MACE(Explainer):
         if len(self._norm) != 1:
             raise ValidationError("backend='milp' takes one norm ('l0', 'l1' or 'linf'), not a "
                                   "weighted combination; use backend='smt'")
-        if self._acts:
+        if self._user_acts:
             raise ValidationError("backend='milp' uses the schema's actionability; set "
                                   "`actionability` overrides in the schema or use backend='smt'")
+        if self._fixed is not None and set(self._norm) != {"l1"}:
+            raise ValidationError("backend='milp' takes fixed_costs with norm='l1' only "
+                                  "(MILPNearest's); use backend='smt'")
+        # MILPNearest prices a causal child at 0 and frees its box, as MACE does
         return MILPNearest(self.model, norm=next(iter(self._norm)), tau=max(self._tau, 1e-9),
                            tie_break=0.0, mip_gap=1e-9, time_limit=self.time_limit,
                            relax_first=False,  # its 1e-9 gap: the relaxation never decides
-                           constraints=self._constraints_obj)
+                           constraints=self._constraints_obj, fixed_costs=self.fixed_costs)
 
     def _explain_milp(self, x: np.ndarray, target: int) -> QueryResult:
         """One MILP solve: its incumbent is the CE (δ_max), its proven bound / J is δ_min."""
@@ -343,6 +374,8 @@ class MACE(Explainer):
         lo, hi = inp.box(x, self._acts)
         if delta is not None:
             blo, bhi = inp.ball(x, self._radius(delta))
+            # a causal child's change costs nothing: the ball does not bound it
+            blo[self._children], bhi[self._children] = lo[self._children], hi[self._children]
             lo, hi = np.maximum(lo, blo), np.minimum(hi, bhi)
         box = (lo, hi)
         s = z3.Solver()
@@ -369,7 +402,7 @@ class MACE(Explainer):
                                            J * delta / self._norm["l1"])
             s.add(*smt.network_formula(self._parts, inp, target, box, tau=self._tau,
                                        first=first))
-        D, dcons = inp.distance(x, self._norm)
+        D, dcons = inp.distance(x, self._norm, priced=self._priced, fixed=self._fixed)
         s.add(*dcons)
         if delta is not None:
             s.add(D <= smt.rational(delta))
@@ -378,7 +411,9 @@ class MACE(Explainer):
 
     # --- Algorithm 1 ------------------------------------------------------------------------
     def _distance(self, x: np.ndarray, cf: np.ndarray) -> float:
-        return float(mace_distance(self.encoder, x, cf[None], self._norm)[0])
+        """MACE's distance of ``cf`` from ``x`` (children priced 0, fixed costs added)."""
+        return float(mace_distance(self.encoder, x, cf[None], self._norm,
+                                   column_weights=self._omega, fixed=self._fixed)[0])
 
     def _seed(self, x: np.ndarray, target: int, previous: list[np.ndarray]
               ) -> np.ndarray | None:
@@ -465,7 +500,7 @@ class MACE(Explainer):
         gallop = True  # small balls first
         seed = self._seed(x, target, previous)
         best: np.ndarray | None = None
-        high = 1.0  # d <= 1 on the unit box (Algorithm 1 starts here); beyond it, ask(None)
+        high = self._top  # d <= 1 (+ fixed costs) on the unit box; beyond it, ask(None)
         if seed is not None:
             best, high = seed, self._distance(x, seed)
         hinted = False
@@ -593,14 +628,19 @@ class _TreeMILP:
     def _objective(self, m: MILP, dom: Any, x: np.ndarray, trees: Any) -> DistanceObjective:
         """J·d(x', x) (eq. 3 times J) over the domain's variables, each norm's distance
         variables tightened by the split literals (:meth:`TreeEncoding.tighten`)."""
-        enc = self.mace.encoder
-        parts = [(w, encode_distance(m, dom, x, Distance(key, space="raw"), enc))
-                 for key, w in self.mace._norm.items()]
+        mc = self.mace
+        enc = mc.encoder
+        parts = [(w, encode_distance(m, dom, x, Distance(key, weights=mc._omega, space="raw"),
+                                     enc))
+                 for key, w in mc._norm.items()]
         for _, p in parts:
             trees.tighten(m, p, x)
-        return DistanceObjective(np.concatenate([p.cols for _, p in parts]),
-                                 np.concatenate([w * p.coefs for w, p in parts]),
-                                 float(sum(w * p.constant for w, p in parts)))
+        obj = DistanceObjective(np.concatenate([p.cols for _, p in parts]),
+                                np.concatenate([w * p.coefs for w, p in parts]),
+                                float(sum(w * p.constant for w, p in parts)))
+        if mc._fixed is None:
+            return obj
+        return add_fixed_costs(m, dom, x, mc._fixed, enc.feature_of_column_, obj)
 
     def _radii(self, seed_distance: float | None) -> list[float | None]:
         """The stages' radii δ. With a seed at distance d₀: d₀/32, d₀/16, … below d₀, then
@@ -611,10 +651,10 @@ class _TreeMILP:
         mc = self.mace
         J = len(mc.encoder.blocks_)
         if seed_distance is None:
-            top, last = 1.0, None
+            top, last = mc._top, None
         else:
             top, last = seed_distance, seed_distance - 0.5 * mc._eps
-        if set(mc._norm) == {"l0"}:
+        if set(mc._norm) == {"l0"} and mc._fixed is None:  # distances: multiples of 1/J
             out: list[float | None] = [c / J for c in range(1, round(top * J))]
             return out if seed_distance is not None else [*out, None]
         out = []
@@ -686,7 +726,8 @@ class _TreeMILP:
         spent = 0.0
         slack = 0.5 * mc._eps * J  # the seed is returned once nothing beats it by this
         radii = self._radii(d_seed)
-        l0 = set(mc._norm) == {"l0"}  # stages one changed feature apart: none is skipped
+        # stages one changed feature apart: none is skipped
+        l0 = set(mc._norm) == {"l0"} and mc._fixed is None
         if self.hint:  # leave z3 the rest of the budget for its proof
             time_limit *= _HINT_SHARE
         for k, delta in enumerate(radii):

@@ -183,6 +183,30 @@ def incumbent_box(query: np.ndarray, lower: np.ndarray, upper: np.ndarray, weigh
     return lo, hi
 
 
+def causal_input_domain(m: MILP, encoder: Any, q: np.ndarray, children: np.ndarray,
+                        solver: str = "highs", integer_grid: bool = True) -> InputDomain:
+    """The query's actionable input domain in ``m``, the causal ``children``'s columns
+    spanning their whole box whatever their actionability (MINT: a child is not acted upon;
+    it moves with its parents by the structural equations, which the constraint rows
+    encode). Raises ValidationError when the box is empty."""
+    if not len(children):
+        return encode_input_domain(m, encoder, q, actionability=True, integer_grid=integer_grid)
+    probe = encode_input_domain(MILP(solver), encoder, q, actionability=True, integer_grid=False)
+    full_lo, full_hi = encoder.domain(q)
+    lo, hi = probe.lower.copy(), probe.upper.copy()
+    lo[children], hi[children] = full_lo[children], full_hi[children]
+    return encode_input_domain(m, encoder, q, lower=lo, upper=hi, actionability=False,
+                               integer_grid=integer_grid)
+
+
+def priced_weights(distance_weights: np.ndarray, children: np.ndarray) -> np.ndarray:
+    """MINT's pricing: a CE is an action set and costs its actions, so the causal
+    ``children``'s columns weigh 0 (a copy of ``distance_weights``)."""
+    w = np.array(distance_weights, dtype=np.float64, copy=True)
+    w[np.asarray(children, dtype=np.int64)] = 0.0
+    return w
+
+
 def _explain_chunk(explainer: Explainer, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
     return [explainer._timed_one(x, int(t)) for x, t in zip(X, targets, strict=True)]
 
@@ -393,8 +417,8 @@ class MILPNearest(Explainer):
         cc = self.constraints_
         if weights is None and cc is not None and cc.causal_columns is not None:
             # MINT: a CE is an action set, priced by its actions; children move for free
-            weights = Distance(self.norm, space="raw").column_weights(self.encoder).copy()
-            weights[cc.causal_columns] = 0.0
+            weights = priced_weights(Distance(self.norm, space="raw").column_weights(
+                self.encoder), cc.causal_columns)
         fixed = None
         if self.fixed_costs is not None:
             if self.norm != "l1":
@@ -669,17 +693,7 @@ class MILPNearest(Explainer):
         columns span their whole box whatever their actionability (MINT: a child is not acted
         upon; it moves with its parents by the structural equations, which the constraint
         rows encode). Raises ValidationError when the box is empty."""
-        cc = self.constraints_
-        children = None if cc is None else cc.causal_columns
-        if children is None or not len(children):
-            return encode_input_domain(m, self.encoder, q, actionability=True,
-                                       integer_grid=integer_grid)
-        probe = encode_input_domain(MILP(self.solver_), self.encoder, q, actionability=True,
-                                    integer_grid=False)
-        full_lo, full_hi = self.encoder.domain(q)
-        lo, hi = probe.lower.copy(), probe.upper.copy()
-        lo[children], hi[children] = full_lo[children], full_hi[children]
-        return encode_input_domain(m, self.encoder, q, lower=lo, upper=hi, actionability=False,
+        return causal_input_domain(m, self.encoder, q, self.causal_children(), self.solver_,
                                    integer_grid=integer_grid)
 
     def _under_constraints(self) -> str:

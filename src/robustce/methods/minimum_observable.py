@@ -60,19 +60,29 @@ def normalise_norm(norm: str | Mapping[str, float]) -> dict[str, float]:
 
 
 def mace_distance(encoder: Any, q: np.ndarray, X: np.ndarray,
-                  norm: str | Mapping[str, float] = "l1") -> np.ndarray:
+                  norm: str | Mapping[str, float] = "l1", *,
+                  column_weights: np.ndarray | None = None,
+                  fixed: Any = None) -> np.ndarray:
     """MACE's normalised distance (eq. 3) of each row of ``X`` from the query ``q``, built on
     :class:`~robustce.distance.Distance` in raw space:
-    ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞) / J`` over the per-feature distances δ_j ∈ [0, 1] (numeric
-    ``|Δ|/R_j``, ordinal ``|Δ level|/(K_j − 1)``, categorical and binary ``𝕀[≠]``), J = number
-    of raw features."""
+    ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞ + Σ_j c_j 𝕀[δ_j > 0]) / J`` over the per-feature distances
+    δ_j ∈ [0, 1] (numeric ``|Δ|/R_j``, ordinal ``|Δ level|/(K_j − 1)``, categorical and binary
+    ``𝕀[≠]``), J = number of raw features.
+
+    ``column_weights`` replace the default ω (a causal child's columns weigh 0: MINT prices
+    the actions only); ``fixed`` gives per raw feature a fixed cost c_j of changing it at all
+    (default none)."""
     weights = normalise_norm(norm)
     J = len(encoder.blocks_)
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     q = np.asarray(q, dtype=np.float64)
     total = np.zeros(len(X))
     for key, w in weights.items():
-        total += w * Distance(key, space="raw", tol=0.0).rowwise(q, X, encoder)
+        total += w * Distance(key, weights=column_weights, space="raw",
+                              tol=0.0).rowwise(q, X, encoder)
+    if fixed is not None and np.any(np.asarray(fixed) > 0):
+        moved = Distance("l1", space="raw").deltas(q, X, encoder) > 0  # per raw feature
+        total += moved @ np.asarray(fixed, dtype=np.float64)
     return total / J
 
 

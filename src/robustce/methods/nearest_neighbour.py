@@ -142,7 +142,7 @@ class NearestNeighbour(Explainer):
         return self._X_train, self._pred_train
 
     def _mutable(self) -> np.ndarray:
-        return ~self.encoder.immutable_mask_
+        return ~self.action_masks()[0]
 
     def _scale(self) -> float:
         """L: the group-id coordinate's step; larger than any within-group distance for
@@ -166,7 +166,7 @@ class NearestNeighbour(Explainer):
         if c is not None and c.relations and len(cand):
             ok = ~c.violations(self.encoder.inverse_transform(cand)).to_numpy().any(axis=1)
             cand, source = cand[ok], source[ok]
-        imm = self.encoder.immutable_mask_
+        imm = self.action_masks()[0]
         if imm.any() and len(cand):
             keys, _, group = _unique_rows(np.round(cand[:, imm], _KEY_DECIMALS))
         else:
@@ -188,7 +188,7 @@ class NearestNeighbour(Explainer):
 
     def _query_groups(self, idx: _ClassIndex, X: np.ndarray) -> np.ndarray:
         """Group id of each query's immutable values among the candidates' groups (-1: none)."""
-        imm = self.encoder.immutable_mask_
+        imm = self.action_masks()[0]
         if len(idx.keys) == 0:
             return np.full(len(X), -1, dtype=np.int64)
         if not imm.any():
@@ -242,17 +242,17 @@ class NearestNeighbour(Explainer):
         todo = np.flatnonzero(groups >= 0)
         if len(todo) == 0:
             return out
-        enc = self.encoder
-        monotone = enc.increasing_mask_.any() or enc.decreasing_mask_.any()
-        mut = self._mutable()
-        if enc.immutable_mask_.any():  # beyond [-1, 2] the group coordinate may not separate
+        imm, inc, dec = self.action_masks()
+        monotone = inc.any() or dec.any()
+        mut = ~imm
+        if imm.any():  # beyond [-1, 2] the group coordinate may not separate
             far = todo[((X[todo][:, mut] < -1.0) | (X[todo][:, mut] > 2.0)).any(axis=1)]
             for i in far:
                 out[i] = self._search_group(idx, X[i], int(groups[i]), nb, monotone)
             todo = np.setdiff1d(todo, far)
         coords = np.column_stack([X[:, mut], self._scale() * groups])
         m = len(idx.X)
-        if not (monotone or enc.immutable_mask_.any()) and \
+        if not (monotone or imm.any()) and \
                 type(self)._admissible is NearestNeighbour._admissible:
             # every candidate is admissible and in the one group: the tree's k nearest
             k = min(m, nb)
@@ -318,9 +318,9 @@ class NearestNeighbour(Explainer):
 
     def _reachable(self, X: np.ndarray, cand: np.ndarray, nbr: np.ndarray) -> np.ndarray:
         """(q, k): candidate nbr[i, j] respects increase/decrease-only for query i."""
-        enc = self.encoder
+        _, inc, dec = self.action_masks()
         ok = np.ones(nbr.shape, dtype=bool)
-        for mask, sign in ((enc.increasing_mask_, 1.0), (enc.decreasing_mask_, -1.0)):
+        for mask, sign in ((inc, 1.0), (dec, -1.0)):
             if mask.any():
                 diff = cand[:, mask][nbr] - X[:, None, mask]
                 ok &= np.all(sign * diff >= -ACTION_TOL, axis=2)

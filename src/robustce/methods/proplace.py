@@ -43,16 +43,18 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed
 
-from robustce.distance import Distance
+from robustce.distance import Distance, feature_fixed_costs
 from robustce.errors import UnsupportedConstraintsError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
+from robustce.methods.milp_nearest import causal_input_domain, priced_weights
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
 from robustce.models.network import ReLUNetwork
 from robustce.robustness.certifier import Certifier, CertStatus
@@ -63,9 +65,9 @@ from robustce.solvers.encodings import (
     encode_constraints,
     encode_distance,
     encode_hull_region,
-    encode_input_domain,
     encode_network,
 )
+from robustce.solvers.fixed_cost_encoding import add_fixed_costs
 from robustce.solvers.milp import MILP, SolveStatus, check_solver
 from robustce.solvers.tightening import l1_ball_layer_bounds
 from robustce.validation import check_bool, check_choice, check_integer, check_number
@@ -113,7 +115,15 @@ class PROPLACE(Explainer):
     shift : :class:`~robustce.robustness.ParameterShift` or a number δ (p = ∞ box).
     k : number of Δ-robust nearest neighbours spanning the region (≥ 1; when fewer reachable
         ones exist, those are used and ``k_used`` says so).
-    norm : "l1" — the objective ‖x' − x‖₁ in model space (MILP (5a)).
+    norm : "l1" — the objective ‖x' − x‖₁ in model space (MILP (5a)). With a causal model in
+        ``constraints`` (MINT) a CE is an action set: the children's columns weigh 0 (their
+        change is the structural equations' doing) and span their whole box whatever their
+        actionability, in the region and in the neighbour pool, as in MILPNearest.
+    fixed_costs : optional ``{feature: cost}`` charged once when the feature changes at all,
+        on top of the ℓ1 distance (model-space units: moving one column across its range
+        costs 1): the objective, the vertex radius and the certificate's ``distance`` are
+        ``Distance("l1", space="raw", weights=..., fixed=...)`` (one binary per such feature,
+        :func:`robustce.solvers.fixed_cost_encoding.add_fixed_costs`).
     max_iterations : cap on outer/inner iterations per query.
     sigma, t : the tolerances σ > t > 0 of Proposition 2 (logits; see the module docstring).
     certify_time_limit : seconds per exact Δ-test (pool certification and inner problem).
@@ -132,7 +142,8 @@ class PROPLACE(Explainer):
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------
-    distance : ‖x' − x‖₁ in model space.
+    distance : ‖x' − x‖₁ in model space (children weigh 0; plus the fixed costs of the changed
+        features).
     delta : δ of the shift set.
     worst_case_margin : exact worst-case target margin of the CE over Δ (≥ σ − t for MILP
         proofs; a proven lower bound if the exact value could not be computed in time).
@@ -169,8 +180,9 @@ class PROPLACE(Explainer):
                  norm: str = "l1", max_iterations: int = 50, sigma: float = 1e-4, t: float = 5e-5,
                  certify_time_limit: float = 10.0, solver: str = "highs", mip_gap: float = 1e-4,
                  threads: int = 1, warm_start: bool = True, certifier: Certifier | None = None,
-                 **kwargs: Any):
+                 fixed_costs: Mapping[str, float] | None = None, **kwargs: Any):
         self.shift = shift
+        self.fixed_costs = fixed_costs
         self.k = k
         self.norm = norm
         self.max_iterations = max_iterations
@@ -207,14 +219,24 @@ class PROPLACE(Explainer):
                 "PROPLACE cannot honour max_changes: its region is the hull of the query and "
                 "training points, which differ from the query in (almost) every feature; give "
                 "relations only, or use MILPRobust for a Δ-robust CE with max_changes")
-        #: the distance minimised and reported: ‖x' − x‖₁ over model-space columns (MILP (5a))
-        self.distance_ = Distance("l1", space="model")
+        #: the distance minimised and reported: ‖x' − x‖₁ over model-space columns (MILP (5a));
+        #: a causal model's children weigh 0 (MINT), fixed costs are added per changed feature
+        children = self.causal_children()
+        fixed = (None if self.fixed_costs is None
+                 else feature_fixed_costs(self.encoder, self.fixed_costs))
+        if fixed is None and not len(children):
+            self.distance_ = Distance("l1", space="model")
+        else:  # raw space with one weight per column: the same ℓ1, plus the fixed costs
+            w = priced_weights(np.ones(self.encoder.n_features_out_), children)
+            self.distance_ = Distance("l1", weights=w, space="raw", fixed=fixed)
         self._network = self.model.network()  # UnsupportedModelError for non-ReLU models
         # vertices: certified with margin >= sigma, so they are feasible for every working set
         self.neighbours = RobustNearestNeighbour(
             self.model, self.data, shift=self.shift, target_class=self.target_class, norm="l1",
             tol=self.sigma, certify_time_limit=self.certify_time_limit, solver=self.solver_,
             certifier=self.certifier)
+        # its pool holds the points reachable by actions: children move with their parents
+        self.neighbours._causal_children = children
 
     def _certifier(self) -> Any:
         """The inner problem's test: the given certifier, or the exact Δ-test with tol σ − t
@@ -299,7 +321,7 @@ class PROPLACE(Explainer):
                                              time_limit=max(min(self.certify_time_limit, left()), 1e-3))
             status = CertStatus(test.status[0])
             if status is CertStatus.ROBUST:
-                cert.update(distance=float(self.distance_.rowwise(cf[None], x[None])[0]),
+                cert.update(distance=float(self.distance_.rowwise(cf[None], x[None], self.encoder)[0]),
                             worst_case_margin=float(test.lower[0]))
                 return QueryResult("found", cf[None], cert, message=note)
             witness = test.evidence[0]
@@ -318,7 +340,7 @@ class PROPLACE(Explainer):
         """MILP (5) without networks: the input domain ∩ the hull of {x} ∪ S, and ‖x' − x‖₁."""
         m = MILP(self.solver_, time_limit=max(self.time_limit, 1e-3), mip_gap=self.mip_gap,
                  threads=self.threads, options=_HIGHS_OUTER if self.solver_ == "highs" else None)
-        dom = encode_input_domain(m, self.encoder, x, actionability=True)
+        dom = causal_input_domain(m, self.encoder, x, self.causal_children(), self.solver_)
         V = np.vstack([x[None, :], S])
         fixed = dom.upper <= dom.lower
         lo = np.where(fixed, dom.lower, np.maximum(dom.lower, V.min(axis=0)))
@@ -330,11 +352,14 @@ class PROPLACE(Explainer):
         if self.constraints_ is not None:  # exact rows over the region (docs/constraints.md)
             encode_constraints(m, dom, x, self.constraints_)
         obj = encode_distance(m, dom, x, self.distance_, self.encoder)
+        if self.distance_.fixed is not None:
+            obj = add_fixed_costs(m, dom, x, self.distance_.fixed,
+                                  self.encoder.feature_of_column_, obj)
         obj.set_as_objective(m)
         # every vertex is feasible for every Δ′ (certified margin ≥ σ), so the optimum is no
         # farther than the nearest one: the row ‖x' − x‖₁ ≤ r keeps the MILP to that ball,
         # whose first-layer bounds (:func:`l1_ball_layer_bounds`) are far tighter than the hull's
-        d0 = float(np.min(self.distance_.rowwise(np.clip(S, lo, hi), x[None])))
+        d0 = float(np.min(self.distance_.rowwise(np.clip(S, lo, hi), x[None], self.encoder)))
         r = d0 * (1.0 + 1e-7) + 1e-7
         if self._ball_bounds:
             m.add_constrs_coo(np.zeros(len(obj.cols), dtype=np.int64), obj.cols, obj.coefs, 1,
@@ -370,8 +395,10 @@ class PROPLACE(Explainer):
             self._margin_rows(m, enc, target)
             return
         first = _hull_bounds(net, V)[0]
-        # the distance row counts movable columns only (encode_distance): weight 0 elsewhere
-        w = (outer.upper > outer.lower).astype(np.float64)
+        # the distance row counts movable columns only (encode_distance): weight 0 elsewhere,
+        # and the causal children (weight 0 in the distance) are not bounded by the ball;
+        # the ℓ1 part never exceeds the objective, fixed costs included
+        w = (outer.upper > outer.lower) * self.distance_.column_weights(self.encoder)
         bounds = l1_ball_layer_bounds(net, V[0], outer.lower, outer.upper, w, outer.radius,
                                       first=first)
         enc = encode_network(m, net, outer.inputs, bounds=bounds)

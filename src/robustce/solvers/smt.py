@@ -237,8 +237,9 @@ class SMTInput:
             if v.sort == "real":
                 terms.append(rational(ws[0]) * v.var)
             elif v.sort == "grid":
-                if v.steps:
-                    terms.append(rational(ws[0] / v.steps) * z3.ToReal(v.var))
+                if v.steps:  # the column is exactly k / steps (a float 1/steps is not:
+                    # an equality over integer features would have no exact solution)
+                    terms.append(rational(ws[0]) / v.steps * z3.ToReal(v.var))
             elif v.sort == "bool":
                 terms.append(z3.If(v.var, rational(ws[0]), z3.RealVal(0)))
             elif v.block.encoding == "onehot":
@@ -426,12 +427,17 @@ class SMTInput:
                     hi[b.slice] = (k_hi >= j).astype(float)
         return lo, hi
 
-    def distance(self, x: np.ndarray, norm: Mapping[str, float]) -> tuple[z3.ArithRef, list[z3.BoolRef]]:
+    def distance(self, x: np.ndarray, norm: Mapping[str, float],
+                 priced: Sequence[bool] | None = None, fixed: Sequence[float] | None = None
+                 ) -> tuple[z3.ArithRef, list[z3.BoolRef]]:
         """MACE's normalised distance to the query ``x`` (eq. 3): returns ``(D, constraints)``
         where the constraints make ``D`` at least the distance of every assignment (and the
         distance itself is attainable), so ``D <= δ`` holds iff ``d(x', x) <= δ``.
 
-        ``norm`` maps "l0", "l1", "linf" to their weights α, β, γ (summing to 1)."""
+        ``norm`` maps "l0", "l1", "linf" to their weights α, β, γ (summing to 1).
+        ``priced``: per raw feature, whether its change counts (False for a causal child:
+        MINT prices the actions only; default all). ``fixed``: per raw feature, a cost added
+        (before the division by J) when it changes at all (default none)."""
         alpha = float(norm.get("l0", 0.0))
         beta = float(norm.get("l1", 0.0))
         gamma = float(norm.get("linf", 0.0))
@@ -444,6 +450,10 @@ class SMTInput:
         changed: list[z3.ArithRef] = []
         for i, (v, val) in enumerate(zip(self.vars, vals, strict=True)):
             same = self.equal(i, val)
+            if fixed is not None and fixed[i] > 0:
+                total.append(z3.If(same, z3.RealVal(0), rational(fixed[i])))
+            if priced is not None and not priced[i]:
+                continue
             if alpha > 0:
                 changed.append(z3.If(same, z3.RealVal(0), z3.RealVal(1)))
             if not need_abs:
@@ -464,11 +474,11 @@ class SMTInput:
             e = z3.Real(f"_e_{id(self)}_{i}")
             cons += [e >= scale * diff, e >= -scale * diff]
             per_feature.append(e)
-        if alpha > 0:
+        if alpha > 0 and changed:
             total.append(rational(alpha) * z3.Sum(changed))
-        if beta > 0:
+        if beta > 0 and per_feature:
             total.append(rational(beta) * z3.Sum(per_feature))
-        if gamma > 0:
+        if gamma > 0 and per_feature:
             m = z3.Real(f"_max_{id(self)}")
             cons += [m >= e for e in per_feature] + [m >= 0]
             total.append(rational(gamma) * m)
@@ -514,24 +524,36 @@ class SMTInput:
         return x
 
 
+#: relative slack of a constraint row's bounds in z3 (see :func:`constraint_formulas`)
+_ROW_SLACK = 1e-12
+
+
 def constraint_formulas(inp: SMTInput, x: np.ndarray, constraints: Any) -> list[z3.BoolRef]:
     """The constraints (:class:`robustce.data.constraints.CompiledConstraints`) as z3
-    formulas over ``inp``'s variables, exact in rational arithmetic: each relation row
+    formulas over ``inp``'s variables in rational arithmetic (each bound widened by 1e-12 of
+    the row's magnitude: the compiled float64 rows would otherwise make an equality over
+    integer features exactly unsatisfiable, e.g. ``b − a = 0.1 · 10`` with 0.1 ≠ 1/10): each relation row
     ``lower <= Σ_j A_j x_j <= upper`` (:meth:`SMTInput.linear`), and with ``max_changes = k``
     ``Σ_f [feature f differs from the query x] <= k`` (a categorical counts once); each
     conditional as ``Implies(condition, consequence)``; each group of features as "all keep
     the query's value, or all change" (a real column by at least the group's least move)."""
     out: list[z3.BoolRef] = []
+
+    def within(e: z3.ArithRef, a: np.ndarray, lo: float, hi: float) -> list[z3.BoolRef]:
+        # the compiled rows are float64 (a coefficient 1/10, a query's 0.1): in exact
+        # arithmetic an equality over integer features could lose its lattice solutions, so
+        # each bound is widened by 1e-12 of the row's magnitude (far below any lattice step)
+        slack = _ROW_SLACK * (1.0 + float(np.abs(a).sum())
+                              + max(abs(v) for v in (lo, hi, 0.0) if math.isfinite(v)))
+        return ([e >= rational(lo - slack)] if math.isfinite(lo) else []) + (
+            [e <= rational(hi + slack)] if math.isfinite(hi) else [])
+
     A = np.asarray(constraints.A, dtype=np.float64)
     for i in range(A.shape[0]):
         if not np.any(A[i]):
             continue
         e = inp.linear(A[i], 0.0)
-        lo, hi = float(constraints.lower[i]), float(constraints.upper[i])
-        if math.isfinite(lo):
-            out.append(e >= rational(lo))
-        if math.isfinite(hi):
-            out.append(e <= rational(hi))
+        out += within(e, A[i], float(constraints.lower[i]), float(constraints.upper[i]))
     if constraints.max_changes is not None:
         moved = [z3.If(inp.equal(i, v), 0, 1) for i, v in enumerate(inp.values(x))]
         out.append(z3.Sum(moved) <= int(constraints.max_changes))
@@ -545,11 +567,7 @@ def constraint_formulas(inp: SMTInput, x: np.ndarray, constraints: Any) -> list[
             cond = {1: m > 0, -1: m < 0, 0: m != 0}[c.direction]
         v = inp.linear(c.a, 0.0)
         shift = float(c.q_coef @ q)
-        cons = []
-        if math.isfinite(c.lower):
-            cons.append(v >= rational(c.lower + shift))
-        if math.isfinite(c.upper):
-            cons.append(v <= rational(c.upper + shift))
+        cons = within(v, c.a, c.lower + shift, c.upper + shift)
         out.append(z3.Implies(cond, z3.And(cons)))
     vals = inp.values(x) if getattr(constraints, "groups", ()) else []
     owner = np.asarray(constraints.feature_of_column)
