@@ -65,7 +65,7 @@ from robustce.solvers.encodings import DistanceObjective, InputDomain, column_ki
 from robustce.solvers.milp import MILP, SolveStatus
 
 __all__ = ["TREE_KINDS", "TreeEncoding", "TreeEnsemble", "distance_pruner", "encode_tree_ensemble",
-           "ensemble_of", "grid_kmax", "solve_tree_stage", "tree_parts"]
+           "ensemble_of", "grid_kmax", "single_feature_moves", "solve_tree_stage", "tree_parts"]
 
 #: model kinds (``model.kind``) whose decision :class:`TreeEnsemble` encodes exactly
 TREE_KINDS = ("tree", "forest", "boosted")
@@ -333,6 +333,55 @@ def ensemble_of(kind: str, parts: Any, encoder: Any, *, epsilon: np.ndarray | No
     return TreeEnsemble(trees, column_kind, grid_steps,
                         forest=kind != "tree" or epsilon is not None,
                         margins=SplitMargins.of(encoder), epsilon=epsilon)
+
+
+def single_feature_moves(ensemble: TreeEnsemble, encoder: Any, query: np.ndarray,
+                         lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The points of the box ``[lower, upper]`` that differ from ``query`` in exactly one raw
+    feature, at the places where the ensemble's routing can change: a one-column feature
+    (scaled, integer) at each of its splits' exact bounds (``left_max``: the last value that
+    goes left, ``right_min``: the first that goes right; between two consecutive bounds every
+    tree routes alike, so no other value of the column changes the vote), a 0/1 column
+    flipped, a one-hot or thermometer block at each of its other levels. Candidates for an
+    incumbent (the caller checks their class): a CE that changes one feature is common, and
+    its cost is the least of these that is valid.
+
+    Parameters
+    ----------
+    ensemble : the tree ensemble over ``encoder``'s model space.
+    encoder : the fitted :class:`~robustce.data.Encoder`.
+    query : the query ``q`` (d,), model space.
+    lower, upper : the actionable box (d,).
+
+    Returns
+    -------
+    (n, d) array of the moved points (possibly empty).
+    """
+    q = np.asarray(query, dtype=np.float64)
+    parts = []
+    for b in encoder.blocks_:
+        s = b.slice
+        if b.width == 1 and b.encoding != "binary":
+            j = b.start
+            on = ensemble.split_col == j
+            vals = np.concatenate([ensemble.split_left_max[on], ensemble.split_right_min[on]])
+            vals = np.unique(vals[np.isfinite(vals)])
+        elif b.width == 1:
+            vals = np.array([1.0 - q[b.start]])
+        else:
+            codes = np.asarray(b.level_codes(), dtype=np.float64)
+            P = np.repeat(q[None], len(codes), axis=0)
+            P[:, s] = codes
+            parts.append(P)
+            continue
+        P = np.repeat(q[None], len(vals), axis=0)
+        P[:, b.start] = vals
+        parts.append(P)
+    if not parts:
+        return np.zeros((0, len(q)))
+    P = np.vstack(parts)
+    keep = np.all((P >= lower) & (P <= upper), axis=1) & np.any(P != q, axis=1)
+    return P[keep]
 
 
 def distance_pruner(query: np.ndarray, weights: np.ndarray, feature_of_column: np.ndarray,
