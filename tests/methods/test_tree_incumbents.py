@@ -17,7 +17,7 @@ import robustce as rc
 from robustce.data import Feature, Schema, from_frame
 from robustce.methods import MILPNearest
 from robustce.methods.feasible import FeasibleSet
-from robustce.solvers.tree_encoding import single_feature_moves
+from robustce.solvers.tree_encoding import pull_towards_query, single_feature_moves
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -144,3 +144,27 @@ def test_an_optimal_incumbent_is_certified_within_the_gap(mixed):
     np.testing.assert_allclose(c["gap"], 1e-4)
     cfs = warm.counterfactuals[warm.feature_names]
     assert (model.predict(cfs) == 1).all()
+
+
+def test_pulling_towards_the_query_keeps_points_valid_and_never_costlier(mixed):
+    """Feature tweaking's valid candidates, pulled back: each result is valid, every column
+    at least as close to the query as its start, and no costlier; some get cheaper."""
+    data, model = mixed
+    ex = MILPNearest(model, data, target_class=1)
+    enc = model.encoder
+    improved = 0
+    for q in enc.transform(data.frame[model.predict(data.frame) == 0].iloc[:8]):
+        C = ex._tweaker().candidates(q, 1)
+        C = C[ex._valid_mask(q, 1, 1e-6, C)]
+        if not len(C):
+            continue
+        X = C[np.argsort(ex._objective_values(q, C))[:4]]
+        Y = pull_towards_query(ex._ensemble_, enc, q, X, *FeasibleSet(enc).bounds(q),
+                               valid=lambda P, q=q: ex._valid_mask(q, 1, 1e-6, P),
+                               cost=lambda P, q=q: ex._objective_values(q, P))
+        assert model.predict(Y).tolist() == [1] * len(Y)
+        assert (np.abs(Y - q) <= np.abs(X - q) + 1e-12).all()
+        cx, cy = ex._objective_values(q, X), ex._objective_values(q, Y)
+        assert (cy <= cx + 1e-12).all()
+        improved += int((cy < cx - 1e-9).sum())
+    assert improved > 0

@@ -55,6 +55,7 @@ from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import ACTION_TOL, Explainer
 from robustce.methods.feasible import FeasibleSet
+from robustce.methods.feature_tweaking import PlausibleFeatureTweaking
 from robustce.models.network import IntervalNetwork, class_margin
 from robustce.robustness.bounds import box_bounds
 from robustce.solvers.encodings import (
@@ -73,6 +74,7 @@ from robustce.solvers.tree_encoding import (
     distance_pruner,
     encode_tree_ensemble,
     ensemble_of,
+    pull_towards_query,
     single_feature_moves,
     solve_tree_stage,
     tree_parts,
@@ -101,6 +103,8 @@ _N_SEGMENTS = 8  # nearest valid training points whose segments to the query are
 _N_STEPS = 32  # points per segment
 #: a tree model's nearest incumbent candidates checked through the raw-row round trip
 _N_ROUND_TRIP = 16
+#: a tree model's nearest valid candidates pulled back towards the query (before the round trip)
+_N_PULLED = 4
 #: HiGHS primal heuristics (effort 0) and symmetry detection switched off when the solve starts
 #: with an incumbent (measured in benchmarks/bench_milp.py: on these small models they cost more
 #: than they find once a near-optimal cutoff is known; none changes the optimum). Presolve is
@@ -280,7 +284,8 @@ class MILPNearest(Explainer):
     mip_gap : relative optimality gap at which the solver stops (certificate ``gap``).
     threads : solver threads per query.
     warm_start : with training ``data``, use the nearest valid, actionable training point as an
-        incumbent: its objective is the solve's cutoff (default True).
+        incumbent: its objective is the solve's cutoff (default True). Tree models also try
+        every change of one feature to one of the ensemble's split bounds (no data needed).
     box_from_incumbent : under ``l1`` / ``linf``, bound every column by the incumbent's
         objective (tighter big-M, more stable ReLUs; default True; needs ``warm_start``).
     bound_tightening : "lp" — before the solve, the pre-activation bounds of the neurons that
@@ -429,6 +434,7 @@ class MILPNearest(Explainer):
         self._template_: tuple[bytes, MILP, InputDomain, Any] | None = None
         self._kinds_: tuple[np.ndarray, np.ndarray] | None = None
         self._feasible_: FeasibleSet | None = None
+        self._tweaker_: PlausibleFeatureTweaking | None = None
 
     def _weights(self) -> np.ndarray:
         """The distance's column weights (computed once; read-only)."""
@@ -496,10 +502,13 @@ class MILPNearest(Explainer):
         ≥ ``tau`` that are actionable for ``q``, the points on the segments from ``q`` to them
         (continuous columns interpolated, the others at the training point's values: still
         actionable and in the domain), and greedy linear-region steps from ``q``
-        (:meth:`_linear_steps`; needs no data). ``seeds``: further points actionable for
-        ``q`` (e.g. MILP-R's CEs of earlier rounds), each a candidate itself and the start of
-        linear-region steps. Each candidate kept has forward-pass margin ≥ ``tau``.
-        None without ``warm_start`` or any such point."""
+        (:meth:`_linear_steps`; needs no data) for networks; for tree models the training
+        points moved into ``q``'s box (:meth:`_boxed_candidates`) and every change of one
+        feature to a split bound (:func:`single_feature_moves`; needs no data), of which the
+        nearest few are checked through the raw-row round trip. ``seeds``: further points
+        actionable for ``q`` (e.g. MILP-R's CEs of earlier rounds), each a candidate itself
+        and the start of linear-region steps. Each candidate kept has forward-pass margin
+        ≥ ``tau``. None without ``warm_start`` or any such point."""
         if not self.warm_start:
             return None
         pts = []
@@ -535,36 +544,61 @@ class MILPNearest(Explainer):
             # tree models: every point that changes one feature where the routing changes
             pts.append(single_feature_moves(self._ensemble_, self.encoder, q,
                                             *self._feasible_set().bounds(q)))
+            # and feature tweaking's candidates: q moved into each target leaf of each tree
+            pts.append(self._tweaker().candidates(q, int(target)))
         if not pts:
             return None
         P = self._valid_incumbents(q, int(target), tau, np.vstack(pts))
         zp = self._objective_values(q, P)
         if self._ensemble_ is not None and len(P):
+            # the nearest few pulled back towards q, feature by feature, while still valid
+            best = np.argsort(zp, kind="stable")[:_N_PULLED]
+            P = np.vstack([P, pull_towards_query(
+                self._ensemble_, self.encoder, q, P[best], *self._feasible_set().bounds(q),
+                valid=lambda C: self._valid_mask(q, int(target), tau, C),
+                cost=lambda C: self._objective_values(q, C))])
+            zp = self._objective_values(q, P)
             # a tree model's incumbent is the raw row the user gets (decoded and encoded
             # again), so that its routing, not only the model-space point's, is checked: the
             # nearest few candidates go through that round trip (decoded rows are valid
             # encodings: no re-validation) and are checked again
             near = np.argsort(zp, kind="stable")[:_N_ROUND_TRIP]
             enc = self.encoder
+            # (an immutable continuous column may come back an ulp off the query's value,
+            # as every CE's round trip does: checked with the final validation's tolerance)
             P = self._valid_incumbents(q, int(target), tau,
-                                       enc._encode(enc.inverse_transform(P[near])))
+                                       enc._encode(enc.inverse_transform(P[near])),
+                                       tol=ACTION_TOL)
             zp = self._objective_values(q, P)
         if len(P) == 0:
             return None
         i = int(np.argmin(zp))
         return Incumbent(P[i].copy(), float(zp[i]))
 
-    def _valid_incumbents(self, q: np.ndarray, target: int, tau: float,
-                          P: np.ndarray) -> np.ndarray:
-        """The rows of ``P`` that may be incumbents for ``q``: target margin ≥ ``tau``, the
-        constraints met, and (tree models, whose candidates include moved training points)
-        actionable."""
-        if self._ensemble_ is not None:
-            P = P[self.actionable(q, P, tol=0.0)]
-        P = P[self._margins(P, target) >= tau]
-        if self.constraints_ is not None and len(P):
-            P = P[self.constraints_.satisfied(q, P)]  # an incumbent never breaks them
-        return P
+    def _valid_mask(self, q: np.ndarray, target: int, tau: float, P: np.ndarray,
+                    tol: float = 0.0) -> np.ndarray:
+        """Per row of ``P``, whether it may be an incumbent for ``q``: target margin ≥
+        ``tau``, the constraints met, and (tree models, whose candidates include moved
+        training points) actionable within ``tol``."""
+        ok = self._margins(P, target) >= tau if len(P) else np.zeros(0, dtype=bool)
+        if self._ensemble_ is not None and len(P):
+            ok &= self.actionable(q, P, tol=tol)
+        if self.constraints_ is not None and ok.any():
+            ok[ok] = self.constraints_.satisfied(q, P[ok])  # an incumbent never breaks them
+        return ok
+
+    def _valid_incumbents(self, q: np.ndarray, target: int, tau: float, P: np.ndarray,
+                          tol: float = 0.0) -> np.ndarray:
+        """The rows of ``P`` that pass :meth:`_valid_mask`."""
+        return P[self._valid_mask(q, target, tau, P, tol)]
+
+    def _tweaker(self) -> PlausibleFeatureTweaking:
+        """Feature tweaking over the model (:class:`~robustce.methods.PlausibleFeatureTweaking`,
+        its leaf boxes cached per target; built once): the source of a tree model's
+        multi-feature incumbents."""
+        if self._tweaker_ is None:
+            self._tweaker_ = PlausibleFeatureTweaking(self.model)
+        return self._tweaker_
 
     def _feasible_set(self) -> FeasibleSet:
         """The encoder's actionability as a :class:`FeasibleSet` (built once)."""
@@ -1040,14 +1074,18 @@ class MILPNearest(Explainer):
         return out
 
     def _nearest_trees(self, q: np.ndarray, target: int, time_limit: float) -> _Nearest:
-        """The nearest CE of a tree model. With an incumbent (the nearest valid, actionable
-        training point or a point on its segment to the query, its raw row checked; objective
-        ``z₀``) the MILPs of :meth:`_tree_stage` are asked for CEs within radii that grow
-        (:meth:`_tree_radii`), each one's ball cut off at its radius: a cut-off proves that
-        nothing lies within it (the next stage gets that bound as a row); the first stage
-        with a solution holds the optimum, since every nearer point lies in its ball. The
-        last stage is cut off at ``z₀``: its cut-off proves the incumbent optimal. Without
-        an incumbent, one MILP over the whole actionable box."""
+        """The nearest CE of a tree model. With an incumbent (:meth:`incumbent`: the best
+        valid, actionable point among the nearest training points, their segments to the
+        query, training points moved into the query's box and the single-feature moves at
+        the ensemble's split bounds, its raw row checked; objective ``z₀``) the last MILP of
+        :meth:`_tree_stage` is built over the ball of radius ``z₀`` and cut off at
+        ``z₀ (1 − mip_gap)``: its cut-off proves the incumbent optimal within the MIP gap
+        (the certificate's bound is that cutoff), and a solution there is the optimum.
+        With :attr:`_tree_gallop`, MILPs over balls of growing radii come first
+        (:meth:`_tree_radii`), each cut off at its radius: a cut-off proves that nothing lies
+        within it (the next stage gets that bound as a row); the first stage with a solution
+        holds the optimum, since every nearer point lies in its ball. Without an incumbent,
+        one MILP over the whole actionable box."""
         strict, weak = self._tree_margins(target)
         inc = self.incumbent(q, target, max(strict, weak))
         t0 = time.perf_counter()
@@ -1101,7 +1139,7 @@ class MILPNearest(Explainer):
         gap = max(inc.objective - low, 0.0) / max(abs(inc.objective), 1e-12)
         return _Nearest("found", inc.x.copy(), objective=inc.objective, bound=low, gap=gap,
                         optimal=False, solver_status=SolveStatus.TIME_LIMIT.value, time=spent,
-                        message="time limit: the nearest valid training point")
+                        message="time limit: the best incumbent")
 
     def _certificate(self, q: np.ndarray, target: int, r: _Nearest) -> dict[str, Any]:
         cert: dict[str, Any] = {
