@@ -81,7 +81,7 @@ from robustce.solvers.tree_encoding import (
 )
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
-__all__ = ["MILPNearest", "column_weights", "feature_distance", "milp_point"]
+__all__ = ["MILPNearest", "column_weights", "feature_distance", "milp_point", "tree_candidates"]
 
 NORMS = ("l1", "l0", "linf")
 
@@ -189,6 +189,46 @@ def incumbent_box(query: np.ndarray, lower: np.ndarray, upper: np.ndarray, weigh
             lo[g], hi[g] = np.ceil(lo[g] * st - eps) / st, np.floor(hi[g] * st + eps) / st
         lo, hi = np.maximum(lo, lower), np.minimum(hi, upper)
     return lo, hi
+
+
+def tree_candidates(ensemble: TreeEnsemble, encoder: Any, tweaker: PlausibleFeatureTweaking,
+                    query: np.ndarray, target: int, lower: np.ndarray, upper: np.ndarray, *,
+                    valid: Any, cost: Any, extra: np.ndarray | None = None) -> np.ndarray:
+    """Valid CE candidates of a tree model for ``query``, nearest first: every change of one
+    feature to a split bound (:func:`single_feature_moves`), feature tweaking's candidates
+    (``tweaker``: ``query`` moved into each target leaf of each tree) and ``extra`` points,
+    those that ``valid`` accepts, with the nearest few pulled back towards the query while
+    valid (:func:`pull_towards_query`). The incumbents of :class:`MILPNearest` and the seeds
+    of MACE's tree MILP.
+
+    Parameters
+    ----------
+    ensemble : the model's :class:`TreeEnsemble`.
+    encoder : the fitted encoder.
+    tweaker : a :class:`~robustce.methods.PlausibleFeatureTweaking` over the model.
+    query : the query (d,), model space.
+    target : the target class.
+    lower, upper : the actionable box (d,).
+    valid : bool per row of an (n, d) array.
+    cost : distance of each row of an (n, d) array from ``query``.
+    extra : further (n, d) candidates (checked by ``valid`` too).
+
+    Returns
+    -------
+    (m, d) array of valid candidates by increasing cost.
+    """
+    parts = [single_feature_moves(ensemble, encoder, query, lower, upper),
+             tweaker.candidates(query, int(target))]
+    if extra is not None and len(extra):
+        parts.append(extra)
+    P = np.vstack(parts)
+    P = P[valid(P)] if len(P) else P
+    if not len(P):
+        return P
+    best = np.argsort(cost(P), kind="stable")[:_N_PULLED]
+    P = np.vstack([P, pull_towards_query(ensemble, encoder, query, P[best], lower, upper,
+                                         valid=valid, cost=cost)])
+    return P[np.argsort(cost(P), kind="stable")]
 
 
 def _explain_chunk(explainer: Explainer, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
@@ -540,36 +580,28 @@ class MILPNearest(Explainer):
                 seg = self._segment(q, step, cont, int(target), tau)
                 if seg is not None:
                     pts.append(seg[None])
-        if self._ensemble_ is not None:
-            # tree models: every point that changes one feature where the routing changes
-            pts.append(single_feature_moves(self._ensemble_, self.encoder, q,
-                                            *self._feasible_set().bounds(q)))
-            # and feature tweaking's candidates: q moved into each target leaf of each tree
-            pts.append(self._tweaker().candidates(q, int(target)))
-        if not pts:
+        if not pts and self._ensemble_ is None:
             return None
-        P = self._valid_incumbents(q, int(target), tau, np.vstack(pts))
-        zp = self._objective_values(q, P)
-        if self._ensemble_ is not None and len(P):
-            # the nearest few pulled back towards q, feature by feature, while still valid
-            best = np.argsort(zp, kind="stable")[:_N_PULLED]
-            P = np.vstack([P, pull_towards_query(
-                self._ensemble_, self.encoder, q, P[best], *self._feasible_set().bounds(q),
-                valid=lambda C: self._valid_mask(q, int(target), tau, C),
-                cost=lambda C: self._objective_values(q, C))])
-            zp = self._objective_values(q, P)
+        P = np.vstack(pts) if pts else np.zeros((0, len(q)))
+        if self._ensemble_ is None:
+            P = self._valid_incumbents(q, int(target), tau, P)
+        else:
+            P = tree_candidates(self._ensemble_, self.encoder, self._tweaker(), q, int(target),
+                                *self._feasible_set().bounds(q),
+                                valid=lambda C: self._valid_mask(q, int(target), tau, C),
+                                cost=lambda C: self._objective_values(q, C), extra=P)
             # a tree model's incumbent is the raw row the user gets (decoded and encoded
             # again), so that its routing, not only the model-space point's, is checked: the
             # nearest few candidates go through that round trip (decoded rows are valid
-            # encodings: no re-validation) and are checked again
-            near = np.argsort(zp, kind="stable")[:_N_ROUND_TRIP]
+            # encodings: no re-validation) and are checked again (an immutable continuous
+            # column may come back an ulp off the query's value, as every CE's round trip
+            # does: with the final validation's tolerance)
             enc = self.encoder
-            # (an immutable continuous column may come back an ulp off the query's value,
-            # as every CE's round trip does: checked with the final validation's tolerance)
-            P = self._valid_incumbents(q, int(target), tau,
-                                       enc._encode(enc.inverse_transform(P[near])),
-                                       tol=ACTION_TOL)
-            zp = self._objective_values(q, P)
+            if len(P):
+                P = self._valid_incumbents(q, int(target), tau,
+                                           enc._encode(enc.inverse_transform(P[:_N_ROUND_TRIP])),
+                                           tol=ACTION_TOL)
+        zp = self._objective_values(q, P)
         if len(P) == 0:
             return None
         i = int(np.argmin(zp))
