@@ -15,8 +15,9 @@ from sklearn.ensemble import RandomForestClassifier
 
 import robustce as rc
 from robustce.data import Feature, Schema, from_frame
-from robustce.methods import MILPNearest
+from robustce.methods import MACE, MILPNearest
 from robustce.methods.feasible import FeasibleSet
+from robustce.methods.minimum_observable import reachable
 from robustce.solvers.tree_encoding import pull_towards_query, single_feature_moves
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -168,3 +169,33 @@ def test_pulling_towards_the_query_keeps_points_valid_and_never_costlier(mixed):
         assert (cy <= cx + 1e-12).all()
         improved += int((cy < cx - 1e-9).sum())
     assert improved > 0
+
+
+def test_mace_tree_milp_seed_is_valid_and_no_farther_than_the_mo_point(mixed):
+    """MACE's tree-MILP seed: a CE of the model, reachable under MACE's actionability, never
+    farther than the MO training point (and nearer on some queries); MACE's answers stay
+    within ε of MILPNearest's certified optimum (the seed moves only the radii)."""
+    data, model = mixed
+    enc = model.encoder
+    queries = data.frame[model.predict(data.frame) == 0].iloc[:8]
+    mace = MACE(model, data, norm="l1", epsilon=1e-3, backend="milp", target_class=1,
+                time_limit=30)
+    nearer = 0
+    for q in enc.transform(queries):
+        seed = mace._milp._seed(q, 1, mace._smt_input().box(q, mace._acts))
+        assert seed is not None
+        assert model.predict(seed[None])[0] == 1
+        assert reachable(enc, q, seed[None], mace._acts)[0]
+        mo = mace._seed(q, 1, [])
+        if mo is not None:
+            assert mace._distance(q, seed) <= mace._distance(q, mo) + 1e-12
+            nearer += int(mace._distance(q, seed) < mace._distance(q, mo) - 1e-9)
+    assert nearer > 0
+    res = mace.explain(queries)
+    opt = MILPNearest(model, data, target_class=1, time_limit=30).explain(queries)
+    assert (res.status == "found").all() and (opt.status == "found").all()
+    J = len(enc.blocks_)
+    d_mace = res.certificates["delta_max"].to_numpy() * J
+    d_opt = opt.certificates["distance"].to_numpy()
+    assert (d_mace >= d_opt * (1 - 1e-4) - 1e-9).all()
+    assert (d_mace <= d_opt + 1e-3 * J + 1e-9).all()
