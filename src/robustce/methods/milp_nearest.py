@@ -325,7 +325,8 @@ class MILPNearest(Explainer):
     threads : solver threads per query.
     warm_start : with training ``data``, use the nearest valid, actionable training point as an
         incumbent: its objective is the solve's cutoff (default True). Tree models also try
-        every change of one feature to one of the ensemble's split bounds (no data needed).
+        every change of one feature to one of the ensemble's split bounds and feature
+        tweaking's candidates (:func:`tree_candidates`; no data needed).
     box_from_incumbent : under ``l1`` / ``linf``, bound every column by the incumbent's
         objective (tighter big-M, more stable ReLUs; default True; needs ``warm_start``).
     bound_tightening : "lp" — before the solve, the pre-activation bounds of the neurons that
@@ -543,9 +544,10 @@ class MILPNearest(Explainer):
         (continuous columns interpolated, the others at the training point's values: still
         actionable and in the domain), and greedy linear-region steps from ``q``
         (:meth:`_linear_steps`; needs no data) for networks; for tree models the training
-        points moved into ``q``'s box (:meth:`_boxed_candidates`) and every change of one
-        feature to a split bound (:func:`single_feature_moves`; needs no data), of which the
-        nearest few are checked through the raw-row round trip. ``seeds``: further points
+        points moved into ``q``'s box (:meth:`_boxed_candidates`) with the candidates of
+        :func:`tree_candidates` (one-feature moves to split bounds, feature tweaking, pulled
+        back towards ``q``; need no data), of which the nearest few are checked through the
+        raw-row round trip. ``seeds``: further points
         actionable for ``q`` (e.g. MILP-R's CEs of earlier rounds), each a candidate itself
         and the start of linear-region steps. Each candidate kept has forward-pass margin
         ≥ ``tau``. None without ``warm_start`` or any such point."""
