@@ -458,7 +458,16 @@ def level_codes(col: pd.Series, feature: Feature) -> np.ndarray:
             pos = np.clip(pos, 0, len(cats) - 1)
             hit = cat_arr[order][pos] == vals
             return np.where(hit, order[pos], -1)
+    if len(values) <= _FEW_ROWS and all(isinstance(c, str) for c in cats):
+        # a few rows (a query, a CE's round trip): a dict lookup beats building an index
+        where = {c: i for i, c in enumerate(cats)}
+        return np.fromiter((where.get(v, -1) if isinstance(v, str) else -1 for v in values),
+                           dtype=np.int64, count=len(values))
     return pd.Index(cats, dtype=object).get_indexer(values).astype(np.int64)
+
+
+#: frames up to this many rows are level-coded by a dict lookup (:func:`level_codes`)
+_FEW_ROWS = 64
 
 
 # ----------------------------------------------------------------------------------------

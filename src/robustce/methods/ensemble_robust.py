@@ -92,6 +92,7 @@ class EnsembleRobust(MILPNearest):
 
     name: ClassVar[str] = "ensemble_robust"
     _constraints: ClassVar[str] = "exact"  # MILPNearest's tree stages, constraint rows included
+    _tree_gallop: ClassVar[bool] = True  # robust incumbents are far: growing balls first
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "delta", "epsilon", "delta_status", "worst_case_margin", "tau", "rounds",
         "optimal", "solver")

@@ -36,14 +36,29 @@ class FeasibleSet:
         self.inc = encoder.increasing_mask_
         self.dec = encoder.decreasing_mask_
 
+    def bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The feasible box of each query: the encoder's domain, immutable columns fixed at
+        the query, increase-only columns bounded below and decrease-only columns above by it.
+
+        Parameters
+        ----------
+        X : queries, (n, d) or one query (d,), model space.
+
+        Returns
+        -------
+        ``(lower, upper)``, each shaped as ``X``.
+        """
+        lo, hi = self.encoder.domain(X)
+        lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
+        lo[..., self.inc] = np.maximum(lo[..., self.inc], X[..., self.inc])
+        hi[..., self.dec] = np.minimum(hi[..., self.dec], X[..., self.dec])
+        lo[..., ~self.free] = hi[..., ~self.free] = X[..., ~self.free]
+        return lo, hi
+
     def project_np(self, Z: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Copy of ``Z`` (n, d) clipped to the queries' domain (see the module docstring) and
-        projected onto the constraints of the queries ``X`` (n, d)."""
-        Z = np.clip(Z, *self.encoder.domain(X))
-        Z[:, self.inc] = np.maximum(Z[:, self.inc], X[:, self.inc])
-        Z[:, self.dec] = np.minimum(Z[:, self.dec], X[:, self.dec])
-        Z[:, ~self.free] = X[:, ~self.free]
-        return Z
+        """Copy of ``Z`` (n, d) clipped to the queries' feasible boxes (:meth:`bounds`)."""
+        return np.clip(Z, *self.bounds(X))
 
     def projector(self, X: Any) -> Callable[[Any], None]:
         """``project(var)``: the in-place projection of a torch tensor ``var`` (n, d) for the

@@ -34,7 +34,9 @@ from robustce.distance import L0_TOL, Distance, feature_fixed_costs
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
+from robustce.methods.feature_tweaking import PlausibleFeatureTweaking
 from robustce.methods.milp_nearest import (  # the tree MILP's vote margin and first radius
+    _N_ROUND_TRIP,
     _TREE_FIRST_RADIUS,
     _TREE_VOTE_MARGIN,
     MILPNearest,
@@ -42,12 +44,14 @@ from robustce.methods.milp_nearest import (  # the tree MILP's vote margin and f
     incumbent_box,
     milp_point,
     priced_weights,
+    tree_candidates,
 )
 from robustce.methods.minimum_observable import (
     MinimumObservable,
     check_actionability,
     mace_distance,
     normalise_norm,
+    reachable,
 )
 from robustce.models.base import Model, model_name
 from robustce.solvers import smt
@@ -598,10 +602,11 @@ class _TreeMILP:
     bounded, tree nodes whose box lies beyond δ dropped — :meth:`MACE._pruner` — so most
     trees shrink to a few leaves) and cut off at δ. A cut-off MILP proves that no CE lies
     within δ (δ_min = δ); the first one with a solution holds the optimum, since every
-    nearer CE lies in its ball. With training data, the MO point (MACE's seed) bounds the
-    search: the radii are its distance d₀ times 1/32, 1/16, … and last d₀ − ε/2 (ℓ0 alone:
-    1, 2, … changed features) — when nothing beats it by ε/2, the seed is returned. Without
-    data the radii run up to 1, then the whole actionable box (:meth:`_radii`). Each stage
+    nearer CE lies in its ball. A seed bounds the search — the nearer of the MO point (MACE's
+    seed, with training data) and the nearest valid tree candidate (:meth:`_seed`): the radii
+    are its distance d₀ times 1/32, 1/16, … and last d₀ − ε/2 (ℓ0 alone: 1, 2, … changed
+    features) — when nothing beats it by ε/2, the seed is returned. Without a seed the radii
+    run up to 1, then the whole actionable box (:meth:`_radii`). Each stage
     gets the bound proven by the ones before as a row; the absolute MIP gap is ε·J/2 (the
     objective is J·d), so the answer is within ε/2 of the optimum.
 
@@ -618,12 +623,44 @@ class _TreeMILP:
         self.tau = max(mace._tau, _TREE_VOTE_MARGIN) if forest else mace._tau
         self._weak = mace._tau
         self._ensemble: TreeEnsemble | None = None
+        self._tweaker: PlausibleFeatureTweaking | None = None
 
     def ensemble(self) -> TreeEnsemble:
         """The trees with their splits resolved against the encoder's column kinds (once)."""
         if self._ensemble is None:
             self._ensemble = ensemble_of(self.mace._kind, self.mace._parts, self.mace.encoder)
         return self._ensemble
+
+    def _seed(self, x: np.ndarray, target: int, box: tuple[np.ndarray, np.ndarray]
+              ) -> np.ndarray | None:
+        """The nearer of MACE's seed (the MO training point, :meth:`MACE._seed`) and the
+        nearest tree candidate (:func:`~robustce.methods.milp_nearest.tree_candidates`:
+        one-feature moves to split bounds, feature tweaking, pulled back towards ``x``) that
+        the model puts in ``target``, MACE's actionability allows (``box``, ``reachable``),
+        the constraints accept and whose raw row, decoded and scored again, keeps the class.
+        A nearer seed gives smaller balls (the diabetes forest: see benchmarks/README.md)."""
+        mc = self.mace
+        seed = mc._seed(x, target, [])
+        enc = mc.encoder
+
+        def valid(C: np.ndarray) -> np.ndarray:
+            ok = reachable(enc, x, C, mc._acts) & (mc.model.predict(C) == target)
+            if mc.constraints_ is not None and ok.any():
+                ok[ok] = mc.constraints_.satisfied(x, C[ok])
+            return ok
+
+        def cost(C: np.ndarray) -> np.ndarray:  # MACE's distance (as MACE._distance)
+            return mace_distance(enc, x, C, mc._norm, column_weights=mc._omega, fixed=mc._fixed)
+
+        if self._tweaker is None:
+            self._tweaker = PlausibleFeatureTweaking(mc.model, actionability=mc.actionability)
+        C = tree_candidates(self.ensemble(), enc, self._tweaker, x, target, *box, valid=valid,
+                            cost=cost)[:_N_ROUND_TRIP]
+        if len(C):
+            C = C[mc._round_trip(C, np.full(len(C), int(target)))[1]]
+        if len(C) and (seed is None or cost(C[:1])[0] < mc._distance(x, seed)):
+            return C[0]
+        return seed
 
     def _objective(self, m: MILP, dom: Any, x: np.ndarray, trees: Any) -> DistanceObjective:
         """J·d(x', x) (eq. 3 times J) over the domain's variables, each norm's distance
@@ -719,9 +756,9 @@ class _TreeMILP:
         mc = self.mace
         J = len(mc.encoder.blocks_)
         t0 = time.perf_counter()
-        seed = mc._seed(x, target, [])
-        d_seed = None if seed is None else mc._distance(x, seed)
         box = mc._smt_input().box(x, mc._acts)
+        seed = self._seed(x, target, box)
+        d_seed = None if seed is None else mc._distance(x, seed)
         low = 0.0  # proven: no CE with J·d <= low
         spent = 0.0
         slack = 0.5 * mc._eps * J  # the seed is returned once nothing beats it by this

@@ -54,6 +54,8 @@ from robustce.distance import L0_TOL, Distance, check_norm, feature_fixed_costs,
 from robustce.errors import ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import ACTION_TOL, Explainer
+from robustce.methods.feasible import FeasibleSet
+from robustce.methods.feature_tweaking import PlausibleFeatureTweaking
 from robustce.models.network import IntervalNetwork, class_margin
 from robustce.robustness.bounds import box_bounds
 from robustce.solvers.encodings import (
@@ -72,12 +74,14 @@ from robustce.solvers.tree_encoding import (
     distance_pruner,
     encode_tree_ensemble,
     ensemble_of,
+    pull_towards_query,
+    single_feature_moves,
     solve_tree_stage,
     tree_parts,
 )
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
-__all__ = ["MILPNearest", "column_weights", "feature_distance", "milp_point"]
+__all__ = ["MILPNearest", "column_weights", "feature_distance", "milp_point", "tree_candidates"]
 
 NORMS = ("l1", "l0", "linf")
 
@@ -97,6 +101,10 @@ def feature_distance(encoder: Any, q: np.ndarray, X: np.ndarray, norm: str = "l1
 
 _N_SEGMENTS = 8  # nearest valid training points whose segments to the query are searched
 _N_STEPS = 32  # points per segment
+#: a tree model's nearest incumbent candidates checked through the raw-row round trip
+_N_ROUND_TRIP = 16
+#: a tree model's nearest valid candidates pulled back towards the query (before the round trip)
+_N_PULLED = 4
 #: HiGHS primal heuristics (effort 0) and symmetry detection switched off when the solve starts
 #: with an incumbent (measured in benchmarks/bench_milp.py: on these small models they cost more
 #: than they find once a near-optimal cutoff is known; none changes the optimum). Presolve is
@@ -205,6 +213,44 @@ def priced_weights(distance_weights: np.ndarray, children: np.ndarray) -> np.nda
     w = np.array(distance_weights, dtype=np.float64, copy=True)
     w[np.asarray(children, dtype=np.int64)] = 0.0
     return w
+def tree_candidates(ensemble: TreeEnsemble, encoder: Any, tweaker: PlausibleFeatureTweaking,
+                    query: np.ndarray, target: int, lower: np.ndarray, upper: np.ndarray, *,
+                    valid: Any, cost: Any, extra: np.ndarray | None = None) -> np.ndarray:
+    """Valid CE candidates of a tree model for ``query``, nearest first: every change of one
+    feature to a split bound (:func:`single_feature_moves`), feature tweaking's candidates
+    (``tweaker``: ``query`` moved into each target leaf of each tree) and ``extra`` points,
+    those that ``valid`` accepts, with the nearest few pulled back towards the query while
+    valid (:func:`pull_towards_query`). The incumbents of :class:`MILPNearest` and the seeds
+    of MACE's tree MILP.
+
+    Parameters
+    ----------
+    ensemble : the model's :class:`TreeEnsemble`.
+    encoder : the fitted encoder.
+    tweaker : a :class:`~robustce.methods.PlausibleFeatureTweaking` over the model.
+    query : the query (d,), model space.
+    target : the target class.
+    lower, upper : the actionable box (d,).
+    valid : bool per row of an (n, d) array.
+    cost : distance of each row of an (n, d) array from ``query``.
+    extra : further (n, d) candidates (checked by ``valid`` too).
+
+    Returns
+    -------
+    (m, d) array of valid candidates by increasing cost.
+    """
+    parts = [single_feature_moves(ensemble, encoder, query, lower, upper),
+             tweaker.candidates(query, int(target))]
+    if extra is not None and len(extra):
+        parts.append(extra)
+    P = np.vstack(parts)
+    P = P[valid(P)] if len(P) else P
+    if not len(P):
+        return P
+    best = np.argsort(cost(P), kind="stable")[:_N_PULLED]
+    P = np.vstack([P, pull_towards_query(ensemble, encoder, query, P[best], lower, upper,
+                                         valid=valid, cost=cost)])
+    return P[np.argsort(cost(P), kind="stable")]
 
 
 def _explain_chunk(explainer: Explainer, X: np.ndarray, targets: np.ndarray) -> list[QueryResult]:
@@ -300,7 +346,9 @@ class MILPNearest(Explainer):
     mip_gap : relative optimality gap at which the solver stops (certificate ``gap``).
     threads : solver threads per query.
     warm_start : with training ``data``, use the nearest valid, actionable training point as an
-        incumbent: its objective is the solve's cutoff (default True).
+        incumbent: its objective is the solve's cutoff (default True). Tree models also try
+        every change of one feature to one of the ensemble's split bounds and feature
+        tweaking's candidates (:func:`tree_candidates`; no data needed).
     box_from_incumbent : under ``l1`` / ``linf``, bound every column by the incumbent's
         objective (tighter big-M, more stable ReLUs; default True; needs ``warm_start``).
     bound_tightening : "lp" — before the solve, the pre-activation bounds of the neurons that
@@ -370,6 +418,11 @@ class MILPNearest(Explainer):
     #: tree models go through the tree MILP (False in subclasses whose search is for networks
     #: only: they keep raising UnsupportedModelError for trees)
     _tree_models: ClassVar[bool] = True
+    #: tree models: solve below the incumbent in growing balls (:meth:`_tree_radii`) before
+    #: the last stage. Off here: the single-feature moves make the incumbent mostly optimal,
+    #: and the small balls cost more than they save (adult booster, 20 queries: median 90 →
+    #: 57–68 ms without them)
+    _tree_gallop: ClassVar[bool] = False
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
 
@@ -443,6 +496,8 @@ class MILPNearest(Explainer):
         self._w_: np.ndarray | None = None
         self._template_: tuple[bytes, MILP, InputDomain, Any] | None = None
         self._kinds_: tuple[np.ndarray, np.ndarray] | None = None
+        self._feasible_: FeasibleSet | None = None
+        self._tweaker_: PlausibleFeatureTweaking | None = None
 
     def _weights(self) -> np.ndarray:
         """The distance's column weights (computed once; read-only)."""
@@ -510,10 +565,14 @@ class MILPNearest(Explainer):
         ≥ ``tau`` that are actionable for ``q``, the points on the segments from ``q`` to them
         (continuous columns interpolated, the others at the training point's values: still
         actionable and in the domain), and greedy linear-region steps from ``q``
-        (:meth:`_linear_steps`; needs no data). ``seeds``: further points actionable for
-        ``q`` (e.g. MILP-R's CEs of earlier rounds), each a candidate itself and the start of
-        linear-region steps. Each candidate kept has forward-pass margin ≥ ``tau``.
-        None without ``warm_start`` or any such point."""
+        (:meth:`_linear_steps`; needs no data) for networks; for tree models the training
+        points moved into ``q``'s box (:meth:`_boxed_candidates`) with the candidates of
+        :func:`tree_candidates` (one-feature moves to split bounds, feature tweaking, pulled
+        back towards ``q``; need no data), of which the nearest few are checked through the
+        raw-row round trip. ``seeds``: further points
+        actionable for ``q`` (e.g. MILP-R's CEs of earlier rounds), each a candidate itself
+        and the start of linear-region steps. Each candidate kept has forward-pass margin
+        ≥ ``tau``. None without ``warm_start`` or any such point."""
         if not self.warm_start:
             return None
         pts = []
@@ -545,37 +604,70 @@ class MILPNearest(Explainer):
                 seg = self._segment(q, step, cont, int(target), tau)
                 if seg is not None:
                     pts.append(seg[None])
-        if not pts:
+        if not pts and self._ensemble_ is None:
             return None
-        P = np.vstack(pts)
-        if self._ensemble_ is not None:
+        P = np.vstack(pts) if pts else np.zeros((0, len(q)))
+        if self._ensemble_ is None:
+            P = self._valid_incumbents(q, int(target), tau, P)
+        else:
+            P = tree_candidates(self._ensemble_, self.encoder, self._tweaker(), q, int(target),
+                                *self._feasible_set().bounds(q),
+                                valid=lambda C: self._valid_mask(q, int(target), tau, C),
+                                cost=lambda C: self._objective_values(q, C), extra=P)
             # a tree model's incumbent is the raw row the user gets (decoded and encoded
-            # again), so that its routing, not only the model-space point's, is checked
+            # again), so that its routing, not only the model-space point's, is checked: the
+            # nearest few candidates go through that round trip (decoded rows are valid
+            # encodings: no re-validation) and are checked again (an immutable continuous
+            # column may come back an ulp off the query's value, as every CE's round trip
+            # does: with the final validation's tolerance)
             enc = self.encoder
-            P = enc._encode(enc.inverse_transform(P))  # decoded rows are valid: no re-validation
-            P = P[self.actionable(q, P, tol=0.0)]
-        P = P[self._margins(P, int(target)) >= tau]
-        if self.constraints_ is not None and len(P):
-            P = P[self.constraints_.satisfied(q, P)]  # an incumbent never breaks them
+            if len(P):
+                P = self._valid_incumbents(q, int(target), tau,
+                                           enc._encode(enc.inverse_transform(P[:_N_ROUND_TRIP])),
+                                           tol=ACTION_TOL)
+        zp = self._objective_values(q, P)
         if len(P) == 0:
             return None
-        zp = self._objective_values(q, P)
         i = int(np.argmin(zp))
         return Incumbent(P[i].copy(), float(zp[i]))
 
+    def _valid_mask(self, q: np.ndarray, target: int, tau: float, P: np.ndarray,
+                    tol: float = 0.0) -> np.ndarray:
+        """Per row of ``P``, whether it may be an incumbent for ``q``: target margin ≥
+        ``tau``, the constraints met, and (tree models, whose candidates include moved
+        training points) actionable within ``tol``."""
+        ok = self._margins(P, target) >= tau if len(P) else np.zeros(0, dtype=bool)
+        if self._ensemble_ is not None and len(P):
+            ok &= self.actionable(q, P, tol=tol)
+        if self.constraints_ is not None and ok.any():
+            ok[ok] = self.constraints_.satisfied(q, P[ok])  # an incumbent never breaks them
+        return ok
+
+    def _valid_incumbents(self, q: np.ndarray, target: int, tau: float, P: np.ndarray,
+                          tol: float = 0.0) -> np.ndarray:
+        """The rows of ``P`` that pass :meth:`_valid_mask`."""
+        return P[self._valid_mask(q, target, tau, P, tol)]
+
+    def _tweaker(self) -> PlausibleFeatureTweaking:
+        """Feature tweaking over the model (:class:`~robustce.methods.PlausibleFeatureTweaking`,
+        its leaf boxes cached per target; built once): the source of a tree model's
+        multi-feature incumbents."""
+        if self._tweaker_ is None:
+            self._tweaker_ = PlausibleFeatureTweaking(self.model)
+        return self._tweaker_
+
+    def _feasible_set(self) -> FeasibleSet:
+        """The encoder's actionability as a :class:`FeasibleSet` (built once)."""
+        if self._feasible_ is None:
+            self._feasible_ = FeasibleSet(self.encoder)
+        return self._feasible_
+
     def _boxed_candidates(self, q: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """The rows of ``X`` moved into ``q``'s actionable box (the encoder's domain with
-        immutable columns fixed to ``q`` and increase- / decrease-only columns bounded by
-        it; one-hot blocks projected), the ``_N_SEGMENTS`` nearest to ``q``. They need not
-        keep their class: :meth:`incumbent` checks every candidate."""
-        enc = self.encoder
-        lo, hi = enc.domain(q)
-        lo, hi = lo.copy(), hi.copy()
-        imm = enc.immutable_mask_
-        lo[imm] = hi[imm] = q[imm]
-        lo[enc.increasing_mask_] = np.maximum(lo, q)[enc.increasing_mask_]
-        hi[enc.decreasing_mask_] = np.minimum(hi, q)[enc.decreasing_mask_]
-        C = enc.project(np.clip(X, lo, hi), lo, hi)
+        """The rows of ``X`` moved into ``q``'s actionable box (:meth:`FeasibleSet.bounds`;
+        one-hot blocks projected), the ``_N_SEGMENTS`` nearest to ``q``. They need not keep
+        their class: :meth:`incumbent` checks every candidate."""
+        lo, hi = self._feasible_set().bounds(q)
+        C = self.encoder.project(np.clip(X, lo, hi), lo, hi)
         order = np.argsort(self._objective_values(q, C), kind="stable")
         return C[order[:_N_SEGMENTS]]
 
@@ -976,8 +1068,12 @@ class MILPNearest(Explainer):
         None)`` — no actionable point at all —, or ``("solved", res, cf)`` with the decoded
         point (None when the solver has none)."""
         t0 = time.perf_counter()
+        # below an incumbent HiGHS's primal heuristics look for points the cutoff already
+        # bounds (as _WARM_OPTIONS says for networks; adult booster, 20 queries: median 59 →
+        # 45 ms with the last stage's cutoff below)
         m = MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
-                 threads=self.threads, feasibility_tol=1e-9, presolve=False)
+                 threads=self.threads, feasibility_tol=1e-9, presolve=False,
+                 options=None if cutoff is None or self.solver_ != "highs" else _WARM_OPTIONS)
         cc = self.constraints_
         relations = cc is not None and cc.has_rows
         try:
@@ -1010,11 +1106,12 @@ class MILPNearest(Explainer):
         return ("cut", res, None) if cut else ("solved", res, cf)
 
     def _tree_radii(self, z0: float) -> list[float]:
-        """Under ``l1``, the radii of the solves below an incumbent of objective ``z0``:
-        ``z0/32, z0/16, …`` while below ``z0`` (as MACE's MILP backend gallops: in a small
-        ball most trees shrink to a few leaves). ``l0`` / ``linf`` (whose objective adds a
-        tie-break term, so a cut-off below ``z0`` proves nothing about the distance): none."""
-        if self.norm != "l1" or not z0 > 0:
+        """Under ``l1`` with :attr:`_tree_gallop`, the radii of the solves below an incumbent
+        of objective ``z0``: ``z0/32, z0/16, …`` while below ``z0`` (as MACE's MILP backend
+        gallops: in a small ball most trees shrink to a few leaves). ``l0`` / ``linf``
+        (whose objective adds a tie-break term, so a cut-off below ``z0`` proves nothing
+        about the distance): none."""
+        if not self._tree_gallop or self.norm != "l1" or not z0 > 0:
             return []
         out, r = [], z0 * _TREE_FIRST_RADIUS
         while r < z0 * (1.0 - 1e-9):
@@ -1023,22 +1120,28 @@ class MILPNearest(Explainer):
         return out
 
     def _nearest_trees(self, q: np.ndarray, target: int, time_limit: float) -> _Nearest:
-        """The nearest CE of a tree model. With an incumbent (the nearest valid, actionable
-        training point or a point on its segment to the query, its raw row checked; objective
-        ``z₀``) the MILPs of :meth:`_tree_stage` are asked for CEs within radii that grow
-        (:meth:`_tree_radii`), each one's ball cut off at its radius: a cut-off proves that
-        nothing lies within it (the next stage gets that bound as a row); the first stage
-        with a solution holds the optimum, since every nearer point lies in its ball. The
-        last stage is cut off at ``z₀``: its cut-off proves the incumbent optimal. Without
-        an incumbent, one MILP over the whole actionable box."""
+        """The nearest CE of a tree model. With an incumbent (:meth:`incumbent`: the best
+        valid, actionable point among the nearest training points, their segments to the
+        query, training points moved into the query's box and the single-feature moves at
+        the ensemble's split bounds, its raw row checked; objective ``z₀``) the last MILP of
+        :meth:`_tree_stage` is built over the ball of radius ``z₀`` and cut off at
+        ``z₀ (1 − mip_gap)``: its cut-off proves the incumbent optimal within the MIP gap
+        (the certificate's bound is that cutoff), and a solution there is the optimum.
+        With :attr:`_tree_gallop`, MILPs over balls of growing radii come first
+        (:meth:`_tree_radii`), each cut off at its radius: a cut-off proves that nothing lies
+        within it (the next stage gets that bound as a row); the first stage with a solution
+        holds the optimum, since every nearer point lies in its ball. Without an incumbent,
+        one MILP over the whole actionable box."""
         strict, weak = self._tree_margins(target)
         inc = self.incumbent(q, target, max(strict, weak))
         t0 = time.perf_counter()
         spent, low = 0.0, 0.0
         stages: list[float | None] = [None]
         if inc is not None:
-            z0 = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
-            stages = [*self._tree_radii(inc.objective), z0]
+            # the last stage asks for a point better than the incumbent by the relative MIP
+            # gap: its cut-off proves the incumbent optimal within the gap (HiGHS's own
+            # "optimal"), and the solver need not find the incumbent again to prove it
+            stages = [*self._tree_radii(inc.objective), inc.objective * (1.0 - self.mip_gap)]
         for k, cutoff in enumerate(stages):
             left = time_limit - (time.perf_counter() - t0)
             if left <= 0:
@@ -1051,12 +1154,12 @@ class MILPNearest(Explainer):
                                 solver_status=SolveStatus.INFEASIBLE.value,
                                 message="no actionable point: the actionable box is empty")
             if kind == "cut":
-                if last:  # nothing beats the incumbent
-                    assert inc is not None
+                if last:  # nothing beats the incumbent by the gap
+                    assert inc is not None and cutoff is not None
                     return _Nearest("found", inc.x.copy(), objective=inc.objective,
-                                    bound=inc.objective, gap=0.0, optimal=True,
+                                    bound=cutoff, gap=self.mip_gap, optimal=True,
                                     solver_status=SolveStatus.CUTOFF.value, time=spent,
-                                    message="the nearest valid training point is optimal")
+                                    message="the incumbent is optimal within the MIP gap")
                 low = float(cutoff)
                 continue
             st = res.status
@@ -1082,7 +1185,7 @@ class MILPNearest(Explainer):
         gap = max(inc.objective - low, 0.0) / max(abs(inc.objective), 1e-12)
         return _Nearest("found", inc.x.copy(), objective=inc.objective, bound=low, gap=gap,
                         optimal=False, solver_status=SolveStatus.TIME_LIMIT.value, time=spent,
-                        message="time limit: the nearest valid training point")
+                        message="time limit: the best incumbent")
 
     def _certificate(self, q: np.ndarray, target: int, r: _Nearest) -> dict[str, Any]:
         cert: dict[str, Any] = {

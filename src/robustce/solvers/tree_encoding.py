@@ -65,7 +65,8 @@ from robustce.solvers.encodings import DistanceObjective, InputDomain, column_ki
 from robustce.solvers.milp import MILP, SolveStatus
 
 __all__ = ["TREE_KINDS", "TreeEncoding", "TreeEnsemble", "distance_pruner", "encode_tree_ensemble",
-           "ensemble_of", "grid_kmax", "solve_tree_stage", "tree_parts"]
+           "ensemble_of", "grid_kmax", "pull_towards_query", "single_feature_moves", "solve_tree_stage",
+           "tree_parts"]
 
 #: model kinds (``model.kind``) whose decision :class:`TreeEnsemble` encodes exactly
 TREE_KINDS = ("tree", "forest", "boosted")
@@ -333,6 +334,108 @@ def ensemble_of(kind: str, parts: Any, encoder: Any, *, epsilon: np.ndarray | No
     return TreeEnsemble(trees, column_kind, grid_steps,
                         forest=kind != "tree" or epsilon is not None,
                         margins=SplitMargins.of(encoder), epsilon=epsilon)
+
+
+def single_feature_moves(ensemble: TreeEnsemble, encoder: Any, query: np.ndarray,
+                         lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The points of the box ``[lower, upper]`` that differ from ``query`` in exactly one raw
+    feature, at the places where the ensemble's routing can change: a one-column feature
+    (scaled, integer) at each of its splits' exact bounds (``left_max``: the last value that
+    goes left, ``right_min``: the first that goes right; between two consecutive bounds every
+    tree routes alike, so no other value of the column changes the vote), a 0/1 column
+    flipped, a one-hot or thermometer block at each of its other levels. Candidates for an
+    incumbent (the caller checks their class): a CE that changes one feature is common, and
+    its cost is the least of these that is valid.
+
+    Parameters
+    ----------
+    ensemble : the tree ensemble over ``encoder``'s model space.
+    encoder : the fitted :class:`~robustce.data.Encoder`.
+    query : the query ``q`` (d,), model space.
+    lower, upper : the actionable box (d,).
+
+    Returns
+    -------
+    (n, d) array of the moved points (possibly empty).
+    """
+    q = np.asarray(query, dtype=np.float64)
+    parts = []
+    for b in encoder.blocks_:
+        s = b.slice
+        if b.width == 1 and b.encoding != "binary":
+            j = b.start
+            on = ensemble.split_col == j
+            vals = np.concatenate([ensemble.split_left_max[on], ensemble.split_right_min[on]])
+            vals = np.unique(vals[np.isfinite(vals)])
+        elif b.width == 1:
+            vals = np.array([1.0 - q[b.start]])
+        else:
+            codes = np.asarray(b.level_codes(), dtype=np.float64)
+            P = np.repeat(q[None], len(codes), axis=0)
+            P[:, s] = codes
+            parts.append(P)
+            continue
+        P = np.repeat(q[None], len(vals), axis=0)
+        P[:, b.start] = vals
+        parts.append(P)
+    if not parts:
+        return np.zeros((0, len(q)))
+    P = np.vstack(parts)
+    keep = np.all((P >= lower) & (P <= upper), axis=1) & np.any(P != q, axis=1)
+    return P[keep]
+
+
+def pull_towards_query(ensemble: TreeEnsemble, encoder: Any, query: np.ndarray, X: np.ndarray,
+                       lower: np.ndarray, upper: np.ndarray,
+                       valid: Callable[[np.ndarray], np.ndarray],
+                       cost: Callable[[np.ndarray], np.ndarray], max_steps: int = 16
+                       ) -> np.ndarray:
+    """Improve valid points by coordinate descent towards the query: from each row of ``X``,
+    the :func:`single_feature_moves` that bring every column at least as close to ``query``
+    (``|p − q| <= |x − q|``), the valid one of least cost replaces the point while it is
+    cheaper; at most ``max_steps`` rounds, all rows at once. Feature tweaking's candidates
+    overshoot on the features they move; this takes the excess back.
+
+    Parameters
+    ----------
+    ensemble, encoder, lower, upper : as :func:`single_feature_moves`.
+    query : the query ``q`` (d,).
+    X : (n, d) valid points to improve.
+    valid : bool per row of an (m, d) array (the model's class and any constraints).
+    cost : the objective of each row of an (m, d) array.
+    max_steps : rounds at most.
+
+    Returns
+    -------
+    (n, d) array: each row no costlier than its start, and valid if its start is.
+    """
+    q = np.asarray(query, dtype=np.float64)
+    X = np.array(X, dtype=np.float64, copy=True)
+    c = cost(X) if len(X) else np.zeros(0)
+    active = np.ones(len(X), dtype=bool)
+    for _ in range(max_steps):
+        rows = np.flatnonzero(active)
+        if not rows.size:
+            break
+        moves = [single_feature_moves(ensemble, encoder, X[i], lower, upper) for i in rows]
+        owner = np.repeat(rows, [len(m) for m in moves])
+        P = np.vstack(moves) if moves else np.zeros((0, len(q)))
+        closer = np.all(np.abs(P - q) <= np.abs(X[owner] - q), axis=1)
+        P, owner = P[closer], owner[closer]
+        ok = valid(P) if len(P) else np.zeros(0, dtype=bool)
+        P, owner = P[ok], owner[ok]
+        cp = cost(P) if len(P) else np.zeros(0)
+        better = cp < c[owner]
+        P, owner, cp = P[better], owner[better], cp[better]
+        active[:] = False
+        if not len(P):
+            break
+        order = np.lexsort((cp, owner))
+        first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
+        X[owner[first]] = P[first]
+        c[owner[first]] = cp[first]
+        active[owner[first]] = True
+    return X
 
 
 def distance_pruner(query: np.ndarray, weights: np.ndarray, feature_of_column: np.ndarray,
