@@ -66,11 +66,62 @@ def _start(demo_dir: str, workers: int) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("robustce serve did not become ready")
 
 
+class _Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection of the load client: requests are written as bytes,
+    responses parsed by httptools (the C parser uvicorn uses), so that the client spends little
+    of the CPU the server needs (httpx's async client costs several ms of CPU a request)."""
+
+    def __init__(self) -> None:
+        import httptools
+
+        self.parser = httptools.HttpResponseParser(self)
+        self.waiter: asyncio.Future | None = None
+        self.transport: asyncio.Transport | None = None
+        self.headers: dict[bytes, bytes] = {}
+        self.body: list[bytes] = []
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except Exception as exc:  # noqa: BLE001 - a malformed response fails its request
+            self._fail(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(exc or ConnectionError("connection closed"))
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(exc)
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.lower()] = value
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result((self.parser.get_status_code(), self.headers, b"".join(self.body)))
+
+    async def post(self, head: bytes, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+        """(status, headers, body) of one POST (``head``: its request line and headers)."""
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.headers, self.body = {}, []
+        self.transport.write(head + body)
+        return await self.waiter
+
+
 async def _load(url: str, applicants: list[dict], body: dict[str, Any], clients: int,
                 duration: float) -> dict[str, Any]:
-    """``clients`` closed-loop clients for ``duration`` seconds; latencies of the 200s."""
-    import httpx
-
+    """``clients`` closed-loop clients for ``duration`` seconds, each on its own keep-alive
+    connection; latencies of the 200s, the client's own CPU time and the load average."""
+    host, port = url.removeprefix("http://").split(":")
+    path = b"/v1/models/synthetic_loan/explain"
     lat: list[float] = []
     codes: collections.Counter = collections.Counter()
     seen: collections.Counter = collections.Counter()
@@ -78,45 +129,62 @@ async def _load(url: str, applicants: list[dict], body: dict[str, Any], clients:
     lost = 0
     wrong = 0
     end = time.monotonic() + duration
+    loop = asyncio.get_running_loop()
 
-    async def client(k: int, http: httpx.AsyncClient) -> None:
+    async def connect() -> _Connection:
+        return (await loop.create_connection(_Connection, host, int(port)))[1]
+
+    async def client(k: int) -> None:
         nonlocal sent, lost, wrong
+        conn = await connect()
         seq = 0
         while time.monotonic() < end and sent < MAX_REQUESTS:
             rid = f"c{k}-{seq}"
             seq += 1
             item = {"id": rid, "features": applicants[(k + seq) % len(applicants)]["features"]}
+            payload = json.dumps({**body, "items": [item]}).encode()
+            head = (b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % (path, host.encode(), len(payload)))
             sent += 1
             t0 = time.perf_counter()
             try:
-                r = await http.post("/v1/models/synthetic_loan/explain", json={**body, "items": [item]})
-            except httpx.HTTPError:
+                status, headers, raw = await asyncio.wait_for(conn.post(head, payload), 60)
+            except Exception:  # noqa: BLE001 - no answer (closed, reset, timed out): lost
                 lost += 1
+                conn.transport.close()
+                conn = await connect()
                 continue
             dt = time.perf_counter() - t0
-            codes[r.status_code] += 1
-            if r.status_code == 429:
-                await asyncio.sleep(float(r.headers.get("retry-after", "1")))
+            codes[status] += 1
+            if headers.get(b"connection") == b"close":
+                conn.transport.close()
+                conn = await connect()
+            if status == 429:
+                await asyncio.sleep(float(headers.get(b"retry-after", b"1")))
                 continue
-            if r.status_code != 200:
+            if status != 200:
                 continue
-            ids = [it["id"] for it in r.json()["items"]]
+            ids = [it["id"] for it in json.loads(raw)["items"]]
             for i in ids:
                 seen[i] += 1
             wrong += ids != [rid]
             lat.append(dt)
+        conn.transport.close()
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    load0 = os.getloadavg()[0]
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
-        await asyncio.gather(*(client(k, http) for k in range(clients)))
+    await asyncio.gather(*(client(k) for k in range(clients)))
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     a = np.array(lat) if lat else np.array([np.nan])
     return {"clients": clients, "duration_s": round(wall, 1), "sent": sent, "ok": len(lat),
             "req_per_s": round(len(lat) / wall, 1), "p50_ms": round(float(np.percentile(a, 50)) * 1e3, 1),
             "p99_ms": round(float(np.percentile(a, 99)) * 1e3, 1), "status_429": codes.get(429, 0),
             "other_errors": sum(v for c, v in codes.items() if c not in (200, 429)),
-            "lost": lost, "duplicated": sum(1 for v in seen.values() if v > 1), "wrong_id": wrong}
+            "lost": lost, "duplicated": sum(1 for v in seen.values() if v > 1), "wrong_id": wrong,
+            "client_cpu_share": round(cpu / wall, 2),
+            "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]}
 
 
 def _batch(url: str, applicants: list[dict], n: int) -> dict[str, Any]:
@@ -137,6 +205,35 @@ def _batch(url: str, applicants: list[dict], n: int) -> dict[str, Any]:
     return {"n": n, "status": job["status"], "seconds": round(wall, 2),
             "applicants_per_s": round(n / wall, 1), "in_order": got == [it["id"] for it in items],
             "lost": n - len(set(got)), "duplicated": len(got) - len(set(got)), "statuses": dict(statuses)}
+
+
+def _server_cpu_s(proc: subprocess.Popen, url: str) -> float | None:
+    """CPU seconds (user + system) used so far by the server process and its solver workers
+    (their pids from ``/v1/status``); None where ``/proc`` is not readable (not Linux)."""
+    import httpx
+
+    pids = [proc.pid] + [w["pid"] for w in httpx.get(url + "/v1/status").json()["workers"]]
+    total = 0.0
+    try:
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
+
+
+def _measured_load(proc: subprocess.Popen, url: str, applicants: list[dict], body: dict[str, Any],
+                   clients: int, duration: float) -> dict[str, Any]:
+    """:func:`_load`, plus the server's CPU (process + workers) per answered request and as a
+    share of the wall time (1.0 = one core busy)."""
+    cpu0 = _server_cpu_s(proc, url)
+    res = asyncio.run(_load(url, applicants, body, clients, duration))
+    cpu1 = _server_cpu_s(proc, url)
+    if cpu0 is not None and cpu1 is not None:
+        res["server_cpu_ms_per_req"] = round((cpu1 - cpu0) * 1e3 / max(res["ok"], 1), 2)
+        res["server_cpu_share"] = round((cpu1 - cpu0) / res["duration_s"], 2)
+    return res
 
 
 def _baseline(demo_dir: str, applicants: list[dict], method: str, params: dict, reps: int) -> float:
@@ -173,14 +270,14 @@ def run(quick: bool = False, duration: float | None = None, clients: int | None 
             for _ in range(2 * workers):
                 httpx.post(url + "/v1/models/synthetic_loan/explain", timeout=60,
                            json={**nn, "items": [{"features": applicants[0]["features"]}]})
-            res = asyncio.run(_load(url, applicants, nn, nn_clients, duration))
+            res = _measured_load(proc, url, applicants, nn, nn_clients, duration)
             base = _baseline(demo_dir, applicants, "nearest_neighbour", {}, 50)
             rows.append({"name": f"nearest_neighbour over HTTP, {nn_clients} clients, p50 (vs library "
                                  "explain in-process)", "seconds": res["p50_ms"] / 1e3,
                          "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
                          "target_p99_ms": 50, "workers": workers})
             mr = {"method": "milp_robust", "params": {"shift": 0.03}, "time_limit_s": 10}
-            res = asyncio.run(_load(url, applicants, mr, 4 if quick else 8, duration))
+            res = _measured_load(proc, url, applicants, mr, 4 if quick else 8, duration)
             base = _baseline(demo_dir, applicants, "milp_robust", {"shift": 0.03}, 6 if quick else 12)
             rows.append({"name": f"milp_robust over HTTP, {res['clients']} clients, p50 (vs library "
                                  "explain in-process)", "seconds": res["p50_ms"] / 1e3,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["certify_task", "explain_task", "init_worker", "plain"]
+__all__ = ["certify_task", "explain_task", "init_worker", "plain", "register_models"]
 
 _MODELS: dict[str, Any] = {}
 _EXPLAINERS: OrderedDict[tuple, Any] = OrderedDict()
@@ -36,6 +36,13 @@ def init_worker(specs: list[Any]) -> None:
     torch.set_num_threads(1)
     for spec in specs:
         _MODELS[spec.id] = load_served_model(spec, with_methods=False)
+
+
+def register_models(served: list[Any]) -> None:
+    """Make already loaded :class:`~robustce.serve.registry.ServedModel`\\ s the ones the
+    tasks of this process use (the server process, for its in-process lane)."""
+    for m in served:
+        _MODELS[m.id] = m
 
 
 def worker_pid() -> int:
