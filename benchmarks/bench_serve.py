@@ -43,14 +43,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(demo_dir: str, workers: int) -> tuple[subprocess.Popen, str]:
+def _start(demo_dir: str, workers: int, in_process: str) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen([sys.executable, "-m", "robustce.cli", "serve", "--port", str(port),
-                             "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100"],
+                             "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100",
+                             "--in-process", in_process],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 300
     while time.monotonic() < end:
@@ -255,14 +256,14 @@ def _baseline(demo_dir: str, applicants: list[dict], method: str, params: dict, 
 
 
 def run(quick: bool = False, duration: float | None = None, clients: int | None = None,
-        workers: int = 2) -> list[dict[str, Any]]:
+        workers: int = 2, in_process: str = "none") -> list[dict[str, Any]]:
     import httpx
 
     duration = duration or (10.0 if quick else 60.0)
-    nn_clients = clients or (10 if quick else 50)
+    nn_clients = clients or 50
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as demo_dir:
-        proc, url = _start(demo_dir, workers)
+        proc, url = _start(demo_dir, workers, in_process)
         try:
             applicants = httpx.get(url + "/v1/models/synthetic_loan/applicants").json()["applicants"]
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
@@ -275,7 +276,8 @@ def run(quick: bool = False, duration: float | None = None, clients: int | None 
             rows.append({"name": f"nearest_neighbour over HTTP, {nn_clients} clients, p50 (vs library "
                                  "explain in-process)", "seconds": res["p50_ms"] / 1e3,
                          "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
-                         "target_p99_ms": 50, "workers": workers})
+                         "target_p99_ms": 50, "workers": workers, "in_process": in_process,
+                         "cpu_count": os.cpu_count()})
             mr = {"method": "milp_robust", "params": {"shift": 0.03}, "time_limit_s": 10}
             res = _measured_load(proc, url, applicants, mr, 4 if quick else 8, duration)
             base = _baseline(demo_dir, applicants, "milp_robust", {"shift": 0.03}, 6 if quick else 12)
@@ -283,9 +285,11 @@ def run(quick: bool = False, duration: float | None = None, clients: int | None 
                                  "explain in-process)", "seconds": res["p50_ms"] / 1e3,
                          "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
                          "workers": workers})
+            load0 = os.getloadavg()[0]
             res = _batch(url, applicants, 200 if quick else 1000)
             rows.append({"name": f"{res['n']}-applicant nearest_neighbour batch via jobs",
-                         "seconds": res["seconds"], **res, "workers": workers})
+                         "seconds": res["seconds"], **res, "workers": workers,
+                         "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]})
         finally:
             proc.terminate()
             proc.wait(60)
@@ -294,17 +298,43 @@ def run(quick: bool = False, duration: float | None = None, clients: int | None 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description="Load test of robustce serve (loopback).")
-    ap.add_argument("--quick", action="store_true", help="10 s per scenario, fewer clients")
+    ap.add_argument("--quick", action="store_true",
+                    help="10 s per scenario, 4 milp_robust clients, a 200-applicant batch")
     ap.add_argument("--duration", type=float, default=None, help="seconds per scenario (default 60)")
     ap.add_argument("--clients", type=int, default=None, help="nearest_neighbour clients (default 50)")
     ap.add_argument("--workers", type=int, default=2, help="solver worker processes (default 2)")
+    ap.add_argument("--in-process", default="none", metavar="METHODS",
+                    help="passed to robustce serve --in-process (default none)")
     args = ap.parse_args()
     if args.duration is not None and not 0 < args.duration <= 600:
         raise SystemExit("--duration must be in (0, 600]")
-    rows = run(args.quick, args.duration, args.clients, args.workers)
+    rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process)
     for row in rows:
         print(json.dumps(row))
+    print()
+    print(table(rows))
     return 0
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as the Markdown table of benchmarks/README.md."""
+    out = ["| scenario | clients | requests/s | p50 | p99 | 429s | lost | duplicated | "
+           "server CPU / request | client CPU share | library call alone | load average (start, end) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        load = " → ".join(f"{v:g}" for v in r.get("loadavg_1min", []))
+        if "req_per_s" in r:
+            out.append(f"| {r['name'].split(' over ')[0]}, 1 applicant/request | {r['clients']} | "
+                       f"{r['req_per_s']:g} | {r['p50_ms']:g} ms | {r['p99_ms']:g} ms | "
+                       f"{r['status_429']} | {r['lost']} | {r['duplicated']} | "
+                       f"{r.get('server_cpu_ms_per_req', '–')} ms | {r['client_cpu_share']:g} | "
+                       f"{r['baseline_seconds'] * 1e3:.1f} ms | {load} |")
+        else:
+            out.append(f"| {r['n']}-applicant batch via `POST /jobs` ({r['status']}, in order: "
+                       f"{r['in_order']}) | 1 | {r['applicants_per_s']:g} applicants/s "
+                       f"({r['seconds']:g} s) | – | – | – | {r['lost']} | {r['duplicated']} | – | – | – "
+                       f"| {load} |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
