@@ -45,7 +45,9 @@ async def _busy_lane(fn: Recorder, max_queue: int = 8) -> tuple[InProcessLane, a
     await lane.start()
     fn.gate.clear()
     blocker = asyncio.create_task(lane.run(fn, {"records": [{"blocker": 0}]}, deadline_s=5))
-    while not lane.status()["workers"][0]["busy"]:
+    for _ in range(5000):
+        if lane.status()["workers"][0]["busy"]:
+            break
         await asyncio.sleep(0.001)
     return lane, blocker
 
