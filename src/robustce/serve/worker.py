@@ -8,6 +8,7 @@ results are plain dicts and lists of JSON values.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import signal
@@ -36,6 +37,7 @@ def init_worker(specs: list[Any]) -> None:
     torch.set_num_threads(1)
     for spec in specs:
         _MODELS[spec.id] = load_served_model(spec, with_methods=False)
+    gc.freeze()  # the loaded libraries and models: out of the cyclic GC's full passes
 
 
 def register_models(served: list[Any]) -> None:
