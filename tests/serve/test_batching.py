@@ -52,6 +52,18 @@ async def _busy_lane(fn: Recorder, max_queue: int = 8) -> tuple[InProcessLane, a
     return lane, blocker
 
 
+async def _release(fn: Recorder, lane: InProcessLane, blocker: asyncio.Task, runs: list,
+                   **gather: bool) -> list:
+    """Let the requests ``runs`` queue up behind ``blocker``, open the gate, collect their
+    results and close the lane."""
+    await asyncio.sleep(0.05)
+    fn.gate.set()
+    results = await asyncio.gather(*runs, **gather)
+    await blocker
+    lane.close()
+    return results
+
+
 def test_concurrent_requests_form_one_batch_and_each_gets_its_own_items_in_order():
     async def main():
         fn = Recorder()
@@ -59,11 +71,7 @@ def test_concurrent_requests_form_one_batch_and_each_gets_its_own_items_in_order
         co = Coalescer(lane, fn, max_items=100)
         requests = [[{"req": k, "item": j} for j in range(1 + k % 3)] for k in range(6)]
         runs = [asyncio.create_task(co.run("key", {}, recs, _deadline)) for recs in requests]
-        await asyncio.sleep(0.05)
-        fn.gate.set()
-        results = await asyncio.gather(*runs)
-        await blocker
-        lane.close()
+        results = await _release(fn, lane, blocker, runs)
         return fn, co, requests, results
 
     fn, co, requests, results = asyncio.run(main())
@@ -80,11 +88,7 @@ def test_different_keys_are_not_merged():
         lane, blocker = await _busy_lane(fn)
         co = Coalescer(lane, fn, max_items=100)
         runs = [asyncio.create_task(co.run(key, {}, [{"key": key}], _deadline)) for key in "abab"]
-        await asyncio.sleep(0.05)
-        fn.gate.set()
-        results = await asyncio.gather(*runs)
-        await blocker
-        lane.close()
+        results = await _release(fn, lane, blocker, runs)
         return fn, results
 
     fn, results = asyncio.run(main())
@@ -100,11 +104,7 @@ def test_a_batch_holds_at_most_max_items_records():
         co = Coalescer(lane, fn, max_items=4)
         requests = [[{"req": k, "item": j} for j in range(2)] for k in range(3)]
         runs = [asyncio.create_task(co.run("key", {}, recs, _deadline)) for recs in requests]
-        await asyncio.sleep(0.05)
-        fn.gate.set()
-        results = await asyncio.gather(*runs)
-        await blocker
-        lane.close()
+        results = await _release(fn, lane, blocker, runs)
         return fn, requests, results
 
     fn, requests, results = asyncio.run(main())
@@ -137,11 +137,7 @@ def test_an_error_raised_by_one_request_fails_only_that_request():
         co = Coalescer(lane, fn, max_items=100)
         requests = [[{"req": 0}], [{"req": 1, "bad": True}], [{"req": 2}, {"req": 3}]]
         runs = [asyncio.create_task(co.run("key", {}, recs, _deadline)) for recs in requests]
-        await asyncio.sleep(0.05)
-        fn.gate.set()
-        results = await asyncio.gather(*runs, return_exceptions=True)
-        await blocker
-        lane.close()
+        results = await _release(fn, lane, blocker, runs, return_exceptions=True)
         return fn, requests, results
 
     fn, requests, results = asyncio.run(main())
