@@ -43,14 +43,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(demo_dir: str, workers: int) -> tuple[subprocess.Popen, str]:
+def _start(demo_dir: str, workers: int, in_process: str) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen([sys.executable, "-m", "robustce.cli", "serve", "--port", str(port),
-                             "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100"],
+                             "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100",
+                             "--in-process", in_process],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 300
     while time.monotonic() < end:
@@ -66,11 +67,62 @@ def _start(demo_dir: str, workers: int) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("robustce serve did not become ready")
 
 
+class _Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection of the load client: requests are written as bytes,
+    responses parsed by httptools (the C parser uvicorn uses), so that the client spends little
+    of the CPU the server needs (httpx's async client costs several ms of CPU a request)."""
+
+    def __init__(self) -> None:
+        import httptools
+
+        self.parser = httptools.HttpResponseParser(self)
+        self.waiter: asyncio.Future | None = None
+        self.transport: asyncio.Transport | None = None
+        self.headers: dict[bytes, bytes] = {}
+        self.body: list[bytes] = []
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except Exception as exc:  # noqa: BLE001 - a malformed response fails its request
+            self._fail(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(exc or ConnectionError("connection closed"))
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(exc)
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.lower()] = value
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result((self.parser.get_status_code(), self.headers, b"".join(self.body)))
+
+    async def post(self, head: bytes, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+        """(status, headers, body) of one POST (``head``: its request line and headers)."""
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.headers, self.body = {}, []
+        self.transport.write(head + body)
+        return await self.waiter
+
+
 async def _load(url: str, applicants: list[dict], body: dict[str, Any], clients: int,
                 duration: float) -> dict[str, Any]:
-    """``clients`` closed-loop clients for ``duration`` seconds; latencies of the 200s."""
-    import httpx
-
+    """``clients`` closed-loop clients for ``duration`` seconds, each on its own keep-alive
+    connection; latencies of the 200s, the client's own CPU time and the load average."""
+    host, port = url.removeprefix("http://").split(":")
+    path = b"/v1/models/synthetic_loan/explain"
     lat: list[float] = []
     codes: collections.Counter = collections.Counter()
     seen: collections.Counter = collections.Counter()
@@ -78,45 +130,62 @@ async def _load(url: str, applicants: list[dict], body: dict[str, Any], clients:
     lost = 0
     wrong = 0
     end = time.monotonic() + duration
+    loop = asyncio.get_running_loop()
 
-    async def client(k: int, http: httpx.AsyncClient) -> None:
+    async def connect() -> _Connection:
+        return (await loop.create_connection(_Connection, host, int(port)))[1]
+
+    async def client(k: int) -> None:
         nonlocal sent, lost, wrong
+        conn = await connect()
         seq = 0
         while time.monotonic() < end and sent < MAX_REQUESTS:
             rid = f"c{k}-{seq}"
             seq += 1
             item = {"id": rid, "features": applicants[(k + seq) % len(applicants)]["features"]}
+            payload = json.dumps({**body, "items": [item]}).encode()
+            head = (b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % (path, host.encode(), len(payload)))
             sent += 1
             t0 = time.perf_counter()
             try:
-                r = await http.post("/v1/models/synthetic_loan/explain", json={**body, "items": [item]})
-            except httpx.HTTPError:
+                status, headers, raw = await asyncio.wait_for(conn.post(head, payload), 60)
+            except Exception:  # noqa: BLE001 - no answer (closed, reset, timed out): lost
                 lost += 1
+                conn.transport.close()
+                conn = await connect()
                 continue
             dt = time.perf_counter() - t0
-            codes[r.status_code] += 1
-            if r.status_code == 429:
-                await asyncio.sleep(float(r.headers.get("retry-after", "1")))
+            codes[status] += 1
+            if headers.get(b"connection") == b"close":
+                conn.transport.close()
+                conn = await connect()
+            if status == 429:
+                await asyncio.sleep(float(headers.get(b"retry-after", b"1")))
                 continue
-            if r.status_code != 200:
+            if status != 200:
                 continue
-            ids = [it["id"] for it in r.json()["items"]]
+            ids = [it["id"] for it in json.loads(raw)["items"]]
             for i in ids:
                 seen[i] += 1
             wrong += ids != [rid]
             lat.append(dt)
+        conn.transport.close()
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    load0 = os.getloadavg()[0]
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
-        await asyncio.gather(*(client(k, http) for k in range(clients)))
+    await asyncio.gather(*(client(k) for k in range(clients)))
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     a = np.array(lat) if lat else np.array([np.nan])
     return {"clients": clients, "duration_s": round(wall, 1), "sent": sent, "ok": len(lat),
             "req_per_s": round(len(lat) / wall, 1), "p50_ms": round(float(np.percentile(a, 50)) * 1e3, 1),
             "p99_ms": round(float(np.percentile(a, 99)) * 1e3, 1), "status_429": codes.get(429, 0),
             "other_errors": sum(v for c, v in codes.items() if c not in (200, 429)),
-            "lost": lost, "duplicated": sum(1 for v in seen.values() if v > 1), "wrong_id": wrong}
+            "lost": lost, "duplicated": sum(1 for v in seen.values() if v > 1), "wrong_id": wrong,
+            "client_cpu_share": round(cpu / wall, 2),
+            "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]}
 
 
 def _batch(url: str, applicants: list[dict], n: int) -> dict[str, Any]:
@@ -139,6 +208,35 @@ def _batch(url: str, applicants: list[dict], n: int) -> dict[str, Any]:
             "lost": n - len(set(got)), "duplicated": len(got) - len(set(got)), "statuses": dict(statuses)}
 
 
+def _server_cpu_s(proc: subprocess.Popen, url: str) -> float | None:
+    """CPU seconds (user + system) used so far by the server process and its solver workers
+    (their pids from ``/v1/status``); None where ``/proc`` is not readable (not Linux)."""
+    import httpx
+
+    pids = [proc.pid] + [w["pid"] for w in httpx.get(url + "/v1/status").json()["workers"]]
+    total = 0.0
+    try:
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
+
+
+def _measured_load(proc: subprocess.Popen, url: str, applicants: list[dict], body: dict[str, Any],
+                   clients: int, duration: float) -> dict[str, Any]:
+    """:func:`_load`, plus the server's CPU (process + workers) per answered request and as a
+    share of the wall time (1.0 = one core busy)."""
+    cpu0 = _server_cpu_s(proc, url)
+    res = asyncio.run(_load(url, applicants, body, clients, duration))
+    cpu1 = _server_cpu_s(proc, url)
+    if cpu0 is not None and cpu1 is not None:
+        res["server_cpu_ms_per_req"] = round((cpu1 - cpu0) * 1e3 / max(res["ok"], 1), 2)
+        res["server_cpu_share"] = round((cpu1 - cpu0) / res["duration_s"], 2)
+    return res
+
+
 def _baseline(demo_dir: str, applicants: list[dict], method: str, params: dict, reps: int) -> float:
     """Median seconds of the library's own ``explain`` of one applicant (warm explainer)."""
     import pandas as pd
@@ -158,14 +256,14 @@ def _baseline(demo_dir: str, applicants: list[dict], method: str, params: dict, 
 
 
 def run(quick: bool = False, duration: float | None = None, clients: int | None = None,
-        workers: int = 2) -> list[dict[str, Any]]:
+        workers: int = 2, in_process: str = "none") -> list[dict[str, Any]]:
     import httpx
 
     duration = duration or (10.0 if quick else 60.0)
-    nn_clients = clients or (10 if quick else 50)
+    nn_clients = clients or 50
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as demo_dir:
-        proc, url = _start(demo_dir, workers)
+        proc, url = _start(demo_dir, workers, in_process)
         try:
             applicants = httpx.get(url + "/v1/models/synthetic_loan/applicants").json()["applicants"]
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
@@ -173,22 +271,25 @@ def run(quick: bool = False, duration: float | None = None, clients: int | None 
             for _ in range(2 * workers):
                 httpx.post(url + "/v1/models/synthetic_loan/explain", timeout=60,
                            json={**nn, "items": [{"features": applicants[0]["features"]}]})
-            res = asyncio.run(_load(url, applicants, nn, nn_clients, duration))
+            res = _measured_load(proc, url, applicants, nn, nn_clients, duration)
             base = _baseline(demo_dir, applicants, "nearest_neighbour", {}, 50)
             rows.append({"name": f"nearest_neighbour over HTTP, {nn_clients} clients, p50 (vs library "
                                  "explain in-process)", "seconds": res["p50_ms"] / 1e3,
                          "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
-                         "target_p99_ms": 50, "workers": workers})
+                         "target_p99_ms": 50, "workers": workers, "in_process": in_process,
+                         "cpu_count": os.cpu_count()})
             mr = {"method": "milp_robust", "params": {"shift": 0.03}, "time_limit_s": 10}
-            res = asyncio.run(_load(url, applicants, mr, 4 if quick else 8, duration))
+            res = _measured_load(proc, url, applicants, mr, 4 if quick else 8, duration)
             base = _baseline(demo_dir, applicants, "milp_robust", {"shift": 0.03}, 6 if quick else 12)
             rows.append({"name": f"milp_robust over HTTP, {res['clients']} clients, p50 (vs library "
                                  "explain in-process)", "seconds": res["p50_ms"] / 1e3,
                          "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
                          "workers": workers})
+            load0 = os.getloadavg()[0]
             res = _batch(url, applicants, 200 if quick else 1000)
             rows.append({"name": f"{res['n']}-applicant nearest_neighbour batch via jobs",
-                         "seconds": res["seconds"], **res, "workers": workers})
+                         "seconds": res["seconds"], **res, "workers": workers,
+                         "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]})
         finally:
             proc.terminate()
             proc.wait(60)
@@ -197,17 +298,43 @@ def run(quick: bool = False, duration: float | None = None, clients: int | None 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description="Load test of robustce serve (loopback).")
-    ap.add_argument("--quick", action="store_true", help="10 s per scenario, fewer clients")
+    ap.add_argument("--quick", action="store_true",
+                    help="10 s per scenario, 4 milp_robust clients, a 200-applicant batch")
     ap.add_argument("--duration", type=float, default=None, help="seconds per scenario (default 60)")
     ap.add_argument("--clients", type=int, default=None, help="nearest_neighbour clients (default 50)")
     ap.add_argument("--workers", type=int, default=2, help="solver worker processes (default 2)")
+    ap.add_argument("--in-process", default="none", metavar="METHODS",
+                    help="passed to robustce serve --in-process (default none)")
     args = ap.parse_args()
     if args.duration is not None and not 0 < args.duration <= 600:
         raise SystemExit("--duration must be in (0, 600]")
-    rows = run(args.quick, args.duration, args.clients, args.workers)
+    rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process)
     for row in rows:
         print(json.dumps(row))
+    print()
+    print(table(rows))
     return 0
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as the Markdown table of benchmarks/README.md."""
+    out = ["| scenario | clients | requests/s | p50 | p99 | 429s | lost | duplicated | "
+           "server CPU / request | client CPU share | library call alone | load average (start, end) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        load = " → ".join(f"{v:g}" for v in r.get("loadavg_1min", []))
+        if "req_per_s" in r:
+            out.append(f"| {r['name'].split(' over ')[0]}, 1 applicant/request | {r['clients']} | "
+                       f"{r['req_per_s']:g} | {r['p50_ms']:g} ms | {r['p99_ms']:g} ms | "
+                       f"{r['status_429']} | {r['lost']} | {r['duplicated']} | "
+                       f"{r.get('server_cpu_ms_per_req', '–')} ms | {r['client_cpu_share']:g} | "
+                       f"{r['baseline_seconds'] * 1e3:.1f} ms | {load} |")
+        else:
+            out.append(f"| {r['n']}-applicant batch via `POST /jobs` ({r['status']}, in order: "
+                       f"{r['in_order']}) | 1 | {r['applicants_per_s']:g} applicants/s "
+                       f"({r['seconds']:g} s) | – | – | – | {r['lost']} | {r['duplicated']} | – | – | – "
+                       f"| {load} |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

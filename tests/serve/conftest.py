@@ -93,10 +93,11 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def servers(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
     """Two servers started together: ``main`` (2 workers, roomy limits, small batch/body
-    limits for the limit tests) and ``faults`` (1 worker, a queue of 1, a 3 s request budget)."""
+    limits for the limit tests; nearest-neighbour requests on its in-process lane) and
+    ``faults`` (1 worker, a queue of 1, a 3 s request budget; every request on the worker)."""
     tmp = tmp_path_factory.mktemp("servers")
     main = launch(tmp, model_dir, "main", "--workers", "2", "--max-items", "20",
-                  "--max-body", str(256 * 1024))
+                  "--max-body", str(256 * 1024), "--in-process", "nearest_neighbour")
     faults = launch(tmp, model_dir, "faults", "--workers", "1", "--max-queue", "1",
                     "--max-request-s", "3")
     try:

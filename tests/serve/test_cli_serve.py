@@ -18,3 +18,5 @@ def test_bad_arguments_stop_with_one_line(tmp_path, capsys):
     assert "workers" in capsys.readouterr().err
     assert main(["serve", "--model", str(tmp_path)]) == 2
     assert "holds no saved model" in capsys.readouterr().err
+    assert main(["serve", "--in-process", "nearest_neighbour,dice"]) == 2
+    assert "--in-process: 'dice' is not a served method" in capsys.readouterr().err

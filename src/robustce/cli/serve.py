@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from robustce.cli._common import EXIT_OK, _user_error
+from robustce.errors import RobustCEError
 
 
 def _add_serve(sub: Any) -> None:
@@ -33,6 +34,10 @@ def _add_serve(sub: Any) -> None:
                    help="largest request body (default 2 MiB)")
     p.add_argument("--max-request-s", type=float, default=120.0, metavar="S",
                    help="time budget of one request; items past it get status timeout (default 120)")
+    p.add_argument("--in-process", metavar="METHODS", default="none",
+                   help="comma-separated cheap methods (e.g. nearest_neighbour) whose explain "
+                        "requests run on a thread of the server instead of a worker process "
+                        "(for one-core hosts; default none)")
     p.add_argument("--demo-dir", metavar="DIR", default=None,
                    help="where the demo model is written (default: a temporary directory)")
     p.set_defaults(func=_cmd_serve)
@@ -61,6 +66,25 @@ def _specs(args: argparse.Namespace) -> tuple[list[Any], Any]:
     return [model_spec(root, "synthetic_loan")], tmp
 
 
+def _in_process(value: str) -> tuple[str, ...]:
+    """The methods of ``--in-process`` (registry names), checked."""
+    from robustce.methods.registry import method_name
+    from robustce.serve.registry import SERVED_METHODS
+
+    names = [] if value.strip().lower() in ("", "none") else [v.strip() for v in value.split(",")]
+    out = []
+    for name in names:
+        try:
+            canonical = method_name(name)
+        except RobustCEError:  # reported below with the served methods
+            canonical = name
+        if canonical not in SERVED_METHODS:
+            raise _user_error(f"--in-process: {name!r} is not a served method; "
+                              f"they are {', '.join(SERVED_METHODS)}")
+        out.append(canonical)
+    return tuple(out)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -76,7 +100,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     token = read_token(args.token_file) if args.token_file else None
     settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
                              max_body_bytes=args.max_body, max_request_s=args.max_request_s,
-                             token=token, audit_log=args.audit_log)
+                             token=token, audit_log=args.audit_log,
+                             in_process=_in_process(args.in_process))
     specs, tmp = _specs(args)
     app = create_app(specs, settings)
     print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "

@@ -458,11 +458,16 @@ def level_codes(col: pd.Series, feature: Feature) -> np.ndarray:
             pos = np.clip(pos, 0, len(cats) - 1)
             hit = cat_arr[order][pos] == vals
             return np.where(hit, order[pos], -1)
-    if len(values) <= _FEW_ROWS and all(isinstance(c, str) for c in cats):
-        # a few rows (a query, a CE's round trip): a dict lookup beats building an index
-        where = {c: i for i, c in enumerate(cats)}
-        return np.fromiter((where.get(v, -1) if isinstance(v, str) else -1 for v in values),
-                           dtype=np.int64, count=len(values))
+    if len(values) <= _FEW_ROWS:
+        # a few rows (a query, a request, a CE's round trip): a dict lookup beats building a
+        # pandas index, whose fixed cost dominates small columns; unhashable values take
+        # pandas' path
+        lookup = {c: i for i, c in enumerate(cats)}
+        try:
+            return np.fromiter((lookup.get(v, -1) for v in values), dtype=np.int64,
+                               count=len(values))
+        except TypeError:
+            pass
     return pd.Index(cats, dtype=object).get_indexer(values).astype(np.int64)
 
 

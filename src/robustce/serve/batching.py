@@ -5,9 +5,12 @@ requests that arrive while the workers are busy and ask the same thing of the sa
 same method, parameters, target class, time limit, seed and certificates — are merged: the
 first opens a batch and waits for a worker; the others join it until a worker is free (up to
 ``max_items`` items); the batch then runs as one task and each request gets its own slice of
-the results, in its own order. A request waits no longer than it would alone, and a full queue
-(429) counts batches, not requests. A fault of the task (a crashed worker: 503; the time budget:
-status ``timeout``) reaches every request of the batch.
+the results, in its own order. A request waits no longer than it would alone (there is no
+timer: the window is the wait for a worker, and a batch holds at most ``max_items`` records),
+and a full queue (429) counts batches, not requests. A fault of the pool (a crashed worker:
+503; the time budget: status ``timeout``) reaches every request of the batch; an exception
+raised by the task itself is not shared: each request of the batch is then run alone, so
+that one request's bad record fails only that request.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from robustce.serve.pool import SolverPool
+from robustce.serve.pool import DeadlineExceeded, QueueFull, SolverPool, WorkerCrashed
 
 __all__ = ["Coalescer"]
 
@@ -29,6 +32,11 @@ class _Batch:
     deadline: Callable[[int], float]  # seconds of work a task of n records may take
     records: list[dict[str, Any]] = field(default_factory=list)
     runner: asyncio.Task | None = None
+    members: int = 0  # requests in the batch
+
+
+class _TaskFailed(Exception):
+    """The merged task raised (not a pool fault): its requests are to run alone."""
 
 
 class Coalescer:
@@ -61,7 +69,12 @@ class Coalescer:
             self.merged += 1
         start = len(batch.records)
         batch.records.extend(records)
-        results = await asyncio.shield(batch.runner)
+        batch.members += 1
+        try:
+            results = await asyncio.shield(batch.runner)
+        except _TaskFailed:  # one request's records may be the cause: each runs alone
+            return await self.pool.run(self.fn, {**task, "records": records},
+                                       deadline_s=deadline(len(records)), wait=wait)
         return results[start:start + len(records)]
 
     async def _dispatch(self, key: Hashable, batch: _Batch, wait: bool) -> list[Any]:
@@ -72,4 +85,11 @@ class Coalescer:
             if self._open.get(key) is batch:
                 del self._open[key]  # closed: later requests open a new batch
         end = asyncio.get_running_loop().time() + batch.deadline(len(batch.records))
-        return await self.pool.submit(slot, self.fn, {**batch.task, "records": batch.records}, end)
+        try:
+            return await self.pool.submit(slot, self.fn, {**batch.task, "records": batch.records}, end)
+        except (WorkerCrashed, DeadlineExceeded, QueueFull):
+            raise  # faults of the pool: every request of the batch shares them
+        except Exception as exc:
+            if batch.members > 1:
+                raise _TaskFailed from exc
+            raise

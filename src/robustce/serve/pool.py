@@ -17,14 +17,14 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
 from robustce.serve.worker import init_worker, worker_pid
 
-__all__ = ["DeadlineExceeded", "QueueFull", "SolverPool", "WorkerCrashed"]
+__all__ = ["DeadlineExceeded", "InProcessLane", "QueueFull", "SolverPool", "WorkerCrashed"]
 
 
 class QueueFull(Exception):
@@ -41,7 +41,7 @@ class DeadlineExceeded(Exception):
 
 @dataclass
 class _Slot:
-    executor: ProcessPoolExecutor
+    executor: Executor
     pid: int
     busy: bool = False
 
@@ -184,3 +184,60 @@ class SolverPool:
         end = asyncio.get_running_loop().time() + deadline_s
         slot = await self.acquire(end, wait=wait)
         return await self.submit(slot, fn, task, end)
+
+
+class InProcessLane(SolverPool):
+    """One thread of the server process itself that runs cheap tasks, behind a bounded queue.
+
+    For methods whose work is one vectorised index query (nearest neighbour), the process
+    round trip (pickling, pipes, two more processes to schedule) costs more than the work. The
+    lane keeps the pool's contract — one task at a time, a queue of ``max_queue``
+    (:class:`QueueFull` beyond), a deadline per task (:class:`DeadlineExceeded`) — but a thread
+    cannot be killed: a task past its deadline is answered ``timeout`` at once and its slot
+    comes back only when the thread finishes. The task runs on the server's own models
+    (:func:`~robustce.serve.worker.register_models`), and it holds the GIL for a few
+    milliseconds at a time at most (the interpreter's switch interval lets the event loop in).
+
+    One thread, because the tasks share the process's explainer cache and hold the GIL for
+    most of their time: a second thread would only queue behind the first.
+
+    Parameters
+    ----------
+    max_queue : tasks that may wait for the thread; one more gets :class:`QueueFull`.
+    """
+
+    def __init__(self, max_queue: int):
+        super().__init__([], 1, max_queue)
+
+    async def _start_slot(self) -> _Slot:
+        slot = _Slot(ThreadPoolExecutor(max_workers=1, thread_name_prefix="robustce-lane"), os.getpid())
+        self._slots.append(slot)
+        return slot
+
+    def _release_when_done(self, slot: _Slot, future: Any) -> None:
+        def done(_: Any) -> None:
+            slot.busy = False
+            if not self._closed:
+                self._idle.put_nowait(slot)
+
+        loop = asyncio.get_running_loop()
+        future.add_done_callback(lambda f: loop.call_soon_threadsafe(done, f))
+
+    async def submit(self, slot: _Slot, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any],
+                     end: float) -> Any:
+        """Run ``fn(task)`` on ``slot``'s thread until the loop time ``end``
+        (:class:`DeadlineExceeded` then; the slot is given back when the thread finishes)."""
+        loop = asyncio.get_running_loop()
+        cf = slot.executor.submit(fn, task)
+        self._release_when_done(slot, cf)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(cf), timeout=max(end - loop.time(), 0.001))
+        except TimeoutError:
+            self.deadlines += 1
+            raise DeadlineExceeded from None
+
+    def close(self) -> None:
+        """Stop taking tasks; threads still running finish on their own."""
+        self._closed = True
+        for slot in self._slots:
+            slot.executor.shutdown(wait=False, cancel_futures=True)

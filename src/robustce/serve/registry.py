@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,13 @@ class ServedModel:
     @property
     def class_names(self) -> list[str]:
         return [str(c) for c in self.model.class_names]
+
+    @cached_property
+    def record_checker(self) -> Any:
+        """The :class:`~robustce.serve.records.RecordChecker` of the schema (built once)."""
+        from robustce.serve.records import RecordChecker
+
+        return RecordChecker(self.schema)
 
 
 def model_spec(path: str | os.PathLike, model_id: str | None = None) -> ModelSpec:

@@ -25,6 +25,11 @@ class ServeSettings:
     token : bearer token the ``/v1`` routes require (None: no auth).
     audit_log : JSON-lines audit file (None: no audit log).
     retry_after_s : the ``Retry-After`` of a 429.
+    in_process : methods whose synchronous explain requests (without extra certificates) run
+        on one thread of the server process instead of a worker (cheap methods such as
+        ``nearest_neighbour``: one vectorised index query). Default none: on two or more cores
+        the workers run beside the event loop, while the thread shares its GIL (see
+        docs/serve.md, "Throughput").
     """
 
     workers: int = 2
@@ -38,6 +43,7 @@ class ServeSettings:
     token: str | None = None
     audit_log: str | None = None
     retry_after_s: int = 1
+    in_process: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("workers", "max_items", "max_job_items", "max_jobs", "job_chunk",

@@ -8,6 +8,7 @@ results are plain dicts and lists of JSON values.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import signal
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["certify_task", "explain_task", "init_worker", "plain"]
+__all__ = ["certify_task", "explain_task", "init_worker", "plain", "register_models"]
 
 _MODELS: dict[str, Any] = {}
 _EXPLAINERS: OrderedDict[tuple, Any] = OrderedDict()
@@ -36,6 +37,14 @@ def init_worker(specs: list[Any]) -> None:
     torch.set_num_threads(1)
     for spec in specs:
         _MODELS[spec.id] = load_served_model(spec, with_methods=False)
+    gc.freeze()  # the loaded libraries and models: out of the cyclic GC's full passes
+
+
+def register_models(served: list[Any]) -> None:
+    """Make already loaded :class:`~robustce.serve.registry.ServedModel`\\ s the ones the
+    tasks of this process use (the server process, for its in-process lane)."""
+    for m in served:
+        _MODELS[m.id] = m
 
 
 def worker_pid() -> int:
