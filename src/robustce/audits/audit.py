@@ -64,7 +64,7 @@ class AuditResult:
     10      rent          45  0.956    False
     >>> res.actions[["action", "coverage"]].round(3)
                                                  action  coverage
-    0  set housing to own and increase income by 175500     0.900
+    0  set housing to own and increase income by 176000     0.900
     1     set housing to own and set has_guarantor to 0     0.883
     """
 
@@ -153,7 +153,7 @@ def audit(model: Any, data: Any, *, method: str = "nearest_neighbour",
     (60, 0.95)
     >>> res.fairness[["measure", "value", "highest", "lowest"]].round(3)
                measure  value   highest    lowest
-    0    burden_spread  0.164  mortgage      rent
+    0    burden_spread  0.157  mortgage      rent
     1  coverage_spread  0.027      rent  mortgage
     """
     started = datetime.now(UTC)

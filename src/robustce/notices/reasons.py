@@ -65,7 +65,7 @@ class Reason:
     >>> reasons, _ = rc.notices.principal_reasons(model, expl.queries_encoded[pos[1]], C[1], 1)
     >>> r = reasons[0]
     >>> r.feature, r.current, round(r.required, 2), round(r.share, 3)
-    ('income', 24323.95, 116202.33, 0.904)
+    ('income', 24323.95, 116236.14, 0.904)
     """
 
     feature: str
