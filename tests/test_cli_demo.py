@@ -50,7 +50,7 @@ def _check_demo_output(out_dir: Path, stdout: str) -> None:
         assert (cert.delta_max - cert.delta_min <= cert.epsilon + 1e-12).all()
 
 
-def test_demo_quick(tmp_path, capsys):
+def test_demo_quick(tmp_path, capsys, recwarn):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     captured = capsys.readouterr()
@@ -63,6 +63,15 @@ def test_demo_quick(tmp_path, capsys):
             method = line.split()[1]
             assert f"note: synthetic_loan {method}: no query got a CE — " in captured.out
             assert f"synthetic_loan {method}: no query got a CE" in (out / "report.md").read_text()
+    # the quick scale still trains models that learn: no constant model (the vr family's
+    # members included) and every method finds a CE for some query
+    from robustce.errors import ConstantModelWarning
+
+    assert not [w for w in recwarn if issubclass(w.category, ConstantModelWarning)]
+    coverage = {line.split()[1]: float(line.split()[2]) for line in table.splitlines()
+                if line.startswith("synthetic_loan ")}
+    assert {"counternet", "rocoursenet", "milp_robust"} <= set(coverage)
+    assert min(coverage.values()) > 0, coverage
 
 
 @pytest.mark.slow

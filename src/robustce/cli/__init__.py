@@ -139,7 +139,8 @@ def _add_demo(sub: Any) -> None:
                     "report and the explanations.")
     p.add_argument("--out", metavar="DIR", default="robustce-demo",
                    help="output directory (default: ./robustce-demo)")
-    p.add_argument("--quick", action="store_true", help="smaller data, model and query set (seconds)")
+    p.add_argument("--quick", action="store_true",
+                   help="smaller data, fewer models and queries (about half a minute)")
     p.add_argument("--delta", type=float, default=None, metavar="D",
                    help="parameter-shift δ for the robust methods and Δ-validity (default 0.03)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
