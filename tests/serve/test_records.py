@@ -47,7 +47,8 @@ def test_ordinary_records_take_the_fast_path():
 
 @pytest.mark.parametrize("change", [
     {"age": 34.5}, {"age": 17}, {"age": True}, {"age": "34"}, {"income": math.nan},
-    {"income": math.inf}, {"income": 250000.01}, {"income": 10**400}, {"education": "phd"},
+    {"income": math.inf}, {"income": 250000.01}, {"income": 10**400}, {"spend": 10**400},
+    {"spend": -10**309}, {"education": "phd"},
     {"housing": 1}, {"has_guarantor": "0"}, {"has_guarantor": True}, {"prior_default": None},
 ])
 def test_bad_values_are_not_accepted(change):

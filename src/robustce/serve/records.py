@@ -20,6 +20,8 @@ from robustce.errors import RobustCEError
 
 __all__ = ["RecordChecker", "RecordError", "records_frame", "validate_records"]
 
+_FLOAT_MAX = 1.7976931348623157e308  # the largest float64
+
 
 class RecordError(Exception):
     """Field-level problems of a batch: ``errors`` is a list of ``{"loc": [...], "msg": ...,
@@ -57,8 +59,8 @@ class RecordChecker:
             lo, hi = (-math.inf, math.inf) if f.observed else (f.lower, f.upper)
 
             def numeric(v: Any) -> bool:
-                if type(v) is int:
-                    return lo <= v <= hi
+                if type(v) is int:  # JSON integers are unbounded: beyond float64 is not ours
+                    return lo <= v <= hi and abs(v) <= _FLOAT_MAX
                 if type(v) is float:
                     return math.isfinite(v) and lo <= v <= hi and (not integer or v.is_integer())
                 return False
