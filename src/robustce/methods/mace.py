@@ -414,10 +414,15 @@ class MACE(Explainer):
         return s, inp, D
 
     # --- Algorithm 1 ------------------------------------------------------------------------
+    def _distances(self, x: np.ndarray, C: np.ndarray) -> np.ndarray:
+        """MACE's distance of each row of ``C`` from ``x`` (children priced 0, fixed costs
+        added)."""
+        return mace_distance(self.encoder, x, C, self._norm, column_weights=self._omega,
+                             fixed=self._fixed)
+
     def _distance(self, x: np.ndarray, cf: np.ndarray) -> float:
-        """MACE's distance of ``cf`` from ``x`` (children priced 0, fixed costs added)."""
-        return float(mace_distance(self.encoder, x, cf[None], self._norm,
-                                   column_weights=self._omega, fixed=self._fixed)[0])
+        """:meth:`_distances` of one point."""
+        return float(self._distances(x, cf[None])[0])
 
     def _seed(self, x: np.ndarray, target: int, previous: list[np.ndarray]
               ) -> np.ndarray | None:
@@ -649,11 +654,11 @@ class _TreeMILP:
                 ok[ok] = mc.constraints_.satisfied(x, C[ok])
             return ok
 
-        def cost(C: np.ndarray) -> np.ndarray:  # MACE's distance (as MACE._distance)
-            return mace_distance(enc, x, C, mc._norm, column_weights=mc._omega, fixed=mc._fixed)
-
         if self._tweaker is None:
             self._tweaker = PlausibleFeatureTweaking(mc.model, actionability=mc.actionability)
+        def cost(C: np.ndarray) -> np.ndarray:
+            return mc._distances(x, C)
+
         C = tree_candidates(self.ensemble(), enc, self._tweaker, x, target, *box, valid=valid,
                             cost=cost)[:_N_ROUND_TRIP]
         if len(C):
