@@ -9,8 +9,8 @@ Wachter's gradient search (:class:`~robustce.methods.WachterRobust`), the protot
 
 * :class:`MarginSchedule` — the margins tried, one per round: raise to
   ``max(growth · tau, drop · (1 + slack))`` (``drop``: how much the worst network of the set
-  lowered the last CE's margin) until a margin is unreachable, then bisect between the last
-  reachable one and the first unreachable one;
+  lowered the last CE's margin; exact with the default test) until a margin is unreachable,
+  then bisect between the last reachable one and the first unreachable one;
 * :func:`run_margin_loop` — the loop itself, **batch first**: every round sends all queries
   still searching to the search in one call and all candidates to the certifier in one call;
 * :class:`DeltaRobustLoop` — the loop's parameters (``shift``, ``growth``, ``max_rounds``,
@@ -275,8 +275,9 @@ class DeltaRobustLoop:
     delta_time_limit : seconds per Δ-test (default: ``time_limit``).
     certifier : the robustness test of each candidate (a
         :class:`~robustce.robustness.Certifier`); default None: the exact MILP Δ-test at
-        ``shift`` (:class:`~robustce.robustness.ExactDeltaCertifier`, with the explainer's
-        ``solver`` where it has one), which also computes the exact worst case of a robust CE.
+        ``shift`` (:class:`~robustce.robustness.ExactDeltaCertifier` with ``worst_case=True``
+        and the explainer's ``solver`` where it has one): the exact worst case of every
+        candidate, robust or not, so the next margin reads the exact drop.
     """
 
     def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
@@ -310,12 +311,15 @@ class DeltaRobustLoop:
                                   f"{type(self.certifier).__name__}")
 
     def _certifier(self) -> Any:
-        """The Δ-test of the loop: the given certifier, or the exact MILP test at ``shift``
-        (deciding first, then the exact worst case of a robust CE with the time left)."""
+        """The Δ-test of the loop: the given certifier, or the exact worst-case MILP at
+        ``shift`` (``worst_case=True``). The exact worst case, not the first network found that
+        flips a CE, sets the next margin: the schedule is then a function of the network and Δ,
+        not of the solver's search path, and a tighter formulation or another solver finds the
+        same CEs (up to ties among nearest points)."""
         if self.certifier is not None:
             return self.certifier
         return ExactDeltaCertifier(self.shift, solver=getattr(self, "solver", "highs"),
-                                   exact_value=True,
+                                   worst_case=True,
                                    time_limit=self.delta_time_limit or self.time_limit)
 
     def _robust_search(self, X: np.ndarray, targets: np.ndarray, find: SearchFn, *, tau: float,

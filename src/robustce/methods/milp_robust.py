@@ -6,7 +6,9 @@ a certifier on it (default the exact Δ-test, :class:`robustce.robustness.ExactD
 any :class:`robustce.robustness.Certifier` plugs in); if it is not robust, raise the margin
 (:class:`MarginSchedule`) and repeat. The new margin is ``max(growth · tau, drop · (1 + slack))``
 where ``drop`` is how much the worst network in Δ lowered the last CE's margin — the least margin a
-point needs to survive a shift of that size. When a raised margin is unreachable (the MILP
+point needs to survive a shift of that size. The default test solves the worst-case MILP to
+optimality for every candidate, so ``drop`` is exact and the margins tried do not depend on which
+flipping network a solver happens to find first. When a raised margin is unreachable (the MILP
 becomes infeasible), the margin is bisected between the last reachable margin (whose CE was not
 Δ-robust) and the unreachable one: a Δ-robust CE may need a margin in between. Capped at
 ``max_rounds`` rounds (raises and bisection steps together) and the time limit; a query that
@@ -47,7 +49,8 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     delta_time_limit : seconds per Δ-test (default: ``time_limit``).
     certifier : the robustness test of each candidate (a
         :class:`~robustce.robustness.Certifier`); default None: the exact MILP Δ-test at
-        ``shift`` with ``solver`` (:class:`~robustce.robustness.ExactDeltaCertifier`).
+        ``shift`` with ``solver``, solved for the exact worst case
+        (:class:`~robustce.robustness.ExactDeltaCertifier` with ``worst_case=True``).
     model, data : see :class:`Explainer` (a ReLU network model; ``data`` gives the warm start).
     norm, tau, weights, tie_break, solver, mip_gap, threads, fixed_costs : as :class:`MILPNearest`
         (``tau`` is the first round's margin).
