@@ -232,3 +232,55 @@ def test_concurrent_requests_each_get_their_own_answers(server, model, applicant
                 assert all(cf[f] == query[f] for f in query if f not in it["changed"][0])
     with server.client() as c:
         assert c.get("/v1/status").json()["merged_requests"] > 0
+
+
+def test_explain_follows_its_openapi_contract(server, applicants):
+    """The explain route parses its body and writes its response itself (the service's hot
+    path): the OpenAPI document still declares both, and real responses validate against it."""
+    import jsonschema
+
+    with server.client() as c:
+        doc = c.get("/openapi.json").json()
+        body = {"items": applicants[:3], "method": "nearest_neighbour", "time_limit_s": 5}
+        found = c.post("/v1/models/loan/explain", json=body)
+        # a time limit too short for the MILP: items with status timeout (or found)
+        short = c.post("/v1/models/loan/explain", json={**body, "method": "milp_robust",
+                                                        "time_limit_s": 1e-4})
+        wrong_type = c.post("/v1/models/loan/explain", content=json.dumps(body),
+                            headers={"content-type": "text/plain"})
+    op = doc["paths"]["/v1/models/{model_id}/explain"]["post"]
+    jobs = doc["paths"]["/v1/models/{model_id}/jobs"]["post"]
+    assert (op["requestBody"]["content"]["application/json"]["schema"]
+            == jobs["requestBody"]["content"]["application/json"]["schema"]
+            == {"$ref": "#/components/schemas/ExplainRequest"})
+    assert [p["name"] for p in op["parameters"]] == ["model_id"]
+    declared = op["responses"]["200"]["content"]["application/json"]["schema"]
+    assert declared == {"$ref": "#/components/schemas/ExplainResponse"}
+    validator = jsonschema.Draft202012Validator({**declared, "components": doc["components"]})
+    for r in (found, short):
+        assert r.status_code == 200, r.text
+        validator.validate(r.json())
+        fields = set(doc["components"]["schemas"]["ExplainItemOut"]["properties"])
+        assert all(set(it) == fields for it in r.json()["items"])
+    assert wrong_type.status_code == 422
+    assert "application/json" in wrong_type.json()["detail"][0]["msg"]
+
+
+def test_explain_items_have_every_contract_field():
+    """A result the worker could not fill (timeout, error) is written with the contract's
+    defaults, as pydantic's response model wrote it before."""
+    from types import SimpleNamespace
+
+    from robustce.serve.app import _explain_items_out
+    from robustce.serve.schemas import ExplainItemOut
+
+    items = [SimpleNamespace(id="a"), SimpleNamespace(id=7)]
+    results = [{"status": "timeout", "message": "the request's time budget ran out"},
+               {"status": "found", "counterfactuals": [{"income": 1.0}], "changed": [["income"]],
+                "valid": [True], "certificates": {"method": {}}, "time_s": 0.5,
+                "decision": {"class": 0}, "not_in_contract": 1}]
+    out = _explain_items_out(items, results)
+    assert out == [ExplainItemOut.model_validate({"id": it.id, **res}).model_dump()
+                   for it, res in zip(items, results, strict=True)]
+    assert out[0]["counterfactuals"] == [] and out[0]["decision"] is None
+    assert "not_in_contract" not in out[1]
