@@ -168,7 +168,7 @@ def _robust_pair(model, train, delta):
     def old():
         return MILPRobust(model, train, shift=delta, growth=1.25, max_rounds=30, time_limit=60,
                           bound_tightening="interval",
-                          certifier=ExactDeltaCertifier(delta, time_limit=60,
+                          certifier=ExactDeltaCertifier(delta, time_limit=60, worst_case=True,
                                                         bounds_method="interval"))
     return new, old
 
