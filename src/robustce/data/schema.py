@@ -438,7 +438,12 @@ def numeric_values(frame: pd.DataFrame, names: Sequence[str], *, all_numeric: bo
     if all_numeric:
         pos = frame.columns.get_indexer(list(names))
         return frame.to_numpy(dtype=float)[:, pos]
-    return frame[list(names)].to_numpy(dtype=float)
+    # column by column: selecting a column list builds a new frame first (~6× slower on the
+    # few rows of a request or a CE round trip, and no faster on many rows)
+    out = np.empty((len(frame), len(names)), dtype=np.float64)
+    for j, name in enumerate(names):
+        out[:, j] = frame[name].to_numpy(dtype=np.float64)
+    return out
 
 
 def level_codes(col: pd.Series, feature: Feature) -> np.ndarray:
