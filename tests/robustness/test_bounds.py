@@ -181,8 +181,24 @@ def test_soundness_on_random_deep_networks_fast(seed):
     rng = np.random.default_rng(300 + seed)
     net = _random_net(rng)
     X = rng.uniform(size=(6, net.n_inputs))
-    _, timeouts = _soundness_round(net, X, float(rng.choice([0.002, 0.01])), rng, compare=True)
+    delta = float(rng.choice([0.002, 0.01]))
+    _, timeouts = _soundness_round(net, X, delta, rng, compare=True)
     assert timeouts < len(X)  # some row was decided, so its claim or witness was checked
+    # the worst-case mode the margin loops use: the same decisions, every witness in Δ and
+    # flipping, no less deep than the decision path's, and the exact value between the bounds
+    shift = ParameterShift(delta)
+    fast = exact_worst_case(net, X, shift, None, decide_only=True, time_limit=5)
+    full = exact_worst_case(net, X, shift, None, decide_only=False, time_limit=5)
+    for i in range(len(X)):
+        if "timeout" in (fast.status[i], full.status[i]):
+            continue
+        assert fast.status[i] == full.status[i]
+        if full.not_robust[i]:
+            assert shift.contains(net, full.witness[i], atol=1e-9)
+            assert flips_prediction(full.witness[i], X[i], int(full.target_class[i]))[0]
+            assert full.upper[i] <= fast.upper[i] + 1e-9
+            if np.isfinite(full.value[i]):  # solved to optimality within the time limit
+                assert full.lower[i] - 1e-6 <= full.value[i] <= full.upper[i] + 1e-6
 
 
 @pytest.mark.slow
