@@ -66,7 +66,7 @@ class ProtoRobust(WachterRobust):
     >>> train, test = data.split(test_size=0.25, random_state=0)
     >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
     >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
-    >>> res = rc.methods.ProtoRobust(model, train, shift=0.02).explain(rejected)
+    >>> res = rc.methods.ProtoRobust(model, train, shift=0.02, random_state=0).explain(rejected)
     >>> res.status.tolist()
     ['found', 'found', 'found']
     >>> shift = rc.robustness.ParameterShift(0.02)

@@ -198,7 +198,7 @@ class RBR(Explainer):
     >>> train, test = data.split(test_size=0.25, random_state=0)
     >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
     >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
-    >>> res = rc.methods.RBR(model, train).explain(rejected)
+    >>> res = rc.methods.RBR(model, train, random_state=0).explain(rejected)
     >>> res.status.tolist()
     ['found', 'found', 'found']
     >>> model.predict(res.counterfactuals[res.feature_names])

@@ -104,7 +104,7 @@ class RobX(NearestNeighbour):
     >>> train, test = data.split(test_size=0.25, random_state=0)
     >>> model = rc.models.MLP(hidden_layers=(8,), epochs=20, random_state=0).fit(train)
     >>> rejected = test.frame[model.predict(test.frame) == 0].head(3)
-    >>> res = rc.methods.RobX(model, train).explain(rejected)
+    >>> res = rc.methods.RobX(model, train, random_state=0).explain(rejected)
     >>> res.status.tolist()
     ['no_robust_point', 'found', 'found']
     """
