@@ -373,15 +373,30 @@ class Encoder:
                     cols[f.name] = fast
                     continue
                 col = pd.Series(v)
-            else:
-                cats = np.empty(f.n_levels, dtype=object)
-                cats[:] = list(f.categories)
-                col = pd.Series(cats[values[:, i].astype(np.int64)], dtype=object)
+            else:  # the labels, restored once per feature, taken by level index (a Series:
+                # a bare object array would have its dtype inferred again by the DataFrame)
+                taken = self._restored_levels(f).take(values[:, i].astype(np.int64))
+                cols[f.name] = pd.Series(taken, dtype=taken.dtype, copy=False)
+                continue
             cols[f.name] = _restore_dtype(col, f)
         out = pd.DataFrame(cols)
         if index is not None:
             out.index = index
         return out
+
+    def _restored_levels(self, f: Feature) -> Any:
+        """``f``'s categories as one column restored to ``f``'s dtype (an array pandas can
+        take from), built once per feature: decoding takes the rows' labels from it instead
+        of restoring every decoded column (the same values and dtype: the restoration is
+        elementwise)."""
+        cache = self.__dict__.setdefault("_levels", {})
+        hit = cache.get(f.name)
+        if hit is None or hit[0] is not f:
+            cats = np.empty(f.n_levels, dtype=object)
+            cats[:] = list(f.categories)
+            hit = (f, _restore_dtype(pd.Series(cats, dtype=object), f).array)
+            cache[f.name] = hit
+        return hit[1]
 
     def _projection_plan(self) -> _ProjectionPlan:
         """The column groups :meth:`project` and :meth:`domain` treat alike (built once per
