@@ -171,3 +171,42 @@ epochs = 2
     assert cell["ok"] and cell["n_queries"] == 8 and cell["params"]["epochs"] == 2  # quick
     assert main(["benchmark", str(path), "--n-jobs", "2", "--out", str(tmp_path / "p")]) == 2
     assert "--n-jobs / --backend: a parts-protocol benchmark" in capsys.readouterr().err
+
+
+def test_an_interrupted_trained_cell_resumes_at_the_part_it_stopped_in(tmp_path, monkeypatch):
+    """Each finished part of a trained cell is checkpointed: a cell interrupted in its second
+    part trains only that part when rerun, and ends with the same record as an uninterrupted
+    run; the checkpoints are removed once the cell is written."""
+    import robustce.methods.registry as registry
+
+    base = _config()
+    raw = _config(methods=[{"name": "counternet", "label": "CounterNet"}],
+                  datasets=[{k: v for k, v in base["datasets"][0].items() if k != "methods"}])
+    clean = run_part_shift(raw, tmp_path / "clean", progress=False)
+    assert not clean.errors
+
+    real = registry.build_explainer
+    calls = []
+
+    def interrupted(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # stands for the process being stopped mid-cell
+        return real(*a, **k)
+
+    out = tmp_path / "run"
+    monkeypatch.setattr(registry, "build_explainer", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_part_shift(raw, out, progress=False)
+    parts_dir = out / "cells" / "cov__seed0__CounterNet.parts"
+    assert len(list(parts_dir.rglob("part_*.joblib"))) == 1 and not list(out.rglob("*.tmp"))
+    assert not (out / "cells" / "cov__seed0__CounterNet.json").exists()
+
+    counted = []
+    monkeypatch.setattr(registry, "build_explainer", lambda *a, **k: counted.append(1) or real(*a, **k))
+    res = run_part_shift(raw, out, progress=False)
+    assert not res.errors and len(counted) == 1  # only the part that had not finished
+    a, b = clean.cells[0], res.cells[0]
+    for key in ("validity", "robust_validity", "proximity_l1", "by_part", "validity_matrix"):
+        assert a[key] == b[key], key
+    assert not parts_dir.exists()

@@ -48,6 +48,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
+import shutil
 import sys
 import time
 import traceback
@@ -503,27 +505,48 @@ def _queries(test: Any, n: int | None) -> Any:
 
 
 def trained_parts(cls: type, params: Mapping[str, Any], splits: Mapping[Any, tuple[Any, Any]],
-                  seed: int, n_queries: int | None = None
+                  seed: int, n_queries: int | None = None, checkpoint: Path | None = None
                   ) -> tuple[dict[Any, PartCEs], dict[Any, Callable], dict[str, float]]:
     """Train a method that brings its own predictor (CounterNet, RoCourseNet) on every part's
     training split and take its CEs for the part's test queries (one forward pass). Returns the
     parts' CEs, the parts' predictors and the training time (``train_s`` wall,
-    ``train_cpu_s`` CPU)."""
+    ``train_cpu_s`` CPU, summed over the parts).
+
+    ``checkpoint``: a directory where each finished part (its CEs, its trained predictor and
+    its training time) is saved, atomically, as soon as it is done; a part found there is loaded
+    instead of trained, so an interrupted cell (loan: 16 parts, hours of training) resumes at
+    the part it stopped in. The caller keys the directory by the cell's fingerprint."""
+    import joblib
+
     from robustce.methods.registry import build_explainer
 
-    t0, c0 = time.perf_counter(), time.process_time()
-    models = {g: build_explainer(cls, None, train, seed=seed, **({"progress": False} | params))
-              for g, (train, _) in splits.items()}
-    times = {"train_s": time.perf_counter() - t0, "train_cpu_s": time.process_time() - c0}
-    parts = {}
-    for g, (_, test) in splits.items():
-        m, q = models[g], _queries(test, n_queries)
-        X = m.encoder.transform(q.frame)
-        own = m.model.predict(X)
-        t1 = time.perf_counter()
-        C = m.counterfactuals(X)
-        parts[g] = PartCEs(X, own, C, q.y, time.perf_counter() - t1, scaled_columns(m.encoder))
-    return parts, {g: m.model.predict for g, m in models.items()}, times
+    parts: dict[Any, PartCEs] = {}
+    predictors: dict[Any, Callable] = {}
+    times = {"train_s": 0.0, "train_cpu_s": 0.0}
+    for g, (train, test) in splits.items():
+        saved = None if checkpoint is None else checkpoint / f"part_{g}.joblib"
+        if saved is not None and saved.is_file():
+            part, predict, spent = joblib.load(saved)
+        else:
+            t0, c0 = time.perf_counter(), time.process_time()
+            m = build_explainer(cls, None, train, seed=seed, **({"progress": False} | params))
+            spent = {"train_s": time.perf_counter() - t0, "train_cpu_s": time.process_time() - c0}
+            q = _queries(test, n_queries)
+            X = m.encoder.transform(q.frame)
+            own = m.model.predict(X)
+            t1 = time.perf_counter()
+            C = m.counterfactuals(X)
+            part = PartCEs(X, own, C, q.y, time.perf_counter() - t1, scaled_columns(m.encoder))
+            predict = m.model.predict
+            if saved is not None:
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                tmp = saved.with_suffix(".tmp")
+                joblib.dump((part, predict, spent), tmp)
+                os.replace(tmp, saved)
+        parts[g], predictors[g] = part, predict
+        for k in times:
+            times[k] += spent[k]
+    return parts, predictors, times
 
 
 def posthoc_parts(cls: type, params: Mapping[str, Any], predictors: Mapping[Any, Any],
@@ -560,8 +583,9 @@ def part_predictors(params: Mapping[str, Any], splits: Mapping[Any, tuple[Any, A
 
 
 def _trained_cell(method: PartMethod, params: dict[str, Any], group: _Group, d: PartDataset,
-                  seed: int) -> dict[str, Any]:
-    parts, predict, times = trained_parts(method.cls, params, group.splits, seed, d.queries)
+                  seed: int, checkpoint: Path | None = None) -> dict[str, Any]:
+    parts, predict, times = trained_parts(method.cls, params, group.splits, seed, d.queries,
+                                          checkpoint=checkpoint)
     return score_parts(parts, predict) | times
 
 
@@ -677,8 +701,16 @@ def run_part_shift(config: PartShiftConfig | Mapping[str, Any], out_dir: str | P
                     group = exc
             if isinstance(group, BaseException):
                 raise group
-            run = _trained_cell if m.trains_own else _posthoc_cell
-            record |= {"ok": True, **run(m, params, group, d, s)}
+            if m.trains_own:  # per-part checkpoints, kept only for this fingerprint
+                parts_dir = _cell_path(out, d, s, m).with_suffix(".parts")
+                ckpt = parts_dir / prints[i]
+                if parts_dir.is_dir():
+                    for stale in parts_dir.iterdir():
+                        if stale != ckpt:
+                            shutil.rmtree(stale, ignore_errors=True)
+                record |= {"ok": True, **_trained_cell(m, params, group, d, s, checkpoint=ckpt)}
+            else:
+                record |= {"ok": True, **_posthoc_cell(m, params, group, d, s)}
         except Exception as exc:
             record |= {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                        "traceback": traceback.format_exc(limit=8)}
@@ -686,6 +718,8 @@ def run_part_shift(config: PartShiftConfig | Mapping[str, Any], out_dir: str | P
         records[i] = record = _clean(record)
         with atomic_write(_cell_path(out, d, s, m)) as fh:
             json.dump(record, fh, indent=1, allow_nan=False)
+        if record.get("ok"):  # the cell is on disk: its parts are no longer needed
+            shutil.rmtree(_cell_path(out, d, s, m).with_suffix(".parts"), ignore_errors=True)
         bar.set_postfix_str(f"{d.label} {s} {m.label}", refresh=False)
         bar.update(1)
     bar.close()
