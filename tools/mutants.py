@@ -168,6 +168,11 @@ MUTANTS: tuple[Mutant, ...] = (
             continue""",
            ("tests/methods/test_milp_methods.py",),
            "MILP-R returns the first (non-robust) CE"),
+    Mutant("margin_loop_first_witness", "methods/margin_loop.py",
+           """                                   worst_case=True,""",
+           """                                   exact_value=True,""",
+           ("tests/methods/test_margin_exact_drop.py",),
+           "the margin loop raises τ by the first flipping network's drop, not the exact one"),
     # --- PROPLACE (methods/proplace.py) ----------------------------------------------------
     Mutant("proplace_accepts_near_robust", "methods/proplace.py",
            """            if status is CertStatus.ROBUST:
