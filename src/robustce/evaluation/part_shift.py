@@ -613,6 +613,11 @@ def _cell_path(out: Path, d: PartDataset, seed: int, m: PartMethod) -> Path:
     return out / "cells" / f"{cell_id(d.label, seed, m.label)}.json"
 
 
+def _parts_path(out: Path, d: PartDataset, seed: int, m: PartMethod) -> Path:
+    """Where a trained cell checkpoints its finished parts (one folder per fingerprint)."""
+    return _cell_path(out, d, seed, m).with_suffix(".parts")
+
+
 def _read_cell(path: Path) -> dict[str, Any] | None:
     return read_cell(path, CELL_FORMAT)
 
@@ -702,7 +707,7 @@ def run_part_shift(config: PartShiftConfig | Mapping[str, Any], out_dir: str | P
             if isinstance(group, BaseException):
                 raise group
             if m.trains_own:  # per-part checkpoints, kept only for this fingerprint
-                parts_dir = _cell_path(out, d, s, m).with_suffix(".parts")
+                parts_dir = _parts_path(out, d, s, m)
                 ckpt = parts_dir / prints[i]
                 if parts_dir.is_dir():
                     for stale in parts_dir.iterdir():
@@ -719,7 +724,7 @@ def run_part_shift(config: PartShiftConfig | Mapping[str, Any], out_dir: str | P
         with atomic_write(_cell_path(out, d, s, m)) as fh:
             json.dump(record, fh, indent=1, allow_nan=False)
         if record.get("ok"):  # the cell is on disk: its parts are no longer needed
-            shutil.rmtree(_cell_path(out, d, s, m).with_suffix(".parts"), ignore_errors=True)
+            shutil.rmtree(_parts_path(out, d, s, m), ignore_errors=True)
         bar.set_postfix_str(f"{d.label} {s} {m.label}", refresh=False)
         bar.update(1)
     bar.close()

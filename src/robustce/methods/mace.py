@@ -25,6 +25,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -656,9 +657,7 @@ class _TreeMILP:
 
         if self._tweaker is None:
             self._tweaker = PlausibleFeatureTweaking(mc.model, actionability=mc.actionability)
-        def cost(C: np.ndarray) -> np.ndarray:
-            return mc._distances(x, C)
-
+        cost = partial(mc._distances, x)  # MACE's own distance
         C = tree_candidates(self.ensemble(), enc, self._tweaker, x, target, *box, valid=valid,
                             cost=cost)[:_N_ROUND_TRIP]
         if len(C):

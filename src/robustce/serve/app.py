@@ -406,8 +406,9 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         The service's hot path: the auth check, the body's parse and validation
         (:class:`ExplainRequest`, one pydantic call) and the response (:class:`ExplainResponse`,
         written as JSON directly) happen here rather than in FastAPI's dependency and
-        response-model passes, which cost about a fifth of the server's CPU per request
-        (docs/serve.md, "Throughput"). The OpenAPI contract is the same."""
+        response-model passes (py-spy under 50 clients: FastAPI's dependency solving fell from
+        15 % to 6.5 % of the server's samples; docs/serve.md, "Throughput"). The OpenAPI
+        contract is the same."""
         await auth(request)
         req = await _parse_json_body(request, ExplainRequest)
         m, records, target = service.admit(model_id, req.items, settings.max_items, "items",
