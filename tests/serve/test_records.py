@@ -92,3 +92,14 @@ def test_level_codes_match_pandas_indexer():
     col = pd.Series(["rent", "own", "tent", "rent", "", "own"], dtype="str")
     expected = pd.Index(list(feature.categories), dtype=object).get_indexer(col.to_numpy())
     assert level_codes(col, feature).tolist() == expected.tolist() == [1, 0, -1, 1, -1, 0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(SCHEMA.names), VALUES, max_size=2), min_size=1,
+                max_size=4))
+def test_records_frame_builds_the_frame_pandas_builds(changes):
+    """The column-list path (records with exactly the schema's keys) gives the frame, dtypes
+    included, that ``DataFrame.from_records`` gives for the same records."""
+    records = [{**GOOD, **c} for c in changes]
+    expected = pd.DataFrame.from_records(records).reindex(columns=SCHEMA.names)
+    pd.testing.assert_frame_equal(records_frame(SCHEMA, records), expected)

@@ -384,6 +384,52 @@ class Encoder:
             out.index = index
         return out
 
+    def encode_decoded(self, X: Any) -> np.ndarray:
+        """``_encode(inverse_transform(X))``, the encoding of the raw rows ``X`` decodes to,
+        computed on arrays: bit for bit the same (each number restored to its recorded dtype
+        and scaled by the same expression, each level's code read once per feature from its
+        restored label). Features whose recorded dtype is not a plain numpy one, or whose
+        restored labels do not code back to their own index, take the frame path."""
+        values = self.level_indices(X)
+        out = np.zeros((len(values), self.n_features_out_), dtype=np.float64)
+        rows = np.arange(len(values))
+        for i, b in enumerate(self.blocks_):
+            f, v = b.feature, values[:, i]
+            if b.encoding == "scaled":
+                if f.kind is FeatureKind.INTEGER and (f.dtype is None or "int" in f.dtype):
+                    v = v.astype(np.int64)
+                restored = _restore_numpy(v, f)
+                if restored is None:
+                    return self._encode(self.inverse_transform(X))
+                lower, span = float(f.lower), float(f.upper - f.lower)
+                out[:, b.start] = np.where(span > 0, (restored.astype(np.float64) - lower)
+                                           / np.where(span > 0, span, 1.0), 0.0)
+                continue
+            codes = self._level_code_map(f)
+            if codes is None:
+                return self._encode(self.inverse_transform(X))
+            c = codes[v.astype(np.int64)]
+            if b.encoding == "binary":
+                out[:, b.start] = c
+            elif b.encoding == "onehot":
+                out[rows, b.start + c] = 1.0
+            elif b.encoding == "thermometer":
+                out[:, b.slice] = c[:, None] >= np.arange(1, f.n_levels)[None, :]
+            else:
+                out[:, b.start] = c / max(f.n_levels - 1, 1)
+        return out
+
+    def _level_code_map(self, f: Feature) -> np.ndarray | None:
+        """For each level index of ``f``, the code :func:`level_codes` gives its restored
+        label (the identity on any sane schema); None where a label does not code back."""
+        cache = self.__dict__.setdefault("_codes", {})
+        hit = cache.get(f.name)
+        if hit is None or hit[0] is not f:
+            codes = level_codes(pd.Series(self._restored_levels(f), copy=False), f)
+            hit = (f, codes if (codes >= 0).all() else None)
+            cache[f.name] = hit
+        return hit[1]
+
     def _restored_levels(self, f: Feature) -> Any:
         """``f``'s categories as one column restored to ``f``'s dtype (an array pandas can
         take from), built once per feature: decoding takes the rows' labels from it instead

@@ -267,6 +267,7 @@ class Explainer:
         pred = self.model.predict(X)
         targets = self.targets_for(pred, target_class)
         results: list[QueryResult | None] = [None] * len(X)
+        decoded = None
         for i in np.flatnonzero(pred == targets):
             results[i] = QueryResult("already_target", time=0.0,
                                      message="model already predicts the target class")
@@ -281,7 +282,8 @@ class Explainer:
             for r in batch:
                 if r.time is None:
                     r.time = elapsed / len(active)
-            for i, r in zip(active, self._revalidate(X[active], targets[active], batch), strict=True):
+            checked, decoded = self._revalidated(X[active], targets[active], batch)
+            for i, r in zip(active, checked, strict=True):
                 results[i] = r
         meta = {
             "method": self.name,
@@ -301,7 +303,7 @@ class Explainer:
             target_class=targets,
             results=results,
             feature_names=self.encoder.schema.names,
-            decode=self.encoder.inverse_transform,
+            decode=_Decoder(self.encoder, decoded),
             meta=meta,
         )
         c = getattr(self, "_constraints_obj", None)
@@ -372,7 +374,8 @@ class Explainer:
             if not queries.index.is_unique:
                 raise ValidationError("query index labels must be unique (they become query_id)")
             X = self.encoder.transform(queries)
-            frame = queries[self.encoder.schema.names]
+            names = self.encoder.schema.names
+            frame = queries.copy() if list(queries.columns) == names else queries[names]
         else:
             X = self.encoder.check_array(queries, name="queries")
             if len(X) == 0:
@@ -442,10 +445,10 @@ class Explainer:
         and, for a model imported from scikit-learn or torch, ``R`` also by the user's own
         estimator or module. ``cfs`` themselves are scored in the same forward pass as ``E``
         and ``transform(R)`` (one ``predict`` of the three stacked). Returns ``(E, ok,
-        forward)``: ``forward``, whether each row of ``cfs`` has its target class in model
-        space."""
+        forward, raw)``: ``forward``, whether each row of ``cfs`` has its target class in model
+        space; ``raw``, the decoded rows ``R`` (what the user receives for ``E``)."""
         enc = self.encoder
-        E = enc._encode(enc.inverse_transform(cfs))
+        E = enc.encode_decoded(cfs)  # = _encode(inverse_transform(cfs)), on arrays
         raw = enc.inverse_transform(E)
         pred = self.model.predict(np.vstack([cfs, E, enc._encode(raw)])).reshape(3, len(E))
         forward, pred = pred[0] == targets, pred[1:]
@@ -454,10 +457,15 @@ class Explainer:
             own = original_predict(self.model, raw.iloc[np.flatnonzero(ok)])
             if own is not None:
                 ok[ok] = own == targets[ok]
-        return E, ok, forward
+        return E, ok, forward, raw
 
     def _revalidate(self, X: np.ndarray, targets: np.ndarray, batch: list[QueryResult]
                     ) -> list[QueryResult]:
+        """:meth:`_revalidated`'s results."""
+        return self._revalidated(X, targets, batch)[0]
+
+    def _revalidated(self, X: np.ndarray, targets: np.ndarray, batch: list[QueryResult]
+                     ) -> tuple[list[QueryResult], tuple[np.ndarray, pd.DataFrame] | None]:
         """Project every CE, take it through the raw round trip (:meth:`_round_trip`),
         check actionability and the forward pass — one vectorised pass over all CEs of all
         queries — and repair or drop the CEs that fail.
@@ -468,7 +476,11 @@ class Explainer:
         forward pass accepts in model space but that decoding breaks (a value on a split
         threshold, rounding of an integer) is repaired when moving its changed continuous
         columns by the split margin (:class:`~robustce.models.trees.SplitMargins`) away from
-        the query makes it pass; otherwise it is dropped, and the message says which."""
+        the query makes it pass; otherwise it is dropped, and the message says which.
+
+        Returns the results and, where no CE was repaired, ``(E, R)``: the kept CEs stacked
+        in query order and their decoded raw rows (so that :class:`Explanations` need not
+        decode them again); None otherwise."""
         sizes = np.array([0 if r.cfs is None else len(r.cfs) for r in batch])
         owner = np.repeat(np.arange(len(batch)), sizes)
         repaired = np.zeros(int(sizes.sum()), bool)
@@ -477,12 +489,12 @@ class Explainer:
             cfs = self.encoder.project(np.vstack([r.cfs for r in batch if r.cfs is not None
                                                   and len(r.cfs)]), *box)
             tgt = targets[owner]
-            cfs, valid, forward = self._round_trip(cfs, tgt)  # and the forward pass
+            cfs, valid, forward, raw = self._round_trip(cfs, tgt)  # and the forward pass
             fix = np.flatnonzero(forward & ~valid)
             if len(fix):
                 cand = self.encoder.project(self._nudge(X[owner[fix]], cfs[fix]),
                                             box[0][fix], box[1][fix])
-                cand, ok, _ = self._round_trip(cand, tgt[fix])
+                cand, ok, _, _ = self._round_trip(cand, tgt[fix])
                 cfs[fix[ok]] = cand[ok]
                 valid[fix[ok]] = True
                 repaired[fix[ok]] = True
@@ -490,7 +502,7 @@ class Explainer:
             sat = self._satisfies_constraints(X[owner], cfs)
         else:
             cfs, valid, act = np.zeros((0, X.shape[1])), np.zeros(0, bool), np.zeros(0, bool)
-            forward, sat = np.zeros(0, bool), np.zeros(0, bool)
+            forward, sat, raw = np.zeros(0, bool), np.zeros(0, bool), None
         starts = np.concatenate([[0], np.cumsum(sizes)])
         def per_query(flags: np.ndarray) -> np.ndarray:
             c = np.concatenate([[0], np.cumsum(flags)])
@@ -503,6 +515,9 @@ class Explainer:
         n_fixed = per_query(repaired & act)
         n_constr = per_query(valid & act & ~sat)
         keep = valid & act & sat
+        # the kept CEs, in query order, are cfs[keep] (a query passing whole keeps cfs[sl])
+        decoded = (None if raw is None or repaired.any()
+                   else (cfs[keep], raw.iloc[np.flatnonzero(keep)]))
         out = []
         for j, r in enumerate(batch):
             if sizes[j] == 0:
@@ -549,7 +564,7 @@ class Explainer:
             # method's count of candidates; 0 for an exact method, whose CEs satisfy them)
             for r, n in zip(out, n_constr, strict=True):
                 r.certificate = {**r.certificate, "constraints_removed": int(n)}
-        return out
+        return out, decoded
 
     def _satisfies_constraints(self, X: np.ndarray, cfs: np.ndarray) -> np.ndarray:
         """Per CE row (model space; ``X``: its query), whether its raw row satisfies the
@@ -624,6 +639,21 @@ def resolve_class(value: Any, class_names: tuple[Any, ...]) -> int:
         raise ValidationError(f"target_class {value!r} is not a class of the model; its "
                               f"classes are {mapping}")
     return labels.index(str(value))
+
+
+class _Decoder:
+    """``encoder.inverse_transform``, answering from ``known = (E, R)`` (CEs already decoded
+    by the round trip) when asked for exactly ``E``."""
+
+    def __init__(self, encoder: Any, known: tuple[np.ndarray, pd.DataFrame] | None):
+        self.encoder, self.known = encoder, known
+
+    def __call__(self, X: np.ndarray) -> pd.DataFrame:
+        if self.known is not None:
+            E, raw = self.known
+            if E.shape == np.shape(X) and np.array_equal(E, X):
+                return raw
+        return self.encoder.inverse_transform(X)
 
 
 def original_predict(model: Model, raw: pd.DataFrame) -> np.ndarray | None:
