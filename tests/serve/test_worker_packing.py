@@ -25,6 +25,7 @@ def test_frame_records_equal_plain_to_dict():
         "o": pd.Series([np.int64(4), "x", None], dtype=object),
         "nested": pd.Series([{"k": np.float64(1.5)}, [np.nan, 2], (3,)], dtype=object),
         "cat": pd.Categorical(["lo", "hi", "lo"]),
+        "nullable": pd.array([1, None, 3], dtype="Int64"),
         3: [7, 8, 9],  # a non-string column name: a string key, as plain gives
     })
     names = list(frame.columns)

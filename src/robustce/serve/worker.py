@@ -103,6 +103,8 @@ def changed_matrix(schema: Any, queries: pd.DataFrame, owner: np.ndarray, cfs: p
 def column_values(col: pd.Series) -> list[Any]:
     """A column as JSON values (what :func:`plain` makes of each): numbers as Python numbers,
     NaN/inf as None; one ``tolist`` for numeric columns, :func:`plain` per value otherwise."""
+    if not isinstance(col.dtype, np.dtype):  # pandas extension dtypes: pd.NA → None
+        return [plain(v) for v in col.to_numpy(dtype=object, na_value=None).tolist()]
     if col.dtype.kind in "iub":
         return col.tolist()
     if col.dtype.kind == "f":
