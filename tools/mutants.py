@@ -103,6 +103,18 @@ MUTANTS: tuple[Mutant, ...] = (
            """                pass""",
            ("tests/methods/test_roundtrip.py",),
            "a CE the user's own pipeline or module rejects is returned as found"),
+    Mutant("encode_decoded_skips_dtype", "data/encoder.py",
+           """(restored.astype(np.float64) - lower)""",
+           """(np.asarray(v, dtype=np.float64) - lower)""",
+           ("tests/data/test_encode_decoded.py",),
+           "the round trip stores a CE whose float32 column the user receives rounded: E is not "
+           "the encoding of the raw row"),
+    Mutant("explanations_reuse_misaligned", "methods/base.py",
+           """else (cfs[keep], raw.iloc[np.flatnonzero(keep)]))""",
+           """else (cfs[keep], raw.iloc[np.flatnonzero(keep)[::-1]]))""",
+           ("tests/methods/test_roundtrip.py",),
+           "the raw CEs a user receives belong to other queries (the round trip's decoded rows "
+           "reused out of order)"),
     Mutant("tree_split_margin_zero", "models/trees.py",
            """        return np.where(self.continuous[cols], m, 0.0)""",
            """        return np.zeros(np.broadcast(cols, t).shape)""",
