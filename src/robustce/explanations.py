@@ -158,13 +158,15 @@ class Explanations:
         self.counterfactuals_encoded = np.vstack(blocks) if blocks else np.zeros((0, d))
         owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
         rank = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        if len(self.counterfactuals_encoded):
-            cf = decode(self.counterfactuals_encoded).reset_index(drop=True)
+        if len(self.counterfactuals_encoded):  # one frame from the decoded columns' arrays
+            decoded = decode(self.counterfactuals_encoded)
+            cols: dict[str, Any] = {name: decoded[name].array for name in feature_names}
+            cols["query_id"], cols["cf_rank"] = ids[owner], rank
+            cf = pd.DataFrame(cols, copy=False)
         else:
-            cf = queries.iloc[:0].reset_index(drop=True)
-        cf = cf[list(feature_names)]
-        cf["query_id"] = ids[owner] if len(owner) else pd.Series([], dtype=ids.dtype)
-        cf["cf_rank"] = rank
+            cf = queries.iloc[:0].reset_index(drop=True)[list(feature_names)]
+            cf["query_id"] = pd.Series([], dtype=ids.dtype)
+            cf["cf_rank"] = rank
         self.counterfactuals = cf
         self.meta = dict(meta or {})
 
