@@ -81,8 +81,20 @@ class SolverPool:
         executor = self._new_executor()
         pid = await asyncio.wrap_future(executor.submit(worker_pid))
         slot = _Slot(executor, pid)
+        if self._closed:  # closed while this worker started (a replacement): stop it too
+            self._stop(slot)
+            raise RuntimeError("the solver pool was closed while a worker started")
         self._slots.append(slot)
         return slot
+
+    @staticmethod
+    def _stop(slot: _Slot) -> None:
+        """End ``slot``'s executor and its process (SIGTERM)."""
+        slot.executor.shutdown(wait=False, cancel_futures=True)
+        try:
+            os.kill(slot.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
 
     async def start(self) -> None:
         """Start the workers (each loads the models) and wait until all are ready."""
@@ -115,11 +127,7 @@ class SolverPool:
         """Stop every worker (after the server has finished its requests)."""
         self._closed = True
         for slot in self._slots:
-            slot.executor.shutdown(wait=False, cancel_futures=True)
-            try:
-                os.kill(slot.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            self._stop(slot)
         for slot in self._slots:  # the workers are gone: joining releases the executors' locks
             slot.executor.shutdown(wait=True)
 
