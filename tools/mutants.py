@@ -104,8 +104,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/methods/test_roundtrip.py",),
            "a CE the user's own pipeline or module rejects is returned as found"),
     Mutant("encode_decoded_skips_dtype", "data/encoder.py",
-           """(restored.astype(np.float64) - lower)""",
-           """(np.asarray(v, dtype=np.float64) - lower)""",
+           """_scaled(restored.astype(np.float64), float(f.lower),""",
+           """_scaled(np.asarray(v, dtype=np.float64), float(f.lower),""",
            ("tests/data/test_encode_decoded.py",),
            "the round trip stores a CE whose float32 column the user receives rounded: E is not "
            "the encoding of the raw row"),

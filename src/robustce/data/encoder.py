@@ -286,21 +286,10 @@ class Encoder:
             span = np.array([b.feature.upper - b.feature.lower for b in scaled], dtype=float)
             v = numeric_values(frame, [b.name for b in scaled],
                                all_numeric=len(scaled) == frame.shape[1])
-            X[:, [b.start for b in scaled]] = np.where(
-                span > 0, (v - lower) / np.where(span > 0, span, 1.0), 0.0)
+            X[:, [b.start for b in scaled]] = _scaled(v, lower, span)
         for b in self.blocks_:
-            if b.encoding == "scaled":
-                continue
-            f, col = b.feature, frame[b.name]
-            codes = level_codes(col, f)
-            if b.encoding == "binary":
-                X[:, b.start] = codes
-            elif b.encoding == "onehot":
-                X[np.arange(len(frame)), b.start + codes] = 1.0
-            elif b.encoding == "thermometer":
-                X[:, b.slice] = codes[:, None] >= np.arange(1, f.n_levels)[None, :]
-            else:
-                X[:, b.start] = codes / max(f.n_levels - 1, 1)
+            if b.encoding != "scaled":
+                _put_levels(X, b, level_codes(frame[b.name], b.feature))
         return X
 
     def fit_transform(self, frame: pd.DataFrame) -> np.ndarray:
@@ -392,7 +381,6 @@ class Encoder:
         restored labels do not code back to their own index, take the frame path."""
         values = self.level_indices(X)
         out = np.zeros((len(values), self.n_features_out_), dtype=np.float64)
-        rows = np.arange(len(values))
         for i, b in enumerate(self.blocks_):
             f, v = b.feature, values[:, i]
             if b.encoding == "scaled":
@@ -401,22 +389,13 @@ class Encoder:
                 restored = _restore_numpy(v, f)
                 if restored is None:
                     return self._encode(self.inverse_transform(X))
-                lower, span = float(f.lower), float(f.upper - f.lower)
-                out[:, b.start] = np.where(span > 0, (restored.astype(np.float64) - lower)
-                                           / np.where(span > 0, span, 1.0), 0.0)
+                out[:, b.start] = _scaled(restored.astype(np.float64), float(f.lower),
+                                          float(f.upper - f.lower))
                 continue
             codes = self._level_code_map(f)
             if codes is None:
                 return self._encode(self.inverse_transform(X))
-            c = codes[v.astype(np.int64)]
-            if b.encoding == "binary":
-                out[:, b.start] = c
-            elif b.encoding == "onehot":
-                out[rows, b.start + c] = 1.0
-            elif b.encoding == "thermometer":
-                out[:, b.slice] = c[:, None] >= np.arange(1, f.n_levels)[None, :]
-            else:
-                out[:, b.start] = c / max(f.n_levels - 1, 1)
+            _put_levels(out, b, codes[v.astype(np.int64)])
         return out
 
     def _level_code_map(self, f: Feature) -> np.ndarray | None:
@@ -515,6 +494,25 @@ class Encoder:
     def __repr__(self) -> str:
         d = getattr(self, "n_features_out_", "unfitted")
         return f"Encoder({len(self.schema)} features -> d={d}, ordinal={self.ordinal_encoding!r})"
+
+
+def _scaled(v: np.ndarray, lower: Any, span: Any) -> np.ndarray:
+    """Raw numbers to the scaled encoding, ``(v − lower) / span`` (0 where the range is a
+    point): the one expression :meth:`Encoder._encode` and :meth:`Encoder.encode_decoded`
+    share, so that they agree bit for bit."""
+    return np.where(span > 0, (v - lower) / np.where(span > 0, span, 1.0), 0.0)
+
+
+def _put_levels(X: np.ndarray, b: FeatureBlock, codes: np.ndarray) -> None:
+    """Write the level ``codes`` (one per row) of block ``b`` into ``X`` in its encoding."""
+    if b.encoding == "binary":
+        X[:, b.start] = codes
+    elif b.encoding == "onehot":
+        X[np.arange(len(X)), b.start + codes] = 1.0
+    elif b.encoding == "thermometer":
+        X[:, b.slice] = codes[:, None] >= np.arange(1, b.feature.n_levels)[None, :]
+    else:
+        X[:, b.start] = codes / max(b.feature.n_levels - 1, 1)
 
 
 @lru_cache(maxsize=256)

@@ -48,7 +48,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
 import shutil
 import sys
 import time
@@ -539,10 +538,8 @@ def trained_parts(cls: type, params: Mapping[str, Any], splits: Mapping[Any, tup
             part = PartCEs(X, own, C, q.y, time.perf_counter() - t1, scaled_columns(m.encoder))
             predict = m.model.predict
             if saved is not None:
-                saved.parent.mkdir(parents=True, exist_ok=True)
-                tmp = saved.with_suffix(".tmp")
-                joblib.dump((part, predict, spent), tmp)
-                os.replace(tmp, saved)
+                with atomic_write(saved, "wb") as fh:
+                    joblib.dump((part, predict, spent), fh)
         parts[g], predictors[g] = part, predict
         for k in times:
             times[k] += spent[k]
