@@ -44,10 +44,12 @@ def _add_explain(sub: Any) -> None:
                    help="raw rows to explain (the dataset's feature columns)")
     p.add_argument("--favourable", metavar="LABEL", default=None,
                    help="the label of the favourable outcome (e.g. approved); default: the "
-                        "dataset's declared one, else read from the labels")
+                        "dataset's declared one, else read from the labels. A model trained "
+                        "here is saved with it (robustce serve aims recourse at it)")
     p.add_argument("--target-class", metavar="LABEL", default=None,
                    help="the class the CEs should reach (label or index; default: the "
-                        "favourable class)")
+                        "favourable class; without one declared, a model trained here is "
+                        "saved with this class as its favourable one)")
     p.add_argument("--from-class", metavar="LABEL", default=None,
                    help="with --queries: pick rows the model predicts as this class (label or "
                         "index; default: binary, the other class than --target-class; "
@@ -108,7 +110,8 @@ def _classes(args: argparse.Namespace, data: Any) -> tuple[int, int | None]:
         if not args.quiet:
             print(f"warning: the labels {list(map(str, data.class_names))} do not say which "
                   f"outcome is favourable; explaining toward {data.class_names[1]!s} (class 1). "
-                  "Choose with --favourable LABEL", file=sys.stderr)
+                  "Choose with --favourable LABEL (a model trained here records no favourable "
+                  "class until then)", file=sys.stderr)
     else:
         raise _user_error(f"{data.name} has {k} classes ({data.class_mapping()}) and no "
                           "favourable one: give --target-class LABEL")
@@ -188,6 +191,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
         model = MLP(hidden, epochs=args.epochs, lr=5e-3, random_state=args.seed).fit(train)
+        if model.favourable is None and args.target_class is not None:
+            model.set_favourable(target)  # the class the user chose to explain toward
     if queries is None:
         queries = _pick_queries(model, test, args.queries or 10, target, source, data)
     explainer = build_explainer(cls, model, train, seed=args.seed, **params)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from robustce.cli._common import EXIT_OK, _user_error
@@ -18,6 +19,11 @@ def _add_serve(sub: Any) -> None:
                     "demo model. Needs the extra: pip install 'robustce[serve]'.")
     p.add_argument("--model", metavar="[ID=]DIR", action="append", default=[],
                    help="a served model directory (repeatable); ID defaults to the directory name")
+    p.add_argument("--favourable", metavar="[ID=]LABEL", action="append", default=[],
+                   help="the favourable class (the outcome recourse aims at) by label or index: "
+                        "ID=LABEL for the model ID, a bare LABEL for every served model (one "
+                        "ID=LABEL wins over it); overrides the class saved with the model, "
+                        "without writing to its files. A model with neither is not served")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=int, default=2, metavar="N",
@@ -44,10 +50,13 @@ def _add_serve(sub: Any) -> None:
 
 
 def _specs(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """The served models' specs, each with its favourable class checked (a one-line error
+    naming the model before anything starts), and the demo's temporary directory or None."""
     import tempfile
 
-    from robustce.serve.registry import build_demo_model, model_spec
+    from robustce.serve.registry import build_demo_model, model_spec, served_favourable
 
+    tmp = None
     if args.model:
         specs = []
         for item in args.model:
@@ -56,14 +65,42 @@ def _specs(args: argparse.Namespace) -> tuple[list[Any], Any]:
         ids = [s.id for s in specs]
         if len(set(ids)) != len(ids):
             raise _user_error(f"--model: model ids must be unique, got {ids}")
-        return specs, None
-    tmp = None
-    if args.demo_dir is None:
-        tmp = tempfile.TemporaryDirectory(prefix="robustce-serve-")
-        args.demo_dir = tmp.name
-    print("training the synthetic_loan demo model ...", file=sys.stderr)
-    root = build_demo_model(f"{args.demo_dir}/synthetic_loan")
-    return [model_spec(root, "synthetic_loan")], tmp
+        chosen = _favourables(args.favourable, ids)  # before the demo's training
+    else:
+        chosen = _favourables(args.favourable, ["synthetic_loan"])
+        if args.demo_dir is None:
+            tmp = tempfile.TemporaryDirectory(prefix="robustce-serve-")
+            args.demo_dir = tmp.name
+        print("training the synthetic_loan demo model ...", file=sys.stderr)
+        specs = [model_spec(build_demo_model(f"{args.demo_dir}/synthetic_loan"), "synthetic_loan")]
+    specs = [replace(s, favourable=chosen.get(s.id)) for s in specs]
+    try:
+        for spec in specs:
+            served_favourable(spec)
+    except BaseException:
+        if tmp is not None:
+            tmp.cleanup()
+        raise
+    return specs, tmp
+
+
+def _favourables(values: list[str], ids: list[str]) -> dict[str, str]:
+    """Per served model id, the label ``--favourable`` gives it: ``ID=LABEL`` (ID a served
+    model's id) for that model, a bare ``LABEL`` (at most one) for every other."""
+    every: str | None = None
+    per: dict[str, str] = {}
+    for value in values:
+        mid, sep, label = value.partition("=")
+        if sep and mid in ids:
+            if mid in per:
+                raise _user_error(f"--favourable: model {mid!r} is given twice")
+            per[mid] = label
+        elif every is not None:
+            raise _user_error(f"--favourable: two labels for every model ({every!r}, {value!r}); "
+                              f"name the model of each as ID=LABEL (the models: {', '.join(ids)})")
+        else:
+            every = value
+    return {mid: per.get(mid, every) for mid in ids if per.get(mid, every) is not None}
 
 
 def _in_process(value: str) -> tuple[str, ...]:

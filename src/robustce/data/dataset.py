@@ -13,7 +13,7 @@ from robustce.data.schema import Feature, Schema, infer_schema
 from robustce.errors import ValidationError
 from robustce.utils import check_random_state
 
-__all__ = ["Dataset", "from_frame", "guess_favourable"]
+__all__ = ["Dataset", "class_index", "class_mapping", "from_frame", "guess_favourable"]
 
 
 @dataclass
@@ -99,19 +99,11 @@ class Dataset:
     def class_index(self, value: Any) -> int:
         """The index of a class given by index (an integer) or by label (``"approved"``);
         :class:`~robustce.errors.ValidationError` naming the classes otherwise."""
-        labels = [str(c) for c in self.class_names]
-        if isinstance(value, str) and value in labels:
-            return labels.index(value)
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value)
-        if isinstance(value, int | np.integer) and 0 <= int(value) < len(labels):
-            return int(value)
-        raise ValidationError(f"unknown class {value!r}; the classes are {self.class_mapping()}")
+        return class_index(self.class_names, value, self.favourable)
 
     def class_mapping(self) -> str:
         """``"0 = rejected, 1 = approved (favourable)"``: how labels are numbered."""
-        return ", ".join(f"{k} = {c}" + (" (favourable)" if k == self.favourable else "")
-                         for k, c in enumerate(self.class_names))
+        return class_mapping(self.class_names, self.favourable)
 
     def with_favourable(self, value: Any) -> Dataset:
         """This dataset with the favourable class set, by index or label."""
@@ -334,6 +326,27 @@ def from_frame(
     data = Dataset(features, y.rename(target), schema, name=name, class_names=class_names,
                    description=description, favourable=guess_favourable(class_names))
     return data if favourable is None else data.with_favourable(favourable)
+
+
+def class_index(class_names: Sequence[Any], value: Any, favourable: int | None = None) -> int:
+    """The index in ``class_names`` of a class given by label (``"approved"``, compared as
+    text) or by index (an integer, or its digits); :class:`~robustce.errors.ValidationError`
+    naming the classes otherwise (``favourable`` marks that class in the message)."""
+    labels = [str(c) for c in class_names]
+    if isinstance(value, str) and value in labels:
+        return labels.index(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, int | np.integer) and 0 <= int(value) < len(labels):
+        return int(value)
+    raise ValidationError(f"unknown class {value!r}; the classes are "
+                          f"{class_mapping(class_names, favourable)}")
+
+
+def class_mapping(class_names: Sequence[Any], favourable: int | None = None) -> str:
+    """``"0 = rejected, 1 = approved (favourable)"``: how labels are numbered."""
+    return ", ".join(f"{k} = {c}" + (" (favourable)" if k == favourable else "")
+                     for k, c in enumerate(class_names))
 
 
 #: label words that name a favourable / an unfavourable outcome (lower case, compared whole)

@@ -3,7 +3,9 @@
 A model owns its :class:`~robustce.data.Encoder` (``model.encoder``) and accepts either raw
 DataFrames or arrays already in model space ``[0, 1]^d``. Labels are integers 0..K-1 (the
 dataset's ``class_names`` give their meaning). Binary models have one logit (class 1 iff
-logit > 0); K-class models have K logits.
+logit > 0); K-class models have K logits. ``favourable`` is the index of the outcome recourse
+aims at (``None`` where none is declared): a model trained or imported on a
+:class:`~robustce.data.Dataset` takes the dataset's, and it is saved with the model.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from robustce.data.dataset import class_index
 from robustce.data.encoder import Encoder
 from robustce.errors import ConstantModelWarning, NotFittedError, UnsupportedModelError
 from robustce.models.network import ReLUNetwork, class_margin
 
-__all__ = ["Model", "model_name", "warn_if_constant"]
+__all__ = ["Model", "favourable_in", "model_name", "warn_if_constant"]
 
 
 def warn_if_constant(predictions: Any, what: str, hint: str = "") -> bool:
@@ -60,10 +63,23 @@ class Model(ABC):
 
     encoder: Encoder
     class_names: tuple[Any, ...] = (0, 1)
+    favourable: int | None = None
 
     @property
     def n_classes(self) -> int:
         return len(self.class_names)
+
+    @property
+    def favourable_label(self) -> Any:
+        """The label of the favourable class, or ``None`` where none is declared."""
+        return None if self.favourable is None else self.class_names[self.favourable]
+
+    def set_favourable(self, value: Any) -> Model:
+        """Declare the favourable class — the outcome recourse aims at, and the default
+        target of the service — by label (``"approved"``) or index; ``None`` clears it.
+        Returns the model; :class:`~robustce.errors.ValidationError` for an unknown class."""
+        self.favourable = None if value is None else class_index(self.class_names, value)
+        return self
 
     def _check_fitted(self) -> None:
         if getattr(self, "encoder", None) is None or not hasattr(self.encoder, "blocks_"):
@@ -134,6 +150,15 @@ class Model(ABC):
             if i < len(layers) - 1:
                 h = torch.relu(h)
         return h
+
+
+def favourable_in(data: Any, class_names: Any) -> int | None:
+    """The index in ``class_names`` of ``data``'s favourable class (a
+    :class:`~robustce.data.Dataset`'s, matched by label), or ``None`` where ``data`` declares
+    none or is no dataset, or its favourable label is not among ``class_names``."""
+    label = getattr(data, "favourable_label", None)
+    labels = [str(c) for c in class_names]
+    return None if label is None or str(label) not in labels else labels.index(str(label))
 
 
 def model_name(model: Any) -> str:

@@ -260,7 +260,7 @@ def _fit_one(spec: Any, data: Dataset, encoder: Encoder, seed: int) -> Model:
 
     check_two_classes(data.y)
     model.fit(encoder.transform(data.frame), data.y)
-    return wrap(model, encoder, class_names=data.class_names)
+    return wrap(model, encoder, class_names=data.class_names).set_favourable(data.favourable)
 
 
 def _fine_tune(base: Model, X: np.ndarray, y: np.ndarray, epochs: int, seed: int,
@@ -276,7 +276,7 @@ def _fine_tune(base: Model, X: np.ndarray, y: np.ndarray, epochs: int, seed: int
             f"got {base!r}"
         )
     est = copy.deepcopy(base.estimator)
-    wrapped = wrap(est, base.encoder, class_names=base.class_names)
+    wrapped = wrap(est, base.encoder, class_names=base.class_names).set_favourable(base.favourable)
     Z = wrapped._transform(X)
     if lr is not None and "learning_rate_init" in wrapped.final_.get_params():
         wrapped.final_.set_params(learning_rate_init=lr)

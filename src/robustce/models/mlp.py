@@ -190,7 +190,8 @@ class MLP(Model):
 
     # --- training -----------------------------------------------------------------------
     def fit(self, data: Dataset, encoder: Encoder | None = None) -> MLP:
-        """Fit an encoder on ``data.schema`` (or use ``encoder``) and train from scratch."""
+        """Fit an encoder on ``data.schema`` (or use ``encoder``) and train from scratch; the
+        model takes ``data``'s class names and favourable class."""
         if not isinstance(data, Dataset):
             raise ValidationError(f"fit expects a robustce Dataset, got {type(data).__name__}")
         self._check_params()
@@ -202,6 +203,7 @@ class MLP(Model):
             X = encoder.transform(data.frame)
         self.encoder = encoder
         self.class_names = tuple(data.class_names)
+        self.favourable = data.favourable
         n_out = 1 if self.n_classes == 2 else self.n_classes
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
         with torch.random.fork_rng(devices=[]):

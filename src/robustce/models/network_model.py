@@ -7,8 +7,8 @@ defines that space, and every explainer, certifier and metric accepts it.
 A ``NetworkModel`` saves and loads (:func:`robustce.models.load`) with its network's whole
 structure — layers, activations, input map and shift scale — so the parameters a certificate
 ranges over survive the round trip. An imported model's certified view is saved as
-``NetworkModel(model.network(), model.encoder, model.class_names).save(path)`` (the original
-estimator or module is saved with its own tools).
+``NetworkModel(model.network(), model.encoder, model.class_names, model.favourable).save(path)``
+(the original estimator or module is saved with its own tools).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class NetworkModel(Model):
     network : the network, or its layers' ``[(W, b), ...]``.
     encoder : the fitted :class:`~robustce.data.Encoder` whose model space the network takes.
     class_names : names of the classes; default 0..K-1 (K = 2 for a one-logit network).
+    favourable : the favourable class, by label or index (default: none declared).
 
     Examples
     --------
@@ -54,7 +55,8 @@ class NetworkModel(Model):
     """
 
     def __init__(self, network: ReLUNetwork | Sequence[tuple[np.ndarray, np.ndarray]],
-                 encoder: Encoder, class_names: Sequence[Any] | None = None):
+                 encoder: Encoder, class_names: Sequence[Any] | None = None,
+                 favourable: Any = None):
         net = network if isinstance(network, ReLUNetwork) else ReLUNetwork(network)
         if not isinstance(encoder, Encoder):
             raise ValidationError(f"encoder must be a robustce Encoder, got {type(encoder).__name__}")
@@ -72,6 +74,7 @@ class NetworkModel(Model):
         self._network = net
         self.encoder = encoder
         self.class_names = names
+        self.set_favourable(favourable)
 
     def network(self) -> ReLUNetwork:
         return self._network
@@ -85,13 +88,14 @@ class NetworkModel(Model):
     # --- save / load ------------------------------------------------------------------------
     def save(self, path: Any, *, overwrite: bool = True) -> Any:
         """Save to a directory (see :func:`robustce.models.load`): the network's layers,
-        activations, input map and shift scale, the encoder and the class names."""
+        activations, input map and shift scale, the encoder, the class names and the favourable
+        class."""
         if type(self) is not NetworkModel:
             raise UnsupportedModelError(
                 f"{type(self).__name__} keeps the original estimator/module, which robustce does "
                 "not save (use its own tools, e.g. skops.io or torch.save); to save the network "
                 "robustce certifies: NetworkModel(model.network(), model.encoder, "
-                "model.class_names).save(path)")
+                "model.class_names, model.favourable).save(path)")
         return save_model(self, path, overwrite=overwrite)
 
     def _state_dict(self) -> dict[str, Any]:

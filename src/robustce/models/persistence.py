@@ -5,9 +5,13 @@ A saved model is a directory::
     model/
       model.json   {"format": "robustce-model", "format_version": 1, "class": "MLP",
                     "params": {...}, "encoder": {...}, "class_names": [...],
-                    "layer_sizes": [...], "weights_file": "weights.pt",
-                    "weights_sha256": "...", "robustce_version": "..."}
+                    "favourable": "approved", "layer_sizes": [...],
+                    "weights_file": "weights.pt", "weights_sha256": "...",
+                    "robustce_version": "..."}
       weights.pt   a torch state dict (tensors only)
+
+``favourable`` is the label (an entry of ``class_names``) of the model's favourable class, or
+null; files written before it existed lack the key and load with ``model.favourable = None``.
 
 ``load`` reads the weights with ``torch.load(..., weights_only=True)``, which refuses anything
 but tensors and plain containers, and checks the recorded SHA-256 first, so a truncated or
@@ -35,7 +39,8 @@ from robustce.data.encoder import Encoder
 from robustce.errors import ModelFileError, RobustCEError, UnsupportedModelError, ValidationError
 from robustce.utils import package_version, replace_dir, temp_dir_beside
 
-__all__ = ["FORMAT_VERSION", "ModelFileError", "load", "register_model", "save_model"]
+__all__ = ["FORMAT_VERSION", "ModelFileError", "load", "read_metadata", "register_model",
+           "saved_favourable", "save_model"]
 
 FORMAT_NAME = "robustce-model"
 FORMAT_VERSION = 1
@@ -128,6 +133,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = True) -
             "params": _jsonable(params),
             "encoder": _jsonable(model.encoder.to_dict()),
             "class_names": _jsonable(list(model.class_names)),
+            "favourable": _jsonable(getattr(model, "favourable_label", None)),
             "layer_sizes": list(model.network().layer_sizes),
             "weights_file": WEIGHTS_FILE,
             "weights_sha256": _sha256(tmp / WEIGHTS_FILE),
@@ -168,6 +174,21 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     if missing:
         raise ModelFileError(f"{meta_path} lacks the keys {missing}")
     return meta
+
+
+def saved_favourable(meta: dict[str, Any], path: str | os.PathLike) -> int | None:
+    """The index of the favourable class recorded in a saved model's ``meta``data (its label
+    among ``class_names``), ``None`` where none is recorded (also files that predate the key);
+    :class:`ModelFileError` when the label is not one of the classes."""
+    label = meta.get("favourable")
+    if label is None:
+        return None
+    names = list(meta["class_names"])
+    for k, name in enumerate(names):
+        if name == label and type(name) is type(label):
+            return k
+    raise ModelFileError(f"{Path(path) / META_FILE}: the favourable class {label!r} is not one "
+                         f"of its classes {names}")
 
 
 def load(path: str | os.PathLike) -> Any:
@@ -224,6 +245,7 @@ def load(path: str | os.PathLike) -> Any:
         model = cls._from_saved(dict(meta["params"]), encoder, tuple(meta["class_names"]), state)
     except (RuntimeError, RobustCEError, TypeError, ValueError) as exc:
         raise ModelFileError(f"{path}: the weights do not fit the saved description: {exc}") from None
+    model.favourable = saved_favourable(meta, path)
     sizes = meta.get("layer_sizes")
     if sizes is not None and list(model.network().layer_sizes) != list(sizes):
         raise ModelFileError(

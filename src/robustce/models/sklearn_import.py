@@ -47,7 +47,7 @@ from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.data.schema import Feature, FeatureKind, Schema, infer_schema
 from robustce.errors import NotFittedError, UnsupportedModelError, ValidationError
-from robustce.models.base import Model, warn_if_constant
+from robustce.models.base import Model, favourable_in, warn_if_constant
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
@@ -991,7 +991,7 @@ def register_final_importer(accepts: Callable[[Any], bool], build: Callable[...,
 
 
 def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema | None = None,
-                 *, class_names: Any = None) -> Model:
+                 *, class_names: Any = None, favourable: Any = None) -> Model:
     """A robustce model of a fitted scikit-learn classifier or ``Pipeline`` on raw DataFrames.
 
     ``data_or_schema``: the raw training frame (kinds and bounds are inferred from it, checked
@@ -1010,6 +1010,9 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
     data_or_schema : the raw training frame, a :class:`~robustce.data.Dataset` or a
         :class:`~robustce.data.Schema` (see above), or None.
     class_names : names of the classes (default: the dataset's, else ``estimator.classes_``).
+    favourable : the favourable class, by label or index (default: the dataset's, where its
+        label is one of the model's classes; else none). Kept as ``model.favourable`` and
+        saved with the model's network view (see :class:`~robustce.models.NetworkModel`).
 
     Returns
     -------
@@ -1050,7 +1053,8 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
         pre, final, final_label = [], estimator, "the estimator"
     for accepts, build in _FINAL_IMPORTERS:  # XGBoost / LightGBM (models/boosters.py)
         if accepts(final):
-            return build(estimator, pre, final, final_label, data_or_schema, class_names)
+            model = build(estimator, pre, final, final_label, data_or_schema, class_names)
+            return model.set_favourable(_favourable(favourable, data_or_schema, model))
     if not is_classifier(final):
         raise UnsupportedModelError(
             f"{final_label} ({type(final).__name__}) is not a classifier; supported: "
@@ -1066,7 +1070,13 @@ def from_sklearn(estimator: Any, data_or_schema: pd.DataFrame | Dataset | Schema
     names = _class_names(final.classes_, class_names, dataset)
     model = _build(final, final_label, A, c, encoder, basis, names, estimator, columns,
                    _oracle(pre, frame, columns, encoder, basis))
+    model.set_favourable(_favourable(favourable, data_or_schema, model))
     return _warn_if_constant(model, final, frame, columns)
+
+
+def _favourable(given: Any, data_or_schema: Any, model: Model) -> Any:
+    """The favourable class an importer declares: ``given``, else the dataset's (by label)."""
+    return favourable_in(data_or_schema, model.class_names) if given is None else given
 
 
 def _class_names(classes: Any, class_names: Any, dataset: Dataset | None) -> tuple[Any, ...]:

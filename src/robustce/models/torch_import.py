@@ -27,7 +27,7 @@ from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.data.schema import Schema
 from robustce.errors import UnsupportedModelError, ValidationError
-from robustce.models.base import warn_if_constant
+from robustce.models.base import favourable_in, warn_if_constant
 from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
 
@@ -183,7 +183,7 @@ class TorchNetworkModel(NetworkModel):
 
 def from_torch(module: Any, encoder: Encoder | Any,
                data_or_schema: pd.DataFrame | Dataset | Schema | None = None, *,
-               class_names: Any = None) -> TorchNetworkModel:
+               class_names: Any = None, favourable: Any = None) -> TorchNetworkModel:
     """A robustce model of a trained ``torch.nn.Sequential`` (one logit = binary, else K).
 
     ``encoder``: the fitted robustce :class:`Encoder` whose model space the module takes, or a
@@ -199,6 +199,8 @@ def from_torch(module: Any, encoder: Encoder | Any,
         :class:`~robustce.data.Dataset` or :class:`~robustce.data.Schema`, as
         :func:`~robustce.models.from_sklearn` takes.
     class_names : names of the classes (default: the dataset's, else ``0..K-1``).
+    favourable : the favourable class, by label or index (default: the dataset's, where its
+        label is one of the model's classes; else none).
 
     Returns
     -------
@@ -249,6 +251,8 @@ def from_torch(module: Any, encoder: Encoder | Any,
             class_names = tuple(range(net.n_classes))
     model = TorchNetworkModel(net, enc, tuple(class_names), module, preprocessing)
     model.preprocessor = None if isinstance(encoder, Encoder) else encoder
+    model.set_favourable(favourable_in(data_or_schema, model.class_names) if favourable is None
+                         else favourable)
     frame = data_or_schema.frame if isinstance(data_or_schema, Dataset) else data_or_schema
     if isinstance(frame, pd.DataFrame):  # training data given: is the module constant on it?
         warn_if_constant(model.predict(frame), "the imported torch module")

@@ -108,7 +108,8 @@ def _model_info(m: ServedModel) -> ModelInfo:
              for f in m.schema]
     default = "milp_robust" if "milp_robust" in m.methods else (m.methods[0] if m.methods else None)
     return ModelInfo(id=m.id, hash=m.hash, class_names=m.class_names,
-                     default_target_class=len(m.class_names) - 1, features=feats,
+                     favourable_class=m.class_names[m.favourable],
+                     default_target_class=m.favourable, features=feats,
                      methods=m.methods, shift_params=_shift_params(m.methods),
                      default_method=default, has_training_data=m.data is not None,
                      family_size=len(m.family))
@@ -143,7 +144,7 @@ class Service:
     # --- checks before any solver work ------------------------------------------------
     def target(self, m: ServedModel, value: Any) -> int:
         if value is None:
-            return len(m.class_names) - 1
+            return m.favourable
         try:
             return resolve_class(m.model, value)
         except RobustCEError as exc:
@@ -389,7 +390,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
 
     @app.get("/v1/models/{model_id}/applicants", dependencies=v1, tags=["models"])
     async def applicants(model_id: str) -> dict[str, Any]:
-        """Rejected applicants of the model's test data (for the page's picker)."""
+        """Applicants the model does not give its favourable class (for the page's picker):
+        the explained queries of an explain directory, else training rows; at most 50."""
         from robustce.serve.worker import plain
 
         m = service.model(model_id)

@@ -14,6 +14,11 @@ only the methods that need the model alone are offered. A ``family/`` folder of 
 (retrained versions of the model, e.g. :func:`~robustce.models.families.seed_family`) adds the
 validity-after-retraining certificate ``vr``. ``robustce serve`` with no ``--model``
 writes such a directory for the built-in ``synthetic_loan`` demo (:func:`build_demo_model`).
+
+Every served model has a favourable class — the outcome recourse aims at: the one saved with
+the model (``model.json``'s ``favourable``), or the label ``robustce serve --favourable`` gives
+(:attr:`ModelSpec.favourable`, which overrides it without writing to the model's files). A model
+with neither is not served (:func:`served_favourable`): the service does not guess.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import pandas as pd
 from robustce.errors import ConfigError, ModelFileError, RobustCEError, ValidationError
 
 __all__ = ["SERVED_METHODS", "ModelSpec", "ServedModel", "build_demo_model", "load_served_model",
-           "model_spec", "resolve_class"]
+           "model_spec", "resolve_class", "served_favourable"]
 
 #: methods the service offers, in the page's order (those importable and applicable to a model;
 #: methods that train their own predictor cannot explain a served model)
@@ -43,19 +48,23 @@ FAMILY_DIR = "family"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Where a served model lives: what the worker processes are given (paths, no objects)."""
+    """Where a served model lives: what the worker processes are given (paths, no objects);
+    ``favourable``: the label of its favourable class when given at serve time (overrides the
+    one saved with the model)."""
 
     id: str
     model_dir: str
     train_csv: str | None
     explanations_dir: str | None
     family_dirs: tuple[str, ...] = ()
+    favourable: str | None = None
 
 
 @dataclass
 class ServedModel:
-    """A loaded served model: the model, its training data (or None), the rejected applicants
-    offered by the page, its hash and the methods available for it."""
+    """A loaded served model: the model (its ``favourable`` class set), its training data (or
+    None), the applicants offered by the page (rows the model does not give the favourable
+    class), its hash and the methods available for it."""
 
     spec: ModelSpec
     model: Any
@@ -76,6 +85,11 @@ class ServedModel:
     @property
     def class_names(self) -> list[str]:
         return [str(c) for c in self.model.class_names]
+
+    @property
+    def favourable(self) -> int:
+        """The index of the favourable class (the default target of recourse)."""
+        return int(self.model.favourable)
 
     @cached_property
     def record_checker(self) -> Any:
@@ -126,21 +140,58 @@ def _read_training(spec: ModelSpec, model: Any) -> Any:
         schema.validate(frame, check_bounds=False)
     except RobustCEError as exc:
         raise ModelFileError(f"{spec.train_csv} does not fit the model's schema: {exc}") from None
-    return Dataset(frame, target, schema, name=spec.id, class_names=tuple(model.class_names))
+    return Dataset(frame, target, schema, name=spec.id, class_names=tuple(model.class_names),
+                   favourable=model.favourable)
 
 
 def _applicants(spec: ModelSpec, model: Any, data: Any) -> pd.DataFrame:
-    """Rows the page offers: the explained queries of an explain directory, else the first
-    training rows the model does not put in class 1 (binary) — at most 50."""
+    """Rows the page offers, at most 50: of the explained queries of an explain directory,
+    else of the training rows, those the model does not give its favourable class."""
     if spec.explanations_dir is not None:
         from robustce.explanations import Explanations
 
         frame = Explanations.load(spec.explanations_dir).queries
     elif data is not None:
-        frame = data.frame[model.predict(data.frame) != len(model.class_names) - 1]
+        frame = data.frame
     else:
         return pd.DataFrame(columns=model.encoder.schema.names)
-    return frame.iloc[:50]
+    if len(frame) == 0:
+        return frame
+    return frame[model.predict(frame) != model.favourable].iloc[:50]
+
+
+def _no_favourable(spec: ModelSpec, class_names: Any) -> ConfigError:
+    from robustce.data.dataset import class_mapping
+
+    return ConfigError(
+        f"model {spec.id!r} ({spec.model_dir}) declares no favourable class (its classes: "
+        f"{class_mapping(class_names)}); name the outcome recourse aims at with "
+        f"`robustce serve --favourable {spec.id}=LABEL`, or save the model with one")
+
+
+def _favourable_index(spec: ModelSpec, class_names: Any, saved: int | None) -> int:
+    """The favourable class of a served model: ``spec.favourable`` (a label or index of
+    ``class_names``), else ``saved``; :class:`ConfigError` with neither or an unknown label."""
+    from robustce.data.dataset import class_index
+
+    if spec.favourable is not None:
+        try:
+            return class_index(class_names, spec.favourable)
+        except ValidationError as exc:
+            raise ConfigError(f"--favourable for model {spec.id!r}: {exc}") from None
+    if saved is None:
+        raise _no_favourable(spec, class_names)
+    return saved
+
+
+def served_favourable(spec: ModelSpec) -> int:
+    """The index of the favourable class ``spec`` serves, from ``model.json`` alone (no
+    weights read): :class:`ConfigError` in one line, naming the model and the flag to pass,
+    where neither the spec nor the saved model declares one."""
+    from robustce.models.persistence import read_metadata, saved_favourable
+
+    meta = read_metadata(spec.model_dir)
+    return _favourable_index(spec, meta["class_names"], saved_favourable(meta, spec.model_dir))
 
 
 def _methods_for(model: Any, data: Any) -> list[str]:
@@ -165,6 +216,7 @@ def load_served_model(spec: ModelSpec, *, with_methods: bool = True) -> ServedMo
     from robustce.models import load as load_model
 
     model = load_model(spec.model_dir)
+    model.favourable = _favourable_index(spec, model.class_names, model.favourable)
     data = _read_training(spec, model)
     family = [load_model(d) for d in spec.family_dirs]
     for d, member in zip(spec.family_dirs, family, strict=True):
@@ -190,23 +242,26 @@ def build_demo_model(directory: str | os.PathLike, *, seed: int = 0, n_applicant
                      n_family: int = 3) -> Path:
     """Train the demo MLP on ``synthetic_loan`` and write a served-model directory: the
     Explanations of ``n_applicants`` rejected test applicants (nearest neighbour), the model in
-    ``model/``, ``train.csv`` and ``family/``: ``n_family`` retrained versions (other seeds,
-    1 % of the rows left out: :func:`~robustce.models.families.seed_family`). Reuses a
-    directory already written."""
+    ``model/`` (its favourable class, ``approved``, saved with it), ``train.csv`` and
+    ``family/``: ``n_family`` retrained versions (other seeds, 1 % of the rows left out:
+    :func:`~robustce.models.families.seed_family`). Reuses a directory already written
+    (one whose model records its favourable class)."""
     from robustce.datasets import load as load_dataset
     from robustce.methods.registry import build_explainer
     from robustce.models.families import seed_family
     from robustce.utils import atomic_write
 
     root = Path(directory)
-    if (root / "model" / "model.json").is_file() and (root / TRAIN_FILE).is_file():
+    if _holds_demo(root):
         return root
     data = load_dataset("synthetic_loan", n_samples=2000, random_state=seed)
     train, test = data.split(test_size=0.2, random_state=seed)
     model, family = seed_family(train, {"hidden_layers": (16, 8), "epochs": 50, "lr": 5e-3},
                                 n_models=n_family, drop_fraction=0.01, random_state=seed)
-    rejected = test.frame[model.predict(test.frame) == 0].iloc[:n_applicants]
-    expl = build_explainer("nearest_neighbour", model, train).explain(rejected, target_class=1)
+    model.set_favourable(train.favourable)  # trained on it, the model has it; said, not assumed
+    rejected = test.frame[model.predict(test.frame) != model.favourable].iloc[:n_applicants]
+    expl = build_explainer("nearest_neighbour", model, train).explain(
+        rejected, target_class=model.favourable)
     expl.save(root)  # writes the directory atomically
     model.save(root / "model")
     for k, member in enumerate(family.models):
@@ -214,3 +269,16 @@ def build_demo_model(directory: str | os.PathLike, *, seed: int = 0, n_applicant
     with atomic_write(root / TRAIN_FILE) as fh:
         train.frame.assign(**{TARGET_COLUMN: train.target.to_numpy()}).to_csv(fh, index=False)
     return root
+
+
+def _holds_demo(root: Path) -> bool:
+    """Whether ``root`` already holds a demo directory this version serves (its model saved
+    with a favourable class: one written before that was recorded is rebuilt)."""
+    from robustce.models.persistence import read_metadata
+
+    if not ((root / "model" / "model.json").is_file() and (root / TRAIN_FILE).is_file()):
+        return False
+    try:
+        return read_metadata(root / "model").get("favourable") is not None
+    except ModelFileError:
+        return False

@@ -68,7 +68,7 @@ class ExplainRequest(_Strict):
     method: str = Field("milp_robust", description="a method of GET /v1/models/{id}")
     params: dict[str, Any] = Field(default_factory=dict, description="the method's parameters")
     target_class: int | str | None = Field(None, description="index or label; default: the "
-                                           "last class (binary: the favourable one)")
+                                           "model's favourable class (GET /v1/models/{id})")
     time_limit_s: float = Field(10.0, gt=0, le=600, description="time limit per item")
     seed: int = Field(0, ge=0, lt=2**32)
     certify: CertifySpec | None = None
@@ -102,7 +102,8 @@ class ExplainResponse(BaseModel):
 
 class CertifyRequest(_Strict):
     counterfactuals: list[Item] = Field(..., min_length=1)
-    target_class: int | str | None = None
+    target_class: int | str | None = Field(None, description="index or label; default: the "
+                                           "model's favourable class")
     delta: float | None = Field(None, gt=0, le=10, description="exact Δ-test at this δ")
     apas: APASSpec | None = None
     time_limit_s: float = Field(5.0, gt=0, le=600, description="seconds per CE for the Δ-test")
@@ -137,7 +138,11 @@ class ModelInfo(BaseModel):
     id: str
     hash: str
     class_names: list[str]
-    default_target_class: int
+    favourable_class: str = Field(..., description="the label of the outcome recourse aims at "
+                                  "(saved with the model, or given by `robustce serve "
+                                  "--favourable`)")
+    default_target_class: int = Field(..., description="the favourable class's index in "
+                                      "class_names: the target when a request names none")
     features: list[FeatureOut]
     methods: list[str]
     shift_params: dict[str, str] = Field(default_factory=dict, description="per method, its "
