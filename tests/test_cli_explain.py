@@ -254,3 +254,28 @@ def test_a_read_only_file_system_fails_before_any_work(loans_csv, tmp_path, caps
     monkeypatch.setattr(utils.tempfile, "mkdtemp", refuse)
     line = _one_error_line(capsys, _explain(loans_csv, tmp_path / "x"))
     assert "cannot be written" in line and "Read-only file system" in line
+
+
+def _explain_quick(csv, out, *extra):
+    return main(["explain", "--data", str(csv), "--target", "decision", "--method",
+                 "nearest_neighbour", "--queries", "2", "--hidden", "8", "--epochs", "30",
+                 "--show", "0", "--quiet", "--out", str(out), *extra])
+
+
+def test_the_trained_model_is_saved_with_the_favourable_class(tmp_path, capsys):
+    """Issue 46: the favourable label chosen at explain time was not saved with the model, so
+    ``robustce serve`` had to guess it."""
+    csv = tmp_path / "loans.csv"
+    _loans(labels=("approved", "denied")).to_csv(csv, index=False)
+    assert _explain_quick(csv, tmp_path / "x", "--favourable", "approved") == 0
+    model = rc.models.load(tmp_path / "x" / "model")
+    assert model.class_names == ("approved", "denied") and model.favourable_label == "approved"
+
+
+def test_labels_that_say_nothing_save_the_chosen_target_and_no_guess(tmp_path, capsys):
+    csv = tmp_path / "ab.csv"
+    _loans(labels=("B", "A")).to_csv(csv, index=False)
+    assert _explain_quick(csv, tmp_path / "chosen", "--target-class", "B") == 0
+    assert rc.models.load(tmp_path / "chosen" / "model").favourable_label == "B"
+    assert _explain_quick(csv, tmp_path / "guessed") == 0  # explains toward B (class 1): a guess
+    assert rc.models.load(tmp_path / "guessed" / "model").favourable is None
