@@ -164,3 +164,20 @@ def test_favourable_flags_by_model_id_or_for_every_model():
         _favourables(["approved", "B"], ids)
     with pytest.raises(ValidationError, match="model 'other' is given twice"):
         _favourables(["other=A", "other=B"], ids)
+
+
+def test_the_demo_saves_its_favourable_class_and_a_stale_demo_is_rebuilt(tmp_path):
+    """``robustce serve --demo-dir`` reuses the directory it wrote: one written before the
+    favourable class was saved would no longer start, so it is rebuilt."""
+    import json
+
+    from robustce.serve.registry import build_demo_model
+
+    root = build_demo_model(tmp_path / "demo", n_applicants=5, n_family=1)
+    meta_file = root / "model" / "model.json"
+    meta = json.loads(meta_file.read_text())
+    assert meta["class_names"] == ["rejected", "approved"] and meta["favourable"] == "approved"
+    del meta["favourable"]  # a demo directory of an earlier version
+    meta_file.write_text(json.dumps(meta))
+    build_demo_model(root, n_applicants=5, n_family=1)
+    assert json.loads(meta_file.read_text())["favourable"] == "approved"
