@@ -242,9 +242,12 @@ class Service:
             coalescer = self.lane_coalescer if method in self.settings.in_process else self.coalescer
             return await self._guard(coalescer.run(
                 key, task, records, lambda n: self.explain_deadline(req, n)))
-        except DeadlineExceeded:
-            return [{"status": "timeout", "message": f"the request's time budget of {deadline:g} s "
-                     "ran out before this item was answered"} for _ in records]
+        except DeadlineExceeded as exc:
+            message = (f"the request's time budget of {deadline:g} s ran out while it waited for a "
+                       "free worker (the service is overloaded); the item was not started"
+                       if exc.queued else f"the request's time budget of {deadline:g} s ran out "
+                       "before this item was answered")
+            return [{"status": "timeout", "message": message} for _ in records]
         except ApiError:
             raise
         except Exception as exc:  # noqa: BLE001 - the method failed: a status, with its reason

@@ -130,8 +130,9 @@ def check_client_params(method: str, params: Mapping[str, Any]) -> list[dict[str
                 "loc": ["body", "params", name], "type": "value_error.param",
                 "msg": f"{name} of {method}: {problem}"}
         else:
-            error = {"loc": ["body", "params", _short(name, 100)], "type": "value_error.param_not_allowed",
-                     "msg": f"{_short(name, 100)} is not a parameter a client may set for {method}; "
+            shown = name if len(name) <= 100 else name[:100] + "…"
+            error = {"loc": ["body", "params", shown], "type": "value_error.param_not_allowed",
+                     "msg": f"{shown!r} is not a parameter a client may set for {method}; "
                             f"allowed: {', '.join(allowed) or '(none)'}",
                      "ctx": {"allowed": allowed}}
         if error is None:

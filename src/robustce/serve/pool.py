@@ -8,6 +8,12 @@ others go on. Requests wait for a free slot in a queue of bounded length; beyond
 :meth:`SolverPool.run` raises :class:`QueueFull` at once (HTTP 429 with ``Retry-After``). A task
 that outlives its deadline has its process killed and replaced, and raises
 :class:`DeadlineExceeded` (each item then gets status ``timeout``).
+
+Deadlines are the task's own time, not its wait: a request's budget bounds its wait in the
+queue (past it the request is answered :class:`DeadlineExceeded` without taking a worker,
+counted in ``queue_timeouts``) and, separately, its run on a worker, counted from the moment
+the worker starts it (a kill there is counted in ``deadlines``). Both are wall-clock time on
+the event loop's monotonic clock.
 """
 
 from __future__ import annotations
@@ -36,7 +42,12 @@ class WorkerCrashed(Exception):
 
 
 class DeadlineExceeded(Exception):
-    """The task did not finish within its deadline (its worker was replaced)."""
+    """The task did not finish within its deadline: ``queued`` when its budget ran out while it
+    waited for a worker (it never ran), else its worker was killed and replaced."""
+
+    def __init__(self, queued: bool = False):
+        super().__init__("queued past the deadline" if queued else "ran past the deadline")
+        self.queued = queued
 
 
 @dataclass
@@ -64,7 +75,8 @@ class SolverPool:
         self._idle: asyncio.Queue[_Slot] = asyncio.Queue()
         self._waiting = 0
         self.crashes = 0
-        self.deadlines = 0
+        self.deadlines = 0  # tasks killed (their worker replaced) past their deadline
+        self.queue_timeouts = 0  # requests whose budget ran out while they waited for a worker
         self._closed = False
         self._tasks: set[asyncio.Task] = set()
 
@@ -139,13 +151,13 @@ class SolverPool:
     def status(self) -> dict[str, Any]:
         return {"workers": [{"pid": s.pid, "busy": s.busy} for s in self._slots],
                 "waiting": self._waiting, "max_queue": self.max_queue, "crashes": self.crashes,
-                "deadlines": self.deadlines}
+                "deadlines": self.deadlines, "queue_timeouts": self.queue_timeouts}
 
     # --- work --------------------------------------------------------------------------
     async def acquire(self, end: float, *, wait: bool = False) -> _Slot:
         """A free worker, waiting in the queue until the loop time ``end``. Raises
         :class:`QueueFull` at once when the queue is full (unless ``wait``) and
-        :class:`DeadlineExceeded` when ``end`` passes first."""
+        :class:`DeadlineExceeded` when ``end`` passes first (no worker taken or killed)."""
         loop = asyncio.get_running_loop()
         if self._idle.empty() and self._waiting >= self.max_queue and not wait:
             raise QueueFull
@@ -153,8 +165,8 @@ class SolverPool:
         try:
             slot = await asyncio.wait_for(self._idle.get(), timeout=max(end - loop.time(), 0.001))
         except TimeoutError:
-            self.deadlines += 1
-            raise DeadlineExceeded from None
+            self.queue_timeouts += 1
+            raise DeadlineExceeded(queued=True) from None
         finally:
             self._waiting -= 1
         slot.busy = True
@@ -187,11 +199,13 @@ class SolverPool:
 
     async def run(self, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any], *,
                   deadline_s: float, wait: bool = False) -> Any:
-        """Run ``fn(task)`` in a worker: :meth:`acquire` then :meth:`submit`, ``deadline_s``
-        counted from the call (waiting included)."""
-        end = asyncio.get_running_loop().time() + deadline_s
-        slot = await self.acquire(end, wait=wait)
-        return await self.submit(slot, fn, task, end)
+        """Run ``fn(task)`` in a worker: :meth:`acquire` then :meth:`submit`. ``deadline_s``
+        bounds the wait for a worker (from the call) and, afresh, the run (from the moment the
+        worker takes the task): time spent queued behind other requests is never taken from
+        the task's own run."""
+        loop = asyncio.get_running_loop()
+        slot = await self.acquire(loop.time() + deadline_s, wait=wait)
+        return await self.submit(slot, fn, task, loop.time() + deadline_s)
 
 
 class InProcessLane(SolverPool):

@@ -100,15 +100,9 @@ def records_frame(schema: Any, records: Sequence[Mapping[str, Any]]) -> pd.DataF
 
 
 def _field_errors(schema: Any, record: Mapping[str, Any], loc: list[Any]) -> list[dict[str, Any]]:
+    """The invalid values of ``record`` (whose keys are exactly the schema's features)."""
     out = []
-    for key in record:
-        if key not in schema:
-            out.append({"loc": [*loc, key], "msg": f"unknown feature {key!r}; the features are "
-                        f"{schema.names}", "type": "value_error.unknown_feature"})
     for f in schema:
-        if f.name not in record:
-            out.append({"loc": [*loc, f.name], "msg": "field required", "type": "missing"})
-            continue
         value = record[f.name]
         if isinstance(value, float) and math.isnan(value):
             out.append({"loc": [*loc, f.name], "msg": "missing value (NaN)", "type": "value_error.nan"})
@@ -151,6 +145,17 @@ def _key_errors(schema: Any, record: Mapping[str, Any], loc: list[Any], room: in
     return errors, n_unknown + len(missing) - len(errors)
 
 
+def _no_bool_features(schema: Any) -> list[str]:
+    """The features a JSON ``true``/``false`` is refused for: numeric ones and those whose
+    levels are numbers (``True == 1`` in Python; the service does not read a bool as 1)."""
+    out = []
+    for f in schema:
+        cats = tuple(f.categories or ())
+        if f.kind.is_numeric or (cats and all(type(c) in (int, float) for c in cats)):
+            out.append(f.name)
+    return out
+
+
 def _capped(errors: list[dict[str, Any]], more: int, loc: Sequence[Any]) -> list[dict[str, Any]]:
     """``errors`` with one closing entry saying how many more problems were not listed."""
     if more > 0:
@@ -170,17 +175,51 @@ def validate_records(schema: Any, records: Sequence[Mapping[str, Any]],
     The list is bounded: at most :data:`MAX_ERRORS` entries, then one saying how many more
     (a record with 100 000 unknown keys is refused after looking at a few of them). Keys are
     checked first, without building a table: a record's keys must be exactly the schema's
-    features."""
+    features, and a numeric feature (or one with numeric levels) never takes a bool."""
     if checker is not None and all(map(checker.accepts, records)):
         return
     errors: list[dict[str, Any]] = []
     more = 0
-    for i, record in enumerate(records):
+    wrong_keys: set[int] = set()  # records refused on their keys or a bool for a number
+    no_bool = _no_bool_features(schema)
+    for i, record in enumerate(records):  # O(features + listed errors) a record
         found, skipped = _key_errors(schema, record, [*loc, i, "features"], MAX_ERRORS - len(errors))
-        errors.extend(found)
-        more += skipped
-    if errors:
-        raise RecordError(_capped(errors, more, loc))
+        if not (found or skipped):
+            found = [{"loc": [*loc, i, "features", name], "type": "value_error.record",
+                      "msg": f"expected a number for {name}, got a boolean"}
+                     for name in no_bool if type(record[name]) is bool]
+            skipped = max(len(found) - (MAX_ERRORS - len(errors)), 0)
+            found = found[:len(found) - skipped]
+        if found or skipped:
+            wrong_keys.add(i)
+            errors.extend(found)
+            more += skipped
+    if not wrong_keys:
+        try:
+            frame = records_frame(schema, records)
+            schema.validate(frame)
+            return
+        except (RobustCEError, TypeError, ValueError, OverflowError):
+            pass
+    unchecked = 0
+    for i, record in enumerate(records):
+        if i in wrong_keys or (checker is not None and checker.accepts(record)):
+            continue
+        room = MAX_ERRORS - len(errors)
+        if room <= 0:
+            unchecked = sum(1 for k in range(i, len(records)) if k not in wrong_keys)
+            break
+        found = _field_errors(schema, record, [*loc, i, "features"])
+        errors.extend(found[:room])
+        more += max(len(found) - room, 0)
+    if unchecked:
+        errors.append({"loc": list(loc), "type": "value_error.truncated",
+                       "msg": f"{unchecked} more item(s) not checked"})
+    if not errors:  # the batch fails only as a whole (mixed types across rows)
+        errors.append({"loc": list(loc), "msg": "the records do not form a consistent table "
+                       "(a feature has values of different types across items)",
+                       "type": "value_error.record"})
+    raise RecordError(_capped(errors, more, loc))
     try:
         frame = records_frame(schema, records)
         schema.validate(frame)
