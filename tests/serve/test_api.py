@@ -275,7 +275,7 @@ def test_explain_items_have_every_contract_field():
     from robustce.serve.app import _explain_items_out
     from robustce.serve.schemas import ExplainItemOut
 
-    items = [SimpleNamespace(id="a"), SimpleNamespace(id=7)]
+    items = [SimpleNamespace(id="a"), SimpleNamespace(id="7")]
     results = [{"status": "timeout", "message": "the request's time budget ran out"},
                {"status": "found", "counterfactuals": [{"income": 1.0}], "changed": [["income"]],
                 "valid": [True], "certificates": {"method": {}}, "time_s": 0.5,
