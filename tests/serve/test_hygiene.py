@@ -157,7 +157,8 @@ def test_ids_are_strings(server, applicants, ident):
 def test_a_bool_for_a_numeric_feature_is_refused(server, applicants):
     features = {**applicants[0]["features"], "has_guarantor": True, "age": True}
     with server.client() as c:
-        r = c.post(EXPLAIN, json={"items": [{"id": "b", "features": features}], "method": "nearest_neighbour"})
+        r = c.post(EXPLAIN, json={"items": [{"id": "b", "features": features}],
+                                  "method": "nearest_neighbour"})
     assert r.status_code == 422, r.text
     locs = [e["loc"][-1] for e in r.json()["detail"]]
     assert "age" in locs and "has_guarantor" in locs

@@ -36,6 +36,7 @@ from robustce.serve.pool import DeadlineExceeded, InProcessLane, QueueFull, Solv
 from robustce.serve.records import RecordError, validate_records
 from robustce.serve.registry import ModelSpec, ServedModel, load_served_model, resolve_class
 from robustce.serve.schemas import (
+    UNICODE_CHECKED,
     CertifyRequest,
     CertifyResponse,
     ExplainItemOut,
@@ -45,7 +46,6 @@ from robustce.serve.schemas import (
     JobOut,
     ModelInfo,
     ModelList,
-    UNICODE_CHECKED,
 )
 from robustce.serve.settings import ServeSettings
 from robustce.serve.worker import certify_task, explain_task, register_models
@@ -245,8 +245,8 @@ class Service:
         except DeadlineExceeded as exc:
             message = (f"the request's time budget of {deadline:g} s ran out while it waited for a "
                        "free worker (the service is overloaded); the item was not started"
-                       if exc.queued else f"the request's time budget of {deadline:g} s ran out "
-                       "before this item was answered")
+                       if exc.queued else f"the request's time budget of {deadline:g} s (of the "
+                       "worker's CPU time) ran out before this item was answered")
             return [{"status": "timeout", "message": message} for _ in records]
         except ApiError:
             raise
