@@ -87,9 +87,9 @@ def test_the_library_refuses_a_huge_shift_with_a_clear_error(model):
 # --- hostile records --------------------------------------------------------------------------
 def test_100_000_unknown_keys_are_refused_with_a_small_body_in_bounded_work(servers, applicants):
     """The 1.8 MB body (under the faults server's 2 MiB limit): 422 naming a few keys and
-    how many more; the server spends a bounded CPU time on it (about the JSON parse, some
-    tens of ms; main spent seconds building a 24 MB error list), and /health answers while
-    it is in flight. The CPU bound (2 s) is generous: CPU time, unlike wall time, does not
+    how many more; the server spends a bounded CPU time on it (measured 0.05–0.06 s, mostly
+    the JSON parse; main spent 1.5 s building a 24 MB error list), and /health answers while
+    it is in flight. The CPU bound (0.5 s) is generous: CPU time, unlike wall time, does not
     grow with the host's load."""
     faults = servers["faults"]
     features = {**applicants[0]["features"], **{f"k{i:06d}": i for i in range(100_000)}}
@@ -118,7 +118,7 @@ def test_100_000_unknown_keys_are_refused_with_a_small_body_in_bounded_work(serv
     detail = r.json()["detail"]
     assert detail[0]["loc"] == ["body", "items", 0, "features", "k000000"]
     assert "99980 more" in detail[-1]["msg"]
-    assert cpu < 2.0, f"the server spent {cpu:.2f} s of CPU refusing the body"
+    assert cpu < 0.5, f"the server spent {cpu:.2f} s of CPU refusing the body"
     assert health and max(health) < 2.0
 
 
