@@ -250,3 +250,29 @@ def test_the_run_budget_is_the_workers_cpu_time_with_a_wall_clock_cap():
     assert slept is None and after_sleep == 0
     assert computing < 3.5 and hung < 10.0  # killed, far before the task's own end
     assert deadlines == 2
+
+
+def test_over_http_a_request_queued_past_its_budget_is_timeout_without_a_worker(servers, applicants):
+    """The faults server (1 worker, queue 1, 3 s budget): A computes far past its budget and
+    is killed; B, queued behind it, runs out of its 3 s budget in the queue (A holds the
+    worker at least 3 s and its replacement takes a while to start) and is answered
+    ``timeout`` without a worker: one kill (A's), one queue timeout (B's)."""
+    from tests.serve.test_faults import SLOW_CERTIFY, post_in_thread, wait_busy, wait_idle
+
+    faults = servers["faults"]
+    before = wait_idle(faults)
+    slow = {"items": applicants[:1], "method": "nearest_neighbour", "certify": SLOW_CERTIFY}
+    a: list = []
+    b: list = []
+    ta = post_in_thread(faults, EXPLAIN, slow, a)
+    wait_busy(faults)
+    tb = post_in_thread(faults, EXPLAIN, {"items": applicants[1:2], "method": "nearest_neighbour"}, b)
+    ta.join(60)
+    tb.join(60)
+    after = wait_idle(faults)
+    assert a[0].status_code == 200 and b[0].status_code == 200
+    assert a[0].json()["items"][0]["status"] == "timeout"
+    item = b[0].json()["items"][0]
+    assert item["status"] == "timeout" and "waited for a free worker" in item["message"]
+    assert after["deadlines"] - before["deadlines"] == 1
+    assert after["queue_timeouts"] - before["queue_timeouts"] == 1
