@@ -276,3 +276,29 @@ def test_over_http_a_request_queued_past_its_budget_is_timeout_without_a_worker(
     assert item["status"] == "timeout" and "waited for a free worker" in item["message"]
     assert after["deadlines"] - before["deadlines"] == 1
     assert after["queue_timeouts"] - before["queue_timeouts"] == 1
+
+
+# --- bounded record errors, without a server ---------------------------------------------------
+def test_record_errors_are_bounded_and_unknown_keys_are_counted_not_listed():
+    from robustce.data.schema import Feature, Schema
+    from robustce.serve.records import MAX_ERRORS, RecordChecker, RecordError, validate_records
+
+    schema = Schema([Feature("age", "integer", lower=18, upper=75),
+                     Feature("housing", "categorical", categories=("own", "rent")),
+                     Feature("has_guarantor", "binary", categories=(0, 1))])
+    good = {"age": 34, "housing": "rent", "has_guarantor": 0}
+    checker = RecordChecker(schema)
+    hostile = {"x" * 10_000: 1, **good, **{f"k{i:06d}": i for i in range(100_000)}}
+    with pytest.raises(RecordError) as caught:
+        validate_records(schema, [hostile], checker=checker)
+    errors = caught.value.errors
+    assert len(errors) == MAX_ERRORS + 1 and "99981 more" in errors[-1]["msg"]
+    assert len(json.dumps(errors)) < 10_000 and len(errors[0]["loc"][-1]) <= 101  # a long key cut
+    many_bad = [dict(good, age=5 + i % 10) for i in range(100)]  # all under the lower bound
+    with pytest.raises(RecordError) as caught:
+        validate_records(schema, many_bad, checker=checker)
+    errors = caught.value.errors
+    assert len(errors) == MAX_ERRORS + 1 and errors[-1]["msg"] == "80 more item(s) not checked"
+    with pytest.raises(RecordError) as caught:  # a bool is not the level 1
+        validate_records(schema, [dict(good, has_guarantor=True)], checker=checker)
+    assert caught.value.errors[0]["loc"][-1] == "has_guarantor"

@@ -220,26 +220,3 @@ def validate_records(schema: Any, records: Sequence[Mapping[str, Any]],
                        "(a feature has values of different types across items)",
                        "type": "value_error.record"})
     raise RecordError(_capped(errors, more, loc))
-    try:
-        frame = records_frame(schema, records)
-        schema.validate(frame)
-        return
-    except (RobustCEError, TypeError, ValueError, OverflowError):
-        pass
-    unchecked = 0
-    for i, record in enumerate(records):
-        room = MAX_ERRORS - len(errors)
-        if room <= 0:
-            unchecked = len(records) - i
-            break
-        found = _field_errors(schema, record, [*loc, i, "features"])
-        errors.extend(found[:room])
-        more += max(len(found) - room, 0)
-    if unchecked:
-        errors.append({"loc": list(loc), "type": "value_error.truncated",
-                       "msg": f"{unchecked} more item(s) not checked"})
-    if not errors:  # the batch fails only as a whole (mixed types across rows)
-        errors.append({"loc": list(loc), "msg": "the records do not form a consistent table "
-                       "(a feature has values of different types across items)",
-                       "type": "value_error.record"})
-    raise RecordError(_capped(errors, more, loc))
