@@ -144,7 +144,8 @@ def test_other_422s(server, applicants):
         assert unknown.status_code == 422 and "available" in unknown.json()["detail"][0]["msg"]
         params = c.post("/v1/models/loan/explain", json={"items": item, "method": "nearest_neighbour",
                                                           "params": {"n_neighbours": -1}})
-        assert params.status_code == 422 and params.json()["detail"][0]["loc"] == ["body", "params"]
+        assert params.status_code == 422
+        assert params.json()["detail"][0]["loc"] == ["body", "params", "n_neighbours"]
         target = c.post("/v1/models/loan/explain", json={"items": item, "target_class": "maybe"})
         assert target.status_code == 422 and "rejected" in target.json()["detail"][0]["msg"]
         empty = c.post("/v1/models/loan/explain", json={"items": []})
@@ -274,7 +275,7 @@ def test_explain_items_have_every_contract_field():
     from robustce.serve.app import _explain_items_out
     from robustce.serve.schemas import ExplainItemOut
 
-    items = [SimpleNamespace(id="a"), SimpleNamespace(id=7)]
+    items = [SimpleNamespace(id="a"), SimpleNamespace(id="7")]
     results = [{"status": "timeout", "message": "the request's time budget ran out"},
                {"status": "found", "counterfactuals": [{"income": 1.0}], "changed": [["income"]],
                 "valid": [True], "certificates": {"method": {}}, "time_s": 0.5,

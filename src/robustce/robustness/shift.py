@@ -39,7 +39,13 @@ from robustce.validation import check_bool, check_integer, check_number
 
 MAX_SAMPLED_PARAMS = 1 << 31  # parameters held by one sample() call (16 GiB of float64)
 
-__all__ = ["IntervalNetwork", "ParameterShift", "SampledNetworks", "as_network", "empirical_delta"]
+__all__ = ["MAX_SHIFT_DELTA", "IntervalNetwork", "ParameterShift", "SampledNetworks", "as_network",
+           "empirical_delta"]
+
+
+#: the largest δ a :class:`ParameterShift` takes (parameters of a trained network are far
+#: smaller; the worst cases over a larger box overflow what the MILP solver represents)
+MAX_SHIFT_DELTA = 1e3
 
 
 @dataclass(frozen=True)
@@ -48,14 +54,17 @@ class ParameterShift:
 
     Parameters
     ----------
-    delta : δ > 0, the radius of the box around the trained parameters θ.
+    delta : δ in (0, :data:`MAX_SHIFT_DELTA`], the radius of the box around the trained
+        parameters θ. Larger boxes are refused: the worst-case outputs over them grow like δ to
+        the power of the depth (δ = 10⁶ gives margins near 10²⁰ on a two-layer network), past
+        what the exact MILP certificates' solver can represent.
     p : the norm; only ``math.inf`` (a box: each parameter independently) is supported.
     biases : whether biases move too (True) or only weights.
 
     Raises
     ------
     ValidationError
-        δ not a finite number > 0, ``biases`` not a bool, or p ≠ ∞.
+        δ not a finite number in (0, MAX_SHIFT_DELTA], ``biases`` not a bool, or p ≠ ∞.
 
     Examples
     --------
@@ -70,6 +79,11 @@ class ParameterShift:
 
     def __post_init__(self) -> None:
         check_number(self.delta, "delta", low=0, low_open=True)
+        if float(self.delta) > MAX_SHIFT_DELTA:
+            raise ValidationError(
+                f"delta must be at most {MAX_SHIFT_DELTA:g}, got {self.delta!r}: a shift of every "
+                "parameter by more than that makes the worst-case outputs over the box too large "
+                "for the exact MILP certificates' solver")
         check_bool(self.biases, "biases")
         delta = float(self.delta)
         if self.p != math.inf:

@@ -58,7 +58,8 @@ class Coalescer:
                   deadline: Callable[[int], float], *, wait: bool = False) -> list[Any]:
         """The results of ``records`` (one per record, in order), computed alone or with
         other requests of the same ``key``; ``deadline(n)``: the seconds a task of n records
-        may take (the wait for a worker counts against ``deadline(len(records))``)."""
+        may take once a worker starts it; the wait for a worker is bounded by the opening
+        request's ``deadline(len(records))`` and is not taken from the run)."""
         loop = asyncio.get_running_loop()
         batch = self._open.get(key)
         if batch is None or len(batch.records) + len(records) > self.max_items:

@@ -8,6 +8,13 @@ others go on. Requests wait for a free slot in a queue of bounded length; beyond
 :meth:`SolverPool.run` raises :class:`QueueFull` at once (HTTP 429 with ``Retry-After``). A task
 that outlives its deadline has its process killed and replaced, and raises
 :class:`DeadlineExceeded` (each item then gets status ``timeout``).
+
+Deadlines are the task's own time, not its wait: a request's budget bounds its wait in the
+queue (past it the request is answered :class:`DeadlineExceeded` without taking a worker,
+counted in ``queue_timeouts``) and, separately, its run on a worker, counted from the moment
+the worker starts it (a kill there is counted in ``deadlines``). The wait is wall-clock time
+(the event loop's monotonic clock); the run is the worker's CPU time, with a wall-clock cap of
+:data:`WALL_FACTOR` times the budget (see :meth:`SolverPool._within_budget`).
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from typing import Any
 
 from robustce.serve.worker import init_worker, worker_pid
 
-__all__ = ["DeadlineExceeded", "InProcessLane", "QueueFull", "SolverPool", "WorkerCrashed"]
+__all__ = ["WALL_FACTOR", "DeadlineExceeded", "InProcessLane", "QueueFull", "SolverPool", "WorkerCrashed",
+           "cpu_seconds"]
 
 
 class QueueFull(Exception):
@@ -36,7 +44,30 @@ class WorkerCrashed(Exception):
 
 
 class DeadlineExceeded(Exception):
-    """The task did not finish within its deadline (its worker was replaced)."""
+    """The task did not finish within its deadline: ``queued`` when its budget ran out while it
+    waited for a worker (it never ran), else its worker was killed and replaced."""
+
+    def __init__(self, queued: bool = False):
+        super().__init__("queued past the deadline" if queued else "ran past the deadline")
+        self.queued = queued
+
+
+#: a task's run may last this many times its budget in wall time while its worker has used
+#: less CPU time than the budget (a loaded host); past it the worker is killed regardless
+WALL_FACTOR = 3.0
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (its threads included), from
+    ``/proc/PID/stat``; None where that cannot be read (not Linux, process gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 @dataclass
@@ -64,7 +95,8 @@ class SolverPool:
         self._idle: asyncio.Queue[_Slot] = asyncio.Queue()
         self._waiting = 0
         self.crashes = 0
-        self.deadlines = 0
+        self.deadlines = 0  # tasks killed (their worker replaced) past their deadline
+        self.queue_timeouts = 0  # requests whose budget ran out while they waited for a worker
         self._closed = False
         self._tasks: set[asyncio.Task] = set()
 
@@ -139,13 +171,13 @@ class SolverPool:
     def status(self) -> dict[str, Any]:
         return {"workers": [{"pid": s.pid, "busy": s.busy} for s in self._slots],
                 "waiting": self._waiting, "max_queue": self.max_queue, "crashes": self.crashes,
-                "deadlines": self.deadlines}
+                "deadlines": self.deadlines, "queue_timeouts": self.queue_timeouts}
 
     # --- work --------------------------------------------------------------------------
     async def acquire(self, end: float, *, wait: bool = False) -> _Slot:
         """A free worker, waiting in the queue until the loop time ``end``. Raises
         :class:`QueueFull` at once when the queue is full (unless ``wait``) and
-        :class:`DeadlineExceeded` when ``end`` passes first."""
+        :class:`DeadlineExceeded` when ``end`` passes first (no worker taken or killed)."""
         loop = asyncio.get_running_loop()
         if self._idle.empty() and self._waiting >= self.max_queue and not wait:
             raise QueueFull
@@ -153,8 +185,8 @@ class SolverPool:
         try:
             slot = await asyncio.wait_for(self._idle.get(), timeout=max(end - loop.time(), 0.001))
         except TimeoutError:
-            self.deadlines += 1
-            raise DeadlineExceeded from None
+            self.queue_timeouts += 1
+            raise DeadlineExceeded(queued=True) from None
         finally:
             self._waiting -= 1
         slot.busy = True
@@ -162,13 +194,12 @@ class SolverPool:
 
     async def submit(self, slot: _Slot, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any],
                      end: float) -> Any:
-        """Run ``fn(task)`` on an acquired ``slot`` (given back afterwards) until the loop time
-        ``end``. Raises :class:`WorkerCrashed` or :class:`DeadlineExceeded` (the worker is then
-        replaced)."""
-        loop = asyncio.get_running_loop()
+        """Run ``fn(task)`` on an acquired ``slot`` (given back afterwards) within the budget
+        ``end`` − now (see :meth:`_within_budget`). Raises :class:`WorkerCrashed` or
+        :class:`DeadlineExceeded` (the worker is then replaced)."""
         try:
             future = asyncio.wrap_future(slot.executor.submit(fn, task))
-            result = await asyncio.wait_for(future, timeout=max(end - loop.time(), 0.001))
+            result = await self._within_budget(slot, future, end)
         except BrokenProcessPool:
             self.crashes += 1
             self._replace(slot)
@@ -185,13 +216,37 @@ class SolverPool:
         self._idle.put_nowait(slot)
         return result
 
+    @staticmethod
+    async def _within_budget(slot: _Slot, future: asyncio.Future, end: float) -> Any:
+        """``future``'s result, or :class:`TimeoutError` once the worker has spent the budget
+        ``end`` − now in CPU time (its process's user + system time), or has run
+        :data:`WALL_FACTOR` times the budget in wall time whatever its CPU time (a task that
+        waits rather than computes). On a host where the worker gets a core to itself the two
+        clocks agree; on a loaded host the task still gets its budget of computation, so its
+        status does not depend on the load. Where the CPU time cannot be read, wall time."""
+        loop = asyncio.get_running_loop()
+        budget = max(end - loop.time(), 0.001)
+        cpu_start = cpu_seconds(slot.pid)
+        hard_end = loop.time() + budget * WALL_FACTOR
+        wake = loop.time() + budget
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), timeout=max(wake - loop.time(), 0.001))
+            except TimeoutError:
+                now, cpu = loop.time(), cpu_seconds(slot.pid)
+                if cpu_start is None or cpu is None or cpu - cpu_start >= budget or now >= hard_end:
+                    raise
+                wake = min(now + max(budget - (cpu - cpu_start), 0.05), hard_end)
+
     async def run(self, fn: Callable[[dict[str, Any]], Any], task: dict[str, Any], *,
                   deadline_s: float, wait: bool = False) -> Any:
-        """Run ``fn(task)`` in a worker: :meth:`acquire` then :meth:`submit`, ``deadline_s``
-        counted from the call (waiting included)."""
-        end = asyncio.get_running_loop().time() + deadline_s
-        slot = await self.acquire(end, wait=wait)
-        return await self.submit(slot, fn, task, end)
+        """Run ``fn(task)`` in a worker: :meth:`acquire` then :meth:`submit`. ``deadline_s``
+        bounds the wait for a worker (from the call) and, afresh, the run (from the moment the
+        worker takes the task): time spent queued behind other requests is never taken from
+        the task's own run."""
+        loop = asyncio.get_running_loop()
+        slot = await self.acquire(loop.time() + deadline_s, wait=wait)
+        return await self.submit(slot, fn, task, loop.time() + deadline_s)
 
 
 class InProcessLane(SolverPool):

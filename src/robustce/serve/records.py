@@ -22,6 +22,9 @@ __all__ = ["RecordChecker", "RecordError", "records_frame", "validate_records"]
 
 _FLOAT_MAX = 1.7976931348623157e308  # the largest float64
 
+#: at most this many field errors are listed for a batch (then one "and N more" entry)
+MAX_ERRORS = 20
+
 
 class RecordError(Exception):
     """Field-level problems of a batch: ``errors`` is a list of ``{"loc": [...], "msg": ...,
@@ -97,15 +100,9 @@ def records_frame(schema: Any, records: Sequence[Mapping[str, Any]]) -> pd.DataF
 
 
 def _field_errors(schema: Any, record: Mapping[str, Any], loc: list[Any]) -> list[dict[str, Any]]:
+    """The invalid values of ``record`` (whose keys are exactly the schema's features)."""
     out = []
-    for key in record:
-        if key not in schema:
-            out.append({"loc": [*loc, key], "msg": f"unknown feature {key!r}; the features are "
-                        f"{schema.names}", "type": "value_error.unknown_feature"})
     for f in schema:
-        if f.name not in record:
-            out.append({"loc": [*loc, f.name], "msg": "field required", "type": "missing"})
-            continue
         value = record[f.name]
         if isinstance(value, float) and math.isnan(value):
             out.append({"loc": [*loc, f.name], "msg": "missing value (NaN)", "type": "value_error.nan"})
@@ -113,33 +110,113 @@ def _field_errors(schema: Any, record: Mapping[str, Any], loc: list[Any]) -> lis
         try:
             schema.select([f.name]).validate(pd.DataFrame({f.name: [value]}))
         except RobustCEError as exc:
-            out.append({"loc": [*loc, f.name], "msg": str(exc), "type": "value_error.record"})
+            out.append({"loc": [*loc, f.name], "msg": _short(exc, 300), "type": "value_error.record"})
         except (TypeError, ValueError, OverflowError) as exc:
-            out.append({"loc": [*loc, f.name], "msg": f"invalid value {value!r}: {exc}",
+            out.append({"loc": [*loc, f.name], "msg": _short(f"invalid value {value!r}: {exc}", 300),
                         "type": "value_error.record"})
     return out
+
+
+def _short(text: Any, limit: int = 100) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _key_errors(schema: Any, record: Mapping[str, Any], loc: list[Any], room: int
+                ) -> tuple[list[dict[str, Any]], int]:
+    """The unknown and missing keys of ``record``: at most ``room`` errors, and how many more
+    there were. Work is O(number of features + room), whatever the number of keys: the
+    unknown keys are counted from the known ones present, and only the first ``room`` are
+    looked up by name."""
+    names = schema.names
+    present = sum(1 for n in names if n in record)
+    n_unknown = len(record) - present
+    errors: list[dict[str, Any]] = []
+    if n_unknown:
+        for key in record:
+            if len(errors) >= min(room, n_unknown):
+                break
+            if key not in schema:
+                errors.append({"loc": [*loc, _short(key)], "type": "value_error.unknown_feature",
+                               "msg": f"unknown feature {_short(key)!r}; the features are {names}"})
+    missing = [n for n in names if n not in record] if present < len(names) else []
+    for name in missing[:max(room - len(errors), 0)]:
+        errors.append({"loc": [*loc, name], "msg": "field required", "type": "missing"})
+    return errors, n_unknown + len(missing) - len(errors)
+
+
+def _no_bool_features(schema: Any) -> list[str]:
+    """The features a JSON ``true``/``false`` is refused for: numeric ones and those whose
+    levels are numbers (``True == 1`` in Python; the service does not read a bool as 1)."""
+    out = []
+    for f in schema:
+        cats = tuple(f.categories or ())
+        if f.kind.is_numeric or (cats and all(type(c) in (int, float) for c in cats)):
+            out.append(f.name)
+    return out
+
+
+def _capped(errors: list[dict[str, Any]], more: int, loc: Sequence[Any]) -> list[dict[str, Any]]:
+    """``errors`` with one closing entry saying how many more problems were not listed."""
+    if more > 0:
+        errors = [*errors, {"loc": list(loc), "type": "value_error.truncated",
+                            "msg": f"and {more} more invalid field(s) not listed"}]
+    return errors
 
 
 def validate_records(schema: Any, records: Sequence[Mapping[str, Any]],
                      loc: Sequence[Any] = ("body", "items"),
                      checker: RecordChecker | None = None) -> None:
     """Check ``records`` against ``schema`` (``checker``: its :class:`RecordChecker`, tried
-    first); raises :class:`RecordError` listing every invalid field (wrong or missing column,
-    NaN, unknown category, value outside the declared bounds, wrong type) with its location
-    ``[*loc, i, "features", name]``."""
+    first); raises :class:`RecordError` naming the invalid fields (unknown or missing
+    feature, NaN, unknown category, value outside the declared bounds, wrong type) with their
+    location ``[*loc, i, "features", name]``.
+
+    The list is bounded: at most :data:`MAX_ERRORS` entries, then one saying how many more
+    (a record with 100 000 unknown keys is refused after looking at a few of them). Keys are
+    checked first, without building a table: a record's keys must be exactly the schema's
+    features, and a numeric feature (or one with numeric levels) never takes a bool."""
     if checker is not None and all(map(checker.accepts, records)):
         return
-    try:
-        frame = records_frame(schema, records)
-        schema.validate(frame)
-        return
-    except (RobustCEError, TypeError, ValueError, OverflowError):
-        pass
     errors: list[dict[str, Any]] = []
+    more = 0
+    wrong_keys: set[int] = set()  # records refused on their keys or a bool for a number
+    no_bool = _no_bool_features(schema)
+    for i, record in enumerate(records):  # O(features + listed errors) a record
+        found, skipped = _key_errors(schema, record, [*loc, i, "features"], MAX_ERRORS - len(errors))
+        if not (found or skipped):
+            found = [{"loc": [*loc, i, "features", name], "type": "value_error.record",
+                      "msg": f"expected a number for {name}, got a boolean"}
+                     for name in no_bool if type(record[name]) is bool]
+            skipped = max(len(found) - (MAX_ERRORS - len(errors)), 0)
+            found = found[:len(found) - skipped]
+        if found or skipped:
+            wrong_keys.add(i)
+            errors.extend(found)
+            more += skipped
+    if not wrong_keys:
+        try:
+            frame = records_frame(schema, records)
+            schema.validate(frame)
+            return
+        except (RobustCEError, TypeError, ValueError, OverflowError):
+            pass
+    unchecked = 0
     for i, record in enumerate(records):
-        errors.extend(_field_errors(schema, record, [*loc, i, "features"]))
+        if i in wrong_keys or (checker is not None and checker.accepts(record)):
+            continue
+        room = MAX_ERRORS - len(errors)
+        if room <= 0:
+            unchecked = sum(1 for k in range(i, len(records)) if k not in wrong_keys)
+            break
+        found = _field_errors(schema, record, [*loc, i, "features"])
+        errors.extend(found[:room])
+        more += max(len(found) - room, 0)
+    if unchecked:
+        errors.append({"loc": list(loc), "type": "value_error.truncated",
+                       "msg": f"{unchecked} more item(s) not checked"})
     if not errors:  # the batch fails only as a whole (mixed types across rows)
         errors.append({"loc": list(loc), "msg": "the records do not form a consistent table "
                        "(a feature has values of different types across items)",
                        "type": "value_error.record"})
-    raise RecordError(errors)
+    raise RecordError(_capped(errors, more, loc))
