@@ -2,10 +2,11 @@
 
 FastAPI's own ``/docs`` loads Swagger UI from a CDN and starts it with an inline script, which
 the service's Content-Security-Policy (:mod:`robustce.serve.headers`) forbids. Here Swagger UI's
-files come from the ``swagger-ui-bundle`` package (in the ``serve`` extra), mounted at
-``/docs/assets``, and its initialiser is the same-origin ``/static/docs.js``. Without that
-package ``/docs`` is a plain page listing the routes of ``/openapi.json`` as text. ReDoc
-(``/redoc``) is not served: it too loads from a CDN.
+files (``swagger-ui-bundle.js``, ``swagger-ui.css``: Swagger UI 5, which reads the OpenAPI 3.1
+that FastAPI writes) come from the ``fastapi-offline`` package (in the ``serve`` extra; only its
+files are used), mounted at ``/docs/assets``, and its initialiser is the same-origin
+``/static/docs.js``. Without that package ``/docs`` is a plain page listing the routes of
+``/openapi.json`` as text. ReDoc (``/redoc``) is not served: it too loads from a CDN.
 """
 
 from __future__ import annotations
@@ -21,14 +22,19 @@ __all__ = ["add_api_docs", "swagger_ui_dir"]
 STATIC = Path(__file__).parent / "static"
 
 
+#: the files of Swagger UI that /docs loads
+SWAGGER_FILES = ("swagger-ui-bundle.js", "swagger-ui.css")
+
+
 def swagger_ui_dir() -> Path | None:
-    """The folder of Swagger UI's distribution files, or None without ``swagger-ui-bundle``."""
+    """The folder holding Swagger UI's :data:`SWAGGER_FILES`, or None without ``fastapi-offline``
+    (or a version of it that keeps them elsewhere)."""
     try:
-        from swagger_ui_bundle import swagger_ui_path
+        import fastapi_offline
     except ImportError:
         return None
-    path = Path(str(swagger_ui_path))
-    return path if (path / "swagger-ui-bundle.js").is_file() else None
+    path = Path(fastapi_offline.__file__).parent / "static"
+    return path if all((path / name).is_file() for name in SWAGGER_FILES) else None
 
 
 def add_api_docs(app: Any) -> None:
