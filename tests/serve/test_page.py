@@ -94,6 +94,7 @@ def test_page_fills_form_submits_and_shows_accepted_options(browser, server, mod
 IMG = '<img src=x onerror="window.__pwned=1">'
 SCRIPT = '"><script>window.__pwned=2</script>'
 EVIL_NAME = 'plan<img src=y onerror="window.__pwned=3">'  # a feature name
+APPROVED = 'approved<img src=z onerror="window.__pwned=4">'  # the favourable class's label
 #: what the page's own markup holds: everything else in the DOM was built from data
 DOM_CHECK = """() => ({
   pwned: window.__pwned === undefined ? null : window.__pwned,
@@ -113,9 +114,9 @@ def _csp(headers: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def evil_server(tmp_path_factory):
-    """A served model (an MLP on a small frame) whose categorical labels and one feature name
-    are HTML that runs script when parsed; approved iff the plan is the ``<img>`` label (so an
-    option must change the plan to it)."""
+    """A served model (an MLP on a small frame) whose categorical labels, a feature name and the
+    favourable class's label are HTML that runs script when parsed; approved iff the plan is the
+    ``<img>`` label (so an option must change the plan to it)."""
     from robustce.data.dataset import from_frame
     from robustce.models import MLP
 
@@ -123,8 +124,8 @@ def evil_server(tmp_path_factory):
     plan = rng.choice([IMG, SCRIPT, "rent"], size=300)
     income = rng.uniform(0, 100, size=300).round(2)
     frame = pd.DataFrame({"income": income, EVIL_NAME: plan,
-                          "decision": np.where(plan == IMG, "approved", "rejected")})
-    data = from_frame(frame, "decision", positive="approved")
+                          "decision": np.where(plan == IMG, APPROVED, "rejected")})
+    data = from_frame(frame, "decision", positive=APPROVED, favourable=APPROVED)
     model = MLP(hidden_layers=(8,), epochs=60, lr=1e-2, random_state=0).fit(data)
     assert (model.predict(data.frame) == data.y).mean() > 0.95
     root = tmp_path_factory.mktemp("evil") / "model"
@@ -165,6 +166,8 @@ def test_page_shows_html_labels_as_text_and_runs_none(browser, evil_server):
     assert page.locator("#error").is_hidden(), page.inner_text("#error")
     what = page.locator(".card .what").first.inner_text()
     assert f"change {EVIL_NAME} from {SCRIPT} to {IMG}" in what
+    assert f"probability of {APPROVED}:" in page.inner_text("#decision")
+    assert page.locator(".card .badge").first.inner_text() == f"{APPROVED} by today's model"
     assert page.evaluate(DOM_CHECK) == {"pwned": None, "imgs": 0, "scripts": ["/static/app.js"],
                                         "handlers": []}
     # an applicant already approved: no option, and the page says why (the item's status)
