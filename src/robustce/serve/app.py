@@ -27,10 +27,12 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ValidationError
 
 from robustce.errors import RobustCEError
+from robustce.serve.api_docs import add_api_docs
 from robustce.serve.api_error import ApiError
 from robustce.serve.audit_log import AuditLog, library_versions
 from robustce.serve.batching import Coalescer
 from robustce.serve.client_params import check_client_params
+from robustce.serve.headers import SECURITY_HEADERS, SecurityHeaders
 from robustce.serve.jobs import JobStore
 from robustce.serve.pool import DeadlineExceeded, InProcessLane, QueueFull, SolverPool, WorkerCrashed
 from robustce.serve.records import RecordError, validate_records
@@ -368,7 +370,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
 
     app = FastAPI(title="robustce recourse service", version=service.versions["robustce"],
                   description="Robust counterfactual explanations (recourse) with certificates.",
-                  lifespan=lifespan, **_telemetry_off())
+                  lifespan=lifespan, docs_url=None, redoc_url=None, redirect_slashes=False,
+                  **_telemetry_off())  # /docs from local files (api_docs); no /redoc; no 307s
     app.state.service = service
 
     async def auth(request: Request) -> None:  # async: no thread-pool hop per request
@@ -392,7 +395,9 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": f"internal error ({type(exc).__name__})"}, status_code=500)
+        # answered by Starlette's outermost middleware, outside SecurityHeaders: headers set here
+        return JSONResponse({"detail": f"internal error ({type(exc).__name__})"}, status_code=500,
+                            headers=SECURITY_HEADERS)
 
     # --- health ---------------------------------------------------------------------------
     @app.get("/health", tags=["health"])
@@ -508,10 +513,12 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
     # --- the page -------------------------------------------------------------------------
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
     _with_body_schemas(app, [ExplainRequest, CertifyRequest])
+    add_api_docs(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(SecurityHeaders)  # outermost of the app's own: on 413s too
     return app
