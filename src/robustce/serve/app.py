@@ -294,7 +294,7 @@ class Service:
         await self._write(request, {**record, "ts": time.time(), "answered_on_retry": True}, retry,
                           record["request_id"])
         self.kept.discard(retry)
-        return JSONResponse(body)
+        return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
 
     async def answer(self, request: Request, record: dict[str, Any], body: dict[str, Any],
                      retry: tuple[str, str | None, str]) -> JSONResponse:
@@ -302,7 +302,7 @@ class Service:
         written, 503 and the answer kept for a retry (:class:`KeptResults`)."""
         if self.audit is not None:
             await self._write(request, record, retry, record["request_id"], keep=(record, body))
-        return JSONResponse(body)
+        return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
 
     async def _write(self, request: Request, record: dict[str, Any],
                      retry: tuple[str, str | None, str], request_id: str, keep: Any = None) -> None:
@@ -320,7 +320,7 @@ class Service:
                            f"are withheld; they are kept for {KEEP_S:g} s: send the same request "
                            f"again with the header Idempotency-Key: {key}",
                            {"Retry-After": str(self.settings.retry_after_s),
-                            "Idempotency-Key": key}) from None
+                            "Idempotency-Key": key, "X-Request-Id": request_id}) from None
         request.state.audited = True
 
 

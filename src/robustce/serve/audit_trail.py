@@ -5,10 +5,11 @@ static files, the OpenAPI documents) gets exactly one record. A route that write
 record (explain, certify) marks the request ``state.audited``; for any other request —
 refusals (401, 404, 405, 413, 422, 429, 503, 504), a 500, plain reads — this middleware writes
 one before the response leaves: time, request id, path (no query string: it may carry a
-token), verb, status, reason, client address. Refusal reasons are the service's own messages,
-and for field errors only their locations and types: never the token, the body, or a message
-that could quote a submitted value. A response whose record cannot be written is replaced by
-503 with ``Retry-After``: no answer goes out without its record.
+token), verb, status, reason, client address. Refusal reasons are the service's own
+messages, and for field errors only their locations and types: never the token, the body, or
+a message that could quote a submitted value. The record's id goes out as ``X-Request-Id``.
+A response whose record cannot be written is replaced by 503 with ``Retry-After``: no answer
+goes out without its record.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class AuditTrail:
                 if status >= 400:
                     held = message
                     return
-                if await self._record(scope, status, None):
+                if await self._record(scope, status, None, message):
                     return await send(message)
                 replaced = True
                 return await self._send_503(send)
@@ -90,7 +91,7 @@ class AuditTrail:
                 body = b"".join(parts)
                 reason = refusal_reason(body) if not more else f"(error body over {_REASON_BYTES} bytes)"
                 start, held = held, None
-                if not await self._record(scope, status, reason) and status != 503:
+                if not await self._record(scope, status, reason, start) and status != 503:
                     replaced = True
                     return await self._send_503(send)
                 await send(start)
@@ -109,10 +110,18 @@ class AuditTrail:
         if not started and not audited():
             await self._record(scope, None, "no response was sent (the client went away)")
 
-    async def _record(self, scope: dict, status: int | None, reason: Any) -> bool:
-        """Write the request's record; False if it could not be written."""
+    async def _record(self, scope: dict, status: int | None, reason: Any, start: dict | None = None
+                      ) -> bool:
+        """Write the request's record; False if it could not be written. The record's id is
+        the response's ``X-Request-Id`` if it has one, else a new one, added to ``start``."""
         client = scope.get("client")
-        record = {"ts": time.time(), "request_id": uuid.uuid4().hex, "endpoint": "request",
+        headers = start["headers"] if start is not None else []
+        rid = next((v.decode("latin-1") for k, v in headers if k.lower() == b"x-request-id"), None)
+        if rid is None:
+            rid = uuid.uuid4().hex
+            if start is not None:
+                start["headers"] = [*headers, (b"x-request-id", rid.encode())]
+        record = {"ts": time.time(), "request_id": rid, "endpoint": "request",
                   "path": scope["path"][:_PATH_CHARS], "verb": scope["method"], "status": status,
                   "reason": reason, "client": client[0] if client else None}
         try:
