@@ -108,3 +108,63 @@ def test_appending_to_a_log_continues_its_chain(tmp_path):
 def test_versions_name_the_solvers():
     v = library_versions()
     assert {"robustce", "python", "highspy", "z3-solver", "torch"} <= set(v)
+
+
+def test_concurrent_async_writers_share_fsyncs_and_keep_one_chain(tmp_path, monkeypatch):
+    import asyncio
+
+    import robustce.serve.audit_log as mod
+
+    real_fsync, calls = os.fsync, []
+
+    def counting_fsync(fd):
+        calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(mod.os, "fsync", counting_fsync)
+    path = tmp_path / "a.jsonl"
+    log = AuditLog(path)
+
+    async def client(k: int) -> list[int]:
+        return [(await log.write_async({"client": k, "i": i}))["seq"] for i in range(20)]
+
+    async def run() -> list[list[int]]:
+        return await asyncio.gather(*(client(k) for k in range(32)))
+
+    seqs = asyncio.run(run())
+    log.close()
+    records = [json.loads(x) for x in path.read_bytes().splitlines()]
+    assert len(records) == 640 and sorted(s for per in seqs for s in per) == list(range(1, 641))
+    for k in range(32):  # each client's records in its order
+        assert [r["i"] for r in records if r["client"] == k] == list(range(20))
+    assert verify_log(path).ok
+    assert 0 < len(calls) < 640  # every record on disk before its caller resumed, fsyncs shared
+
+
+def test_an_async_write_that_fails_raises_and_leaves_the_log_whole(tmp_path, monkeypatch):
+    import asyncio
+
+    import robustce.serve.audit_log as mod
+
+    path = tmp_path / "a.jsonl"
+    log = AuditLog(path)
+    log.write({"a": 0})
+    before = path.read_bytes()
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):  # what an I/O error at fsync does
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(mod.os, "fsync", failing_fsync)
+
+    async def run() -> list:
+        return await asyncio.gather(*(log.write_async({"a": i}) for i in range(1, 4)),
+                                    return_exceptions=True)
+
+    results = asyncio.run(run())
+    assert all(isinstance(r, AuditWriteError) for r in results)
+    assert path.read_bytes() == before  # the lines written before the failed fsync are out again
+    monkeypatch.setattr(mod.os, "fsync", real_fsync)
+    log.write({"a": 9})
+    log.close()
+    assert verify_log(path).ok

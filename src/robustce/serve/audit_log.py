@@ -4,9 +4,11 @@ Each line carries ``seq`` (its number, from 1) and ``prev`` (the SHA-256, in hex
 previous line's bytes, its newline included; :data:`GENESIS` on the first line), so
 :func:`verify_log` finds an edited, deleted, inserted, unparsable or torn line by its number.
 
-Writing (:meth:`AuditLog.write`): under a thread lock and an exclusive ``flock`` of the file
-(several processes may share one log), the writer reads the chain's head again if the file
-grew under it, appends the whole line with one ``os.write`` and ``fsync``\\ s it. A short or
+Writing (:meth:`AuditLog.write_many`): under a thread lock and an exclusive ``flock`` of the
+file (several processes may share one log), the writer reads the chain's head again if the
+file grew under it, appends each line with one ``os.write`` and ``fsync``\\ s before anyone is
+told the record is written; the service's records (:meth:`AuditLog.write_async`) that arrive
+while a write is under way share the next ``fsync`` (group commit). A short or
 failed write or a failed ``fsync`` (full disk, ``EFBIG``, ``EIO``) truncates the file back to
 the end of the last whole line and raises :class:`AuditWriteError`: the file is whole lines
 only, and the next record is never glued onto a partial one. A log whose last line has no
@@ -44,6 +46,16 @@ __all__ = ["GENESIS", "AuditCheck", "AuditLog", "AuditWriteError", "Problem", "l
 GENESIS = "0" * 64
 
 _TAIL_CHUNK = 1 << 16
+_MAX_BATCH = 256  # records per group commit
+
+
+def _settle(done: asyncio.Future, result: Any) -> None:
+    if done.done():  # the caller went away
+        return
+    if isinstance(result, BaseException):
+        done.set_exception(result)
+    else:
+        done.set_result(result)
 
 
 class AuditWriteError(RobustCEError):
@@ -86,6 +98,9 @@ class AuditLog:
         self._end = -1  # the file's size after our last write; another size: read the head again
         self._prev, self._seq = GENESIS, 0
         self._executor: ThreadPoolExecutor | None = None
+        self._pending: list[tuple[dict[str, Any], asyncio.Future, asyncio.AbstractEventLoop]] = []
+        self._pending_lock = threading.Lock()
+        self._draining = False
         try:
             with self._lock, self._file_lock():
                 self._sync_head()
@@ -98,19 +113,71 @@ class AuditLog:
         """Append ``record`` (with ``seq`` and ``prev`` added in front) as one fsynced line;
         returns the record as written. Raises :class:`AuditWriteError` when the line could
         not be written whole (the file is then as it was before)."""
+        out = self.write_many([record])[0]
+        if isinstance(out, AuditWriteError):
+            raise out
+        return out
+
+    def write_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any] | AuditWriteError]:
+        """Append ``records`` in order, each as one line, with one ``fsync`` for all (group
+        commit); per record, the record as written or the :class:`AuditWriteError` that kept
+        it out (a failed ``fsync`` takes every line of the call back out)."""
         with self._lock:
             if self._fd < 0:
-                raise AuditWriteError(f"audit log {self.path} is closed")
+                return [AuditWriteError(f"audit log {self.path} is closed")] * len(records)
             with self._file_lock():
                 self._sync_head()
-                return self._append(record)
+                start = (self._end, self._prev, self._seq)
+                out: list[dict[str, Any] | AuditWriteError] = []
+                for record in records:
+                    try:
+                        out.append(self._append(record))
+                    except AuditWriteError as exc:
+                        out.append(exc)
+                if self.fsync and self._end != start[0]:
+                    try:
+                        os.fsync(self._fd)
+                    except OSError as exc:
+                        self._truncate(start[0])
+                        if self._end != -1:
+                            self._end, self._prev, self._seq = start
+                        err = AuditWriteError(f"audit log {self.path}: fsync failed ({exc}); the "
+                                              "records were taken out again")
+                        out = [err] * len(records)
+                return out
 
     async def write_async(self, record: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`write` on the log's own thread (the ``fsync`` does not hold the event loop);
-        records are written in the order they are handed over."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="audit-log")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.write, record)
+        """:meth:`write` on the log's own thread, so the ``fsync`` does not hold the event
+        loop; the records handed over while a write is under way go out together with one
+        ``fsync`` (each caller still resumes only once its own line is on disk)."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        with self._pending_lock:
+            self._pending.append((record, done, loop))
+            if self._draining:
+                start = False
+            else:
+                self._draining = start = True
+        if start:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="audit-log")
+            self._executor.submit(self._drain)
+        return await done
+
+    def _drain(self) -> None:
+        """Write what ``write_async`` handed over, in batches, until nothing is left."""
+        while True:
+            with self._pending_lock:
+                batch, self._pending = self._pending[:_MAX_BATCH], self._pending[_MAX_BATCH:]
+                if not batch:
+                    self._draining = False
+                    return
+            try:
+                results = self.write_many([record for record, _, _ in batch])
+            except Exception as exc:  # noqa: BLE001 - handed to every waiting caller
+                results = [AuditWriteError(f"audit log {self.path}: {exc}")] * len(batch)
+            for (_, done, loop), result in zip(batch, results, strict=True):
+                loop.call_soon_threadsafe(_settle, done, result)
 
     def _append(self, record: dict[str, Any]) -> dict[str, Any]:
         full = {"seq": self._seq + 1, "prev": self._prev,
@@ -121,8 +188,6 @@ class AuditLog:
             written = os.write(self._fd, line)
             if written != len(line):
                 raise OSError(f"wrote {written} of {len(line)} bytes")
-            if self.fsync:
-                os.fsync(self._fd)
         except OSError as exc:
             self._truncate(start)
             raise AuditWriteError(f"audit log {self.path}: the record was not written ({exc}); "
@@ -180,6 +245,8 @@ class AuditLog:
         self._append({"event": "torn_line", "line": self._seq, "bytes": len(torn),
                       "note": "this line was found unfinished (a write that did not complete) "
                               "and ended with a newline; the chain continues after it"})
+        if self.fsync:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._executor is not None:
