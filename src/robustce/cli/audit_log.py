@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from robustce.cli._common import EXIT_OK, _user_error
+from robustce.cli._common import EXIT_OK, EXIT_USER_ERROR, _user_error
 
 #: the exit status of a log with problems
 EXIT_DAMAGED = 1
@@ -19,7 +19,12 @@ EXIT_DAMAGED = 1
 def _add_audit_log(sub: Any) -> None:
     p = sub.add_parser("audit-log", help="check the service's audit log (hash chain)",
                        description="Tools for the audit log `robustce serve --audit-log` writes.")
-    p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
+
+    def usage(args: argparse.Namespace) -> int:
+        p.print_help(sys.stderr)
+        return EXIT_USER_ERROR
+
+    p.set_defaults(func=usage)
     asub = p.add_subparsers(dest="audit_log_command", metavar="ACTION")
     pv = asub.add_parser(
         "verify", help="check every line and the hash chain; exit 1 on any problem",

@@ -246,7 +246,10 @@ class AuditLog:
                       "note": "this line was found unfinished (a write that did not complete) "
                               "and ended with a newline; the chain continues after it"})
         if self.fsync:
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise AuditWriteError(f"audit log {self.path}: fsync failed ({exc})") from None
 
     def close(self) -> None:
         if self._executor is not None:
