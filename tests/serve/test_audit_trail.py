@@ -62,6 +62,8 @@ def test_every_request_gets_exactly_one_record_refusals_included(server, applica
         sent.append((ok, 200))
         cert = c.post("/v1/models/loan/certify", json={"counterfactuals": applicants[:1], "target_class": 0})
         sent.append((cert, 200))
+        job = c.post("/v1/models/loan/jobs", json={"items": applicants[:2], "method": "nearest_neighbour"})
+        sent.append((job, 202))
     for response, status in sent:
         assert response.status_code == status, (response.request.url, response.text)
     records = _request_records(server.audit_log)[before:]
@@ -79,6 +81,7 @@ def test_every_request_gets_exactly_one_record_refusals_included(server, applica
     assert ok.json()["request_id"] == _rid(ok) and by_id[_rid(ok)][0]["endpoint"] == "explain"
     assert by_id[_rid(ok)][0]["method"] == "nearest_neighbour"  # the route's own record, full
     assert by_id[_rid(cert)][0]["endpoint"] == "certify"
+    assert by_id[_rid(job)][0]["job_id"] == job.json()["job_id"]  # the accept, traceable to the job
     reasons = {rec["status"]: rec["reason"] for rec in records if rec["status"] in (401, 404, 413)}
     assert "token" in reasons[401] and "larger than" in reasons[413] and reasons[404]
     refused_422 = by_id[_rid(bad_field)][0]
@@ -125,3 +128,43 @@ def test_the_session_logs_verify(servers, name):
     """Whatever the other service tests did so far, their servers' logs are intact chains."""
     check = verify_log(servers[name].audit_log)
     assert check.ok and check.lines > 0, check.problems
+
+
+def test_an_unexpected_error_is_recorded_once_as_500(tmp_path):
+    """The 500 path, in process: a route that raises gets one record (status 500, the error's
+    type, not its message) and the client a plain 500."""
+    import asyncio
+
+    import httpx
+    from fastapi import FastAPI
+
+    from robustce.serve.audit_log import AuditLog
+    from robustce.serve.audit_trail import AuditTrail
+
+    app = FastAPI()
+
+    @app.get("/v1/boom")
+    async def boom() -> None:
+        raise RuntimeError("secret detail 4711")
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok"}
+
+    log = AuditLog(tmp_path / "audit.jsonl", fsync=False)
+    app.add_middleware(AuditTrail, log=log, retry_after_s=1)
+
+    async def calls() -> list[int]:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False, client=("10.1.2.3", 5555))
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return [(await client.get("/v1/boom?token=abc")).status_code,
+                    (await client.get("/health")).status_code]
+
+    assert asyncio.run(calls()) == [500, 200]
+    log.close()
+    records = _records(tmp_path / "audit.jsonl")
+    assert len(records) == 1
+    assert records[0]["status"] == 500 and records[0]["reason"] == "internal error (RuntimeError)"
+    assert records[0]["path"] == "/v1/boom" and "abc" not in json.dumps(records[0])
+    assert records[0]["client"] == "10.1.2.3" and "4711" not in json.dumps(records[0])
+    assert verify_log(tmp_path / "audit.jsonl").ok

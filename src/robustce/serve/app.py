@@ -524,12 +524,13 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
     # --- jobs -----------------------------------------------------------------------------
     @app.post("/v1/models/{model_id}/jobs", response_model=JobOut, status_code=202, dependencies=v1,
               tags=["jobs"])
-    async def submit_job(model_id: str, req: ExplainRequest) -> dict[str, Any]:
+    async def submit_job(model_id: str, req: ExplainRequest, request: Request) -> dict[str, Any]:
         """A large batch, explained in the background: poll ``GET /v1/jobs/{job_id}``."""
         m, records, target = service.admit(model_id, req.items, settings.max_job_items, "items",
                                            req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
         job = service.jobs.submit(m, req, records, method, target)
+        request.state.audit_extra = {"job_id": job.id}  # in the 202's record (AuditTrail)
         return job.view()
 
     @app.get("/v1/jobs/{job_id}", response_model=JobOut, dependencies=v1, tags=["jobs"])

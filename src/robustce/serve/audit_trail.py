@@ -2,7 +2,8 @@
 
 Every request except the open routes (:data:`OPEN_PATHS`: health, readiness, the page, its
 static files, the OpenAPI documents) gets exactly one record. A route that writes its own
-record (explain, certify) marks the request ``state.audited``; for any other request —
+record (explain, certify) marks the request ``state.audited`` (a route may add fields to the
+middleware's record in ``state.audit_extra``: a job's id); for any other request —
 refusals (401, 404, 405, 413, 422, 429, 503, 504), a 500, plain reads — this middleware writes
 one before the response leaves: time, request id, path (no query string: it may carry a
 token), verb, status, reason, client address. Refusal reasons are the service's own
@@ -123,7 +124,8 @@ class AuditTrail:
                 start["headers"] = [*headers, (b"x-request-id", rid.encode())]
         record = {"ts": time.time(), "request_id": rid, "endpoint": "request",
                   "path": scope["path"][:_PATH_CHARS], "verb": scope["method"], "status": status,
-                  "reason": reason, "client": client[0] if client else None}
+                  "reason": reason, "client": client[0] if client else None,
+                  **scope["state"].get("audit_extra", {})}
         try:
             await self.log.write_async(record)
         except AuditWriteError as exc:
