@@ -127,7 +127,7 @@ def test_a_full_queue_and_a_timeout_are_recorded(servers, applicants):
 def test_the_session_logs_verify(servers, name):
     """Whatever the other service tests did so far, their servers' logs are intact chains."""
     check = verify_log(servers[name].audit_log)
-    assert check.ok and check.lines > 0, check.problems
+    assert check.ok, check.problems
 
 
 def test_an_unexpected_error_is_recorded_once_as_500(tmp_path):
