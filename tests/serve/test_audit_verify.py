@@ -112,3 +112,10 @@ def test_cli_as_a_process(tmp_path, log_lines):
     run = subprocess.run([sys.executable, "-m", "robustce.cli", "audit-log", "verify", str(bad)],
                          capture_output=True, text=True, env={"PYTHONPATH": str(SRC)}, timeout=120)
     assert run.returncode == 1 and "line 8: torn line" in run.stdout
+
+
+def test_an_audit_log_that_cannot_be_opened_stops_serve_with_one_line(tmp_path, model_dir, capsys):
+    (tmp_path / "logs").mkdir()
+    assert main(["serve", "--model", f"loan={model_dir}", "--audit-log", str(tmp_path / "logs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "audit log" in err and "cannot open it" in err

@@ -92,8 +92,12 @@ class AuditLog:
     def __init__(self, path: str | os.PathLike, *, fsync: bool = True):
         self.path = Path(path)
         self.fsync = fsync
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise AuditWriteError(f"audit log {self.path}: cannot open it for appending "
+                                  f"({exc.strerror or exc})") from None
         self._lock = threading.Lock()
         self._end = -1  # the file's size after our last write; another size: read the head again
         self._prev, self._seq = GENESIS, 0
