@@ -62,6 +62,8 @@ def test_full_disk_answers_503_keeps_the_log_whole_and_the_results_for_a_retry(d
             assert read.status_code == 503 and int(read.headers["retry-after"]) >= 1
             refused = c.get("/v1/models", headers={"Authorization": "Bearer wrong"})
             assert refused.status_code == 503
+            early = c.post("/v1/models/loan/explain", json=body, headers={"Idempotency-Key": "k-1"})
+            assert early.status_code == 503 and _rid(early) == kept_id  # still full: kept again
             assert server.proc.poll() is None
             assert server.audit_log.read_bytes() == before  # no torn line, nothing glued
         finally:

@@ -290,10 +290,10 @@ class Service:
         """The answer kept for this retry (written to the audit log first), or None."""
         if self.audit is None or retry[1] is None or (kept := self.kept.get(retry)) is None:
             return None
+        self.kept.discard(retry)  # taken out first: two retries at once get it once
         record, body = kept
         await self._write(request, {**record, "ts": time.time(), "answered_on_retry": True}, retry,
-                          record["request_id"])
-        self.kept.discard(retry)
+                          record["request_id"], keep=kept)  # kept again if the write fails
         return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
 
     async def answer(self, request: Request, record: dict[str, Any], body: dict[str, Any],
