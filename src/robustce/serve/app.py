@@ -11,9 +11,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import gc
+import hashlib
 import hmac
 import json
+import logging
 import re
+import signal
+import threading
 import time
 import uuid
 from contextlib import asynccontextmanager
@@ -29,11 +33,13 @@ from pydantic import BaseModel, ValidationError
 from robustce.errors import RobustCEError
 from robustce.serve.api_docs import add_api_docs
 from robustce.serve.api_error import ApiError
-from robustce.serve.audit_log import AuditLog, library_versions
+from robustce.serve.audit_log import AuditLog, AuditWriteError, library_versions
+from robustce.serve.audit_trail import AuditTrail
 from robustce.serve.batching import Coalescer
 from robustce.serve.client_params import check_client_params
 from robustce.serve.headers import SECURITY_HEADERS, SecurityHeaders
 from robustce.serve.jobs import JobStore
+from robustce.serve.kept_results import KEEP_S, KeptResults
 from robustce.serve.pool import DeadlineExceeded, InProcessLane, QueueFull, SolverPool, WorkerCrashed
 from robustce.serve.records import RecordError, validate_records
 from robustce.serve.registry import ModelSpec, ServedModel, load_served_model, resolve_class
@@ -56,6 +62,8 @@ __all__ = ["ApiError", "create_app"]
 
 STATIC = Path(__file__).parent / "static"
 GRACE_S = 10.0
+_IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,200}")
+_log = logging.getLogger(__name__)
 
 
 class BodyLimit:
@@ -128,6 +136,7 @@ class Service:
         self.models: dict[str, ServedModel] = {}
         self.pool = SolverPool(specs, settings.workers, settings.max_queue)
         self.audit = AuditLog(settings.audit_log) if settings.audit_log else None
+        self.kept = KeptResults()
         self.versions = library_versions()
         self.jobs = JobStore(self, settings.max_jobs)
         self.lane = InProcessLane(settings.max_queue)
@@ -256,16 +265,74 @@ class Service:
         except Exception as exc:  # noqa: BLE001 - the method failed: a status, with its reason
             return [{"status": "error", "message": f"{type(exc).__name__}: {exc}"} for _ in records]
 
+    def record(self, request_id: str, endpoint: str, m: ServedModel, method: str, params: Any,
+               seed: int, target: int, items: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        """One audit record: the request, the model's hash, versions, per item id/status/time."""
+        return {"ts": time.time(), "versions": self.versions, "request_id": request_id,
+                "endpoint": endpoint, "model_id": m.id, "model_hash": m.hash,
+                "method": method, "params": params, "seed": seed, "target_class": target,
+                **extra, "items": [{"id": it.get("id"), "status": it.get("status"),
+                                    "time_s": it.get("time_s")} for it in items]}
+
     def log(self, request_id: str, endpoint: str, m: ServedModel, method: str, params: Any,
             seed: int, target: int, items: list[dict[str, Any]], **extra: Any) -> None:
-        """One audit record: the request, the model's hash, versions, per item id/status/time."""
+        """Write :meth:`record` now (a job's); a failed write is reported on the server's log."""
         if self.audit is None:
             return
-        self.audit.write({"ts": time.time(), "versions": self.versions, "request_id": request_id,
-                          "endpoint": endpoint, "model_id": m.id, "model_hash": m.hash,
-                          "method": method, "params": params, "seed": seed, "target_class": target,
-                          **extra, "items": [{"id": it.get("id"), "status": it.get("status"),
-                                              "time_s": it.get("time_s")} for it in items]})
+        try:
+            self.audit.write(self.record(request_id, endpoint, m, method, params, seed, target,
+                                         items, **extra))
+        except AuditWriteError as exc:
+            _log.error("the audit record of %s %s was not written: %s", endpoint, request_id, exc)
+
+    # --- answers that need their audit record first ---------------------------------------
+    async def retry_key(self, request: Request) -> tuple[str, str | None, str]:
+        """(token holder, the request's ``Idempotency-Key`` or None, SHA-256 of its path and body)."""
+        key = request.headers.get("idempotency-key")
+        if key is not None and not _IDEMPOTENCY_KEY.fullmatch(key):
+            raise ApiError(422, [{"loc": ["header", "Idempotency-Key"], "type": "value_error",
+                                  "msg": "1 to 200 visible ASCII characters"}])
+        holder = hashlib.sha256(request.headers.get("authorization", "").encode()).hexdigest()
+        body = request.url.path.encode() + b"\0" + await request.body()
+        return holder, key, hashlib.sha256(body).hexdigest()
+
+    async def kept_answer(self, request: Request, retry: tuple[str, str | None, str]
+                          ) -> JSONResponse | None:
+        """The answer kept for this retry (written to the audit log first), or None."""
+        if self.audit is None or retry[1] is None or (kept := self.kept.get(retry)) is None:
+            return None
+        self.kept.discard(retry)  # taken out first: two retries at once get it once
+        record, body = kept
+        await self._write(request, {**record, "ts": time.time(), "answered_on_retry": True}, retry,
+                          record["request_id"], keep=kept)  # kept again if the write fails
+        return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
+
+    async def answer(self, request: Request, record: dict[str, Any], body: dict[str, Any],
+                     retry: tuple[str, str | None, str]) -> JSONResponse:
+        """``body`` as the response, once ``record`` is in the audit log; if it cannot be
+        written, 503 and the answer kept for a retry (:class:`KeptResults`)."""
+        if self.audit is not None:
+            await self._write(request, record, retry, record["request_id"], keep=(record, body))
+        return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
+
+    async def _write(self, request: Request, record: dict[str, Any],
+                     retry: tuple[str, str | None, str], request_id: str, keep: Any = None) -> None:
+        record = {**record, "path": request.url.path, "verb": request.method, "status": 200,
+                  "client": request.client.host if request.client else None,
+                  "idempotency_key": retry[1]}
+        try:
+            await self.audit.write_async(record)
+        except AuditWriteError as exc:
+            _log.error("%s", exc)
+            key = retry[1] or request_id
+            if keep is not None:
+                self.kept.keep((retry[0], key, retry[2]), keep)
+            raise ApiError(503, f"the audit log could not be written, so the finished results "
+                           f"are withheld; they are kept for {KEEP_S:g} s: send the same request "
+                           f"again with the header Idempotency-Key: {key}",
+                           {"Retry-After": str(self.settings.retry_after_s),
+                            "Idempotency-Key": key, "X-Request-Id": request_id}) from None
+        request.state.audited = True
 
 
 def _telemetry_off() -> dict[str, Any]:
@@ -454,26 +521,32 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         contract is the same."""
         await auth(request)
         req = await _parse_json_body(request, ExplainRequest)
+        retry = await service.retry_key(request)
+        if (kept := await service.kept_answer(request, retry)) is not None:
+            return kept
         m, records, target = service.admit(model_id, req.items, settings.max_items, "items",
                                            req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
         rid = uuid.uuid4().hex
         results = await service.explain(m, req, records, method, target)
         items = _explain_items_out(req.items, results)
-        service.log(rid, "explain", m, method, req.params, req.seed, target, items,
-                    time_limit_s=req.time_limit_s,
-                    certify=req.certify.model_dump() if req.certify else None)
-        return JSONResponse({"request_id": rid, "items": items,
-                             "model": {"id": m.id, "hash": m.hash}, "method": method,
-                             "target_class": target})
+        record = service.record(rid, "explain", m, method, req.params, req.seed, target, items,
+                                time_limit_s=req.time_limit_s,
+                                certify=req.certify.model_dump() if req.certify else None)
+        return await service.answer(request, record, {
+            "request_id": rid, "items": items, "model": {"id": m.id, "hash": m.hash},
+            "method": method, "target_class": target}, retry)
 
     @app.post("/v1/models/{model_id}/certify", response_model=CertifyResponse, tags=["recourse"],
               openapi_extra=_json_body(CertifyRequest))
-    async def certify(model_id: str, request: Request) -> dict[str, Any]:
+    async def certify(model_id: str, request: Request) -> JSONResponse:
         """Exact Δ-test and/or APΔS certificates for counterfactuals the caller supplies
         (the token is checked before the body is read)."""
         await auth(request)
         req = await _parse_json_body(request, CertifyRequest)
+        retry = await service.retry_key(request)
+        if (kept := await service.kept_answer(request, retry)) is not None:
+            return kept
         m, records, target = service.admit(model_id, req.counterfactuals, settings.max_items,
                                            "counterfactuals", req.target_class)
         rid = uuid.uuid4().hex
@@ -487,10 +560,11 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         except DeadlineExceeded:
             raise ApiError(504, f"certification did not finish within {deadline:g} s") from None
         items = _items_out(req.counterfactuals, results)
-        service.log(rid, "certify", m, "certify", spec, req.seed, target,
-                    [{**it, "status": "valid" if it["valid"] else "invalid"} for it in items])
-        return {"request_id": rid, "items": items, "model": {"id": m.id, "hash": m.hash},
-                "target_class": target}
+        record = service.record(rid, "certify", m, "certify", spec, req.seed, target,
+                                [{**it, "status": "valid" if it["valid"] else "invalid"} for it in items])
+        body = CertifyResponse(request_id=rid, items=items, model={"id": m.id, "hash": m.hash},
+                               target_class=target).model_dump(mode="json")
+        return await service.answer(request, record, body, retry)
 
     # --- jobs -----------------------------------------------------------------------------
     @app.post("/v1/models/{model_id}/jobs", response_model=JobOut, status_code=202, tags=["jobs"],
@@ -504,6 +578,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
                                            req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
         job = service.jobs.submit(m, req, records, method, target)
+        request.state.audit_extra = {"job_id": job.id}  # in the 202's record (AuditTrail)
         return job.view()
 
     @app.get("/v1/jobs/{job_id}", response_model=JobOut, dependencies=v1, tags=["jobs"])
@@ -520,5 +595,11 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
     _with_body_schemas(app, [ExplainRequest, CertifyRequest])
     add_api_docs(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    app.add_middleware(SecurityHeaders)  # outermost of the app's own: on 413s too
+    if service.audit is not None:  # outermost of ours: it sees the 413s of BodyLimit too
+        app.add_middleware(AuditTrail, log=service.audit, retry_after_s=settings.retry_after_s)
+        if threading.current_thread() is threading.main_thread():
+            # a file-size limit (RLIMIT_FSIZE) then fails the write (EFBIG, a 503) instead of
+            # killing the server
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    app.add_middleware(SecurityHeaders)  # outermost of the app's own: on 413s and 503s too
     return app
