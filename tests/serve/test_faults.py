@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from tests.serve.conftest import launch, wait_ready
 
 #: APΔS with α = 1 − 1e-6, R = 1 − 1e-5: ~1.4 M sampled networks per tested δ — about 20 s of
 #: work on one core, far past the faults server's 3 s budget
@@ -95,7 +96,21 @@ def test_killed_worker_gives_503_and_the_service_goes_on(faults, applicants):
     assert faults.proc.poll() is None
 
 
-def test_sigterm_answers_the_request_in_flight_then_exits(faults, applicants):
+@pytest.fixture
+def doomed(tmp_path, model_dir):
+    """A server of the ``faults`` kind of its own, for a test that stops it (the session's
+    ``faults`` server stays up for the tests after this module)."""
+    server = launch(tmp_path, model_dir, "doomed", "--workers", "1", "--max-queue", "1",
+                    "--max-request-s", "3")
+    try:
+        wait_ready(server)
+        yield server
+    finally:
+        server.stop()
+
+
+def test_sigterm_answers_the_request_in_flight_then_exits(doomed, applicants):
+    faults = doomed
     wait_idle(faults)
     out: list = []
     # the slow certificate keeps the worker busy up to the 3 s budget: the signal surely
