@@ -1,0 +1,300 @@
+"""Regenerate the example exchange of docs/serve.md ("A real exchange") from a real run.
+
+Starts ``robustce serve`` (the demo model, a token file, an audit log) on a free loopback port,
+sends the documented requests — ``/ready``, an explain with certificates, a malformed explain —
+and writes the section between ``<!-- exchange:begin -->`` and ``<!-- exchange:end -->`` with
+the requests as run and the responses as received (bodies byte for byte; the explain's pretty-
+printed as ``python -m json.tool`` does), and the audit log's line for the explain.
+
+The page keeps every value as it came, request ids, times and hashes included. ``--check`` (and
+tests/serve/test_docs_exchange.py) regenerates the section and compares it with the page's with
+the volatile values masked (:data:`VOLATILE_KEYS`: ids, timestamps, timings, hashes, version
+numbers) and the other numbers equal to a relative 1e-3 (last-bit differences between machines);
+any other difference — a CE, a margin, a status, a field added or renamed — fails.
+
+    python tools/serve_exchange.py --write       # rewrite docs/serve.md's section
+    python tools/serve_exchange.py --check       # exit 1 (and a diff) when the page has drifted
+    python tools/serve_exchange.py --write --doc COPY.md --demo-dir DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "serve.md"
+BEGIN = "<!-- exchange:begin -->"
+END = "<!-- exchange:end -->"
+MODEL_ID = "synthetic_loan"
+
+#: the documented explain request: a rejected demo applicant, the robust method, certificates
+REQUEST = {
+    "items": [{"id": "a1", "features": {"age": 40, "education": "high_school", "years_employed": 11,
+                                        "income": 21387.54, "housing": "mortgage", "debt": 1875.27,
+                                        "has_guarantor": 0, "prior_default": "no"}}],
+    "method": "milp_robust", "params": {"shift": 0.03}, "target_class": "approved",
+    "time_limit_s": 10, "certify": {"delta": 0.03, "apas": {"alpha": 0.999, "R": 0.995}},
+}
+#: a record with every kind of mistake at once (an unknown category, a value out of bounds, a
+#: missing feature), sent as written
+MALFORMED = ('{"items": [{"id": "b2", "features": {"age": 40, "education": "phd", "years_employed": 11, '
+             '"income": 1e9, "housing": "mortgage", "debt": 1875.27, "has_guarantor": 0}}]}')
+
+#: JSON keys whose values differ from run to run (ids, clocks, timings, hashes, versions): kept
+#: on the page as received, masked when the page is compared with a new run
+VOLATILE_KEYS = r"request_id|job_id|ts|time|time_s|versions|\w*hash\w*|\w*_at"
+_VOLATILE = re.compile(rf'"(?P<key>{VOLATILE_KEYS})"(?P<sep>\s*:\s*)'
+                       r'(?P<value>"[^"]*"|\{[^{}]*\}|-?[0-9][0-9.eE+-]*|null)')
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+REL_TOL = 1e-3
+
+
+# ----------------------------------------------------------------------------------------
+# The run
+# ----------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``robustce serve`` on the demo model, started as a process on a free loopback port."""
+
+    def __init__(self, workdir: Path, demo_dir: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.token = secrets.token_hex(16)
+        self.token_file = workdir / "token"
+        self.token_file.write_text(self.token + "\n")
+        self.audit_log = workdir / "audit.jsonl"
+        self.log = workdir / "serve.log"
+        env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        cmd = [sys.executable, "-m", "robustce.cli", "serve", "--demo-dir", str(demo_dir),
+               "--port", str(self.port), "--token-file", str(self.token_file),
+               "--audit-log", str(self.audit_log)]
+        with open(self.log, "wb") as fh:
+            self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+
+    def wait_ready(self, timeout: float = 600.0) -> None:
+        import httpx
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"robustce serve exited ({self.proc.returncode}):\n"
+                                   + self.log.read_text()[-2000:])
+            try:
+                if httpx.get(self.url + "/ready", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"robustce serve not ready after {timeout:.0f} s:\n"
+                           + self.log.read_text()[-2000:])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _json_tool(body: str) -> str:
+    """``body`` as ``python -m json.tool`` prints it."""
+    return json.dumps(json.loads(body), indent=4)
+
+
+def _wrap_json(obj: dict, width: int = 96) -> str:
+    """Compact JSON of ``obj`` broken after commas (outside strings) to lines of ``width``."""
+    text = json.dumps(obj)
+    lines, start, last_break, in_string, escaped = [], 0, None, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            in_string = not (ch == '"' and not escaped)
+            escaped = ch == "\\" and not escaped
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch == "," and i + 1 < len(text) and text[i + 1] == " ":
+            if i + 1 - start > width and last_break is not None:
+                lines.append(text[start:last_break + 1])
+                start = last_break + 2
+            last_break = i
+    if len(text) - start > width and last_break is not None and last_break + 2 > start:
+        lines.append(text[start:last_break + 1])
+        start = last_break + 2
+    lines.append(text[start:])
+    return "\n ".join(lines)
+
+
+def capture(demo_dir: Path | None = None) -> str:
+    """Run the exchange against a fresh server and return the section's Markdown (between the
+    markers, markers excluded). ``demo_dir``: where the demo model is written, or reused from."""
+    import httpx
+
+    with tempfile.TemporaryDirectory(prefix="robustce-exchange-") as tmp:
+        work = Path(tmp)
+        server = Server(work, demo_dir or work / "demo")
+        try:
+            server.wait_ready()
+            auth = {"Authorization": f"Bearer {server.token}"}
+            with httpx.Client(base_url=server.url, timeout=300) as client:
+                ready = client.get("/ready")
+                explain = client.post(f"/v1/models/{MODEL_ID}/explain", json=REQUEST, headers=auth)
+                bad = client.post(f"/v1/models/{MODEL_ID}/explain", content=MALFORMED,
+                                  headers={**auth, "content-type": "application/json"})
+        finally:
+            server.stop()
+        if ready.status_code != 200 or explain.status_code != 200 or bad.status_code != 422:
+            raise RuntimeError(f"unexpected answers: /ready {ready.status_code}, explain "
+                               f"{explain.status_code} {explain.text[:500]}, malformed {bad.status_code}")
+        request_id = explain.json()["request_id"]
+        audit = [line for line in server.audit_log.read_text().splitlines()
+                 if json.loads(line).get("request_id") == request_id]
+        if len(audit) != 1:
+            raise RuntimeError(f"expected one audit line for request {request_id}, found {len(audit)}")
+    return _render(ready.text, explain.text, bad.text, bad.status_code, audit[0])
+
+
+def _render(ready: str, explain: str, bad: str, bad_code: int, audit_line: str) -> str:
+    curl = (f"curl -s -X POST localhost:8000/v1/models/{MODEL_ID}/explain "
+            '-H "authorization: Bearer $TOKEN"')
+    return f"""
+Generated by `python tools/serve_exchange.py --write` from a real run of
+
+```
+robustce serve --demo-dir demo --token-file token --audit-log audit.jsonl
+```
+
+(the token file holds `$TOKEN`); a test reruns it and fails when this section no longer matches
+what the service answers (request ids, times, hashes and version numbers excepted).
+`request.json` being:
+
+```json
+{_wrap_json(REQUEST)}
+```
+
+```
+$ curl -s localhost:8000/ready
+{ready}
+$ {curl} \\
+    -H 'content-type: application/json' -d @request.json | python -m json.tool
+{_json_tool(explain)}
+```
+
+A malformed record gets every bad field at once:
+
+```
+$ {curl} \\
+    -H 'content-type: application/json' -w '\\n[HTTP %{{http_code}}]\\n' \\
+    -d '{MALFORMED}'
+{bad}
+[HTTP {bad_code}]
+```
+
+The audit log then holds one line per request (this one for the first exchange):
+
+```
+{audit_line}
+```
+"""
+
+
+# ----------------------------------------------------------------------------------------
+# The page
+# ----------------------------------------------------------------------------------------
+
+
+def section(text: str) -> str:
+    """The text between the markers (:class:`ValueError` naming them when they are not there
+    once each, in order)."""
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        raise ValueError(f"the page must hold {BEGIN} and then {END}, once each")
+    return text[text.index(BEGIN) + len(BEGIN):text.index(END)]
+
+
+def replace_section(text: str, new: str) -> str:
+    """``text`` with its section replaced by ``new``; everything else unchanged."""
+    section(text)  # checks the markers
+    return text[:text.index(BEGIN) + len(BEGIN)] + new + text[text.index(END):]
+
+
+def masked(text: str) -> str:
+    """``text`` with the values of :data:`VOLATILE_KEYS` replaced by ``…``."""
+    return _VOLATILE.sub(lambda m: f'"{m["key"]}"{m["sep"]}"…"', text)
+
+
+def differences(page: str, run: str, rel_tol: float = REL_TOL) -> list[str]:
+    """How two sections differ once masked (numbers equal within ``rel_tol``): unified-diff
+    lines, empty when they agree."""
+    a, b = masked(page), masked(run)
+    if _same(a, b, rel_tol):
+        return []
+    return list(difflib.unified_diff(a.splitlines(), b.splitlines(), "docs/serve.md (page)",
+                                     "a new run", lineterm=""))
+
+
+def _same(a: str, b: str, rel_tol: float) -> bool:
+    split_a, split_b = _NUMBER.split(a), _NUMBER.split(b)
+    nums_a, nums_b = _NUMBER.findall(a), _NUMBER.findall(b)
+    if split_a != split_b or len(nums_a) != len(nums_b):
+        return False
+    return all(math.isclose(float(x), float(y), rel_tol=rel_tol, abs_tol=1e-9)
+               for x, y in zip(nums_a, nums_b, strict=True))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="rewrite the page's section")
+    mode.add_argument("--check", action="store_true", help="exit 1 when the page has drifted")
+    ap.add_argument("--doc", type=Path, default=DOC, help="the page (default docs/serve.md)")
+    ap.add_argument("--demo-dir", type=Path, default=None,
+                    help="where the demo model is written (reused when present; default: a temporary folder)")
+    args = ap.parse_args(argv)
+    text = args.doc.read_text(encoding="utf-8")
+    section(text)  # the markers, before the run
+    started = time.monotonic()
+    run = capture(args.demo_dir)
+    elapsed = time.monotonic() - started
+    if args.write:
+        atomic_write_text(args.doc, replace_section(text, run))
+        print(f"{args.doc}: exchange section written ({elapsed:.0f} s)")
+        return 0
+    diff = differences(section(text), run)
+    if diff:
+        print("\n".join(diff))
+        print(f"{args.doc}: the exchange has drifted; run python tools/serve_exchange.py --write",
+              file=sys.stderr)
+        return 1
+    print(f"{args.doc}: the exchange matches a new run ({elapsed:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
