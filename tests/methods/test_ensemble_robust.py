@@ -33,10 +33,10 @@ def _data(n=400, d=2, seed=0):
                                                             random_state=0)],
                          ids=["forest", "boosted"])
 def test_the_optimum_equals_brute_force_over_the_robust_boxes(est):
-    """The robust points form boxes whose faces lie at θ ± ε (and the domain's ends); under
-    l1 the nearest point of a box takes, per column, the query's value or a face's. So the
-    grid of those values (each face also one float past it, for strict sides), every point
-    tested by the exact (δ, ε)-test, holds the optimum."""
+    """The robust points form boxes whose faces lie at θ ± ε, widened by the float margin
+    (and the domain's ends); under l1 the nearest point of a box takes, per column, the
+    query's value or a face's. So the grid of those values (each face also one float past it,
+    for strict sides), every point tested by the exact (δ, ε)-test, holds the optimum."""
     df, y, data = _data()
     est.fit(df, y)
     model = from_sklearn(est, df)
@@ -54,7 +54,9 @@ def test_the_optimum_equals_brute_force_over_the_robust_boxes(est):
         axes = []
         for j in range(2):
             t = s.threshold[inner & (s.feature == j)]
-            faces = np.r_[t - shift.epsilon, t + shift.epsilon]
+            # the ε boundary clears the model's float32 comparison by 4 float32 steps
+            m = 4 * np.spacing(np.float32(np.abs(t) + shift.epsilon)).astype(np.float64)
+            faces = np.r_[t - shift.epsilon - m, t + shift.epsilon + m]
             vals = np.r_[q[j], 0.0, 1.0, faces, np.nextafter(faces, np.inf),
                          np.nextafter(faces, -np.inf)]
             axes.append(np.unique(np.clip(vals, 0.0, 1.0)))

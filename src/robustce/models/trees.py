@@ -9,6 +9,12 @@ scikit-learn compares ``float32(x) <= t``. The thresholds here are shifted to th
 float64 ``t'`` with ``x <= t' ⟺ float32(x) <= t`` for every float64 ``x``, so that the plain
 real-valued comparison (the one an SMT or MILP encoding uses) reproduces scikit-learn's routing
 exactly. The shift is below 3e-8 relative.
+
+A threshold moved by ε (the (δ, ε)-sets of :mod:`robustce.robustness.ensemble`) is compared by
+the user's own library as it stores it — scikit-learn ``float32(x) <= t``, XGBoost
+``float32(x) < s`` with ``s`` float32, LightGBM ``x <= t`` in double — so the real-valued
+boundary ``t ± ε`` of this view is off by up to half a float32 step of the input and of the
+threshold. :func:`epsilon_split_bounds` widens it by :data:`EPSILON_FLOAT_STEPS` float32 steps.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ __all__ = [
     "SPLIT_MARGIN_F32",
     "SplitMargins",
     "TreeStack",
+    "EPSILON_FLOAT_STEPS",
     "TreeView",
+    "epsilon_split_bounds",
     "float32_threshold",
     "forest_predict_proba",
     "split_margin",
@@ -128,6 +136,30 @@ class SplitMargins:
 
 #: encoder -> (its ``blocks_`` when computed, its margins): :meth:`SplitMargins.of`'s cache
 _MARGINS: weakref.WeakKeyDictionary[Any, tuple[Any, SplitMargins]] = weakref.WeakKeyDictionary()
+
+
+#: float32 steps (of the boundary's magnitude ``|t| + ε``) by which a (δ, ε)-robust point must
+#: clear the ε boundary of a split: the view's threshold is up to half a step from the stored
+#: one (:func:`float32_threshold`), the library rounds the input to float32 (half a step), and
+#: XGBoost's strict ``<`` on float32 values costs one more; 4 covers them with room to spare
+EPSILON_FLOAT_STEPS = 4
+
+
+def epsilon_split_bounds(threshold: np.ndarray, epsilon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ε boundary of splits ``x <= t`` (arrays broadcast), as ``(lo, hi)``: every
+    threshold within ε of the model's stored one, compared as its library compares, sends
+    ``x`` left when ``x <= lo`` and right when ``x > hi``. ``lo = t − ε − m``,
+    ``hi = t + ε + m`` with the margin ``m`` :data:`EPSILON_FLOAT_STEPS` float32 steps of
+    ``|t| + ε`` where ``ε > 0`` (at ``ε = 0`` the view's routing is the model's own: ``m = 0``).
+    So a split can send ``x`` left iff ``x <= hi`` and right iff ``x > lo`` (conservatively:
+    within the margin both sides count as reachable)."""
+    t = np.asarray(threshold, dtype=np.float64)
+    eps = np.asarray(epsilon, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        size = (np.abs(t) + eps).astype(np.float32)
+        step = np.spacing(np.abs(size)).astype(np.float64)
+    m = np.where(eps > 0, EPSILON_FLOAT_STEPS * np.where(np.isfinite(step), step, 0.0), 0.0)
+    return t - eps - m, t + eps + m
 
 
 def float32_threshold(threshold: np.ndarray) -> np.ndarray:

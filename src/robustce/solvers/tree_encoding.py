@@ -19,7 +19,10 @@ largest model-space value that goes left (``left_max``) and the smallest that go
 
 With ``epsilon`` (the robust ensemble CE, :mod:`robustce.solvers.robust_trees`) a node has two
 literals, the exact splits at ``t − ε`` (its ``split_left``: surely left) and ``t + ε`` (its
-``split_right``: surely right unless it holds); without, both are the one split above.
+``split_right``: surely right unless it holds), each widened by a few float32 steps
+(:func:`~robustce.models.trees.epsilon_split_bounds`: the user's library compares the
+threshold it stores, in float32 for scikit-learn and XGBoost); without, both are the one split
+above.
 
 Every split ``(column, left_max)`` met in any tree gets one binary ``y`` (1 = left), shared by
 all trees; a 0/1 column is its own literal (left = ``1 − x``). ``y`` is tied to the input by
@@ -60,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from robustce.errors import ValidationError
-from robustce.models.trees import SplitMargins, TreeStack
+from robustce.models.trees import SplitMargins, TreeStack, epsilon_split_bounds
 from robustce.solvers.encodings import DistanceObjective, InputDomain, column_kinds
 from robustce.solvers.milp import MILP, SolveStatus
 
@@ -134,9 +137,10 @@ class TreeEnsemble:
             # ε (robust CEs): the node routes a point left only if x <= t − ε and right only
             # if x > t + ε, so that every threshold in [t − ε, t + ε] routes it alike — two
             # literals, exact splits at t − ε (− margin) and t + ε (+ margin); a point within
-            # ε of the split cannot pass the node (only nodes it passes constrain it)
+            # ε of the split cannot pass the node (only nodes it passes constrain it). The
+            # bounds clear the model's own float comparison (epsilon_split_bounds)
             eps = np.asarray(epsilon, np.float64)[f]
-            s_lo, s_hi = thr - eps, thr + eps
+            s_lo, s_hi = epsilon_split_bounds(thr, eps)
             if margins is not None:
                 real = kind[f] == "continuous"
                 m = margins(f[real], thr[real])
