@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from robustce.errors import ValidationError
+from robustce.errors import UnsupportedModelError, ValidationError
 
 __all__ = [
     "SPLIT_MARGIN_ABS",
@@ -262,6 +262,53 @@ class TreeView:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.argmax(self.predict_proba(X), axis=1)
+
+    def unshared(self, max_nodes: int = 1_000_000) -> TreeView:
+        """The same tree with every node on exactly one path from the root: subtrees reached
+        from several parents copied. An imported booster's categorical split over a set of
+        one-hot levels is a chain of ``x_k <= 0.5`` tests whose every link shares the child
+        the set goes to (:mod:`robustce.models.sklearn_import` builds it so), so its view
+        is a DAG; tests that route top-down one node at a time need a tree. ``self`` when no
+        node has two parents; :class:`UnsupportedModelError` past ``max_nodes`` nodes.
+
+        Examples
+        --------
+        >>> shared = TreeView(np.array([0, 1, -1, -1]), np.array([0.5, 0.5, np.nan, np.nan]),
+        ...                   np.array([1, 2, -1, -1]), np.array([3, 3, -1, -1]),
+        ...                   np.array([[0.0], [0.0], [1.0], [2.0]]), 2)
+        >>> tree = shared.unshared()
+        >>> tree.n_nodes, tree.left.tolist(), tree.right.tolist()
+        (5, [1, 2, -1, -1, -1], [4, 3, -1, -1, -1])
+        >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+        >>> tree.predict_proba(X).ravel().tolist() == shared.predict_proba(X).ravel().tolist()
+        True
+        """
+        internal = self.left >= 0
+        kids = np.r_[self.left[internal], self.right[internal]]
+        if not kids.size or np.bincount(kids, minlength=self.n_nodes).max() <= 1:
+            return self
+        src: list[int] = []
+        left: list[int] = []
+        right: list[int] = []
+        stack = [(0, -1, True)]  # (node, its copy's parent, as the left child)
+        while stack:
+            node, parent, is_left = stack.pop()
+            new = len(src)
+            if new >= max_nodes:
+                raise UnsupportedModelError(
+                    f"a tree's shared subtrees (categorical splits over level sets) unfold to "
+                    f"more than {max_nodes} nodes")
+            src.append(node)
+            left.append(-1)
+            right.append(-1)
+            if parent >= 0:
+                (left if is_left else right)[parent] = new
+            if self.left[node] >= 0:
+                stack.append((int(self.right[node]), new, False))
+                stack.append((int(self.left[node]), new, True))
+        idx = np.array(src, dtype=np.int64)
+        return TreeView(self.feature[idx], self.threshold[idx], np.array(left, dtype=np.int64),
+                        np.array(right, dtype=np.int64), self.value[idx], self.n_features)
 
     def paths(self) -> list[tuple[int, list[tuple[int, float, bool]]]]:
         """Every leaf with its path from the root: ``(leaf, [(feature, threshold, went_left)])``.

@@ -147,6 +147,13 @@ class VoteEnsemble:
 
     def __init__(self, kind: str, parts: Any):
         self.kind = kind
+        # every node on one path (TreeView.unshared): the routing pass and the witness's
+        # path walk assume trees, and an imported categorical split shares its child
+        if kind == "boosted":
+            parts = AdditiveTrees([t.unshared() for t in parts.trees], parts.output,
+                                  parts.baseline)
+        else:
+            parts = [t.unshared() for t in parts]
         self.parts = parts
         if kind == "boosted":
             vote = parts.vote_trees()

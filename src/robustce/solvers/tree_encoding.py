@@ -330,11 +330,15 @@ def ensemble_of(kind: str, parts: Any, encoder: Any, *, epsilon: np.ndarray | No
     Shared by MACE's MILP backend and :class:`~robustce.methods.MILPNearest`. ``epsilon``
     (per model-space column; the robust ensemble CE): each split gets two literals, at
     θ − ε and θ + ε (:mod:`robustce.solvers.robust_trees`), and a single tree is encoded by
-    its summed vote."""
+    its summed vote. Shared subtrees (an imported categorical split over a level set) are
+    unfolded first (:meth:`TreeView.unshared <robustce.models.trees.TreeView.unshared>`): a
+    node gets one flow / reach variable."""
     if kind not in TREE_KINDS:
         raise ValidationError(f"kind must be one of {TREE_KINDS}, got {kind!r}")
     column_kind, grid_steps = column_kinds(encoder)
     trees = parts.vote_trees() if kind == "boosted" else parts
+    # the flow and reach encodings give a node one variable: trees, no shared subtrees
+    trees = [t.unshared() for t in trees]
     return TreeEnsemble(trees, column_kind, grid_steps,
                         forest=kind != "tree" or epsilon is not None,
                         margins=SplitMargins.of(encoder), epsilon=epsilon)
