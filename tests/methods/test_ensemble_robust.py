@@ -54,8 +54,12 @@ def test_the_optimum_equals_brute_force_over_the_robust_boxes(est):
         axes = []
         for j in range(2):
             t = s.threshold[inner & (s.feature == j)]
-            # the ε boundary clears the model's float32 comparison by 4 float32 steps
-            m = 4 * np.spacing(np.float32(np.abs(t) + shift.epsilon)).astype(np.float64)
+            # the ε boundary clears the model's float32 comparison by 4 float32 steps of
+            # max(|t| + ε, the raw column's magnitude over its range): the pipeline reads raw
+            f = data.schema[f"x{j}"]
+            raw = max(abs(f.lower), abs(f.upper)) / (f.upper - f.lower)
+            size = np.maximum(np.abs(t) + shift.epsilon, raw).astype(np.float32)
+            m = 4 * np.spacing(size).astype(np.float64)
             faces = np.r_[t - shift.epsilon - m, t + shift.epsilon + m]
             vals = np.r_[q[j], 0.0, 1.0, faces, np.nextafter(faces, np.inf),
                          np.nextafter(faces, -np.inf)]

@@ -62,9 +62,11 @@ def _leaf_paths(left, right):
     return out
 
 
-def attack_sklearn(est, x: np.ndarray, target: int, delta: float, eps: float) -> int:
-    """The class the worst corner copy of ``est`` (sklearn tree / forest) predicts at ``x``."""
+def attack_sklearn(est, x: np.ndarray, target: int, delta: float, eps) -> int:
+    """The class the worst corner copy of ``est`` (sklearn tree / forest) predicts at ``x``;
+    ``eps``: one number, or one per input of the estimator."""
     est = copy.deepcopy(est)
+    eps_of = np.broadcast_to(np.asarray(eps, dtype=np.float64), (len(x),))
     rival = 1 - target
     x32 = np.asarray(x, dtype=np.float32)[None]
     for tree in _sk_trees(est):
@@ -73,14 +75,15 @@ def attack_sklearn(est, x: np.ndarray, target: int, delta: float, eps: float) ->
         orig = thr.copy()
         value = tr.value[:, 0, :] / tr.value[:, 0, :].sum(axis=1, keepdims=True)
         best, best_path = np.inf, None
+        e = eps_of[np.maximum(tr.feature, 0)]
         for leaf, path in _leaf_paths(tr.children_left, tr.children_right):
             for node, go_left in path:
-                thr[node] = orig[node] + eps if go_left else orig[node] - eps
+                thr[node] = orig[node] + e[node] if go_left else orig[node] - e[node]
             if int(tree.apply(x32)[0]) == leaf and value[leaf, target] - value[leaf, rival] < best:
                 best, best_path = value[leaf, target] - value[leaf, rival], path
             thr[:] = orig
         for node, go_left in best_path:
-            thr[node] = orig[node] + eps if go_left else orig[node] - eps
+            thr[node] = orig[node] + e[node] if go_left else orig[node] - e[node]
         leaves = tr.children_left < 0
         moved = value.copy()
         moved[:, target] -= delta
@@ -275,4 +278,52 @@ def test_rows_exactly_on_splits_are_certified_as_the_users_estimator_routes_them
     robust = np.flatnonzero(shifted.robust)
     assert len(robust) >= 10, "some rows on the splits are (δ, ε)-robust"
     flipped = [i for i in robust if attack(est, R[i], int(own[i]), 0.02, eps) != own[i]]
+    assert flipped == [], f"{len(flipped)} of {len(robust)} certified rows flipped"
+
+
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+def test_a_forest_on_raw_values_of_a_narrow_high_column_survives_its_own_corners():
+    """A forest fitted on the raw frame (``from_sklearn``): a year column 2000–2020 is read
+    by the estimator in float32 steps of 2^-13 year, 6e-6 of its range — far above a float32
+    step of the model-space threshold (the margin must count the raw magnitude). ε = 0.01 of
+    the range is 0.2 year on the estimator's own thresholds; every certified CE's raw row,
+    and every certified row near a year split's ε boundary, keeps its class at the corners."""
+    from robustce.models.sklearn_import import from_sklearn
+
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"year": 2000.0 + 20.0 * rng.random(n), "b": rng.random(n)})
+    y = ((df.year - 2000) / 20 + df.b + 0.2 * rng.normal(size=n) > 1.0).astype(int).to_numpy()
+    est = RandomForestClassifier(6, max_depth=3, random_state=0).fit(df, y)
+    data = from_frame(df.assign(y=y), "y")
+    model = from_sklearn(est, data)
+    span = np.array([data.schema[c].upper - data.schema[c].lower for c in df.columns])
+    delta, eps = 0.02, 0.01
+    queries = df[est.predict(df) == 0].head(12)
+    res = EnsembleRobust(model, data, delta=delta, epsilon=eps, time_limit=30).explain(queries)
+    raw = res.counterfactuals[list(df.columns)].to_numpy(np.float64)
+    assert len(raw) >= 8
+    flipped = [i for i, x in enumerate(raw) if attack_sklearn(est, x, 1, delta, eps * span) != 1]
+    assert flipped == [], f"{len(flipped)} of {len(raw)} certified CEs flipped"
+    # rows swept across the model-space boundaries θ ± ε of the year splits, in steps of
+    # 2e-6 (4e-5 year): each certified one keeps its class at the estimator's own corners
+    from robustce.robustness.ensemble import VoteEnsemble
+
+    s = VoteEnsemble.of(model).stack
+    X = model.encoder.transform(df)
+    rows = []
+    for node in np.flatnonzero(~s.is_leaf & (s.feature == 0)):
+        for face in (s.threshold[node] - eps, s.threshold[node] + eps):
+            for k in range(-20, 21):
+                for base in X[:2]:
+                    r = base.copy()
+                    r[0] = face + k * 2e-6
+                    rows.append(r)
+    R = np.array(rows)
+    raw = model.encoder.inverse_transform(R)[list(df.columns)]
+    own = est.predict(raw).astype(int)
+    robust = np.flatnonzero(EnsembleCertifier(EnsembleShift(0.0, eps)).certify(model, R, own).robust)
+    assert len(robust) >= 60
+    raw = raw.to_numpy(np.float64)
+    flipped = [i for i in robust if attack_sklearn(est, raw[i], int(own[i]), 0.0, eps * span) != own[i]]
     assert flipped == [], f"{len(flipped)} of {len(robust)} certified rows flipped"

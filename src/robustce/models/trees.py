@@ -37,6 +37,7 @@ __all__ = [
     "TreeView",
     "epsilon_split_bounds",
     "float32_threshold",
+    "native_float_scale",
     "forest_predict_proba",
     "split_margin",
 ]
@@ -145,21 +146,51 @@ _MARGINS: weakref.WeakKeyDictionary[Any, tuple[Any, SplitMargins]] = weakref.Wea
 EPSILON_FLOAT_STEPS = 4
 
 
-def epsilon_split_bounds(threshold: np.ndarray, epsilon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def epsilon_split_bounds(threshold: np.ndarray, epsilon: np.ndarray,
+                         native: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The ε boundary of splits ``x <= t`` (arrays broadcast), as ``(lo, hi)``: every
     threshold within ε of the model's stored one, compared as its library compares, sends
     ``x`` left when ``x <= lo`` and right when ``x > hi``. ``lo = t − ε − m``,
     ``hi = t + ε + m`` with the margin ``m`` :data:`EPSILON_FLOAT_STEPS` float32 steps of
-    ``|t| + ε`` where ``ε > 0`` (at ``ε = 0`` the view's routing is the model's own: ``m = 0``).
-    So a split can send ``x`` left iff ``x <= hi`` and right iff ``x > lo`` (conservatively:
-    within the margin both sides count as reachable)."""
+    ``max(|t| + ε, native)`` where ``ε > 0`` (at ``ε = 0`` the view's routing is the model's
+    own: ``m = 0``). ``native``: per split, the magnitude in model-space units at which the
+    estimator's own inputs are rounded — :func:`native_float_scale` of the column, for a
+    pipeline whose estimator reads raw or standardised values. So a split can send ``x``
+    left iff ``x <= hi`` and right iff ``x > lo`` (conservatively: within the margin both
+    sides count as reachable).
+
+    Examples
+    --------
+    >>> lo, hi = epsilon_split_bounds(np.array([0.5, 0.5]), np.array([0.0, 0.01]))
+    >>> np.round(0.5 - lo, 9).tolist(), bool(hi[1] - 0.51 == 4 * np.spacing(np.float32(0.51)))
+    ([0.0, 0.010000238], True)
+    """
     t = np.asarray(threshold, dtype=np.float64)
     eps = np.asarray(epsilon, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        size = (np.abs(t) + eps).astype(np.float32)
+        size = np.maximum(np.abs(t) + eps, np.asarray(native, dtype=np.float64)).astype(np.float32)
         step = np.spacing(np.abs(size)).astype(np.float64)
     m = np.where(eps > 0, EPSILON_FLOAT_STEPS * np.where(np.isfinite(step), step, 0.0), 0.0)
     return t - eps - m, t + eps + m
+
+
+def native_float_scale(encoder: Any, d: int) -> np.ndarray:
+    """Per model-space column, the magnitude (in model-space units) of the values the
+    estimator itself reads on it, for :func:`epsilon_split_bounds`: a scaled continuous
+    column's raw magnitude over its range, ``max(|lower|, |upper|) / (upper − lower)`` — a
+    pipeline that passes the raw value (or a standardised one, no larger) rounds it to
+    float32 steps of that size — and 0 elsewhere (grid, 0/1 and level columns are exact; a
+    model fit on model space itself needs only ``|t| + ε``). Zeros without an encoder."""
+    out = np.zeros(d)
+    if encoder is None or not hasattr(encoder, "blocks_"):
+        return out
+    m = SplitMargins.of(encoder)
+    if len(m.lower) != d:
+        return out
+    span = m.upper - m.lower
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.maximum(np.abs(m.lower), np.abs(m.upper)) / np.where(span > 0, span, 1.0)
+    return np.where(m.continuous & np.isfinite(r), r, 0.0)
 
 
 def float32_threshold(threshold: np.ndarray) -> np.ndarray:

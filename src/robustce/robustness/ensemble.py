@@ -39,14 +39,15 @@ above scikit-learn's ``t``), but a point placed exactly on the real-valued bound
 can be rounded to the other side by the library (issue 47: a third of the certified CEs on
 scikit-learn trees and forests were). So for ε > 0 each boundary is widened by
 :data:`~robustce.models.trees.EPSILON_FLOAT_STEPS` = 4 float32 steps of ``|θ| + ε``
-(:func:`~robustce.models.trees.epsilon_split_bounds`; about 2.4e-7 at ``|θ| + ε ≈ 0.5``): a
-point is surely left only at ``x_j <= θ − ε − m`` and surely right only at ``x_j > θ + ε + m``,
-in this test and in :class:`~robustce.methods.EnsembleRobust`'s MILP, so a certified CE clears
-every corner of the user's own model by at least a float step. The witness is built on the
-real-valued boundary (no margin); a point inside the margin whose witness does not flip is
-``inconclusive``. The margin is in model space: for a pipeline whose scaler stretches a column
-(its float32 steps in the estimator's units are larger than model space's), it is not widened
-further.
+(:func:`~robustce.models.trees.epsilon_split_bounds`; about 2.4e-7 at ``|θ| + ε ≈ 0.5``) —
+of ``max(|θ| + ε, native_j)``, where ``native_j`` (:func:`~robustce.models.trees.native_float_scale`)
+is a scaled continuous column's raw magnitude over its range, so that a pipeline whose
+estimator reads the raw (or standardised) value, rounded to float32 in its own units, is
+covered too: a point is surely left only at ``x_j <= θ − ε − m`` and surely right only at
+``x_j > θ + ε + m``, in this test and in :class:`~robustce.methods.EnsembleRobust`'s MILP, so a
+certified CE clears every corner of the user's own model by at least a float step. The
+witness is built on the real-valued boundary (no margin); a point inside the margin whose
+witness does not flip is ``inconclusive``. A bare tree view (no encoder) uses ``|θ| + ε``.
 
 Margins here are **summed votes** (a forest's sum of leaf distributions, a booster's logits),
 as :class:`~robustce.methods.MILPNearest` reports them for tree models: ``lower`` is
@@ -65,7 +66,7 @@ import numpy as np
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.network import resolve_targets
-from robustce.models.trees import TreeStack, TreeView, epsilon_split_bounds
+from robustce.models.trees import TreeStack, TreeView, epsilon_split_bounds, native_float_scale
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.solvers.tree_encoding import tree_parts
 from robustce.validation import check_number
@@ -168,6 +169,9 @@ class VoteEnsemble:
             raise ValidationError("a split threshold of the tree model is NaN")
         self.n_classes = int(vote[0].n_classes)
         self.n_features = int(vote[0].n_features)
+        #: per column, the magnitude the estimator's own inputs are rounded at (model-space
+        #: units; :func:`~robustce.models.trees.native_float_scale`), set by :meth:`of`
+        self.native = np.zeros(self.n_features)
         self.movable = movable
         stack = TreeStack.of(vote)
         self.stack = stack
@@ -209,7 +213,9 @@ class VoteEnsemble:
                 f"the (δ, ε) test takes a tree model (a decision tree, forest or boosted "
                 f"ensemble), got {type(model).__name__}")
         kind, p = parts
-        return cls(kind, p if kind == "boosted" else list(p))
+        ens = cls(kind, p if kind == "boosted" else list(p))
+        ens.native = native_float_scale(getattr(model, "encoder", None), ens.n_features)
+        return ens
 
     @property
     def n_trees(self) -> int:
@@ -241,7 +247,8 @@ class VoteEnsemble:
         for nodes in self.levels:
             f, t = s.feature[nodes], s.threshold[nodes]
             e = eps[f]
-            lo, hi = epsilon_split_bounds(t, e) if float_margin else (t - e, t + e)
+            lo, hi = (epsilon_split_bounds(t, e, self.native[f]) if float_margin
+                      else (t - e, t + e))
             here = R[:, nodes]
             R[:, s.left[nodes]] = here & (X[:, f] <= hi)
             R[:, s.right[nodes]] = here & (X[:, f] > lo)

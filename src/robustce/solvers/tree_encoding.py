@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from robustce.errors import ValidationError
-from robustce.models.trees import SplitMargins, TreeStack, epsilon_split_bounds
+from robustce.models.trees import SplitMargins, TreeStack, epsilon_split_bounds, native_float_scale
 from robustce.solvers.encodings import DistanceObjective, InputDomain, column_kinds
 from robustce.solvers.milp import MILP, SolveStatus
 
@@ -105,7 +105,7 @@ class TreeEnsemble:
 
     def __init__(self, trees: Sequence, column_kind: np.ndarray, grid_steps: np.ndarray,
                  forest: bool = True, margins: SplitMargins | None = None,
-                 epsilon: np.ndarray | None = None):
+                 epsilon: np.ndarray | None = None, native: np.ndarray | None = None):
         if len(trees) == 0:
             raise ValidationError("a tree ensemble needs at least one tree")
         if not forest and len(trees) != 1:
@@ -140,7 +140,7 @@ class TreeEnsemble:
             # ε of the split cannot pass the node (only nodes it passes constrain it). The
             # bounds clear the model's own float comparison (epsilon_split_bounds)
             eps = np.asarray(epsilon, np.float64)[f]
-            s_lo, s_hi = epsilon_split_bounds(thr, eps)
+            s_lo, s_hi = epsilon_split_bounds(thr, eps, 0.0 if native is None else native[f])
             if margins is not None:
                 real = kind[f] == "continuous"
                 m = margins(f[real], thr[real])
@@ -339,9 +339,10 @@ def ensemble_of(kind: str, parts: Any, encoder: Any, *, epsilon: np.ndarray | No
     trees = parts.vote_trees() if kind == "boosted" else parts
     # the flow and reach encodings give a node one variable: trees, no shared subtrees
     trees = [t.unshared() for t in trees]
+    native = None if epsilon is None else native_float_scale(encoder, len(column_kind))
     return TreeEnsemble(trees, column_kind, grid_steps,
                         forest=kind != "tree" or epsilon is not None,
-                        margins=SplitMargins.of(encoder), epsilon=epsilon)
+                        margins=SplitMargins.of(encoder), epsilon=epsilon, native=native)
 
 
 def single_feature_moves(ensemble: TreeEnsemble, encoder: Any, query: np.ndarray,
