@@ -259,7 +259,8 @@ def _rows_on_splits(model, X: np.ndarray, eps: float, n_nodes: int = 12) -> np.n
     return np.array(rows)
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.slow) if f == "xgboost" else f
+                                    for f in FAMILIES])
 def test_rows_exactly_on_splits_are_certified_as_the_users_estimator_routes_them(family):
     """ε = 0: a row on a split (or one float step off it) is certified for the class the
     user's own estimator gives it, never for the other. ε > 0: every such row certified
@@ -315,7 +316,7 @@ def test_a_forest_on_raw_values_of_a_narrow_high_column_survives_its_own_corners
     for node in np.flatnonzero(~s.is_leaf & (s.feature == 0)):
         for face in (s.threshold[node] - eps, s.threshold[node] + eps):
             for k in range(-20, 21):
-                for base in X[:2]:
+                for base in X[:1]:
                     r = base.copy()
                     r[0] = face + k * 2e-6
                     rows.append(r)
@@ -323,7 +324,7 @@ def test_a_forest_on_raw_values_of_a_narrow_high_column_survives_its_own_corners
     raw = model.encoder.inverse_transform(R)[list(df.columns)]
     own = est.predict(raw).astype(int)
     robust = np.flatnonzero(EnsembleCertifier(EnsembleShift(0.0, eps)).certify(model, R, own).robust)
-    assert len(robust) >= 60
+    assert len(robust) >= 30
     raw = raw.to_numpy(np.float64)
     flipped = [i for i in robust if attack_sklearn(est, raw[i], int(own[i]), 0.0, eps * span) != own[i]]
     assert flipped == [], f"{len(flipped)} of {len(robust)} certified rows flipped"
