@@ -37,10 +37,10 @@ two float32 values), XGBoost ``float32(x) < s`` (``s`` float32), LightGBM ``x <=
 The tree view's threshold reproduces that routing exactly at ε = 0 (about half a float32 step
 above scikit-learn's ``t``), but a point placed exactly on the real-valued boundary ``θ ± ε``
 can be rounded to the other side by the library (issue 47: a third of the certified CEs on
-scikit-learn trees and forests were). So for ε > 0 each boundary is widened by
-:data:`~robustce.models.trees.EPSILON_FLOAT_STEPS` = 4 float32 steps of ``|θ| + ε``
-(:func:`~robustce.models.trees.epsilon_split_bounds`; about 2.4e-7 at ``|θ| + ε ≈ 0.5``) —
-of ``max(|θ| + ε, native_j)``, where ``native_j`` (:func:`~robustce.models.trees.native_float_scale`)
+scikit-learn trees and forests were). So for ε > 0 each boundary is widened by the margin
+``m`` = :data:`~robustce.models.trees.EPSILON_FLOAT_STEPS` = 4 float32 steps of
+``max(|θ| + ε, native_j)`` (:func:`~robustce.models.trees.epsilon_split_bounds`; about 4.8e-7
+when that is about 1), where ``native_j`` (:func:`~robustce.models.trees.native_float_scale`)
 is a scaled continuous column's raw magnitude over its range, so that a pipeline whose
 estimator reads the raw (or standardised) value, rounded to float32 in its own units, is
 covered too: a point is surely left only at ``x_j <= θ − ε − m`` and surely right only at
