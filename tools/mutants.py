@@ -448,8 +448,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "MACE's MILP on a boosted model forgets the intercept: CEs and bounds for another model"),
     # the (δ, ε)-test for tree ensembles and the nearest (δ, ε)-robust CE
     Mutant("ensemble_reach_ignores_parent", "robustness/ensemble.py",
-           """            R[:, s.right[nodes]] = here & ((t - below[:, f]) <= e)""",
-           """            R[:, s.right[nodes]] = (t - below[:, f]) <= e""",
+           """            R[:, s.right[nodes]] = here & (X[:, f] > lo)""",
+           """            R[:, s.right[nodes]] = X[:, f] > lo""",
            ("tests/robustness/test_ensemble_certificate.py::test_worst_case_equals_brute_force_on_"
             "tiny_ensembles",),
            "a right child counted reachable though its parent is not: worst cases of leaves "
@@ -477,6 +477,33 @@ MUTANTS: tuple[Mutant, ...] = (
            """                rows_lb.append(g_c0[new] - 2.0)""",
            ("tests/methods/test_ensemble_robust.py",),
            "reach no longer flows down the tree: the MILP ignores leaves the set can reach"),
+    Mutant("ensemble_float_margin_zero", "models/trees.py",
+           """EPSILON_FLOAT_STEPS = 4""",
+           """EPSILON_FLOAT_STEPS = 0""",
+           ("tests/robustness/test_ensemble_corner_attack.py",),
+           "(δ, ε) CEs placed exactly on the real-valued ε boundary: the user's own float32 "
+           "scikit-learn estimator, thresholds moved by ε, flips them (issue 47)"),
+    Mutant("ensemble_native_scale_ignored", "robustness/ensemble.py",
+           """            lo, hi = (epsilon_split_bounds(t, e, self.native[f]) if float_margin""",
+           """            lo, hi = (epsilon_split_bounds(t, e) if float_margin""",
+           ("tests/robustness/test_ensemble_corner_attack.py::test_a_forest_on_raw_values_of_a_"
+            "narrow_high_column_survives_its_own_corners",),
+           "the float margin ignores the raw magnitude the estimator reads: rows near a split "
+           "of a narrow high column (a year) certified, then flipped by the user's estimator"),
+    Mutant("tree_view_shared_subtrees_kept", "models/trees.py",
+           """        if not kids.size or np.bincount(kids, minlength=self.n_nodes).max() <= 1:""",
+           """        if True:""",
+           ("tests/methods/test_ensemble_robust.py::test_the_worst_case_at_zero_is_the_lightgbm_"
+            "booster_score_through_categorical_splits",),
+           "a LightGBM categorical split's shared child routed once: (δ, ε) worst cases of no "
+           "leaf, EnsembleRobust errors on category columns (issue 47)"),
+    Mutant("filter_removed_is_error", "methods/base.py",
+           """                if (status == "error" and n_constr[j] > 0""",
+           """                if (status == "error" and n_constr[j] == sizes[j]""",
+           ("tests/methods/test_constraints_registry.py::test_constraints_that_remove_everything_"
+            "give_the_documented_status",),
+           "DiCE under constraints reports error (a bug) where the constraints removed every "
+           "valid CE and the rest failed the forward pass (issue 47)"),
     Mutant("robust_trees_no_delta", "methods/ensemble_robust.py",
            """tie + self._votes_.rival_shift(target, self.shift_.delta))""",
            """tie + 0.0 * self._votes_.rival_shift(target, self.shift_.delta))""",

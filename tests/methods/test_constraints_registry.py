@@ -201,3 +201,43 @@ def test_meta_survives_concat_and_save(world, tmp_path):
     assert back.meta["constraints"] == both.meta["constraints"]
     assert back.to_frame()["constraints_removed"].tolist() == \
         both.to_frame()["constraints_removed"].tolist()
+
+
+#: age is immutable: no CE of a query younger than 75 satisfies it
+IMPOSSIBLE = ["age >= 75"]
+
+
+#: the slowest methods here (seconds each on the 2-core machine) run with ``make test-all``
+_SLOW_WHEN_EMPTY = {"proto_robust", "rbr", "counternet"}
+
+
+@pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.slow) if m in _SLOW_WHEN_EMPTY
+                                    else m for m in sorted(METHOD_CLASSES)])
+def test_constraints_that_remove_everything_give_the_documented_status(world, method):
+    """Constraints no CE can satisfy: no method answers ``error`` or ``found``; a query
+    whose every returned CE the constraints removed (some perhaps dropped as invalid too) is
+    ``not_found`` (docs/constraints.md); an exact method removes none."""
+    cls = get_method(method)
+    missing = cls.missing_dependency()
+    if missing:
+        pytest.skip(f"{method}: {missing}")
+    data, models = world
+    params = {"time_limit": 10.0, "constraints": {"relations": IMPOSSIBLE},
+              **PARAMS.get(method, {})}
+    if "random_state" in cls.param_names():
+        params.setdefault("random_state", 0)
+    model = None if trains_own_model(method) else models[MODEL_FOR.get(method, "mlp")]
+    ex = build_explainer(method, model, data, **params)
+    pred = ex.model.predict(data.frame)
+    queries = data.frame.iloc[np.flatnonzero((pred == 0) & (data.frame["age"] < 75))[:4]]
+    res = ex.explain(queries)
+    frame = res.to_frame()
+    assert len(res.counterfactuals) == 0
+    assert set(res.status) <= {"infeasible", "no_robust_point", "not_found", "timeout"}, \
+        frame[["status", "message"]]
+    # a query whose CEs the constraints removed (a filtering method's returned CEs; a
+    # neighbour method filters its pool first and reports on the pool) is not_found
+    removed = frame["constraints_removed"] > 0
+    if cls.constraint_support() == "exact":
+        assert not removed.any()
+    assert (frame.loc[removed, "status"] == "not_found").all(), frame[["status", "message"]]

@@ -33,10 +33,10 @@ def _data(n=400, d=2, seed=0):
                                                             random_state=0)],
                          ids=["forest", "boosted"])
 def test_the_optimum_equals_brute_force_over_the_robust_boxes(est):
-    """The robust points form boxes whose faces lie at θ ± ε (and the domain's ends); under
-    l1 the nearest point of a box takes, per column, the query's value or a face's. So the
-    grid of those values (each face also one float past it, for strict sides), every point
-    tested by the exact (δ, ε)-test, holds the optimum."""
+    """The robust points form boxes whose faces lie at θ ± ε, widened by the float margin
+    (and the domain's ends); under l1 the nearest point of a box takes, per column, the
+    query's value or a face's. So the grid of those values (each face also one float past it,
+    for strict sides), every point tested by the exact (δ, ε)-test, holds the optimum."""
     df, y, data = _data()
     est.fit(df, y)
     model = from_sklearn(est, df)
@@ -54,7 +54,13 @@ def test_the_optimum_equals_brute_force_over_the_robust_boxes(est):
         axes = []
         for j in range(2):
             t = s.threshold[inner & (s.feature == j)]
-            faces = np.r_[t - shift.epsilon, t + shift.epsilon]
+            # the ε boundary clears the model's float32 comparison by 4 float32 steps of
+            # max(|t| + ε, the raw column's magnitude over its range): the pipeline reads raw
+            f = data.schema[f"x{j}"]
+            raw = max(abs(f.lower), abs(f.upper)) / (f.upper - f.lower)
+            size = np.maximum(np.abs(t) + shift.epsilon, raw).astype(np.float32)
+            m = 4 * np.spacing(size).astype(np.float64)
+            faces = np.r_[t - shift.epsilon - m, t + shift.epsilon + m]
             vals = np.r_[q[j], 0.0, 1.0, faces, np.nextafter(faces, np.inf),
                          np.nextafter(faces, -np.inf)]
             axes.append(np.unique(np.clip(vals, 0.0, 1.0)))
@@ -134,3 +140,54 @@ def test_bad_parameters_and_models_are_refused(booster):
     linear = from_sklearn(LogisticRegression().fit(df, est.predict(df)), df)
     with pytest.raises(UnsupportedModelError, match="tree model"):
         EnsembleRobust(linear, data)
+
+
+def _lightgbm_with_categories():
+    """A bare LightGBM on a raw frame with pandas ``category`` columns: its categorical
+    splits over level sets become chains of one-hot tests that share a child."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({"u": rng.uniform(size=n), "income": rng.normal(50, 15, n).round(2),
+                       "region": pd.Categorical(rng.choice(list("abcdefg"), n)),
+                       "owner": pd.Categorical(rng.choice(["yes", "no"], n))})
+    y = (df["region"].isin(["b", "d", "e"]) ^ (df.u > 0.7) ^ (df.owner == "yes")).astype(int)
+    clf = lgb.LGBMClassifier(n_estimators=20, num_leaves=8, random_state=0, verbose=-1, n_jobs=1,
+                             min_data_per_group=5, cat_smooth=1.0).fit(df, y.to_numpy())
+    assert sum(t["num_cat"] for t in clf.booster_.dump_model()["tree_info"]) > 0
+    return df, clf, from_sklearn(clf, df)
+
+
+def test_the_worst_case_at_zero_is_the_lightgbm_booster_score_through_categorical_splits():
+    """δ = ε = 0: the worst summed-vote margin for class 1 is the booster's own raw score, on
+    rows over every level of every category (the routing pass reaches every tree's leaf)."""
+    df, clf, model = _lightgbm_with_categories()
+    grid = pd.concat([df.iloc[[i]] for i in range(6)] * 14, ignore_index=True)
+    grid["region"] = pd.Categorical(np.tile(list("abcdefg"), 12),
+                                    categories=df["region"].cat.categories)
+    grid["owner"] = pd.Categorical(np.repeat(["yes", "no"], 42), categories=df["owner"].cat.categories)
+    from robustce.robustness import ensemble_worst_case
+
+    worst = ensemble_worst_case(model, model.encoder.transform(grid), 0.0, target_class=1)
+    np.testing.assert_allclose(worst, clf.booster_.predict(grid, raw_score=True), atol=1e-6)
+
+
+def test_ensemble_robust_on_lightgbm_categories_finds_what_the_booster_accepts():
+    """Every query gets a CE from MILPNearest and from EnsembleRobust (at δ = ε = 0 as near
+    as MILPNearest's), and the booster itself predicts the target on each CE's raw row."""
+    df, clf, model = _lightgbm_with_categories()
+    queries = df[clf.predict(df) == 0].iloc[:8]
+    nearest = MILPNearest(model, norm="l1", time_limit=30).explain(queries)
+    assert (nearest.status == "found").all(), nearest.status.tolist()
+    np.testing.assert_array_equal(clf.predict(nearest.counterfactuals[list(df.columns)]), 1)
+    for delta, eps in ((0.0, 0.0), (0.02, 0.01)):
+        res = EnsembleRobust(model, delta=delta, epsilon=eps, norm="l1", time_limit=30).explain(queries)
+        assert (res.status == "found").all(), res.status.tolist()
+        np.testing.assert_array_equal(clf.predict(res.counterfactuals[list(df.columns)]), 1)
+        cert = EnsembleCertifier(EnsembleShift(delta, eps)).certify(
+            model, res.counterfactuals_encoded, 1)
+        assert cert.robust.all()
+        if delta == eps == 0.0:
+            d_robust = res.to_frame()["distance"].to_numpy()
+            d_nearest = nearest.to_frame()["distance"].to_numpy()
+            np.testing.assert_allclose(d_robust, d_nearest, atol=1e-6)

@@ -551,10 +551,11 @@ class Explainer:
             kept = cfs[sl][keep[sl]]
             if len(kept) == 0:
                 status = "error" if r.status == "found" else r.status
-                if (status == "error" and n_constr[j] == sizes[j]
+                if (status == "error" and n_constr[j] > 0
                         and self.constraint_support() == "filter"):
-                    # a filtering method: every CE it found breaks the constraints — no
-                    # proof that none exists (that is "infeasible"), only that none was found
+                    # a filtering method: every CE it found that held (valid, actionable)
+                    # breaks the constraints, the others were dropped as any method's are —
+                    # no proof that none exists (that is "infeasible"), only that none was found
                     status = "not_found"
                 out.append(QueryResult(status, None, r.certificate, r.time, "; ".join(notes)))
             else:

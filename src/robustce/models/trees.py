@@ -9,6 +9,12 @@ scikit-learn compares ``float32(x) <= t``. The thresholds here are shifted to th
 float64 ``t'`` with ``x <= t' ⟺ float32(x) <= t`` for every float64 ``x``, so that the plain
 real-valued comparison (the one an SMT or MILP encoding uses) reproduces scikit-learn's routing
 exactly. The shift is below 3e-8 relative.
+
+A threshold moved by ε (the (δ, ε)-sets of :mod:`robustce.robustness.ensemble`) is compared by
+the user's own library as it stores it — scikit-learn ``float32(x) <= t``, XGBoost
+``float32(x) < s`` with ``s`` float32, LightGBM ``x <= t`` in double — so the real-valued
+boundary ``t ± ε`` of this view is off by up to half a float32 step of the input and of the
+threshold. :func:`epsilon_split_bounds` widens it by :data:`EPSILON_FLOAT_STEPS` float32 steps.
 """
 
 from __future__ import annotations
@@ -20,15 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from robustce.errors import ValidationError
+from robustce.errors import UnsupportedModelError, ValidationError
 
 __all__ = [
     "SPLIT_MARGIN_ABS",
     "SPLIT_MARGIN_F32",
     "SplitMargins",
     "TreeStack",
+    "EPSILON_FLOAT_STEPS",
     "TreeView",
+    "epsilon_split_bounds",
     "float32_threshold",
+    "native_float_scale",
     "forest_predict_proba",
     "split_margin",
 ]
@@ -128,6 +137,60 @@ class SplitMargins:
 
 #: encoder -> (its ``blocks_`` when computed, its margins): :meth:`SplitMargins.of`'s cache
 _MARGINS: weakref.WeakKeyDictionary[Any, tuple[Any, SplitMargins]] = weakref.WeakKeyDictionary()
+
+
+#: float32 steps (of the boundary's magnitude ``|t| + ε``) by which a (δ, ε)-robust point must
+#: clear the ε boundary of a split: the view's threshold is up to half a step from the stored
+#: one (:func:`float32_threshold`), the library rounds the input to float32 (half a step), and
+#: XGBoost's strict ``<`` on float32 values costs one more; 4 covers them with room to spare
+EPSILON_FLOAT_STEPS = 4
+
+
+def epsilon_split_bounds(threshold: np.ndarray, epsilon: np.ndarray,
+                         native: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The ε boundary of splits ``x <= t`` (arrays broadcast), as ``(lo, hi)``: every
+    threshold within ε of the model's stored one, compared as its library compares, sends
+    ``x`` left when ``x <= lo`` and right when ``x > hi``. ``lo = t − ε − m``,
+    ``hi = t + ε + m`` with the margin ``m`` :data:`EPSILON_FLOAT_STEPS` float32 steps of
+    ``max(|t| + ε, native)`` where ``ε > 0`` (at ``ε = 0`` the view's routing is the model's
+    own: ``m = 0``). ``native``: per split, the magnitude in model-space units at which the
+    estimator's own inputs are rounded — :func:`native_float_scale` of the column, for a
+    pipeline whose estimator reads raw or standardised values. So a split can send ``x``
+    left iff ``x <= hi`` and right iff ``x > lo`` (conservatively: within the margin both
+    sides count as reachable).
+
+    Examples
+    --------
+    >>> lo, hi = epsilon_split_bounds(np.array([0.5, 0.5]), np.array([0.0, 0.01]))
+    >>> np.round(0.5 - lo, 9).tolist(), bool(hi[1] - 0.51 == 4 * np.spacing(np.float32(0.51)))
+    ([0.0, 0.010000238], True)
+    """
+    t = np.asarray(threshold, dtype=np.float64)
+    eps = np.asarray(epsilon, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        size = np.maximum(np.abs(t) + eps, np.asarray(native, dtype=np.float64)).astype(np.float32)
+        step = np.spacing(np.abs(size)).astype(np.float64)
+    m = np.where(eps > 0, EPSILON_FLOAT_STEPS * np.where(np.isfinite(step), step, 0.0), 0.0)
+    return t - eps - m, t + eps + m
+
+
+def native_float_scale(encoder: Any, d: int) -> np.ndarray:
+    """Per model-space column, the magnitude (in model-space units) of the values the
+    estimator itself reads on it, for :func:`epsilon_split_bounds`: a scaled continuous
+    column's raw magnitude over its range, ``max(|lower|, |upper|) / (upper − lower)`` — a
+    pipeline that passes the raw value (or a standardised one, no larger) rounds it to
+    float32 steps of that size — and 0 elsewhere (grid, 0/1 and level columns are exact; a
+    model fit on model space itself needs only ``|t| + ε``). Zeros without an encoder."""
+    out = np.zeros(d)
+    if encoder is None or not hasattr(encoder, "blocks_"):
+        return out
+    m = SplitMargins.of(encoder)
+    if len(m.lower) != d:
+        return out
+    span = m.upper - m.lower
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.maximum(np.abs(m.lower), np.abs(m.upper)) / np.where(span > 0, span, 1.0)
+    return np.where(m.continuous & np.isfinite(r), r, 0.0)
 
 
 def float32_threshold(threshold: np.ndarray) -> np.ndarray:
@@ -230,6 +293,53 @@ class TreeView:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.argmax(self.predict_proba(X), axis=1)
+
+    def unshared(self, max_nodes: int = 1_000_000) -> TreeView:
+        """The same tree with every node on exactly one path from the root: subtrees reached
+        from several parents copied. An imported booster's categorical split over a set of
+        one-hot levels is a chain of ``x_k <= 0.5`` tests whose every link shares the child
+        the set goes to (:mod:`robustce.models.sklearn_import` builds it so), so its view
+        is a DAG; tests that route top-down one node at a time need a tree. ``self`` when no
+        node has two parents; :class:`UnsupportedModelError` past ``max_nodes`` nodes.
+
+        Examples
+        --------
+        >>> shared = TreeView(np.array([0, 1, -1, -1]), np.array([0.5, 0.5, np.nan, np.nan]),
+        ...                   np.array([1, 2, -1, -1]), np.array([3, 3, -1, -1]),
+        ...                   np.array([[0.0], [0.0], [1.0], [2.0]]), 2)
+        >>> tree = shared.unshared()
+        >>> tree.n_nodes, tree.left.tolist(), tree.right.tolist()
+        (5, [1, 2, -1, -1, -1], [4, 3, -1, -1, -1])
+        >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+        >>> tree.predict_proba(X).ravel().tolist() == shared.predict_proba(X).ravel().tolist()
+        True
+        """
+        internal = self.left >= 0
+        kids = np.r_[self.left[internal], self.right[internal]]
+        if not kids.size or np.bincount(kids, minlength=self.n_nodes).max() <= 1:
+            return self
+        src: list[int] = []
+        left: list[int] = []
+        right: list[int] = []
+        stack = [(0, -1, True)]  # (node, its copy's parent, as the left child)
+        while stack:
+            node, parent, is_left = stack.pop()
+            new = len(src)
+            if new >= max_nodes:
+                raise UnsupportedModelError(
+                    f"a tree's shared subtrees (categorical splits over level sets) unfold to "
+                    f"more than {max_nodes} nodes")
+            src.append(node)
+            left.append(-1)
+            right.append(-1)
+            if parent >= 0:
+                (left if is_left else right)[parent] = new
+            if self.left[node] >= 0:
+                stack.append((int(self.right[node]), new, False))
+                stack.append((int(self.left[node]), new, True))
+        idx = np.array(src, dtype=np.int64)
+        return TreeView(self.feature[idx], self.threshold[idx], np.array(left, dtype=np.int64),
+                        np.array(right, dtype=np.int64), self.value[idx], self.n_features)
 
     def paths(self) -> list[tuple[int, list[tuple[int, float, bool]]]]:
         """Every leaf with its path from the root: ``(leaf, [(feature, threshold, went_left)])``.

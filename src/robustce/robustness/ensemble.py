@@ -31,6 +31,24 @@ and moves the leaf values by δ against ``t`` and towards ``k`` — is built, pr
 ``x`` by its own trees, and the CE is ``not_robust`` only when the witness predicts another
 class (``inconclusive`` if a tie within ``tol`` leaves the class unchanged).
 
+**The float boundary.** The set is the user's own model with its *stored* thresholds moved,
+compared as its library compares: scikit-learn ``float32(x) <= t`` (``t`` a float64 midpoint of
+two float32 values), XGBoost ``float32(x) < s`` (``s`` float32), LightGBM ``x <= t`` (double).
+The tree view's threshold reproduces that routing exactly at ε = 0 (about half a float32 step
+above scikit-learn's ``t``), but a point placed exactly on the real-valued boundary ``θ ± ε``
+can be rounded to the other side by the library (issue 47: a third of the certified CEs on
+scikit-learn trees and forests were). So for ε > 0 each boundary is widened by the margin
+``m`` = :data:`~robustce.models.trees.EPSILON_FLOAT_STEPS` = 4 float32 steps of
+``max(|θ| + ε, native_j)`` (:func:`~robustce.models.trees.epsilon_split_bounds`; about 4.8e-7
+when that is about 1), where ``native_j`` (:func:`~robustce.models.trees.native_float_scale`)
+is a scaled continuous column's raw magnitude over its range, so that a pipeline whose
+estimator reads the raw (or standardised) value, rounded to float32 in its own units, is
+covered too: a point is surely left only at ``x_j <= θ − ε − m`` and surely right only at
+``x_j > θ + ε + m``, in this test and in :class:`~robustce.methods.EnsembleRobust`'s MILP, so a
+certified CE clears every corner of the user's own model by at least a float step. The
+witness is built on the real-valued boundary (no margin); a point inside the margin whose
+witness does not flip is ``inconclusive``. A bare tree view (no encoder) uses ``|θ| + ε``.
+
 Margins here are **summed votes** (a forest's sum of leaf distributions, a booster's logits),
 as :class:`~robustce.methods.MILPNearest` reports them for tree models: ``lower`` is
 ``min_k w_k``. The test costs one pass over the nodes per batch of CEs (no solver): well under
@@ -48,7 +66,7 @@ import numpy as np
 from robustce.errors import UnsupportedModelError, ValidationError
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.network import resolve_targets
-from robustce.models.trees import TreeStack, TreeView
+from robustce.models.trees import TreeStack, TreeView, epsilon_split_bounds, native_float_scale
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.solvers.tree_encoding import tree_parts
 from robustce.validation import check_number
@@ -130,6 +148,13 @@ class VoteEnsemble:
 
     def __init__(self, kind: str, parts: Any):
         self.kind = kind
+        # every node on one path (TreeView.unshared): the routing pass and the witness's
+        # path walk assume trees, and an imported categorical split shares its child
+        if kind == "boosted":
+            parts = AdditiveTrees([t.unshared() for t in parts.trees], parts.output,
+                                  parts.baseline)
+        else:
+            parts = [t.unshared() for t in parts]
         self.parts = parts
         if kind == "boosted":
             vote = parts.vote_trees()
@@ -144,6 +169,9 @@ class VoteEnsemble:
             raise ValidationError("a split threshold of the tree model is NaN")
         self.n_classes = int(vote[0].n_classes)
         self.n_features = int(vote[0].n_features)
+        #: per column, the magnitude the estimator's own inputs are rounded at (model-space
+        #: units; :func:`~robustce.models.trees.native_float_scale`), set by :meth:`of`
+        self.native = np.zeros(self.n_features)
         self.movable = movable
         stack = TreeStack.of(vote)
         self.stack = stack
@@ -185,7 +213,9 @@ class VoteEnsemble:
                 f"the (δ, ε) test takes a tree model (a decision tree, forest or boosted "
                 f"ensemble), got {type(model).__name__}")
         kind, p = parts
-        return cls(kind, p if kind == "boosted" else list(p))
+        ens = cls(kind, p if kind == "boosted" else list(p))
+        ens.native = native_float_scale(getattr(model, "encoder", None), ens.n_features)
+        return ens
 
     @property
     def n_trees(self) -> int:
@@ -204,20 +234,24 @@ class VoteEnsemble:
                          if k != target])
 
     # --- routing ---------------------------------------------------------------------------
-    def reach(self, X: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    def reach(self, X: np.ndarray, eps: np.ndarray, *, float_margin: bool = True) -> np.ndarray:
         """(n, n_nodes) bool: the nodes some ensemble of the ε-set routes each row to. A node
-        on column ``j`` with threshold θ can send ``x`` left iff ``x_j − θ <= ε_j`` (θ' = x_j)
-        and right iff ``θ − x_j⁻ <= ε_j`` (θ' = x_j⁻, the float below ``x_j``)."""
+        on column ``j`` with threshold θ can send ``x`` left iff ``x_j <= hi`` and right iff
+        ``x_j > lo``, ``(lo, hi)`` its ε boundary (:func:`epsilon_split_bounds`: ``θ ∓ ε`` and
+        the float margin — within it both sides count, as the user's model may route either
+        way). ``float_margin=False``: the real-valued boundary ``θ ∓ ε`` alone (the witness's
+        routes: θ' = x_j for left, the float below ``x_j`` for right)."""
         s = self.stack
         R = np.zeros((len(X), len(s.feature)), dtype=bool)
         R[:, s.roots] = True
-        below = np.nextafter(X, -np.inf)
         for nodes in self.levels:
             f, t = s.feature[nodes], s.threshold[nodes]
             e = eps[f]
+            lo, hi = (epsilon_split_bounds(t, e, self.native[f]) if float_margin
+                      else (t - e, t + e))
             here = R[:, nodes]
-            R[:, s.left[nodes]] = here & ((X[:, f] - t) <= e)
-            R[:, s.right[nodes]] = here & ((t - below[:, f]) <= e)
+            R[:, s.left[nodes]] = here & (X[:, f] <= hi)
+            R[:, s.right[nodes]] = here & (X[:, f] > lo)
         return R
 
     def scores(self, target: int, rival: int, delta: float) -> np.ndarray:
@@ -263,7 +297,7 @@ class VoteEnsemble:
         :class:`~robustce.models.trees.TreeView`."""
         s = self.stack
         eps = shift.epsilons(self.n_features)
-        R = self.reach(x[None], eps)[0]
+        R = self.reach(x[None], eps, float_margin=False)[0]
         sc = np.where(R[self.leaves], self.scores(target, rival, shift.delta), np.inf)
         thr = s.threshold.copy()
         ends = np.r_[self.leaf_starts[1:], len(self.leaves)]

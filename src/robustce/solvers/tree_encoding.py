@@ -19,7 +19,10 @@ largest model-space value that goes left (``left_max``) and the smallest that go
 
 With ``epsilon`` (the robust ensemble CE, :mod:`robustce.solvers.robust_trees`) a node has two
 literals, the exact splits at ``t − ε`` (its ``split_left``: surely left) and ``t + ε`` (its
-``split_right``: surely right unless it holds); without, both are the one split above.
+``split_right``: surely right unless it holds), each widened by a few float32 steps
+(:func:`~robustce.models.trees.epsilon_split_bounds`: the user's library compares the
+threshold it stores, in float32 for scikit-learn and XGBoost); without, both are the one split
+above.
 
 Every split ``(column, left_max)`` met in any tree gets one binary ``y`` (1 = left), shared by
 all trees; a 0/1 column is its own literal (left = ``1 − x``). ``y`` is tied to the input by
@@ -60,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from robustce.errors import ValidationError
-from robustce.models.trees import SplitMargins, TreeStack
+from robustce.models.trees import SplitMargins, TreeStack, epsilon_split_bounds, native_float_scale
 from robustce.solvers.encodings import DistanceObjective, InputDomain, column_kinds
 from robustce.solvers.milp import MILP, SolveStatus
 
@@ -102,7 +105,7 @@ class TreeEnsemble:
 
     def __init__(self, trees: Sequence, column_kind: np.ndarray, grid_steps: np.ndarray,
                  forest: bool = True, margins: SplitMargins | None = None,
-                 epsilon: np.ndarray | None = None):
+                 epsilon: np.ndarray | None = None, native: np.ndarray | None = None):
         if len(trees) == 0:
             raise ValidationError("a tree ensemble needs at least one tree")
         if not forest and len(trees) != 1:
@@ -134,9 +137,10 @@ class TreeEnsemble:
             # ε (robust CEs): the node routes a point left only if x <= t − ε and right only
             # if x > t + ε, so that every threshold in [t − ε, t + ε] routes it alike — two
             # literals, exact splits at t − ε (− margin) and t + ε (+ margin); a point within
-            # ε of the split cannot pass the node (only nodes it passes constrain it)
+            # ε of the split cannot pass the node (only nodes it passes constrain it). The
+            # bounds clear the model's own float comparison (epsilon_split_bounds)
             eps = np.asarray(epsilon, np.float64)[f]
-            s_lo, s_hi = thr - eps, thr + eps
+            s_lo, s_hi = epsilon_split_bounds(thr, eps, 0.0 if native is None else native[f])
             if margins is not None:
                 real = kind[f] == "continuous"
                 m = margins(f[real], thr[real])
@@ -326,14 +330,19 @@ def ensemble_of(kind: str, parts: Any, encoder: Any, *, epsilon: np.ndarray | No
     Shared by MACE's MILP backend and :class:`~robustce.methods.MILPNearest`. ``epsilon``
     (per model-space column; the robust ensemble CE): each split gets two literals, at
     θ − ε and θ + ε (:mod:`robustce.solvers.robust_trees`), and a single tree is encoded by
-    its summed vote."""
+    its summed vote. Shared subtrees (an imported categorical split over a level set) are
+    unfolded first (:meth:`TreeView.unshared <robustce.models.trees.TreeView.unshared>`): a
+    node gets one flow / reach variable."""
     if kind not in TREE_KINDS:
         raise ValidationError(f"kind must be one of {TREE_KINDS}, got {kind!r}")
     column_kind, grid_steps = column_kinds(encoder)
     trees = parts.vote_trees() if kind == "boosted" else parts
+    # the flow and reach encodings give a node one variable: trees, no shared subtrees
+    trees = [t.unshared() for t in trees]
+    native = None if epsilon is None else native_float_scale(encoder, len(column_kind))
     return TreeEnsemble(trees, column_kind, grid_steps,
                         forest=kind != "tree" or epsilon is not None,
-                        margins=SplitMargins.of(encoder), epsilon=epsilon)
+                        margins=SplitMargins.of(encoder), epsilon=epsilon, native=native)
 
 
 def single_feature_moves(ensemble: TreeEnsemble, encoder: Any, query: np.ndarray,
