@@ -9,6 +9,9 @@ from typing import Any
 from robustce.cli._common import EXIT_OK, _user_error
 from robustce.errors import RobustCEError
 
+#: the exit status when the app did not start (its models or worker pool failed to load)
+EXIT_STARTUP_FAILED = 3
+
 
 def _add_serve(sub: Any) -> None:
     p = sub.add_parser(
@@ -26,10 +29,19 @@ def _add_serve(sub: Any) -> None:
                    help="require `Authorization: Bearer <token>` on /v1 with the token in F")
     p.add_argument("--audit-log", metavar="JSONL", default=None,
                    help="append one JSON line per request here (default: none)")
+    p.add_argument("--store", metavar="URL", default=None,
+                   help="the job store: an SQLAlchemy URL (postgresql://user@host/db for several "
+                        "service processes sharing it) or an SQLite file path (default: an SQLite "
+                        "file beside --audit-log, AUDIT-jobs.sqlite3; in memory without one)")
     p.add_argument("--max-queue", type=int, default=64, metavar="N",
                    help="requests that may wait for a worker before 429 (default 64)")
     p.add_argument("--max-items", type=int, default=100, metavar="N",
                    help="items per synchronous request; larger batches use jobs (default 100)")
+    p.add_argument("--max-jobs", type=int, default=4, metavar="N",
+                   help="jobs queued or running at once in the store before 429 (default 4)")
+    p.add_argument("--job-chunk", type=int, default=100, metavar="N",
+                   help="items per worker task of a job; each chunk's results are committed to "
+                        "the store as it finishes (default 100)")
     p.add_argument("--max-body", type=int, default=2 * 1024 * 1024, metavar="BYTES",
                    help="largest request body (default 2 MiB)")
     p.add_argument("--max-request-s", type=float, default=120.0, metavar="S",
@@ -85,6 +97,28 @@ def _in_process(value: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _listen(host: str, port: int) -> Any:
+    """A socket bound to ``host:port`` for the server (before any training or loading), or a
+    one-line error when the address is taken or not this host's."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise _user_error(f"--host {host}: {exc.strerror or exc}") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise _user_error(f"--port {port}: cannot listen on {host}:{port}: "
+                          f"{exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -94,22 +128,32 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise _user_error(f"robustce serve needs the 'serve' extra ({exc.name} is missing): "
                           "pip install 'robustce[serve]'") from None
     from robustce.serve.settings import ServeSettings, read_token
+    from robustce.serve.store import store_url
 
     if not 0 < args.port < 65536:
         raise _user_error(f"--port must be in 1..65535, got {args.port}")
     token = read_token(args.token_file) if args.token_file else None
     settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
+                             max_jobs=args.max_jobs, job_chunk=args.job_chunk,
                              max_body_bytes=args.max_body, max_request_s=args.max_request_s,
                              token=token, audit_log=args.audit_log,
+                             store=store_url(args.store) if args.store else None,
                              in_process=_in_process(args.in_process))
-    specs, tmp = _specs(args)
-    app = create_app(specs, settings)
-    print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "
-          f"(API /v1, OpenAPI /docs; {settings.workers} workers)", file=sys.stderr)
+    sock = _listen(args.host, args.port)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                    timeout_graceful_shutdown=30)
+        specs, tmp = _specs(args)
+        app = create_app(specs, settings)
+        store = app.state.service.store.url
+        note = "; jobs in memory: give --audit-log or --store to keep them" if store == "sqlite://" else ""
+        print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "
+              f"(API /v1, OpenAPI /docs; {settings.workers} workers; job store {store}{note})",
+              file=sys.stderr)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30))
+        try:
+            server.run(sockets=[sock])
+        finally:
+            if tmp is not None:
+                tmp.cleanup()
     finally:
-        if tmp is not None:
-            tmp.cleanup()
-    return EXIT_OK
+        sock.close()
+    return EXIT_OK if server.started else EXIT_STARTUP_FAILED

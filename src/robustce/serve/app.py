@@ -29,7 +29,7 @@ from robustce.errors import RobustCEError
 from robustce.serve.api_error import ApiError
 from robustce.serve.audit_log import AuditLog, library_versions
 from robustce.serve.batching import Coalescer
-from robustce.serve.jobs import JobStore
+from robustce.serve.jobs import JobRunner
 from robustce.serve.pool import DeadlineExceeded, InProcessLane, QueueFull, SolverPool, WorkerCrashed
 from robustce.serve.records import RecordError, validate_records
 from robustce.serve.registry import ModelSpec, ServedModel, load_served_model, resolve_class
@@ -45,6 +45,7 @@ from robustce.serve.schemas import (
     ModelList,
 )
 from robustce.serve.settings import ServeSettings
+from robustce.serve.store import JobStore, default_store_url
 from robustce.serve.worker import certify_task, explain_task, register_models
 
 __all__ = ["ApiError", "create_app"]
@@ -123,7 +124,8 @@ class Service:
         self.pool = SolverPool(specs, settings.workers, settings.max_queue)
         self.audit = AuditLog(settings.audit_log) if settings.audit_log else None
         self.versions = library_versions()
-        self.jobs = JobStore(self, settings.max_jobs)
+        self.store = JobStore(settings.store or default_store_url(settings.audit_log))
+        self.jobs = JobRunner(self, self.store, settings.max_jobs)
         self.lane = InProcessLane(settings.max_queue)
         self.coalescer = Coalescer(self.pool, explain_task, settings.max_items)
         self.lane_coalescer = Coalescer(self.lane, explain_task, settings.max_items)
@@ -318,6 +320,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         await asyncio.to_thread(service.load)
         await service.pool.start()
         await service.lane.start()
+        await service.jobs.start()  # resumes the unfinished jobs of the served models
         # the libraries and models (~290 000 objects, alive as long as the process) leave the
         # cyclic GC's passes: a full pass over them took ~140 ms, a stall of every request in
         # flight (the latency tail); objects made by requests are still collected
@@ -326,6 +329,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         await service.jobs.close()
         service.lane.close()
         service.pool.close()
+        service.store.close()
         if service.audit is not None:
             service.audit.close()
 
@@ -376,7 +380,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         """Worker processes (pids, busy), queue, crash and deadline counts, jobs."""
         return {**service.pool.status(), "in_process": service.lane.status(),
                 "merged_requests": service.coalescer.merged + service.lane_coalescer.merged,
-                "jobs": service.jobs.counts()}
+                "jobs": await service.jobs.counts()}
 
     # --- models ---------------------------------------------------------------------------
     @app.get("/v1/models", response_model=ModelList, dependencies=v1, tags=["models"])
@@ -454,12 +458,11 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         m, records, target = service.admit(model_id, req.items, settings.max_job_items, "items",
                                            req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
-        job = service.jobs.submit(m, req, records, method, target)
-        return job.view()
+        return await service.jobs.submit(m, req, records, method, target)
 
     @app.get("/v1/jobs/{job_id}", response_model=JobOut, dependencies=v1, tags=["jobs"])
     async def get_job(job_id: str) -> dict[str, Any]:
-        return service.jobs.get(job_id).view()
+        return await service.jobs.view(job_id)
 
     # --- the page -------------------------------------------------------------------------
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
