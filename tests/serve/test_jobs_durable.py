@@ -253,3 +253,34 @@ def test_two_servers_share_one_postgresql_store(tmp_path, model_dir, applicants,
     finally:
         first.stop()
         second.stop()
+
+
+def test_two_front_processes_answer_and_share_the_jobs(tmp_path, model_dir, applicants):
+    """``--processes 2``: both processes answer on the one port (told apart by the pid of
+    their in-process lane in /v1/status), and a job submitted to one is seen from either."""
+    import concurrent.futures
+
+    server = launch(tmp_path, model_dir, "fronts", "--processes", "2", "--workers", "1")
+    try:
+        wait_ready(server)
+        with server.client() as c:
+            r = c.post("/v1/models/loan/jobs", json={"items": applicants[:3], "method": "nearest_neighbour"})
+        assert r.status_code == 202, r.text
+        job_id = r.json()["job_id"]
+
+        def ask(_: int) -> tuple[int, int]:  # one fresh connection: one process answers both
+            with server.client() as c:
+                front = c.get("/v1/status").json()["in_process"]["workers"][0]["pid"]
+                return front, c.get(f"/v1/jobs/{job_id}").status_code
+
+        answers: list[tuple[int, int]] = []
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            for _ in range(20):  # until both processes have answered (concurrent connections)
+                answers += pool.map(ask, range(40))
+                if len({front for front, _ in answers}) == 2:
+                    break
+        assert len({front for front, _ in answers}) == 2, "one process answered every connection"
+        assert {code for _, code in answers} == {200}
+        assert _wait_job(server, job_id, _finished)["status"] == "done"
+    finally:
+        server.stop()

@@ -25,14 +25,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_kill_9_of_the_server_leaves_no_process(tmp_path, model_dir):
-    server = launch(tmp_path, model_dir, "orphans", "--workers", "2")
+@pytest.mark.parametrize("fronts", [[], ["--processes", "2"]], ids=["one-process", "two-processes"])
+def test_kill_9_of_the_server_leaves_no_process(tmp_path, model_dir, fronts):
+    server = launch(tmp_path, model_dir, "orphans", "--workers", "2", *fronts)
     try:
         wait_ready(server)
         with server.client() as c:
             workers = [w["pid"] for w in c.get("/v1/status").json()["workers"]]
         tree = live_descendants(server.proc.pid)
-        # the forkserver, the resource tracker and both workers
+        # the forkserver, the resource tracker and both workers (of each front process)
         assert set(workers) <= set(tree) and len(tree) >= 4, [command_line(p) for p in tree]
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(timeout=30)

@@ -24,7 +24,10 @@ def _add_serve(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=int, default=2, metavar="N",
-                   help="solver worker processes (default 2)")
+                   help="solver worker processes (default 2; per front process)")
+    p.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="front processes (HTTP and event loop) on the one port, each with its "
+                        "own --workers, sharing the job store (default 1)")
     p.add_argument("--token-file", metavar="F", default=None,
                    help="require `Authorization: Bearer <token>` on /v1 with the token in F")
     p.add_argument("--audit-log", metavar="JSONL", default=None,
@@ -119,6 +122,27 @@ def _listen(host: str, port: int) -> Any:
     return sock
 
 
+def _settings(args: argparse.Namespace) -> Any:
+    from robustce.serve.settings import ServeSettings, read_token
+    from robustce.serve.store import store_url
+
+    if not 0 < args.port < 65536:
+        raise _user_error(f"--port must be in 1..65535, got {args.port}")
+    if args.processes < 1:
+        raise _user_error(f"--processes must be at least 1, got {args.processes}")
+    token = read_token(args.token_file) if args.token_file else None
+    settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
+                             max_jobs=args.max_jobs, job_chunk=args.job_chunk,
+                             max_body_bytes=args.max_body, max_request_s=args.max_request_s,
+                             token=token, audit_log=args.audit_log,
+                             store=store_url(args.store) if args.store else None,
+                             in_process=_in_process(args.in_process))
+    if args.processes > 1 and settings.store is None and settings.audit_log is None:
+        raise _user_error("--processes: the processes share their jobs through the job store; "
+                          "give --store or --audit-log (an SQLite store beside it)")
+    return settings
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -127,29 +151,29 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise _user_error(f"robustce serve needs the 'serve' extra ({exc.name} is missing): "
                           "pip install 'robustce[serve]'") from None
-    from robustce.serve.settings import ServeSettings, read_token
-    from robustce.serve.store import store_url
+    from robustce.serve.store import JobStore, default_store_url
 
-    if not 0 < args.port < 65536:
-        raise _user_error(f"--port must be in 1..65535, got {args.port}")
-    token = read_token(args.token_file) if args.token_file else None
-    settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
-                             max_jobs=args.max_jobs, job_chunk=args.job_chunk,
-                             max_body_bytes=args.max_body, max_request_s=args.max_request_s,
-                             token=token, audit_log=args.audit_log,
-                             store=store_url(args.store) if args.store else None,
-                             in_process=_in_process(args.in_process))
+    settings = _settings(args)
     sock = _listen(args.host, args.port)
     try:
         specs, tmp = _specs(args)
-        app = create_app(specs, settings)
-        store = app.state.service.store.url
-        note = "; jobs in memory: give --audit-log or --store to keep them" if store == "sqlite://" else ""
-        print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "
-              f"(API /v1, OpenAPI /docs; {settings.workers} workers; job store {store}{note})",
-              file=sys.stderr)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30))
         try:
+            if args.processes == 1:
+                app = create_app(specs, settings)
+                store = app.state.service.store.url
+            else:  # the store checked (its tables made) once, before the processes start
+                store_db = JobStore(settings.store or default_store_url(settings.audit_log))
+                store = store_db.url
+                store_db.close()
+            note = ("; jobs in memory: give --audit-log or --store to keep them"
+                    if store == "sqlite://" else "")
+            fronts = f"{args.processes} processes × " if args.processes > 1 else ""
+            print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "
+                  f"(API /v1, OpenAPI /docs; {fronts}{settings.workers} workers; job store {store}{note})",
+                  file=sys.stderr)
+            if args.processes > 1:
+                return _serve_processes(args, specs, settings, sock)
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30))
             server.run(sockets=[sock])
         finally:
             if tmp is not None:
@@ -157,3 +181,48 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     finally:
         sock.close()
     return EXIT_OK if server.started else EXIT_STARTUP_FAILED
+
+
+#: the environment variable that gives the front processes of ``--processes`` their configuration
+_CONFIG_ENV = "ROBUSTCE_SERVE_CONFIG"
+
+
+def _serve_processes(args: argparse.Namespace, specs: list[Any], settings: Any, sock: Any) -> int:
+    """``--processes N``: uvicorn's supervisor runs N front processes on the one bound socket;
+    each builds the app (:func:`app_from_environment`) with its own worker pool, over the
+    shared job store."""
+    import dataclasses
+    import json
+    import os
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[_CONFIG_ENV] = json.dumps({
+        "specs": [dataclasses.asdict(s) for s in specs],
+        "settings": {**dataclasses.asdict(settings), "token": None},  # each reads the token file
+        "token_file": args.token_file, "parent": os.getpid()})
+    config = uvicorn.Config("robustce.cli.serve:app_from_environment", factory=True,
+                            workers=args.processes, log_level="warning", timeout_graceful_shutdown=30)
+    Multiprocess(config, sockets=[sock]).run()
+    return EXIT_OK
+
+
+def app_from_environment() -> Any:
+    """The app of one front process of ``--processes`` (uvicorn's factory): the served models
+    and settings from :data:`_CONFIG_ENV`; the process dies with the supervisor (Linux)."""
+    import json
+    import os
+
+    from robustce.serve.app import create_app
+    from robustce.serve.lifeline import die_with_parent
+    from robustce.serve.registry import ModelSpec
+    from robustce.serve.settings import ServeSettings, read_token
+
+    config = json.loads(os.environ[_CONFIG_ENV])
+    die_with_parent(int(config["parent"]))
+    token = read_token(config["token_file"]) if config["token_file"] else None
+    settings = ServeSettings(**{**config["settings"], "token": token,
+                                "in_process": tuple(config["settings"]["in_process"])})
+    specs = [ModelSpec(**{**s, "family_dirs": tuple(s["family_dirs"])}) for s in config["specs"]]
+    return create_app(specs, settings)
