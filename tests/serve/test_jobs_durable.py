@@ -219,6 +219,10 @@ def test_the_store_keeps_chunks_in_order_and_one_owner_per_job(store):
     assert store.claim_orphans(me, {"loan": "h1"}, 60, limit=10) == []
     assert store.counts() == {"done": 1}
     assert store.get("nope") is None
+    _create(store, "j9", me)  # clean-up takes finished jobs only, with their chunks
+    assert store.forget_finished(older_than_s=3600) == 0
+    assert store.forget_finished(older_than_s=-1) == 1
+    assert store.get("j1") is None and store.results("j1") == [] and store.get("j9") is not None
 
 
 def test_a_dead_owners_job_is_taken_over_only_for_the_same_model(store):
