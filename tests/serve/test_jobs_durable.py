@@ -288,3 +288,15 @@ def test_two_front_processes_answer_and_share_the_jobs(tmp_path, model_dir, appl
         assert _wait_job(server, job_id, _finished)["status"] == "done"
     finally:
         server.stop()
+
+
+def test_a_store_that_cannot_be_opened_is_one_line(tmp_path, model_dir, capsys):
+    from robustce.cli import main
+
+    (tmp_path / "dir.sqlite3").mkdir()
+    for store, says in [("nosuchdb://x/y", "job store nosuchdb://x/y"),
+                        (str(tmp_path / "dir.sqlite3"), "job store sqlite:///")]:
+        code = main(["serve", "--model", f"loan={model_dir}", "--port", str(free_port()), "--store", store])
+        err = capsys.readouterr().err
+        assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+        assert "serving" not in err

@@ -165,6 +165,9 @@ class JobStore:
             self._create_tables()
         except ConfigError:
             raise
+        except ImportError as exc:
+            raise ConfigError(f"job store {self.url}: its database driver is missing ({exc.name}); "
+                              "for PostgreSQL: pip install 'robustce[postgres]'") from None
         except Exception as exc:  # noqa: BLE001 - a store the service cannot open: one line
             raise ConfigError(f"job store {self.url}: {type(exc).__name__}: "
                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
