@@ -13,7 +13,12 @@ counted apart, not as errors; the client then waits ``Retry-After``. The baselin
 latency rows is the same explanation by the library in this process (``explainer.explain``
 of one applicant), so the ratio is the service's overhead factor, measured in the same run.
 
+``--processes N`` serves with N front processes (``robustce serve --processes N``, each with
+``--workers`` solver processes, one SQLite job store); the server's CPU then counts every
+process of the server's tree. Compare N = 1 and N > 1 in the same minutes on the same host.
+
 Usage: python benchmarks/bench_serve.py [--quick] [--duration S] [--clients N] [--workers W]
+       [--processes N]
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(demo_dir: str, workers: int, in_process: str) -> tuple[subprocess.Popen, str]:
+def _start(demo_dir: str, workers: int, in_process: str, processes: int = 1
+           ) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = _free_port()
@@ -51,7 +57,8 @@ def _start(demo_dir: str, workers: int, in_process: str) -> tuple[subprocess.Pop
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen([sys.executable, "-m", "robustce.cli", "serve", "--port", str(port),
                              "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100",
-                             "--in-process", in_process],
+                             "--in-process", in_process, "--processes", str(processes),
+                             "--store", str(Path(demo_dir) / "jobs.sqlite3")],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 300
     while time.monotonic() < end:
@@ -209,18 +216,27 @@ def _batch(url: str, applicants: list[dict], n: int) -> dict[str, Any]:
 
 
 def _server_cpu_s(proc: subprocess.Popen, url: str) -> float | None:
-    """CPU seconds (user + system) used so far by the server process and its solver workers
-    (their pids from ``/v1/status``); None where ``/proc`` is not readable (not Linux)."""
-    import httpx
-
-    pids = [proc.pid] + [w["pid"] for w in httpx.get(url + "/v1/status").json()["workers"]]
-    total = 0.0
+    """CPU seconds (user + system) used so far by the server process and every process under
+    it (front processes, forkservers, solver workers); None where ``/proc`` is not readable
+    (not Linux)."""
+    stats: dict[int, list[str]] = {}
     try:
-        for pid in pids:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    stats[int(name)] = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+    except OSError:
         return None
+    tree, frontier = {proc.pid}, {proc.pid}
+    while frontier:
+        frontier = {pid for pid, f in stats.items() if int(f[1]) in frontier} - tree
+        tree |= frontier
+    total = 0.0
+    for pid in tree:
+        if pid in stats:
+            total += (int(stats[pid][11]) + int(stats[pid][12])) / os.sysconf("SC_CLK_TCK")
     return total
 
 
@@ -256,19 +272,19 @@ def _baseline(demo_dir: str, applicants: list[dict], method: str, params: dict, 
 
 
 def run(quick: bool = False, duration: float | None = None, clients: int | None = None,
-        workers: int = 2, in_process: str = "none") -> list[dict[str, Any]]:
+        workers: int = 2, in_process: str = "none", processes: int = 1) -> list[dict[str, Any]]:
     import httpx
 
     duration = duration or (10.0 if quick else 60.0)
     nn_clients = clients or 50
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as demo_dir:
-        proc, url = _start(demo_dir, workers, in_process)
+        proc, url = _start(demo_dir, workers, in_process, processes)
         try:
             applicants = httpx.get(url + "/v1/models/synthetic_loan/applicants").json()["applicants"]
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
             # warm each worker's explainer cache (a KD-tree per worker)
-            for _ in range(2 * workers):
+            for _ in range(2 * workers * processes):
                 httpx.post(url + "/v1/models/synthetic_loan/explain", timeout=60,
                            json={**nn, "items": [{"features": applicants[0]["features"]}]})
             res = _measured_load(proc, url, applicants, nn, nn_clients, duration)
@@ -277,6 +293,7 @@ def run(quick: bool = False, duration: float | None = None, clients: int | None 
                                  "explain in-process)", "seconds": res["p50_ms"] / 1e3,
                          "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
                          "target_p99_ms": 50, "workers": workers, "in_process": in_process,
+                         "processes": processes,
                          "cpu_count": os.cpu_count()})
             mr = {"method": "milp_robust", "params": {"shift": 0.03}, "time_limit_s": 10}
             res = _measured_load(proc, url, applicants, mr, 4 if quick else 8, duration)
@@ -284,11 +301,11 @@ def run(quick: bool = False, duration: float | None = None, clients: int | None 
             rows.append({"name": f"milp_robust over HTTP, {res['clients']} clients, p50 (vs library "
                                  "explain in-process)", "seconds": res["p50_ms"] / 1e3,
                          "baseline_seconds": base, "ratio": base / (res["p50_ms"] / 1e3), **res,
-                         "workers": workers})
+                         "workers": workers, "processes": processes})
             load0 = os.getloadavg()[0]
             res = _batch(url, applicants, 200 if quick else 1000)
             rows.append({"name": f"{res['n']}-applicant nearest_neighbour batch via jobs",
-                         "seconds": res["seconds"], **res, "workers": workers,
+                         "seconds": res["seconds"], **res, "workers": workers, "processes": processes,
                          "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]})
         finally:
             proc.terminate()
@@ -303,12 +320,14 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=None, help="seconds per scenario (default 60)")
     ap.add_argument("--clients", type=int, default=None, help="nearest_neighbour clients (default 50)")
     ap.add_argument("--workers", type=int, default=2, help="solver worker processes (default 2)")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="front processes (robustce serve --processes; default 1)")
     ap.add_argument("--in-process", default="none", metavar="METHODS",
                     help="passed to robustce serve --in-process (default none)")
     args = ap.parse_args()
     if args.duration is not None and not 0 < args.duration <= 600:
         raise SystemExit("--duration must be in (0, 600]")
-    rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process)
+    rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process, args.processes)
     for row in rows:
         print(json.dumps(row))
     print()
@@ -324,7 +343,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         load = " → ".join(f"{v:g}" for v in r.get("loadavg_1min", []))
         if "req_per_s" in r:
-            out.append(f"| {r['name'].split(' over ')[0]}, 1 applicant/request | {r['clients']} | "
+            fronts = f", {r['processes']} front processes" if r.get("processes", 1) > 1 else ""
+            out.append(f"| {r['name'].split(' over ')[0]}, 1 applicant/request{fronts} | {r['clients']} | "
                        f"{r['req_per_s']:g} | {r['p50_ms']:g} ms | {r['p99_ms']:g} ms | "
                        f"{r['status_429']} | {r['lost']} | {r['duplicated']} | "
                        f"{r.get('server_cpu_ms_per_req', '–')} ms | {r['client_cpu_share']:g} | "

@@ -10,6 +10,9 @@ from typing import Any
 from robustce.cli._common import EXIT_OK, _user_error
 from robustce.errors import RobustCEError
 
+#: the exit status when the app did not start (its models or worker pool failed to load)
+EXIT_STARTUP_FAILED = 3
+
 
 def _add_serve(sub: Any) -> None:
     p = sub.add_parser(
@@ -27,15 +30,27 @@ def _add_serve(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=int, default=2, metavar="N",
-                   help="solver worker processes (default 2)")
+                   help="solver worker processes (default 2; per front process)")
+    p.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="front processes (HTTP and event loop) on the one port, each with its "
+                        "own --workers, sharing the job store (default 1)")
     p.add_argument("--token-file", metavar="F", default=None,
                    help="require `Authorization: Bearer <token>` on /v1 with the token in F")
     p.add_argument("--audit-log", metavar="JSONL", default=None,
                    help="append one JSON line per request here (default: none)")
+    p.add_argument("--store", metavar="URL", default=None,
+                   help="the job store: an SQLAlchemy URL (postgresql://user@host/db for several "
+                        "service processes sharing it) or an SQLite file path (default: an SQLite "
+                        "file beside --audit-log, AUDIT-jobs.sqlite3; in memory without one)")
     p.add_argument("--max-queue", type=int, default=64, metavar="N",
                    help="requests that may wait for a worker before 429 (default 64)")
     p.add_argument("--max-items", type=int, default=100, metavar="N",
                    help="items per synchronous request; larger batches use jobs (default 100)")
+    p.add_argument("--max-jobs", type=int, default=4, metavar="N",
+                   help="jobs queued or running at once in the store before 429 (default 4)")
+    p.add_argument("--job-chunk", type=int, default=100, metavar="N",
+                   help="items per worker task of a job; each chunk's results are committed to "
+                        "the store as it finishes (default 100)")
     p.add_argument("--max-body", type=int, default=2 * 1024 * 1024, metavar="BYTES",
                    help="largest request body (default 2 MiB)")
     p.add_argument("--max-request-s", type=float, default=120.0, metavar="S",
@@ -122,6 +137,49 @@ def _in_process(value: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _listen(host: str, port: int) -> Any:
+    """A socket bound to ``host:port`` for the server (before any training or loading), or a
+    one-line error when the address is taken or not this host's."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise _user_error(f"--host {host}: {exc.strerror or exc}") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise _user_error(f"--port {port}: cannot listen on {host}:{port}: "
+                          f"{exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from robustce.serve.settings import ServeSettings, read_token
+    from robustce.serve.store import store_url
+
+    if not 0 < args.port < 65536:
+        raise _user_error(f"--port must be in 1..65535, got {args.port}")
+    if args.processes < 1:
+        raise _user_error(f"--processes must be at least 1, got {args.processes}")
+    token = read_token(args.token_file) if args.token_file else None
+    settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
+                             max_jobs=args.max_jobs, job_chunk=args.job_chunk,
+                             max_body_bytes=args.max_body, max_request_s=args.max_request_s,
+                             token=token, audit_log=args.audit_log,
+                             store=store_url(args.store) if args.store else None,
+                             in_process=_in_process(args.in_process))
+    if args.processes > 1 and settings.store is None and settings.audit_log is None:
+        raise _user_error("--processes: the processes share their jobs through the job store; "
+                          "give --store or --audit-log (an SQLite store beside it)")
+    return settings
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -130,23 +188,78 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise _user_error(f"robustce serve needs the 'serve' extra ({exc.name} is missing): "
                           "pip install 'robustce[serve]'") from None
+    from robustce.serve.store import JobStore, default_store_url
+
+    settings = _settings(args)
+    sock = _listen(args.host, args.port)
+    try:
+        specs, tmp = _specs(args)
+        try:
+            if args.processes == 1:
+                app = create_app(specs, settings)
+                store = app.state.service.store.url
+            else:  # the store checked (its tables made) once, before the processes start
+                store_db = JobStore(settings.store or default_store_url(settings.audit_log))
+                store = store_db.url
+                store_db.close()
+            note = ("; jobs in memory: give --audit-log or --store to keep them"
+                    if store == "sqlite://" else "")
+            fronts = f"{args.processes} processes × " if args.processes > 1 else ""
+            print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "
+                  f"(API /v1, OpenAPI /docs; {fronts}{settings.workers} workers; job store {store}{note})",
+                  file=sys.stderr)
+            if args.processes > 1:
+                return _serve_processes(args, specs, settings, sock)
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30))
+            server.run(sockets=[sock])
+        finally:
+            if tmp is not None:
+                tmp.cleanup()
+    finally:
+        sock.close()
+    return EXIT_OK if server.started else EXIT_STARTUP_FAILED
+
+
+#: the environment variable that gives the front processes of ``--processes`` their configuration
+_CONFIG_ENV = "ROBUSTCE_SERVE_CONFIG"
+
+
+def _serve_processes(args: argparse.Namespace, specs: list[Any], settings: Any, sock: Any) -> int:
+    """``--processes N``: uvicorn's supervisor runs N front processes on the one bound socket;
+    each builds the app (:func:`app_from_environment`) with its own worker pool, over the
+    shared job store."""
+    import dataclasses
+    import json
+    import os
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[_CONFIG_ENV] = json.dumps({
+        "specs": [dataclasses.asdict(s) for s in specs],
+        "settings": {**dataclasses.asdict(settings), "token": None},  # each reads the token file
+        "token_file": args.token_file, "parent": os.getpid()})
+    config = uvicorn.Config("robustce.cli.serve:app_from_environment", factory=True,
+                            workers=args.processes, log_level="warning", timeout_graceful_shutdown=30)
+    Multiprocess(config, sockets=[sock]).run()
+    return EXIT_OK
+
+
+def app_from_environment() -> Any:
+    """The app of one front process of ``--processes`` (uvicorn's factory): the served models
+    and settings from :data:`_CONFIG_ENV`; the process dies with the supervisor (Linux)."""
+    import json
+    import os
+
+    from robustce.serve.app import create_app
+    from robustce.serve.lifeline import die_with_parent
+    from robustce.serve.registry import ModelSpec
     from robustce.serve.settings import ServeSettings, read_token
 
-    if not 0 < args.port < 65536:
-        raise _user_error(f"--port must be in 1..65535, got {args.port}")
-    token = read_token(args.token_file) if args.token_file else None
-    settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
-                             max_body_bytes=args.max_body, max_request_s=args.max_request_s,
-                             token=token, audit_log=args.audit_log,
-                             in_process=_in_process(args.in_process))
-    specs, tmp = _specs(args)
-    app = create_app(specs, settings)
-    print(f"serving {', '.join(s.id for s in specs)} on http://{args.host}:{args.port}/ "
-          f"(API /v1, OpenAPI /docs; {settings.workers} workers)", file=sys.stderr)
-    try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                    timeout_graceful_shutdown=30)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-    return EXIT_OK
+    config = json.loads(os.environ[_CONFIG_ENV])
+    die_with_parent(int(config["parent"]))
+    token = read_token(config["token_file"]) if config["token_file"] else None
+    settings = ServeSettings(**{**config["settings"], "token": token,
+                                "in_process": tuple(config["settings"]["in_process"])})
+    specs = [ModelSpec(**{**s, "family_dirs": tuple(s["family_dirs"])}) for s in config["specs"]]
+    return create_app(specs, settings)

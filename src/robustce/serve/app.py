@@ -38,7 +38,7 @@ from robustce.serve.audit_trail import AuditTrail
 from robustce.serve.batching import Coalescer
 from robustce.serve.client_params import check_client_params
 from robustce.serve.headers import SECURITY_HEADERS, SecurityHeaders
-from robustce.serve.jobs import JobStore
+from robustce.serve.jobs import JobRunner
 from robustce.serve.kept_results import KEEP_S, KeptResults
 from robustce.serve.pool import DeadlineExceeded, InProcessLane, QueueFull, SolverPool, WorkerCrashed
 from robustce.serve.records import RecordError, validate_records
@@ -56,6 +56,7 @@ from robustce.serve.schemas import (
     ModelList,
 )
 from robustce.serve.settings import ServeSettings
+from robustce.serve.store import JobStore, default_store_url
 from robustce.serve.worker import certify_task, explain_task, register_models
 
 __all__ = ["ApiError", "create_app"]
@@ -138,7 +139,8 @@ class Service:
         self.audit = AuditLog(settings.audit_log) if settings.audit_log else None
         self.kept = KeptResults()
         self.versions = library_versions()
-        self.jobs = JobStore(self, settings.max_jobs)
+        self.store = JobStore(settings.store or default_store_url(settings.audit_log))
+        self.jobs = JobRunner(self, self.store, settings.max_jobs)
         self.lane = InProcessLane(settings.max_queue)
         self.coalescer = Coalescer(self.pool, explain_task, settings.max_items)
         self.lane_coalescer = Coalescer(self.lane, explain_task, settings.max_items)
@@ -276,14 +278,12 @@ class Service:
 
     def log(self, request_id: str, endpoint: str, m: ServedModel, method: str, params: Any,
             seed: int, target: int, items: list[dict[str, Any]], **extra: Any) -> None:
-        """Write :meth:`record` now (a job's); a failed write is reported on the server's log."""
+        """Write :meth:`record` now (a job's events); raises :class:`AuditWriteError` when it
+        cannot be written (the job runner then withholds what the record was to vouch for)."""
         if self.audit is None:
             return
-        try:
-            self.audit.write(self.record(request_id, endpoint, m, method, params, seed, target,
-                                         items, **extra))
-        except AuditWriteError as exc:
-            _log.error("the audit record of %s %s was not written: %s", endpoint, request_id, exc)
+        self.audit.write(self.record(request_id, endpoint, m, method, params, seed, target,
+                                     items, **extra))
 
     # --- answers that need their audit record first ---------------------------------------
     async def retry_key(self, request: Request) -> tuple[str, str | None, str]:
@@ -316,8 +316,9 @@ class Service:
         return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
 
     async def _write(self, request: Request, record: dict[str, Any],
-                     retry: tuple[str, str | None, str], request_id: str, keep: Any = None) -> None:
-        record = {**record, "path": request.url.path, "verb": request.method, "status": 200,
+                     retry: tuple[str, str | None, str], request_id: str, keep: Any = None,
+                     status: int = 200) -> None:
+        record = {**record, "path": request.url.path, "verb": request.method, "status": status,
                   "client": request.client.host if request.client else None,
                   "idempotency_key": retry[1]}
         try:
@@ -424,6 +425,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         await asyncio.to_thread(service.load)
         await service.pool.start()
         await service.lane.start()
+        await service.jobs.start()  # resumes the unfinished jobs of the served models
         # the libraries and models (~290 000 objects, alive as long as the process) leave the
         # cyclic GC's passes: a full pass over them took ~140 ms, a stall of every request in
         # flight (the latency tail); objects made by requests are still collected
@@ -432,6 +434,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         await service.jobs.close()
         service.lane.close()
         service.pool.close()
+        service.store.close()
         if service.audit is not None:
             service.audit.close()
 
@@ -485,7 +488,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         """Worker processes (pids, busy), queue, crash and deadline counts, jobs."""
         return {**service.pool.status(), "in_process": service.lane.status(),
                 "merged_requests": service.coalescer.merged + service.lane_coalescer.merged,
-                "jobs": service.jobs.counts()}
+                "jobs": await service.jobs.counts()}
 
     # --- models ---------------------------------------------------------------------------
     @app.get("/v1/models", response_model=ModelList, dependencies=v1, tags=["models"])
@@ -577,13 +580,17 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         m, records, target = service.admit(model_id, req.items, settings.max_job_items, "items",
                                            req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
-        job = service.jobs.submit(m, req, records, method, target)
-        request.state.audit_extra = {"job_id": job.id}  # in the 202's record (AuditTrail)
-        return job.view()
+
+        async def accept(record: dict[str, Any]) -> None:  # the request's one audit record
+            if service.audit is not None:
+                await service._write(request, record, ("", None, ""), record["request_id"], status=202)
+
+        view = await service.jobs.submit(m, req, records, method, target, accept=accept)
+        return JSONResponse(view, status_code=202, headers={"X-Request-Id": view["job_id"]})
 
     @app.get("/v1/jobs/{job_id}", response_model=JobOut, dependencies=v1, tags=["jobs"])
     async def get_job(job_id: str) -> dict[str, Any]:
-        return service.jobs.get(job_id).view()
+        return await service.jobs.view(job_id)
 
     # --- the page -------------------------------------------------------------------------
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

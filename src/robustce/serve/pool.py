@@ -29,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from robustce.serve.lifeline import mark_server
 from robustce.serve.worker import init_worker, worker_pid
 
 __all__ = ["WALL_FACTOR", "DeadlineExceeded", "InProcessLane", "QueueFull", "SolverPool", "WorkerCrashed",
@@ -104,8 +105,12 @@ class SolverPool:
     def _new_executor(self) -> ProcessPoolExecutor:
         # forkserver: a clean server process imports torch and robustce once; each worker (and
         # each replacement of a crashed one) is forked from it and only loads the models
+        # (its first preload arms its parent-death signal: it and the workers end with the
+        # server, kill -9 included; see robustce.serve.lifeline)
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["robustce.serve.worker", "robustce.models", "robustce.methods"])
+        mark_server()
+        ctx.set_forkserver_preload(["robustce.serve.forkserver_init", "robustce.serve.worker",
+                                    "robustce.models", "robustce.methods"])
         return ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=init_worker,
                                    initargs=(self.specs,))
 

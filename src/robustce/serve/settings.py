@@ -24,6 +24,9 @@ class ServeSettings:
     max_request_s : time budget of one request (items past it get status ``timeout``).
     token : bearer token the ``/v1`` routes require (None: no auth).
     audit_log : JSON-lines audit file (None: no audit log).
+    store : the job store, an SQLAlchemy URL (``sqlite:///PATH``, ``postgresql+psycopg://...``);
+        None: an SQLite file beside the audit log, or in memory without an audit log
+        (:func:`~robustce.serve.store.default_store_url`).
     retry_after_s : the ``Retry-After`` of a 429.
     in_process : methods whose synchronous explain requests (without extra certificates) run
         on one thread of the server process instead of a worker (cheap methods such as
@@ -42,6 +45,7 @@ class ServeSettings:
     max_request_s: float = 120.0
     token: str | None = None
     audit_log: str | None = None
+    store: str | None = None
     retry_after_s: int = 1
     in_process: tuple[str, ...] = ()
 

@@ -27,12 +27,15 @@ _CACHE_SIZE = 16
 
 
 def init_worker(specs: list[Any]) -> None:
-    """Process initialiser: load the served models; one torch thread (the pool is the
-    parallelism); Ctrl-C is the server's to handle."""
+    """Process initialiser: die with the forkserver (so with the server; Linux), load the
+    served models; one torch thread (the pool is the parallelism); Ctrl-C is the server's to
+    handle."""
     import torch
 
+    from robustce.serve.lifeline import die_with_parent, forkserver_pid
     from robustce.serve.registry import load_served_model
 
+    die_with_parent(forkserver_pid())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
     for spec in specs:
