@@ -12,9 +12,11 @@ import time
 import pytest
 from tests.serve.conftest import launch, wait_ready
 
-#: APΔS with α = 1 − 1e-6, R = 1 − 1e-5: ~1.4 M sampled networks per tested δ — about 20 s of
-#: work on one core, far past the faults server's 3 s budget
-SLOW_CERTIFY = {"apas": {"alpha": 0.999999, "R": 0.99999}}
+#: APΔS with α = 1 − 1e-6, R = 1 − 5e-6: ~2.8 M sampled networks per tested δ — 8.5 s of CPU
+#: on the demo model (measured in one process, explainer build included), far past the faults
+#: server's 3 s budget, which since issue 46 is the worker's CPU time (R = 1 − 1e-5 took 3.6 s:
+#: on a quiet host it sometimes finished within the budget)
+SLOW_CERTIFY = {"apas": {"alpha": 0.999999, "R": 0.999995}}
 
 
 @pytest.fixture(scope="module")

@@ -252,11 +252,13 @@ def test_the_run_budget_is_the_workers_cpu_time_with_a_wall_clock_cap():
     assert deadlines == 2
 
 
-def test_over_http_a_request_queued_past_its_budget_is_timeout_without_a_worker(servers, applicants):
+def test_over_http_a_queued_request_is_never_killed_for_its_queue_wait(servers, applicants):
     """The faults server (1 worker, queue 1, 3 s budget): A computes far past its budget and
-    is killed; B, queued behind it, runs out of its 3 s budget in the queue (A holds the
-    worker at least 3 s and its replacement takes a while to start) and is answered
-    ``timeout`` without a worker: one kill (A's), one queue timeout (B's)."""
+    is killed; B waits behind it. Whether B's 3 s in the queue run out before A's replacement
+    worker is up depends on the host's speed, so both outcomes are allowed, but B is never the
+    worker's second kill: it is either answered from a worker with its whole budget (found),
+    or ``timeout`` in the queue without a worker (a queue timeout, not a kill). On main, B's
+    budget counted its queue wait, so B got the worker with what was left and was killed."""
     from tests.serve.test_faults import SLOW_CERTIFY, post_in_thread, wait_busy, wait_idle
 
     faults = servers["faults"]
@@ -272,10 +274,14 @@ def test_over_http_a_request_queued_past_its_budget_is_timeout_without_a_worker(
     after = wait_idle(faults)
     assert a[0].status_code == 200 and b[0].status_code == 200
     assert a[0].json()["items"][0]["status"] == "timeout"
+    assert after["deadlines"] - before["deadlines"] == 1  # A's kill only
     item = b[0].json()["items"][0]
-    assert item["status"] == "timeout" and "waited for a free worker" in item["message"]
-    assert after["deadlines"] - before["deadlines"] == 1
-    assert after["queue_timeouts"] - before["queue_timeouts"] == 1
+    if item["status"] == "timeout":
+        assert "waited for a free worker" in item["message"]
+        assert after["queue_timeouts"] - before["queue_timeouts"] == 1
+    else:
+        assert item["status"] == "found", item
+        assert after["queue_timeouts"] == before["queue_timeouts"]
 
 
 # --- bounded record errors, without a server ---------------------------------------------------

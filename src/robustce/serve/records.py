@@ -99,10 +99,14 @@ def records_frame(schema: Any, records: Sequence[Mapping[str, Any]]) -> pd.DataF
     return frame.reindex(columns=[*schema.names, *extra])
 
 
-def _field_errors(schema: Any, record: Mapping[str, Any], loc: list[Any]) -> list[dict[str, Any]]:
-    """The invalid values of ``record`` (whose keys are exactly the schema's features)."""
+def _field_errors(schema: Any, record: Mapping[str, Any], loc: list[Any],
+                  skip: frozenset[str] | set[str] = frozenset()) -> list[dict[str, Any]]:
+    """The invalid values of the schema's features present in ``record`` (but those in
+    ``skip``, already reported)."""
     out = []
     for f in schema:
+        if f.name not in record or f.name in skip:
+            continue
         value = record[f.name]
         if isinstance(value, float) and math.isnan(value):
             out.append({"loc": [*loc, f.name], "msg": "missing value (NaN)", "type": "value_error.nan"})
@@ -180,18 +184,18 @@ def validate_records(schema: Any, records: Sequence[Mapping[str, Any]],
         return
     errors: list[dict[str, Any]] = []
     more = 0
-    wrong_keys: set[int] = set()  # records refused on their keys or a bool for a number
+    wrong_keys: dict[int, set[str]] = {}  # records refused on their keys or a bool for a number
     no_bool = _no_bool_features(schema)
     for i, record in enumerate(records):  # O(features + listed errors) a record
-        found, skipped = _key_errors(schema, record, [*loc, i, "features"], MAX_ERRORS - len(errors))
-        if not (found or skipped):
-            found = [{"loc": [*loc, i, "features", name], "type": "value_error.record",
-                      "msg": f"expected a number for {name}, got a boolean"}
-                     for name in no_bool if type(record[name]) is bool]
-            skipped = max(len(found) - (MAX_ERRORS - len(errors)), 0)
-            found = found[:len(found) - skipped]
+        room = MAX_ERRORS - len(errors)
+        found, skipped = _key_errors(schema, record, [*loc, i, "features"], room)
+        bools = [name for name in no_bool if name in record and type(record[name]) is bool]
+        listed = bools[:max(room - len(found), 0)]
+        found += [{"loc": [*loc, i, "features", name], "type": "value_error.record",
+                   "msg": f"expected a number for {name}, got a boolean"} for name in listed]
+        skipped += len(bools) - len(listed)
         if found or skipped:
-            wrong_keys.add(i)
+            wrong_keys[i] = set(bools)
             errors.extend(found)
             more += skipped
     if not wrong_keys:
@@ -202,14 +206,14 @@ def validate_records(schema: Any, records: Sequence[Mapping[str, Any]],
         except (RobustCEError, TypeError, ValueError, OverflowError):
             pass
     unchecked = 0
-    for i, record in enumerate(records):
-        if i in wrong_keys or (checker is not None and checker.accepts(record)):
+    for i, record in enumerate(records):  # the values of the known features present, too
+        if i not in wrong_keys and checker is not None and checker.accepts(record):
             continue
         room = MAX_ERRORS - len(errors)
         if room <= 0:
             unchecked = sum(1 for k in range(i, len(records)) if k not in wrong_keys)
             break
-        found = _field_errors(schema, record, [*loc, i, "features"])
+        found = _field_errors(schema, record, [*loc, i, "features"], wrong_keys.get(i, set()))
         errors.extend(found[:room])
         more += max(len(found) - room, 0)
     if unchecked:
