@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-from robustce.cli._common import EXIT_OK, _load_dataset, _user_error
+from robustce.cli._common import EXIT_OK, _load_dataset, _user_error, _with_flags
 
 
 def _add_source_args(p: argparse.ArgumentParser) -> None:
@@ -91,7 +91,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, int, Any, Any]:
     target = data.favourable if data.favourable is not None else 1
     train, test = data.split(test_size=args.test_size, random_state=args.seed)
     if args.model is not None:
-        model = load_model(args.model)
+        model = _with_flags(load_model(args.model), args, data)  # flags over the saved schema
     else:
         if not args.quiet:
             print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
