@@ -284,6 +284,21 @@ def test_batch_notices_resume_without_recomputing(setup, tmp_path, monkeypatch):
     assert paths[0].read_text() == first
 
 
+def test_batch_notices_refuse_to_resume_with_other_settings(setup, tmp_path):
+    """A rerun into the same folder with another actionability (the CLI's --immutable) or
+    other method parameters kept the old notices silently; now it is refused."""
+    data, model, expl = setup
+    write_notices(model, expl, tmp_path)
+    fixed = model.with_actionability(income="immutable")
+    with pytest.raises(ValidationError, match="other settings.*model_hash"):
+        write_notices(fixed, rc.methods.NearestNeighbour(fixed, data).explain(expl.queries),
+                      tmp_path)
+    other = rc.methods.NearestNeighbour(model, data, n_neighbours=2).explain(expl.queries)
+    with pytest.raises(ValidationError, match="differs in methods"):
+        write_notices(model, other, tmp_path)
+    assert write_notices(model, expl, tmp_path)  # the same settings: a resume
+
+
 @pytest.mark.slow
 def test_pdf_via_headless_chromium(setup, tmp_path):
     pytest.importorskip("playwright")

@@ -253,10 +253,11 @@ def _reviewer_entry(index: int, method: str, cost: float, raw_cost: float, famil
     return entry
 
 
-#: a method's status for one applicant, in plain words ("one search ...")
+#: a method's status for one applicant, in plain words ("one search ..."; {label}: the
+#: favourable outcome)
 _STATUS_WORDS = {
-    "not_found": "found no change that leads to approval",
-    "infeasible": "showed that no change of the kind it looks for leads to approval",
+    "not_found": "found no change that leads to '{label}'",
+    "infeasible": "showed that no change of the kind it looks for leads to '{label}'",
     "timeout": "ran out of time",
     "no_robust_point": "found no change that is sure to hold if our model is updated",
     "error": "failed",
@@ -269,7 +270,7 @@ def _count(n: int, noun: str) -> str:
     return f"{word} {noun}" + ("" if n == 1 else "s")
 
 
-def _why_missing(statuses: list[str], n_shown: int, n_dropped: int) -> str:
+def _why_missing(statuses: list[str], n_shown: int, n_dropped: int, label: str) -> str:
     """Plain sentences on why fewer options than asked for are shown: what each search did
     (``statuses``: one per method), and how many changes found were left out."""
     parts = []
@@ -278,14 +279,14 @@ def _why_missing(statuses: list[str], n_shown: int, n_dropped: int) -> str:
         by_status[st] = by_status.get(st, 0) + 1
     for st, words in _STATUS_WORDS.items():
         if st in by_status:
-            parts.append(f"{_count(by_status[st], 'search')} {words}")
+            parts.append(f"{_count(by_status[st], 'search')} {words.format(label=label)}")
     if n_dropped:
         parts.append(f"{_count(n_dropped, 'change')} found were left out because "
                      f"{'it' if n_dropped == 1 else 'they'} would change a protected "
-                     "characteristic or no longer lead to approval")
+                     f"characteristic or no longer lead to '{label}'")
     if (n_shown and "found" in by_status) or not parts:
         parts.append(f"{'our search' if len(statuses) == 1 else 'the searches'} found no "
-                     "other, different change that leads to approval")
+                     f"other, different change that leads to '{label}'")
     return " ".join(p[0].upper() + p[1:] + "." for p in parts)
 
 
@@ -431,7 +432,7 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
         main = []
         statement = ("Your application was not approved. We found no change to the things you "
                      f"can act on that would lead to '{label_t}'. "
-                     + _why_missing(statuses, 0, n_dropped))
+                     + _why_missing(statuses, 0, n_dropped, label_t))
         next_steps = ("If your situation changes, you may apply again. If any of your values "
                       "shown here is wrong, tell us and we will review your application with "
                       "the correct value.")
@@ -441,7 +442,7 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
             f"Only {_COUNT_WORDS.get(len(options), len(options))} options are shown")
         missing = (f"{shown}, although we looked for up to "
                    f"{_COUNT_WORDS.get(int(max_options), max_options)}. "
-                   + _why_missing(statuses, len(options), n_dropped))
+                   + _why_missing(statuses, len(options), n_dropped, label_t))
     raw = enc.inverse_transform(x[None, :]).iloc[0]
     applicant_values = {n: raw[n] for n in schema.names if not schema[n].protected}
     methods = [{"method": e.method, "params": e.meta.get("params", {}),
