@@ -194,3 +194,21 @@ def test_protected_only_mutable_feature_stops_the_audit(loan, tmp_path):
             audit(model, test.frame, train=train, groups=["housing"], out=tmp_path)
     finally:
         model.encoder.schema = old
+
+
+def test_a_second_audit_in_one_process_explains_its_own_model(tmp_path):
+    """The worker's cached explainer is keyed by the configuration; it did not include the
+    model, so a second audit with the same settings reused the first model's explainer (and
+    its actionability). Here the second model holds income fixed: none of its CEs change it."""
+    data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
+    train, test = data.split(test_size=0.25, random_state=0)
+    model = rc.models.MLP((8,), epochs=20, random_state=0).fit(train)
+    fixed = model.with_actionability(income="immutable")
+    kw = {"train": train, "method": "milp_nearest", "groups": ["housing"], "n_boot": 5,
+          "min_group": 2, "sample_fraction": 0.2, "report": False}
+    audit(model, test.frame, out=tmp_path / "a", **kw)
+    audit(fixed, test.frame, out=tmp_path / "b", **kw)
+    first, second = _parts(tmp_path / "a"), _parts(tmp_path / "b")
+    first, second = first[first["found"].astype(bool)], second[second["found"].astype(bool)]
+    assert (first["cf:income"] != first["x:income"]).any()  # the first model's CEs do
+    assert len(second) and (second["cf:income"] == second["x:income"]).all()

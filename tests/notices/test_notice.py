@@ -236,13 +236,15 @@ def test_options_are_ranked_most_durable_first(setup):
     shift = rc.robustness.ParameterShift(0.01)
     n = notice(model, qid, expls, family=family, shift=shift, max_options=3)
     keys = []
-    for o in n.options:
+    for o, entry in zip(n.options, n.record["options"], strict=True):
         C = model.encode(_applied(rej, o))
         robust = bool(rc.robustness.is_delta_robust(model, C, shift, 1)[0])
         vr = float(family.validity(C, 1).per_ce[0])
         keys.append((not robust, -vr, o.cost_l1_model))
-        assert any(f"vr = {vr:.2f}" in s for s in o.certificates)
-        assert any(("Proven" in s) == robust for s in o.certificates if "δ = 0.01" in s)
+        assert entry["vr"] == pytest.approx(vr) and entry["shift"]["proven"] == robust
+        agree = round(vr * len(family))
+        assert any(f": {agree} of them give" in s for s in o.certificates)
+        assert any(("We have proven" in s) == robust for s in o.certificates if "0.01" in s)
     assert keys == sorted(keys)
 
 
@@ -280,6 +282,21 @@ def test_batch_notices_resume_without_recomputing(setup, tmp_path, monkeypatch):
     write_notices(model, expl, tmp_path)
     assert calls == [expl.query_ids[1]]
     assert paths[0].read_text() == first
+
+
+def test_batch_notices_refuse_to_resume_with_other_settings(setup, tmp_path):
+    """A rerun into the same folder with another actionability (the CLI's --immutable) or
+    other method parameters kept the old notices silently; now it is refused."""
+    data, model, expl = setup
+    write_notices(model, expl, tmp_path)
+    fixed = model.with_actionability(income="immutable")
+    with pytest.raises(ValidationError, match="other settings.*model_hash"):
+        write_notices(fixed, rc.methods.NearestNeighbour(fixed, data).explain(expl.queries),
+                      tmp_path)
+    other = rc.methods.NearestNeighbour(model, data, n_neighbours=2).explain(expl.queries)
+    with pytest.raises(ValidationError, match="differs in methods"):
+        write_notices(model, other, tmp_path)
+    assert write_notices(model, expl, tmp_path)  # the same settings: a resume
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from robustce.audits.partitions import PartitionStore, iter_partitions
 from robustce.audits.recourse import AuditTask, group_frame
 from robustce.errors import ValidationError
 from robustce.notices.reasons import check_recourse_possible
-from robustce.notices.record import audit_record
+from robustce.notices.record import audit_record, model_hash, schema_hash
 
 __all__ = ["AuditResult", "audit"]
 
@@ -188,7 +188,10 @@ def audit(model: Any, data: Any, *, method: str = "nearest_neighbour",
               "sample_fraction": sample_fraction,
               "family": None if family is None else [family.protocol, len(family)],
               "shift": None if shift is None else float(getattr(shift, "delta", shift)),
-              "input": source if isinstance(source, str | os.PathLike) else "frame"}
+              "input": source if isinstance(source, str | os.PathLike) else "frame",
+              # the model and what a CE may change: a rerun with another model or other
+              # actionability is not a resume (and builds its own explainer: the token)
+              "model": model_hash(model), "schema": schema_hash(model.encoder.schema)}
     config["input"] = str(config["input"])
     token = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
     directory = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="robustce-audit-"))

@@ -150,7 +150,7 @@ class GroupAccumulator:
                     if not self.measured[m]:
                         continue
                     r = ratio[lv][i]
-                    lo, hi = _ci(r[1:])
+                    lo, hi = _ci(r[1:], r[0])
                     row = {"group": g, "level": lv, "n_declined": self.count[(g, lv)],
                            "metric": m, "value": r[0], "ci_low": lo, "ci_high": hi,
                            "reference": ref, "too_few": too_few,
@@ -158,34 +158,70 @@ class GroupAccumulator:
                     if not too_few and lv != ref:
                         d = r - ratio[ref][i]
                         row["gap"] = d[0]
-                        row["gap_low"], row["gap_high"] = _ci(d[1:])
+                        row["gap_low"], row["gap_high"] = _ci(d[1:], d[0])
                     rows.append(row)
         return pd.DataFrame(rows)
 
     def fairness_gaps(self, min_group: int = 30) -> pd.DataFrame:
         """Per group column: the recourse-fairness gap (max − min group burden, over groups
-        with at least ``min_group`` declined) with its bootstrap CI, and the coverage gap."""
+        with at least ``min_group`` declined) with its bootstrap CI, and the coverage gap.
+
+        ``highest`` and ``lowest`` name the groups at the top and the bottom ("A and B (tie)"
+        where several share it); ``compared`` names the pair the CI is about: the same two
+        groups in every replicate, so the CI is the bootstrap distribution of the value's own
+        statistic (the max − min of each replicate, a different statistic, lies above the
+        value by construction: a tie of 0 got a CI above 0). A CI reaching below 0 says the
+        order of the two groups is not settled."""
         rows = []
         for g in self.groups:
-            levels = [lv for (c, lv) in self.count if c == g and self.count[(c, lv)] >= min_group]
+            levels = sorted(lv for (c, lv) in self.count
+                            if c == g and self.count[(c, lv)] >= min_group)
             if len(levels) < 2:
                 continue
             for m in ("burden", "coverage"):
                 i = list(METRICS).index(m)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     R = np.vstack([self.num[(g, lv)][i] / self.den[(g, lv)][i] for lv in levels])
-                spread = np.nanmax(R, axis=0) - np.nanmin(R, axis=0)
-                lo, hi = _ci(spread[1:])
-                rows.append({"group": g, "measure": f"{m}_spread", "value": spread[0],
+                point = R[:, 0]
+                if not np.isfinite(point).any():
+                    continue
+                top = _tied(point, np.nanmax(point))
+                bottom = _tied(point, np.nanmin(point))
+                high = top[0]
+                others = [k for k in bottom if k != high]  # all tied: another of them
+                if not others:  # one group measured: no spread
+                    continue
+                low = others[0]
+                d = R[high] - R[low]
+                lo, hi = _ci(d[1:], d[0])
+                rows.append({"group": g, "measure": f"{m}_spread", "value": d[0],
                              "ci_low": lo, "ci_high": hi,
-                             "highest": levels[int(np.nanargmax(R[:, 0]))],
-                             "lowest": levels[int(np.nanargmin(R[:, 0]))]})
+                             "highest": _names(levels, top), "lowest": _names(levels, bottom),
+                             "compared": f"{levels[high]} − {levels[low]}"})
         return pd.DataFrame(rows)
 
 
-def _ci(samples: np.ndarray) -> tuple[float, float]:
+def _tied(values: np.ndarray, target: float) -> list[int]:
+    """Positions of ``values`` equal to ``target`` (to rounding)."""
+    return [k for k, v in enumerate(values) if np.isfinite(v) and abs(v - target) <= 1e-12]
+
+
+def _names(levels: list[str], positions: list[int]) -> str:
+    """One group's name, or "A and B (tie)" / "A, B and C (tie)"."""
+    names = [levels[k] for k in positions]
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + f" and {names[-1]} (tie)"
+
+
+def _ci(samples: np.ndarray, point: float) -> tuple[float, float]:
+    """The 95 % percentile interval of the replicates, extended to the point estimate where
+    the replicates lie on one side of it (a skewed bootstrap distribution): every interval
+    contains its value."""
     s = samples[np.isfinite(samples)]
     if len(s) == 0:
         return float("nan"), float("nan")
     lo, hi = np.percentile(s, [2.5, 97.5])
+    if np.isfinite(point):
+        lo, hi = min(lo, point), max(hi, point)
     return float(lo), float(hi)

@@ -144,35 +144,63 @@ def write_report(result: Any, acc: Any) -> dict[str, Path]:
            "All metrics by group: `group_metrics.csv`.\n"]
     _write(out / "report.md", "\n".join(md))
     files["report.md"] = out / "report.md"
-    body = []
-    for block in md:
-        if block.startswith("!["):
-            name = block[2:block.index("]")]
-            b64 = base64.b64encode(figs[name]).decode()
-            body.append(f"<img alt='{name}' src='data:image/png;base64,{b64}'>")
-        elif block.startswith("|"):
-            body.append(_html_table(block))
-        elif block.startswith("```"):
-            body.append("<pre>" + html.escape(block.strip("`\n").removeprefix("json\n")) + "</pre>")
-        elif block.startswith("#"):
-            level = len(block) - len(block.lstrip("#"))
-            body.append(f"<h{level}>{html.escape(block.lstrip('# ').strip())}</h{level}>")
-        else:
-            body.append(f"<p>{html.escape(block.strip())}</p>")
-    page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Recourse "
-            "audit</title><style>body{font-family:sans-serif;max-width:72em;margin:2em auto}"
-            "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #aaa;"
-            "padding:2px 6px}img{max-width:100%}</style></head><body>" + "\n".join(body)
-            + "</body></html>")
-    _write(out / "report.html", page)
+    _write(out / "report.html", _html_page(result, figs, main))
     files["report.html"] = out / "report.html"
     return files
 
 
-def _html_table(md: str) -> str:
-    rows = [r.strip().strip("|").split("|") for r in md.strip().splitlines()]
-    head, data = rows[0], rows[2:]
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(c.strip())}</th>" for c in head) + "</tr>"]
-    for r in data:
-        out.append("<tr>" + "".join(f"<td>{html.escape(c.strip())}</td>" for c in r) + "</tr>")
-    return "".join(out) + "</table>"
+_CAPTIONS = {
+    "cost_by_group.png": "Recourse cost by group: the distribution of the burden (normalised "
+                         "raw ℓ1) of each group's counterfactuals.",
+    "global_actions.png": "Global actions: the share of the declined sample each action "
+                          "covers alone and all actions up to it together.",
+    "robust_validity_by_group.png": "Robust validity by group: mean with its 95 % "
+                                    "Poisson-bootstrap interval.",
+}
+
+
+def _html_page(result: Any, figs: dict[str, bytes], main: pd.DataFrame) -> str:
+    """The report as one self-contained page, styled like the benchmark and demo report
+    (:mod:`robustce.evaluation.report`): wide tables scroll inside the page, figures embedded
+    with captions, code names as code."""
+    from robustce.evaluation.report import _CSS, _scrollable
+
+    t, cfg = result.totals, result.record["config"]
+    method = html.escape(str(cfg["method"]))
+    few = ", ".join(f"{r['group']}={r['level']} (n={r['n_declined']})"
+                    for r in t["groups_too_few"]) or "none"
+    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+             f"<title>Recourse audit — {method}</title><style>{_CSS}</style></head><body>",
+             f"<h1>Recourse audit — method <code>{method}</code></h1>",
+             f"<p class='meta'>Rows read: {t['rows']}; declined applicants audited: "
+             f"{t['declined_audited']}; with a counterfactual: {t['found']} (coverage "
+             f"{t['coverage']:.3f}); partitions: {t['partitions']}; global actions chosen on a "
+             f"seeded sample of {t['global_sample']} declined applicants.</p>",
+             "<h2>Metrics by group</h2>",
+             "<p>95 % Poisson-bootstrap intervals; gap = group − reference group (the largest "
+             "of its column).</p>",
+             _frame_html(main.drop(columns=["too_few"]) if len(main) else main, _scrollable),
+             f"<p>Groups with fewer than the minimum number of declined applicants (reported, "
+             f"not compared): {html.escape(few)}.</p>",
+             "<h2>Fairness of recourse (spread between groups)</h2>",
+             "<p>value = highest − lowest group; the interval is that of the difference "
+             "between the two groups named in <em>compared</em>.</p>",
+             _frame_html(result.fairness, _scrollable),
+             "<h2>Global actions</h2>", _frame_html(result.actions, _scrollable),
+             "<h3>Global actions by group</h3>", _frame_html(result.actions_by_group, _scrollable)]
+    for name, data in figs.items():
+        b64 = base64.b64encode(data).decode()
+        parts += ["<figure>", f"<img alt='{html.escape(name)}' src='data:image/png;base64,{b64}'>",
+                  f"<figcaption>{html.escape(_CAPTIONS.get(name, name))}</figcaption></figure>"]
+    parts += ["<h2>Measures and sources</h2>", f"<p>{html.escape(_CITES)}</p>",
+              "<h2>Audit record</h2>",
+              f"<pre>{html.escape(json.dumps(result.record, indent=1, default=str))}</pre>",
+              "<p>All metrics by group: <code>group_metrics.csv</code>.</p>", "</body></html>"]
+    return "\n".join(parts)
+
+
+def _frame_html(df: pd.DataFrame, wrap: Any) -> str:
+    if not len(df):
+        return "<p><em>none</em></p>"
+    return wrap(df.to_html(index=False, border=0, na_rep="–",
+                           float_format=lambda v: f"{v:.4g}"))

@@ -73,5 +73,33 @@ def _load_dataset(args: argparse.Namespace) -> Any:
     return data
 
 
+def _actionability_flags(args: argparse.Namespace, data: Any) -> dict[str, str]:
+    """Feature → actionability that the command line sets: the features named by the
+    actionability flags, and every feature of ``--schema`` (read from ``data.schema``, where
+    :func:`_load_dataset` applied them)."""
+    named = set(data.schema.names) if getattr(args, "schema", None) else set()
+    for flag in ("free", "immutable", "protected", "increase_only", "decrease_only"):
+        named.update(_names(getattr(args, flag, None)))
+    out = {}
+    for name in data.schema.names:
+        if name in named:
+            f = data.schema[name]
+            out[name] = "protected" if f.protected else f.actionability.value
+    return out
+
+
+def _with_flags(model: Any, args: argparse.Namespace, data: Any) -> Any:
+    """A loaded ``--model`` with the command line's actionability (``--immutable``, ...,
+    ``--schema``) over the one saved with it; the model itself when none is given."""
+    flags = _actionability_flags(args, data)
+    if not flags:
+        return model
+    unknown = [n for n in flags if n not in model.encoder.schema.names]
+    if unknown:
+        raise _user_error(f"--model {args.model} has no feature(s) {unknown}; its features: "
+                          f"{', '.join(model.encoder.schema.names)}")
+    return model.with_actionability(**flags)
+
+
 def _names(text: str | None) -> list[str]:
     return [] if not text else [n.strip() for n in text.split(",") if n.strip()]

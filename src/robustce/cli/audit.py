@@ -61,19 +61,57 @@ def _bands(items: list[str]) -> dict[str, list[float]]:
     return out
 
 
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The audit's counts and shares, one line each (before any training)."""
+    for flag, value in (("--n-jobs", args.n_jobs), ("--partition-rows", args.partition_rows),
+                        ("--global-sample", args.global_sample),
+                        ("--max-actions", args.max_actions), ("--bootstrap", args.bootstrap),
+                        ("--min-group", args.min_group)):
+        if value < 1:
+            raise _user_error(f"{flag} must be >= 1, got {value}")
+    if args.sample_fraction is not None and not 0 < args.sample_fraction <= 1:
+        raise _user_error(f"--sample-fraction must be in (0, 1], got {args.sample_fraction}")
+    if args.connect_timeout <= 0:
+        raise _user_error(f"--connect-timeout must be > 0, got {args.connect_timeout}")
+
+
+def _check_groups(args: argparse.Namespace, groups: list[str], bands: dict[str, list[float]],
+                  test: Any) -> None:
+    """The group columns against the applicants' columns (the first rows of ``--input``, or
+    the test split): an unknown one is refused before any training."""
+    from robustce.audits.partitions import iter_partitions
+    from robustce.audits.recourse import group_frame
+
+    if args.input is None:
+        head = test.frame.iloc[:1]
+    else:
+        rows = iter_partitions(args.input, 1)
+        head = next(rows, None)
+        rows.close()  # the file is closed
+        if head is None:
+            raise _user_error(f"--input {args.input} has no rows")
+    group_frame(head, groups + list(bands), bands)
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from robustce.audits import audit
-    from robustce.cli.explain import _parse_params
-    from robustce.evaluation.config import method_params
+    from robustce.cli.notice import check_methods, hidden_layers, params_by_method
     from robustce.methods.registry import get_method
 
     cls = get_method(args.method)
-    params = method_params(cls, _parse_params(args.param), "--param") if args.param else {}
+    (params,) = params_by_method([cls], args.param)
     bands = _bands(args.band)
     groups = [g for g in _names(args.groups) if g not in bands]
     if args.backend != "dask" and args.scheduler is not None:
         raise _user_error("--scheduler goes with --backend dask")
-    data, train, test, target, model, family = prepare(args)
+    _check_numbers(args)
+    hidden_layers(args)
+
+    def check(train: Any, test: Any) -> None:
+        _check_groups(args, groups, bands, test)
+        check_methods([cls], [params], args, train)
+
+    data, train, test, target, model, family = prepare(args, check)
     source = args.input if args.input is not None else test.frame
     kw: dict[str, Any] = {}
     cluster = None

@@ -15,6 +15,7 @@ from robustce.cli._common import (
     _load_dataset,
     _read_csv,
     _user_error,
+    _with_flags,
 )
 from robustce.errors import RobustCEError
 
@@ -180,6 +181,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             model.encoder.transform(train.frame.iloc[:1])
         except RobustCEError as exc:
             raise _user_error(f"--model {args.model} does not fit the data: {exc}") from None
+        model = _with_flags(model, args, data)  # --immutable & co. over the saved schema
     queries = None
     if args.queries_file is not None:  # checked before any training
         label = args.target or getattr(data.target, "name", None)

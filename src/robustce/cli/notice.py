@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from robustce.cli._common import EXIT_OK, _load_dataset, _user_error
+from robustce.cli._common import EXIT_OK, _load_dataset, _user_error, _with_flags
+from robustce.errors import RobustCEError
 
 
 def _add_source_args(p: argparse.ArgumentParser) -> None:
@@ -27,7 +29,8 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=None, metavar="N",
                    help="epochs of the MLP trained without --model (default: until it converges)")
     p.add_argument("--param", metavar="K=V", action="append", default=[],
-                   help="method parameter (repeatable; as in `robustce explain`)")
+                   help="method parameter (repeatable; as in `robustce explain`): it goes to "
+                        "each --method that takes it")
     p.add_argument("--family-size", type=int, default=0, metavar="N",
                    help="retrain N MLPs with other seeds and report robust validity vr over them "
                         "(default 0: not measured)")
@@ -55,7 +58,7 @@ def _add_notice(sub: Any) -> None:
     _add_source_args(p)
     p.add_argument("--method", metavar="NAME", action="append", required=True,
                    help="method giving the options (repeatable: options of all methods "
-                        "compete; --param then applies to each)")
+                        "compete; a --param goes to each one that takes it)")
     p.add_argument("--applicants", metavar="N", type=int, default=3,
                    help="the first N declined test rows (default 3)")
     p.add_argument("--options", type=int, default=3, metavar="K", help="1-3 options (default 3)")
@@ -68,9 +71,12 @@ def _add_notice(sub: Any) -> None:
     p.set_defaults(func=_cmd_notice)
 
 
-def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, int, Any, Any]:
+def prepare(args: argparse.Namespace, check: Callable[[Any, Any], None] | None = None
+            ) -> tuple[Any, Any, Any, int, Any, Any]:
     """(data, train, test, favourable class, model, family) of ``notice``/``audit``: the
-    dataset with its actionability flags, its split, and the model (loaded or trained)."""
+    dataset with its actionability flags, its split, and the model (loaded or trained).
+    ``check(train, test)`` runs before any model is loaded or trained: the command's own
+    arguments that need the data (method parameters, group columns) are refused there."""
     from robustce.models import MLP
     from robustce.models import load as load_model
     from robustce.models.families import seed_family
@@ -82,16 +88,15 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, int, Any, Any]:
         raise _user_error(f"--family-size must be >= 0, got {args.family_size}")
     if args.delta is not None and args.delta <= 0:
         raise _user_error(f"--delta must be > 0, got {args.delta}")
-    try:
-        hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
-    except ValueError:
-        raise _user_error(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
+    hidden = hidden_layers(args)
     data = _load_dataset(args)
     check_recourse_possible(data.schema)
     target = data.favourable if data.favourable is not None else 1
     train, test = data.split(test_size=args.test_size, random_state=args.seed)
+    if check is not None:
+        check(train, test)
     if args.model is not None:
-        model = load_model(args.model)
+        model = _with_flags(load_model(args.model), args, data)  # flags over the saved schema
     else:
         if not args.quiet:
             print(f"training an MLP on {len(train)} rows of {data.name} ...", file=sys.stderr)
@@ -103,9 +108,59 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any, int, Any, Any]:
     return data, train, test, int(target), model, family
 
 
-def _cmd_notice(args: argparse.Namespace) -> int:
+def hidden_layers(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--hidden`` as layer sizes; ``--hidden`` and ``--epochs`` checked (one line)."""
+    try:
+        hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
+    except ValueError:
+        raise _user_error(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
+    if not hidden or min(hidden) < 1 or (args.epochs is not None and args.epochs < 1):
+        raise _user_error("--hidden needs positive layer sizes and --epochs a positive integer")
+    return hidden
 
+
+def params_by_method(classes: list[type], items: list[str]) -> list[dict[str, Any]]:
+    """Each method's share of ``--param``: a parameter goes to every ``--method`` that takes
+    it, converted and type-checked; one that none takes is refused in one line."""
     from robustce.cli.explain import _parse_params
+    from robustce.evaluation.config import method_params
+    from robustce.methods.registry import param_annotations
+
+    raw = _parse_params(items)
+    known = [param_annotations(cls) for cls in classes]
+    for key in raw:
+        if not any(key in names for names in known):
+            allowed = sorted(set().union(*known))
+            which = ", ".join(cls.__name__ for cls in classes)
+            raise _user_error(f"--param {key}: no --method takes it ({which}); their "
+                              f"parameters: {', '.join(allowed)}")
+    out = []
+    for cls, names in zip(classes, known, strict=True):
+        try:
+            out.append(method_params(cls, {k: v for k, v in raw.items() if k in names},
+                                     "--param"))
+        except RobustCEError as exc:
+            raise _user_error(f"{str(exc).replace('--param.', '--param ', 1)} "
+                              f"(--method {cls.__name__})") from None
+    return out
+
+
+def check_methods(classes: list[type], params: list[dict[str, Any]], args: argparse.Namespace,
+                  train: Any) -> None:
+    """Build each explainer on a throwaway model of the ``--hidden`` shape: its parameters'
+    values are refused here, before any training or solving."""
+    from robustce.cli.explain import _stand_in_model
+    from robustce.methods.registry import build_explainer
+
+    stand_in = _stand_in_model(train, hidden_layers(args))
+    for cls, own in zip(classes, params, strict=True):
+        try:
+            build_explainer(cls, stand_in, train, seed=args.seed, **own)
+        except RobustCEError as exc:
+            raise _user_error(f"--method {cls.__name__}: {exc}") from None
+
+
+def _cmd_notice(args: argparse.Namespace) -> int:
     from robustce.methods.registry import get_method
 
     if not 1 <= args.options <= 3:
@@ -113,7 +168,8 @@ def _cmd_notice(args: argparse.Namespace) -> int:
     if args.applicants < 1 or args.n_jobs < 1:
         raise _user_error("--applicants and --n-jobs must be >= 1")
     classes = [get_method(m) for m in args.method]
-    params = _parse_params(args.param)
+    params = params_by_method(classes, args.param)
+    hidden_layers(args)
     client = None
     if args.scheduler is not None:  # before any training: a silent address stops here
         from robustce.audits.execute import connect
@@ -129,22 +185,21 @@ def _cmd_notice(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _notices(args: argparse.Namespace, classes: list[Any], params: dict[str, Any],
+def _notices(args: argparse.Namespace, classes: list[Any], params: list[dict[str, Any]],
              client: Any) -> list[Any]:
     """Train or load, explain the declined applicants with each method, write the notices."""
     from pathlib import Path
 
-    from robustce.evaluation.config import method_params
     from robustce.methods.registry import build_explainer
     from robustce.notices import write_notices
 
-    data, train, test, target, model, family = prepare(args)
+    data, train, test, target, model, family = prepare(
+        args, lambda train, test: check_methods(classes, params, args, train))
     declined = test.frame[model.predict(test.frame) != target].iloc[: args.applicants]
     if not len(declined):
         raise _user_error("the model declines no test row; nothing to notify")
     expls = []
-    for cls in classes:
-        own = method_params(cls, params, "--param") if params else {}
+    for cls, own in zip(classes, params, strict=True):
         explainer = build_explainer(cls, model, train, seed=args.seed, **own)
         expls.append(explainer.explain(declined, target_class=target))
     kw = {"family": family, "shift": args.delta, "max_options": args.options, "seed": args.seed}
@@ -154,4 +209,4 @@ def _notices(args: argparse.Namespace, classes: list[Any], params: dict[str, Any
     return write_notices(model, expls, Path(args.out), n_jobs=args.n_jobs, **kw)
 
 
-__all__ = ["prepare"]
+__all__ = ["check_methods", "hidden_layers", "params_by_method", "prepare"]

@@ -115,6 +115,36 @@ class Model(ABC):
         """> 0 iff ``target_class`` is predicted (see :func:`class_margin`)."""
         return class_margin(self.logits(X), target_class)
 
+    def with_actionability(self, **by_name: str) -> Model:
+        """A copy of this model whose schema gives the named features another actionability
+        (what a CE may change: ``"immutable"``, ``"increase"``, ``"decrease"``, ``"free"``,
+        ``"protected"``); it computes the same function and shares its weights.
+
+        Parameters
+        ----------
+        **by_name : feature name → actionability.
+
+        Examples
+        --------
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> data = rc.datasets.load("synthetic_loan", n_samples=200, random_state=0)
+        >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+        >>> model = rc.models.wrap(LogisticRegression().fit(enc.transform(data.frame), data.y), enc)
+        >>> fixed = model.with_actionability(income="immutable")
+        >>> fixed.encoder.schema.immutable, model.encoder.schema.immutable
+        (['age', 'income', 'prior_default'], ['age', 'prior_default'])
+        >>> bool((fixed.predict(data.frame) == model.predict(data.frame)).all())
+        True
+        """
+        import copy
+
+        self._check_fitted()
+        enc = self.encoder
+        out = copy.copy(self)
+        out.encoder = Encoder(enc.schema.with_actionability(**by_name),
+                              ordinal_encoding=enc.ordinal_encoding).fit()
+        return out
+
     def network(self) -> ReLUNetwork:
         """The ReLU-network view of this model (only for ReLU MLPs and linear models)."""
         raise UnsupportedModelError(

@@ -1,5 +1,7 @@
 """Batch notices: one notice (JSON + HTML) per declined applicant of an Explanations object,
-each written atomically; a rerun skips the applicants whose files already exist (resume).
+each written atomically; a rerun with the same settings skips the applicants whose files
+already exist (resume), one with other settings (model, actionability, methods, parameters,
+δ, family) is refused.
 With ``n_jobs`` the applicants are shared out in chunks over joblib workers — local
 processes, or a Dask cluster with ``backend="dask"`` (a ``dask.distributed.Client`` must be
 active: joblib's Dask backend uses it), or Ray with ``backend="ray"`` after
@@ -7,6 +9,7 @@ active: joblib's Dask backend uses it), or Ray with ``backend="ray"`` after
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,44 @@ def _write_chunk(model: Any, expls: list[Any], qids: list[Any], out: Path,
     for qid in qids:
         write_notice(notice(model, qid, expls, **kwargs), out)
     return len(qids)
+
+
+def _settings(record: dict[str, Any]) -> dict[str, Any]:
+    """What makes a notice: the model (its hash covers the schema, so the actionability), the
+    methods and their parameters, the exact test's δ and the retraining family."""
+    return {"model_hash": record.get("model_hash"),
+            "methods": [{"method": m.get("method"), "params": m.get("params")}
+                        for m in record.get("methods", [])],
+            "shift_delta": record.get("shift_delta"), "family": record.get("family")}
+
+
+def _check_same_settings(paths: list[Path], model: Any, expls: list[Any],
+                         kwargs: dict[str, Any]) -> None:
+    """A resume keeps the finished notices only if they were made with the same settings;
+    otherwise a ValidationError naming what differs (the folder holds another run)."""
+    from robustce.explanations import _jsonable
+    from robustce.notices.record import model_hash
+
+    shift, family = kwargs.get("shift"), kwargs.get("family")
+    now = json.loads(json.dumps(_jsonable(_settings({
+        "model_hash": model_hash(model),
+        "methods": [{"method": e.method, "params": e.meta.get("params", {})} for e in expls],
+        "shift_delta": None if shift is None else float(getattr(shift, "delta", shift)),
+        "family": None if family is None else {"protocol": family.protocol,
+                                               "n_models": len(family)}}))),
+        parse_constant=lambda _: None)
+    for path in paths:
+        try:
+            before = _settings(json.loads(path.read_text())["record"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ValidationError(f"{path} is not a notice this folder can resume from; use a "
+                                  "new output folder") from None
+        differs = sorted(k for k in now if before.get(k) != now[k])
+        if differs:
+            raise ValidationError(
+                f"{path.parent} holds notices made with other settings (differs in "
+                f"{', '.join(differs)}: model_hash covers the model and its actionability); "
+                "use a new output folder or the same settings")
 
 
 def write_notices(model: Any, explanations: Any, directory: str | os.PathLike, *,
@@ -42,6 +83,12 @@ def write_notices(model: Any, explanations: Any, directory: str | os.PathLike, *
     Returns
     -------
     The JSON paths, one per declined applicant (existing ones are kept, not recomputed).
+
+    Raises
+    ------
+    ValidationError
+        When the folder holds notices made with other settings (another model or
+        actionability, other methods or parameters, δ or family).
 
     Examples
     --------
@@ -65,8 +112,11 @@ def write_notices(model: Any, explanations: Any, directory: str | os.PathLike, *
     out.mkdir(parents=True, exist_ok=True)
     qids = list(first.query_ids[declined.to_numpy()])
     paths = [out / f"notice_{q}.json" for q in qids]
-    todo = [q for q, p in zip(qids, paths, strict=True)
-            if not (p.exists() and p.with_suffix(".html").exists())]
+    done = [p.exists() and p.with_suffix(".html").exists() for p in paths]
+    if any(done):
+        _check_same_settings([p for p, d in zip(paths, done, strict=True) if d], model, expls,
+                             kwargs)
+    todo = [q for q, d in zip(qids, done, strict=True) if not d]
     if not todo:
         return paths
     if not n_jobs or n_jobs == 1:

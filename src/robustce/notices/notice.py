@@ -58,7 +58,8 @@ class RecourseOption:
     cost_l1_model : its ℓ1 distance from the applicant in model space.
     cost_l1_raw : its ℓ1 distance from the applicant in raw units.
     n_changes : the number of raw features it changes.
-    certificates : plain-language sentences of what is checked or proven about it.
+    certificates : how sure we are about it, in plain sentences for the applicant (the
+        method's own certificate is in the notice's ``record["options"]``).
     reasons : its principal reasons, as the notice's ``reasons``.
     Examples
     --------
@@ -101,6 +102,14 @@ class Notice:
     statement : the notice's plain-language statement.
     record : the audit record (model and schema hashes, methods, seed, versions, times).
     applicant : the applicant's raw values (protected features left out).
+    missing_options : why fewer options than asked for are shown, in plain words ("" when
+        all are).
+    next_steps : what the applicant can do next.
+
+    The applicant's text is ``statement``, the reasons, each option's changes and
+    ``certificates``, ``missing_options`` and ``next_steps``: plain sentences without
+    symbols. The solver's certificates are in ``record["options"]`` (for reviewers).
+
     Examples
     --------
     >>> data = rc.datasets.load("synthetic_loan", n_samples=300, random_state=0)
@@ -127,6 +136,8 @@ class Notice:
     statement: str
     record: dict[str, Any]
     applicant: dict[str, Any] = field(default_factory=dict)
+    missing_options: str = ""
+    next_steps: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = {"notice_version": NOTICE_VERSION, "kind": "robustce.adverse_action_notice"}
@@ -174,16 +185,25 @@ def _robustness(model: Any, C: np.ndarray, target: int, family: Any, shift: Any,
 
 
 def _shift_words(shift: Any) -> str:
-    """The shift set in words, for a certificate sentence."""
+    """The shift set in plain words, for the applicant's sentence (one number at most)."""
     from robustce.robustness import ParameterShift
 
     if isinstance(shift, ParameterShift | int | float):
-        return (f"whose weights differ from the current one by at most "
-                f"δ = {_as_shift(shift).delta:g} (exact MILP test)")
-    delta, eps = getattr(shift, "delta", None), getattr(shift, "epsilon", None)
-    if delta is not None and eps is not None:  # EnsembleShift
-        return f"of the tree-ensemble shift set (δ = {delta:g}, ε = {eps:g})"
-    return f"in the certifier's set ({type(shift).__name__})"
+        return (f"our model is updated, with each of its parameters moving by up to "
+                f"{_as_shift(shift).delta:g}")
+    return "our model is updated within the tolerances listed in the appendix for reviewers"
+
+
+def _shift_record(shift: Any) -> dict[str, Any]:
+    """The shift set for the reviewers' record: its kind and sizes."""
+    from robustce.robustness import ParameterShift
+
+    if isinstance(shift, ParameterShift | int | float):
+        s = _as_shift(shift)
+        return {"kind": "ParameterShift", "delta": s.delta, "p": str(s.p), "biases": s.biases,
+                "test": "exact MILP test"}
+    sizes = {k: getattr(shift, k) for k in ("delta", "epsilon") if hasattr(shift, k)}
+    return {"kind": type(shift).__name__, **sizes}
 
 
 def _as_shift(shift: Any) -> Any:
@@ -192,32 +212,82 @@ def _as_shift(shift: Any) -> Any:
     return shift if isinstance(shift, ParameterShift) else ParameterShift(float(shift))
 
 
-def _certificates(model: Any, target: int, family: Any, shift: Any, vr: float, robust: bool,
-                  status: str, method_cert: Mapping[str, Any]) -> list[str]:
-    """Plain-language certificate sentences of one CE."""
+def _certificates(model: Any, target: int, family: Any, shift: Any, vr: float,
+                  robust: bool) -> list[str]:
+    """How sure we are about one option, in plain sentences for the applicant (no symbols:
+    the solver's certificate goes to the record, :func:`_reviewer_entry`)."""
     label = model.class_names[target]
-    out = [f"The current model gives '{label}' for this profile (checked by recomputing the "
-           "model's output)."]
+    out = [f"We checked that our current model gives '{label}' for your application with "
+           "these changes."]
     if family is not None:
-        out.append(f"{int(round(vr * len(family)))} of {len(family)} retrained models "
-                   f"({family.protocol}) also give '{label}' (robust validity vr = {vr:.2f}).")
+        agree = int(round(vr * len(family)))
+        some = ("none of them gives" if agree == 0 else
+                f"{agree} of them {'gives' if agree == 1 else 'give'}")
+        out.append(f"We also trained {len(family)} other versions of our model on the same "
+                   f"kind of data: {some} '{label}'{'' if agree == 0 else ' too'}.")
     if shift is not None:
-        what = _shift_words(shift)
         if robust:
-            out.append(f"Proven: every model {what} also gives '{label}'.")
+            out.append(f"We have proven that the result stays '{label}' even if "
+                       f"{_shift_words(shift)}.")
         else:
-            out.append(f"Not proven to hold for every model {what} (check result: {status}).")
-    extra = [f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in method_cert.items()
-             if v is not None and not (isinstance(v, float) and np.isnan(v))]
-    if extra:
-        out.append("Method certificate: " + "; ".join(extra) + ".")
+            out.append(f"We could not prove that the result stays '{label}' if "
+                       f"{_shift_words(shift)}.")
     return out
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float | np.floating):
-        return f"{float(v):.6g}"
-    return str(v)
+def _reviewer_entry(index: int, method: str, cost: float, raw_cost: float, family: Any,
+                    vr: float, shift: Any, robust: bool, status: str,
+                    method_cert: Mapping[str, Any]) -> dict[str, Any]:
+    """One option's technical certificate for the audit record and the reviewers' appendix:
+    the method and its own certificate columns, costs, vr and the Δ-test's result."""
+    entry: dict[str, Any] = {"option": index, "method": method, "cost_l1_model": cost,
+                             "cost_l1_raw": raw_cost}
+    if family is not None:
+        entry["vr"] = float(vr)
+        entry["family"] = {"protocol": family.protocol, "n_models": len(family)}
+    if shift is not None:
+        entry["shift"] = {**_shift_record(shift), "proven": bool(robust), "status": status}
+    entry["method_certificate"] = {
+        k: v for k, v in method_cert.items()
+        if v is not None and not (isinstance(v, float) and np.isnan(v))}
+    return entry
+
+
+#: a method's status for one applicant, in plain words ("one search ..."; {label}: the
+#: favourable outcome)
+_STATUS_WORDS = {
+    "not_found": "found no change that leads to '{label}'",
+    "infeasible": "showed that no change of the kind it looks for leads to '{label}'",
+    "timeout": "ran out of time",
+    "no_robust_point": "found no change that is sure to hold if our model is updated",
+    "error": "failed",
+}
+_COUNT_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def _count(n: int, noun: str) -> str:
+    word = _COUNT_WORDS.get(n, str(n))
+    return f"{word} {noun}" + ("" if n == 1 else "s")
+
+
+def _why_missing(statuses: list[str], n_shown: int, n_dropped: int, label: str) -> str:
+    """Plain sentences on why fewer options than asked for are shown: what each search did
+    (``statuses``: one per method), and how many changes found were left out."""
+    parts = []
+    by_status: dict[str, int] = {}
+    for st in statuses:
+        by_status[st] = by_status.get(st, 0) + 1
+    for st, words in _STATUS_WORDS.items():
+        if st in by_status:
+            parts.append(f"{_count(by_status[st], 'search')} {words.format(label=label)}")
+    if n_dropped:
+        parts.append(f"{_count(n_dropped, 'change')} found were left out because "
+                     f"{'it' if n_dropped == 1 else 'they'} would change a protected "
+                     f"characteristic or no longer lead to '{label}'")
+    if (n_shown and "found" in by_status) or not parts:
+        parts.append(f"{'our search' if len(statuses) == 1 else 'the searches'} found no "
+                     f"other, different change that leads to '{label}'")
+    return " ".join(p[0].upper() + p[1:] + "." for p in parts)
 
 
 def _reason_dict(r: Reason, labels: Mapping[str, str] | None) -> dict[str, Any]:
@@ -273,7 +343,10 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
     >>> [o.method for o in n.options]  # the option proven Δ-robust comes first
     ['milp_robust', 'milp_nearest']
     >>> print(n.options[0].certificates[1])
-    Proven: every model whose weights differ from the current one by at most δ = 0.01 ...
+    We have proven that the result stays 'approved' even if our model is updated, with each of
+    its parameters moving by up to 0.01.
+    >>> n.record["options"][0]["shift"]["proven"]  # the solver's side, for reviewers
+    True
     """
     started = datetime.now(UTC)
     if not 1 <= int(max_options) <= MAX_OPTIONS:
@@ -298,15 +371,17 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
             protected_cols[blk.slice] = True
     cands: list[tuple[float, str, np.ndarray, dict[str, Any]]] = []
     statuses = []
+    n_dropped = 0
     for e in expls:
         e._check_query_id(qid)
-        statuses.append(f"{e.method}: {e.status.loc[qid]}")
+        statuses.append(str(e.status.loc[qid]))
         rows = e.cf_positions(qid)
         if not len(rows):
             continue
         C = e.counterfactuals_encoded[rows]
         ok = (model.predict(C) == target) & np.all(np.abs(C[:, protected_cols]
                                                           - x[protected_cols]) <= 1e-9, axis=1)
+        n_dropped += int((~ok).sum())
         cert = (e.certificates.loc[qid].to_dict() if len(e.certificates.columns) else {})
         for c in C[ok]:
             cands.append((float(proximity(x[None, :], c[None, :])[0]), e.method, c, cert))
@@ -318,6 +393,7 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
         if len(distinct) == _POOL:
             break
     options: list[RecourseOption] = []
+    reviewers: list[dict[str, Any]] = []
     if distinct:
         vr, robust, st = _robustness(model, np.vstack([c[2] for c in distinct]), target,
                                      family, shift, time_limit)
@@ -329,8 +405,10 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
         X = np.repeat(x[None, :], len(C), axis=0)
         raw_cost = raw_distance(enc, X, C, "l1")
         n_changed = sparsity(enc, X, C)
-        certs = [_certificates(model, target, family, shift, vr[i], robust[i], st[i],
-                               distinct[i][3]) for i in order]
+        certs = [_certificates(model, target, family, shift, vr[i], robust[i]) for i in order]
+        reviewers = [_reviewer_entry(k + 1, distinct[i][1], distinct[i][0], float(raw_cost[k]),
+                                     family, vr[i], shift, robust[i], st[i], distinct[i][3])
+                     for k, i in enumerate(order)]
         for i, (cost, method, c, _) in enumerate(chosen):
             reasons, _ = principal_reasons(model, x, c, target, max_reasons=len(schema))
             changes = [{"feature": r.feature, "plain_name": plain_name(r.feature, labels),
@@ -344,14 +422,27 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
     label_p = str(model.class_names[pred])
     if options:
         main = options[0].reasons
-        statement = ("Your application was not approved. The principal reasons are the "
-                     "features below, in order of their weight in the decision; changing them "
-                     f"as shown in option 1 would lead to '{label_t}'.")
+        statement = ("Your application was not approved. The principal reasons are listed below, "
+                     "starting with the one that weighed most in the decision. Making the "
+                     f"changes of option 1 would lead to '{label_t}'.")
+        next_steps = ("If you can make the changes of one of the options, you may apply again. "
+                      "If any of your values shown here is wrong, tell us and we will review "
+                      "your application with the correct value.")
     else:
         main = []
-        statement = ("Your application was not approved. No change of the features you can "
-                     "act on was found that leads to "
-                     f"'{label_t}' ({'; '.join(statuses)}).")
+        statement = ("Your application was not approved. We found no change to the things you "
+                     f"can act on that would lead to '{label_t}'. "
+                     + _why_missing(statuses, 0, n_dropped, label_t))
+        next_steps = ("If your situation changes, you may apply again. If any of your values "
+                      "shown here is wrong, tell us and we will review your application with "
+                      "the correct value.")
+    missing = ""
+    if options and len(options) < max_options:
+        shown = "Only one option is shown" if len(options) == 1 else (
+            f"Only {_COUNT_WORDS.get(len(options), len(options))} options are shown")
+        missing = (f"{shown}, although we looked for up to "
+                   f"{_COUNT_WORDS.get(int(max_options), max_options)}. "
+                   + _why_missing(statuses, len(options), n_dropped, label_t))
     raw = enc.inverse_transform(x[None, :]).iloc[0]
     applicant_values = {n: raw[n] for n in schema.names if not schema[n].protected}
     methods = [{"method": e.method, "params": e.meta.get("params", {}),
@@ -361,6 +452,8 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
         record["family"] = {"protocol": family.protocol, "n_models": len(family)}
     if shift is not None:
         record["shift_delta"] = float(getattr(shift, "delta", shift))
+    record["options"] = reviewers
     return Notice(applicant_id=str(qid), decision=label_p, favourable_outcome=label_t,
                   reasons=main, options=options, protected_features=list(schema.protected),
-                  statement=statement, record=record, applicant=applicant_values)
+                  statement=statement, record=record, applicant=applicant_values,
+                  missing_options=missing, next_steps=next_steps)

@@ -108,7 +108,9 @@ table{border-collapse:collapse;width:100%;margin:.5em 0}
 th,td{border:1px solid #999;padding:.25em .5em;text-align:left;vertical-align:top}
 th{background:#eee}.small{font-size:.85em;color:#444}
 .option{border:1px solid #bbb;padding:.5em 1em;margin:1em 0;page-break-inside:avoid}
-@media print{body{margin:0}a{color:#111}}
+h3{font-size:1em;margin-bottom:.2em}
+#reviewers{border-top:2px solid #333;margin-top:2.5em}
+@media print{body{margin:0}a{color:#111}#reviewers{page-break-before:always}}
 """
 
 
@@ -139,13 +141,23 @@ def to_html(notice: Any) -> str:
     d = notice.to_dict() if hasattr(notice, "to_dict") else notice
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
              f"<title>Notice of adverse action — applicant {_v(d['applicant_id'])}</title>",
-             f"<style>{_CSS}</style></head><body>",
-             "<h1>Notice of adverse action</h1>",
+             f"<style>{_CSS}</style></head><body>", *_applicant_part(d),
+             *_reviewers_part(d),
+             f"<p class='small'>Notice format {_v(d['notice_version'])}.</p></body></html>"]
+    return "\n".join(parts)
+
+
+def _applicant_part(d: dict[str, Any]) -> list[str]:
+    """The applicant's text: decision, reasons, options with how sure we are, why an option
+    is missing, protected characteristics, what to do next (plain words, no symbols)."""
+    favourable = _v(d["favourable_outcome"])
+    parts = ["<section id='applicant'>", "<h1>Notice of adverse action</h1>",
              f"<p>Applicant: <b>{_v(d['applicant_id'])}</b>. Decision: <b>{_v(d['decision'])}"
              f"</b>.</p><p>{_v(d['statement'])}</p>"]
     if d["reasons"]:
-        parts.append("<h2>Principal reasons</h2><table><tr><th>#</th><th>Reason</th>"
-                     "<th>Your value</th><th>Needed</th><th>Share of the decision</th></tr>")
+        parts.append("<h2>Principal reasons</h2><table><tr><th></th><th>Reason</th>"
+                     f"<th>Your value</th><th>Needed for {favourable}</th>"
+                     "<th>Weight in the decision</th></tr>")
         for i, r in enumerate(d["reasons"], 1):
             share = "" if r["share"] is None else f"{100 * r['share']:.0f}%"
             parts.append(f"<tr><td>{i}</td><td>{_v(r['plain_name'])}</td><td>{_v(r['current'])}"
@@ -154,31 +166,60 @@ def to_html(notice: Any) -> str:
     if d["options"]:
         parts.append("<h2>What would change the decision</h2>")
     for i, o in enumerate(d["options"], 1):
-        parts.append(f"<div class='option'><b>Option {i}</b> "
-                     f"<span class='small'>({_v(o['method'])}; {o['n_changes']} change(s); "
-                     f"cost ℓ1 {o['cost_l1_model']:.3f} model units, "
-                     f"{o['cost_l1_raw']:.3f} normalised raw units)</span>"
-                     "<table><tr><th>Feature</th><th>From</th><th>To</th></tr>")
+        n = len(o["changes"])
+        parts.append(f"<div class='option'><p><b>Option {i}</b>: change "
+                     f"{'this' if n == 1 else f'these {n} things'}.</p>"
+                     "<table><tr><th>What</th><th>Now</th><th>Change to</th></tr>")
         for c in o["changes"]:
             parts.append(f"<tr><td>{_v(c['plain_name'])}</td><td>{_v(c['current'])}</td>"
                          f"<td>{_v(c['required'])}</td></tr>")
-        parts.append("</table><ul>" + "".join(f"<li>{_v(s)}</li>" for s in o["certificates"])
-                     + "</ul></div>")
+        parts.append("</table><p>How sure we are:</p><ul>"
+                     + "".join(f"<li>{_v(s)}</li>" for s in o["certificates"]) + "</ul></div>")
+    if d.get("missing_options"):
+        parts.append(f"<p>{_v(d['missing_options'])}</p>")
     if d["protected_features"]:
-        parts.append("<p class='small'>These features were not used as reasons and are never "
-                     "asked to change: " + ", ".join(_v(p) for p in d["protected_features"])
+        parts.append("<p>We did not use these characteristics as reasons, and we never ask you "
+                     "to change them: " + ", ".join(_v(p) for p in d["protected_features"])
                      + ".</p>")
+    if d.get("next_steps"):
+        parts.append(f"<h2>What you can do next</h2><p>{_v(d['next_steps'])}</p>")
+    parts.append("</section>")
+    return parts
+
+
+def _reviewers_part(d: dict[str, Any]) -> list[str]:
+    """The appendix for reviewers: each option's method, costs and certificates (the
+    solver's own, the Δ-test's, vr), then the audit record."""
     rec = d["record"]
-    parts.append("<h2>Audit record</h2><table class='small'>")
+    parts = ["<section id='reviewers' class='small'><h2>Appendix for reviewers</h2>"]
+    for entry in rec.get("options", []):
+        parts.append(f"<h3>Option {entry['option']}</h3><table>")
+        rows = [("method", entry["method"]),
+                ("cost ℓ1, model space", entry.get("cost_l1_model")),
+                ("cost ℓ1, normalised raw changes", entry.get("cost_l1_raw"))]
+        if "vr" in entry:
+            fam = entry.get("family", {})
+            rows.append((f"robust validity vr over {fam.get('n_models')} retrained models "
+                         f"({fam.get('protocol')})", entry["vr"]))
+        if "shift" in entry:
+            sh = entry["shift"]
+            sizes = ", ".join(f"{k} {_v(sh[k])}" for k in ("delta", "epsilon") if k in sh)
+            rows.append((f"Δ-robustness under {sh.get('kind')} ({sizes})",
+                         f"{'proven' if sh.get('proven') else 'not proven'} "
+                         f"(status: {sh.get('status')})"))
+        for key, value in entry.get("method_certificate", {}).items():
+            rows.append((f"{entry['method']} certificate: {key.replace('_', ' ')}", value))
+        parts.extend(f"<tr><th>{_v(k)}</th><td>{_v(v)}</td></tr>" for k, v in rows)
+        parts.append("</table>")
+    parts.append("<h3>Audit record</h3><table>")
     for key in ("model_hash", "model_class", "schema_hash", "seed", "started_at", "created_at"):
         parts.append(f"<tr><th>{key.replace('_', ' ')}</th><td>{_v(rec.get(key))}</td></tr>")
     for m in rec["methods"]:
         parts.append(f"<tr><th>method</th><td>{_v(m['method'])} ({_v(m['status'])}): "
                      f"{_v(json.dumps(m['params'], sort_keys=True, default=str))}</td></tr>")
     versions = ", ".join(f"{k} {v}" for k, v in rec["versions"].items() if v)
-    parts.append(f"<tr><th>versions</th><td>{_v(versions)}</td></tr></table>")
-    parts.append(f"<p class='small'>Notice format {_v(d['notice_version'])}.</p></body></html>")
-    return "\n".join(parts)
+    parts.append(f"<tr><th>versions</th><td>{_v(versions)}</td></tr></table></section>")
+    return parts
 
 
 def write_notice(notice: Any, directory: str | os.PathLike, *, stem: str | None = None
