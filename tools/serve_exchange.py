@@ -4,7 +4,7 @@ Starts ``robustce serve`` (the demo model, a token file, an audit log) on a free
 sends the documented requests — ``/ready``, an explain with certificates, a malformed explain —
 and writes the section between ``<!-- exchange:begin -->`` and ``<!-- exchange:end -->`` with
 the requests as run and the responses as received (bodies byte for byte; the explain's pretty-
-printed as ``python -m json.tool`` does), and the audit log's line for the explain.
+printed as ``python -m json.tool`` does), and the audit log (the explain's record and the refusal's).
 
 The page keeps every value as it came, request ids, times and hashes included. ``--check`` (and
 tests/serve/test_docs_exchange.py) regenerates the section and compares it with the page's with
@@ -55,7 +55,7 @@ MALFORMED = ('{"items": [{"id": "b2", "features": {"age": 40, "education": "phd"
 
 #: JSON keys whose values differ from run to run (ids, clocks, timings, hashes, versions): kept
 #: on the page as received, masked when the page is compared with a new run
-VOLATILE_KEYS = r"request_id|job_id|ts|time|time_s|versions|\w*hash\w*|\w*_at"
+VOLATILE_KEYS = r"request_id|job_id|ts|time|time_s|versions|prev|\w*hash\w*|\w*_at"
 _VOLATILE = re.compile(rf'"(?P<key>{VOLATILE_KEYS})"(?P<sep>\s*:\s*)'
                        r'(?P<value>"[^"]*"|\{[^{}]*\}|-?[0-9][0-9.eE+-]*|null)')
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
@@ -168,14 +168,14 @@ def capture(demo_dir: Path | None = None) -> str:
             raise RuntimeError(f"unexpected answers: /ready {ready.status_code}, explain "
                                f"{explain.status_code} {explain.text[:500]}, malformed {bad.status_code}")
         request_id = explain.json()["request_id"]
-        audit = [line for line in server.audit_log.read_text().splitlines()
-                 if json.loads(line).get("request_id") == request_id]
-        if len(audit) != 1:
-            raise RuntimeError(f"expected one audit line for request {request_id}, found {len(audit)}")
-    return _render(ready.text, explain.text, bad.text, bad.status_code, audit[0])
+        audit = server.audit_log.read_text().splitlines()  # /ready is open: no record
+        ids = [json.loads(line).get("request_id") for line in audit]
+        if ids != [request_id, bad.headers.get("x-request-id")]:
+            raise RuntimeError(f"expected the audit records of the explain and the refusal, got {ids}")
+    return _render(ready.text, explain.text, bad.text, bad.status_code, "\n".join(audit))
 
 
-def _render(ready: str, explain: str, bad: str, bad_code: int, audit_line: str) -> str:
+def _render(ready: str, explain: str, bad: str, bad_code: int, audit_lines: str) -> str:
     curl = (f"curl -s -X POST localhost:8000/v1/models/{MODEL_ID}/explain "
             '-H "authorization: Bearer $TOKEN"')
     return f"""
@@ -211,10 +211,11 @@ $ {curl} \\
 [HTTP {bad_code}]
 ```
 
-The audit log then holds one line per request (this one for the first exchange):
+The audit log then holds one hash-chained line per request, the refused one included (`prev`:
+the SHA-256 of the line before; `robustce audit-log verify audit.jsonl` checks the chain):
 
 ```
-{audit_line}
+{audit_lines}
 ```
 """
 
