@@ -54,12 +54,35 @@ class Server:
                 self.proc.wait()
 
 
+#: the audit log of every server the tests started (verified at the session's end)
+SERVED_AUDIT_LOGS: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _every_audit_log_verifies():
+    """At the end of the service tests, every audit log a test server wrote is an intact hash
+    chain (``robustce audit-log verify`` passes on it): whatever the tests did to the servers
+    (kill -9, SIGTERM, a full disk, refusals), no record was torn, glued or lost from the
+    chain. Logs are checked where the servers left them, before anyone could edit them."""
+    yield
+    from robustce.serve.audit_log import verify_log
+
+    broken = {}
+    for path in SERVED_AUDIT_LOGS:
+        if path.exists():
+            check = verify_log(path)
+            if not check.ok:
+                broken[str(path)] = [str(p) for p in check.problems][:5]
+    assert not broken, f"audit logs that do not verify: {broken}"
+
+
 def launch(tmp: Path, model_dir: Path, name: str, *extra: str) -> Server:
     """Start ``robustce serve`` (not waiting for it to be ready)."""
     port = free_port()
     token_file = tmp / f"{name}.token"
     token_file.write_text(TOKEN + "\n")
     audit = tmp / f"{name}-audit.jsonl"
+    SERVED_AUDIT_LOGS.append(audit)
     log = tmp / f"{name}.log"
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     cmd = [sys.executable, "-m", "robustce.cli", "serve", "--model", f"loan={model_dir}",
