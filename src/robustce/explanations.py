@@ -285,7 +285,7 @@ class Explanations:
         obj.counterfactuals = pd.concat([p.counterfactuals for p in parts], ignore_index=True)
         obj.counterfactuals_encoded = np.vstack([p.counterfactuals_encoded for p in parts])
         obj.meta = dict(parts[0].meta)
-        if isinstance(obj.meta.get("constraints"), dict) and all(
+        if isinstance(obj.meta.get("constraints"), dict) and "active" in obj.meta["constraints"] and all(
                 isinstance(p.meta.get("constraints"), dict) for p in parts):
             # the tight relations are listed per CE row: every part's, in the rows' order
             obj.meta["constraints"] = {**obj.meta["constraints"], "active": [

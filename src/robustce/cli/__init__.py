@@ -114,6 +114,7 @@ def _cmd_datasets_describe(args: argparse.Namespace) -> int:
     for k, (label, n) in enumerate(info["class_balance"].items()):
         fav = "  favourable" if k == data.favourable else ""
         print(f"  {k}  {label:<16} {n:>8}  ({100 * n / total:5.1f}%){fav}")
+    _print_shipped_constraints(info["constraints"])
     if data.groups is not None:
         print()
         print(f"groups ({data.groups.name}):")
@@ -125,6 +126,27 @@ def _cmd_datasets_describe(args: argparse.Namespace) -> int:
         write_schema_file(data, schema_out, target=args.target)
         print(f"schema: {schema_out}")
     return EXIT_OK
+
+
+def _print_shipped_constraints(spec: dict[str, Any] | None) -> None:
+    """The constraints a dataset ships, which every method applies unless told otherwise."""
+    print()
+    if spec is None:
+        print("constraints: (none shipped)")
+        return
+    print("constraints (every method applies them by default; constraints=None switches "
+          "them off):")
+    for text in spec.get("relations", []):
+        print(f"  relation     {text}")
+    for text in spec.get("conditionals", []):
+        print(f"  conditional  {text}")
+    for group in spec.get("groups", []):
+        print(f"  group        {', '.join(group)}")
+    for child, parents in (spec.get("causal") or {}).items():
+        print(f"  causal       {child} := " + " + ".join(f"{b:g}·{p}" for p, b in parents.items())
+              + " + U")
+    if spec.get("max_changes") is not None:
+        print(f"  max_changes  {spec['max_changes']}")
 
 
 # ----------------------------------------------------------------------------------------

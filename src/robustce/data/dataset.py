@@ -220,7 +220,11 @@ class Dataset:
         return replace(self, schema=schema)
 
     def describe(self) -> dict[str, Any]:
-        """Rows, columns, kinds and class balance (used by ``robustce datasets describe``)."""
+        """Rows, columns, kinds, class balance and the constraints the dataset ships (every
+        explainer applies them by default; used by ``robustce datasets describe``)."""
+        from robustce.data.constraint_source import dataset_constraints
+
+        shipped = dataset_constraints(self)
         counts = np.bincount(self.y, minlength=self.n_classes)
         return {
             "name": self.name,
@@ -232,6 +236,7 @@ class Dataset:
             },
             "description": self.description,
             "favourable": self.favourable_label,
+            "constraints": None if shipped is None else shipped.to_dict(),
         }
 
 

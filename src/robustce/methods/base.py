@@ -42,7 +42,8 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
-from robustce.data.constraints import CompiledConstraints, Constraints, as_constraints
+from robustce.data.constraint_source import FROM_DATASET, resolve_constraints
+from robustce.data.constraints import CompiledConstraints, Constraints
 from robustce.data.dataset import Dataset
 from robustce.errors import (
     ConstraintsDataWarning,
@@ -76,9 +77,13 @@ class Explainer:
     time_limit : float — per-query time budget in seconds (solver limits, search caps).
     random_state : int, Generator or None — the only source of randomness.
     n_jobs : int — joblib workers for per-query methods (1 = sequential).
-    constraints : :class:`~robustce.data.Constraints`, a mapping for
-        :meth:`~robustce.data.Constraints.from_dict`, or None — linear relations between raw
-        features and ``max_changes`` (``docs/constraints.md``). Validated once against the
+    constraints : ``"dataset"`` (the default: the constraints ``data`` ships in
+        ``data.meta["constraints"]``, if any), ``None`` or ``"none"`` (none), or the user's —
+        a :class:`~robustce.data.Constraints`, a mapping for
+        :meth:`~robustce.data.Constraints.from_dict`, a list of relations — which replace the
+        dataset's: linear relations between raw features, conditionals, groups, a causal
+        model and ``max_changes`` (``docs/constraints.md``). The result's
+        ``meta["constraints"]["source"]`` says which applied. Validated once against the
         schema. A method honours them as its class declares (``_constraints``, set on the
         class itself, not inherited): ``"exact"`` (encoded in its search), ``"filter"``
         (returned CEs that violate them are removed, and the message says how many); any
@@ -130,7 +135,7 @@ class Explainer:
         time_limit: float = 60.0,
         random_state: int | np.random.Generator | None = None,
         n_jobs: int = 1,
-        constraints: Constraints | None = None,
+        constraints: Constraints | str | None = FROM_DATASET,
     ):
         self.model = model
         self.data = data
@@ -163,7 +168,15 @@ class Explainer:
             # a copy, so that validation binds it to this schema, not the user's object
             c = Constraints.from_dict(self._constraints_obj.to_dict())
             self._constraints_obj = c
-            self.constraints_ = c.compile(self.encoder)
+            try:
+                self.constraints_ = c.compile(self.encoder)
+            except ValidationError as exc:
+                if self._constraints_origin["source"] != "dataset":
+                    raise
+                raise ValidationError(
+                    f"the constraints dataset {self._constraints_origin.get('dataset')!r} "
+                    f"ships do not fit this model: {exc}; give constraints=None to switch "
+                    "them off") from None
             if self.data is not None and c.relations:
                 self._check_constraints_on_data(c)
 
@@ -199,9 +212,24 @@ class Explainer:
         check_integer(self.n_jobs, "n_jobs", low=-MAX_JOBS, high=MAX_JOBS)
         if self.n_jobs == 0:
             raise ValidationError("n_jobs must be non-zero (-1 = all cores)")
-        self._constraints_obj = as_constraints(getattr(self, "constraints", None))
-        if self._constraints_obj is not None and self.constraint_support() not in ("exact",
-                                                                                   "filter"):
+        self._resolve_constraints(getattr(self, "data", None))
+
+    def _resolve_constraints(self, data: Dataset | None) -> None:
+        """``_constraints_obj`` (the constraints to apply, or None) and
+        ``_constraints_origin`` (where they come from) from ``constraints`` and ``data``'s
+        shipped ones. A class that cannot honour constraints skips the dataset's (the
+        origin says so) and raises :class:`UnsupportedConstraintsError` for given ones."""
+        self._constraints_obj, self._constraints_origin = resolve_constraints(
+            getattr(self, "constraints", None), data)
+        if self._constraints_obj is None or self.constraint_support() in ("exact", "filter"):
+            return
+        if self._constraints_origin["source"] == "dataset":
+            self._constraints_origin = {
+                **self._constraints_origin, "source": "off",
+                "not_applied": self._constraints_obj.to_dict(),
+                "reason": f"{type(self).__name__} cannot honour constraints"}
+            self._constraints_obj = None
+        else:
             raise UnsupportedConstraintsError(
                 f"{type(self).__name__} cannot honour constraints (neither exactly nor by "
                 "filtering its CEs); every built-in method declares how it does — see "
@@ -307,8 +335,12 @@ class Explainer:
             meta=meta,
         )
         c = getattr(self, "_constraints_obj", None)
+        origin = getattr(self, "_constraints_origin", {})
         if c is not None:
-            out.meta["constraints"] = constraints_meta(c, self.constraint_support(), out)
+            out.meta["constraints"] = {**constraints_meta(c, self.constraint_support(), out),
+                                       **origin}
+        elif "not_applied" in origin:  # switched off (or unsupported): say which were not
+            out.meta["constraints"] = dict(origin)
         return out
 
     def targets_for(self, pred: np.ndarray, target_class: Any = None) -> np.ndarray:
@@ -593,8 +625,9 @@ class Explainer:
 
 def constraints_meta(constraints: Constraints, support: str, expl: Explanations
                      ) -> dict[str, Any]:
-    """What ``Explanations.meta["constraints"]`` records: the constraints (``relations``,
-    ``max_changes``), how the method honoured them (``support``: "exact" or "filter"), and
+    """What ``Explanations.meta["constraints"]`` records (beside their ``source``): the
+    constraints (``relations``, ``max_changes``), how the method honoured them (``support``:
+    "exact" or "filter"), and
     per CE row (in ``expl.counterfactuals`` order) the relations that are active — tight
     within the evaluator's tolerance (:meth:`Constraints.active`)."""
     cfs = expl.counterfactuals

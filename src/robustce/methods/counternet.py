@@ -41,6 +41,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from robustce.data.constraint_source import FROM_DATASET
 from robustce.data.constraints import Constraints
 from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
@@ -301,7 +302,7 @@ class CounterNet(Trainable, Explainer):
         time_limit: float = 60.0,
         random_state: int | np.random.Generator | None = None,
         n_jobs: int = 1,
-        constraints: Constraints | None = None,
+        constraints: Constraints | str | None = FROM_DATASET,
     ):
         self.hidden = hidden
         self.epochs = epochs
@@ -373,6 +374,7 @@ class CounterNet(Trainable, Explainer):
             raise ValidationError("cannot train on an empty dataset")
         encoder = Encoder(data.schema, ordinal_encoding=self.ordinal_encoding)
         encoder.fit(data.frame)
+        self._resolve_constraints(data)  # the training data's own constraints by default
         if self._constraints_obj is not None:  # validated once the schema is known (a copy)
             self._constraints_obj = Constraints.from_dict(
                 self._constraints_obj.to_dict()).validate(data.schema)

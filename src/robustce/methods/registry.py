@@ -25,6 +25,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from robustce.data.constraint_source import FROM_DATASET, NO_CONSTRAINTS
 from robustce.data.constraints import Constraints
 from robustce.distance import Distance
 from robustce.errors import ConfigError, RobustCEError
@@ -241,15 +242,19 @@ def _distance_from_plain(value: Any) -> Distance:
                       f"got {type(value).__name__} {value!r}")
 
 
-def _constraints_from_plain(value: Any) -> Constraints:
+def _constraints_from_plain(value: Any) -> Constraints | str:
     """A table ``{relations = [...], max_changes = 2}`` → :meth:`Constraints.from_dict`; a
-    list of relation strings → ``Constraints(list)``."""
+    list of relation strings → ``Constraints(list)``; ``"dataset"`` (the dataset's own, the
+    default) and ``"none"`` (none) unchanged."""
+    if isinstance(value, str) and value in (FROM_DATASET, NO_CONSTRAINTS):
+        return value
     if isinstance(value, Mapping):
         return Constraints.from_dict(value)
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return Constraints(list(value))
-    raise ConfigError(f"wrong type: expected a table {{relations = [...], max_changes = ...}} "
-                      f"or a list of relations, got {type(value).__name__} {value!r}")
+    raise ConfigError(f"wrong type: expected a table {{relations = [...], max_changes = ...}}, "
+                      f"a list of relations, \"{FROM_DATASET}\" or \"{NO_CONSTRAINTS}\", got "
+                      f"{type(value).__name__} {value!r}")
 
 
 #: parameter type -> converter from a plain (TOML / JSON) value to an instance of that type
