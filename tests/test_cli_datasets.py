@@ -92,3 +92,14 @@ def test_console_script_entry_point():
 def test_help_exits_0(argv, capsys):
     assert main(argv) == 0
     assert "usage:" in capsys.readouterr().out
+
+
+def test_datasets_describe_lists_the_shipped_relations(capsys):
+    # issue 53 (8): the relations every method applies by default are shown with the dataset
+    assert main(["datasets", "describe", "synthetic_loan"]) == 0
+    out = capsys.readouterr().out
+    assert "constraints (every method applies them by default" in out
+    assert "relation     years_employed <= age - 16" in out
+    assert "relation     debt <= income" in out
+    assert main(["datasets", "describe", "moons"]) == 0
+    assert "constraints: (none shipped)" in capsys.readouterr().out
