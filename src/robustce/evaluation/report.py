@@ -142,7 +142,7 @@ def format_table(table: pd.DataFrame, digits: int = 3) -> str:
     dataset         method                  coverage   proximity_l1
     --------------  -----------------  -------------  -------------
     synthetic_loan  nearest_neighbour  0.333 ± 0.000  1.026 ± 0.000
-    synthetic_loan  milp_nearest       1.000 ± 0.000  1.791 ± 1.082
+    synthetic_loan  milp_nearest       1.000 ± 0.000  1.809 ± 1.059
     """
     if table is None or len(table) == 0:
         return "(no results)"
@@ -179,7 +179,7 @@ def markdown_table(table: pd.DataFrame, digits: int = 3) -> str:
     | dataset | method | coverage | proximity_l1 |
     | --- | --- | ---: | ---: |
     | synthetic_loan | nearest_neighbour | 0.333 ± 0.000 | 1.026 ± 0.000 |
-    | synthetic_loan | milp_nearest | 1.000 ± 0.000 | 1.791 ± 1.082 |
+    | synthetic_loan | milp_nearest | 1.000 ± 0.000 | 1.809 ± 1.059 |
     """
     if table is None or len(table) == 0:
         return "_no results_"

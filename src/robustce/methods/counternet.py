@@ -268,6 +268,11 @@ class CounterNet(Trainable, Explainer):
     >>> train, test = data.split(test_size=0.25, random_state=0)
     >>> net = rc.methods.CounterNet(epochs=30, progress=False, random_state=0).fit(train)
     >>> rejected = test.frame[net.model.predict(test.frame) == 0].head(3)
+    >>> res = net.explain(rejected)  # synthetic_loan's relations apply: CEs breaking them go
+    >>> res.to_frame()["constraints_removed"].tolist(), res.meta["constraints"]["source"]
+    ([1, 1, 0], 'dataset')
+    >>> net = rc.methods.CounterNet(epochs=30, progress=False, random_state=0,
+    ...                             constraints=None).fit(train)  # switched off
     >>> res = net.explain(rejected)
     >>> bool((res.status == "found").any())
     True
