@@ -16,6 +16,7 @@ import base64
 import html
 import io
 import math
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -239,6 +240,32 @@ def _key(dataset: Any, method: Any) -> Any:
     return method if dataset is None else (dataset, method)
 
 
+#: metrics that are shares of queries or models: their error bars stay within [0, 1]
+_RATE_WORDS = ("validity", "coverage", "v_delta", "vr", "inlier", "share", "rate", "robust")
+
+
+def _metric_range(metric: str) -> tuple[float, float]:
+    """The values ``metric`` can take: ``[0, 1]`` for a rate (validity, coverage, Δ-validity,
+    ``vr``), ``[0, ∞)`` for everything else the reports plot (costs, distances, times)."""
+    name = metric.lower()
+    return (0.0, 1.0) if any(w in name for w in _RATE_WORDS) else (0.0, math.inf)
+
+
+def _clipped_errors(means: Any, stds: Any, metric: str) -> np.ndarray:
+    """Asymmetric error bars ``[[below], [above]]``: ±1 std cut at the metric's range
+    (:func:`_metric_range`), so a rate's bar never runs below 0 or above 1 nor a cost's below
+    0. Non-finite means or stds give no bar."""
+    lo, hi = _metric_range(metric)
+    m = np.atleast_1d(np.asarray(means, dtype=float))
+    s = np.atleast_1d(np.asarray(stds, dtype=float))
+    ok = np.isfinite(m) & np.isfinite(s)
+    s = np.where(ok, s, 0.0)
+    m = np.where(ok, m, 0.0)
+    below = np.clip(np.minimum(s, m - lo), 0.0, None)
+    above = np.clip(np.minimum(s, hi - m), 0.0, None)
+    return np.vstack([below, above])
+
+
 def figure_cost_robustness(table: pd.DataFrame, cost: str | None = None,
                            robustness: str | None = None) -> Any | None:
     """Scatter of mean cost against mean robustness, one point per method (with std bars),
@@ -258,8 +285,9 @@ def figure_cost_robustness(table: pd.DataFrame, cost: str | None = None,
             if not (math.isfinite(x) and math.isfinite(y)):
                 continue
             xe, ye = _cell(table, k, cost, "std"), _cell(table, k, robustness, "std")
-            ax.errorbar(x, y, xerr=xe if math.isfinite(xe) else None,
-                        yerr=ye if math.isfinite(ye) else None, fmt=_MARKERS[i % len(_MARKERS)],
+            ax.errorbar(x, y, xerr=_clipped_errors(x, xe, cost) if math.isfinite(xe) else None,
+                        yerr=_clipped_errors(y, ye, robustness) if math.isfinite(ye) else None,
+                        fmt=_MARKERS[i % len(_MARKERS)],
                         color=color, capsize=3, label=str(m), markersize=8, alpha=0.85)
         ax.set_xlabel(f"{cost} (lower is cheaper)")
         ax.set_ylabel(f"{robustness} (higher is more robust)")
@@ -284,7 +312,7 @@ def figure_bars(table: pd.DataFrame, metric: str | None, *, title: str | None = 
     width = 0.8 / len(datasets)
     x = np.arange(len(methods))
     for i, d in enumerate(datasets):
-        err = np.where(np.isfinite(stds[i]), stds[i], 0.0)
+        err = _clipped_errors(means[i], stds[i], metric)
         ax.bar(x + i * width - 0.4 + width / 2, np.nan_to_num(means[i]), width, yerr=err,
                capsize=3, label=str(d) if d is not None else None,
                color=_colors(len(datasets))[i] if len(datasets) > 1 else _colors(len(methods)))
@@ -390,11 +418,18 @@ h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid 
 .table-wrap{overflow-x:auto;max-width:100%;margin:1em 0}
 table{border-collapse:collapse;font-size:.8em}
 th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;white-space:nowrap}
-th{background:#f3f3f3}td.key,th.key{text-align:left}
+th{background:#f3f3f3;white-space:normal;min-width:5em;vertical-align:bottom}
+td.key,th.key{text-align:left;position:sticky;left:0;background:#fff}th.key{background:#f3f3f3}
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:.8em;overflow:auto}
 .meta{color:#666;font-size:.85em}
 """
+
+
+def _inline_html(text: str) -> str:
+    """Escaped text with Markdown's inline code (`name`) as ``<code>``: captions and notes
+    are written once for both reports, and the HTML shows no literal backticks."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def _html_table(table: pd.DataFrame, digits: int) -> str:
@@ -426,16 +461,15 @@ def render_html(title: str, table: pd.DataFrame, figures: Sequence[tuple[str, An
         f"by robustce {_version()}</p>",
     ]
     if notes:
-        parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{_inline_html(n)}</li>" for n in notes) + "</ul>")
     parts += ["<h2>Summary (mean ± std)</h2>", _html_table(table, digits)]
     for name, extra in (extra_tables or {}).items():
-        parts += [f"<h2>{html.escape(name)}</h2>",
-                  _scrollable(extra.to_html(border=0, na_rep="–", float_format=lambda v: f"{v:.4g}"))]
+        parts += [f"<h2>{html.escape(name)}</h2>", _html_table(extra, digits)]
     for fig_title, fig, caption in figures:
         uri = fig if isinstance(fig, str) else figure_to_data_uri(fig)
         parts += [f"<h2>{html.escape(fig_title)}</h2>", "<figure>",
                   f'<img src="{uri}" alt="{html.escape(fig_title)}">',
-                  f"<figcaption>{html.escape(caption)}</figcaption></figure>"]
+                  f"<figcaption>{_inline_html(caption)}</figcaption></figure>"]
     parts.append("</body></html>")
     return "\n".join(parts)
 
