@@ -63,7 +63,9 @@ def test_audit_scheduler_that_does_not_answer(tmp_path, capsys):
                 "--out", str(tmp_path / "s")])
     assert rc_ == 2
     assert "did not answer within 2 s" in capsys.readouterr().err
-    assert time.perf_counter() - t0 < 60
+    # a guard against a hang, not a timing: the message above proves the 2 s limit was used,
+    # and a host at load 20 still ends far below this (issue 53)
+    assert time.perf_counter() - t0 < 300
 
 
 def test_notice_scheduler_that_does_not_answer_stops_before_training(tmp_path, capsys):

@@ -180,7 +180,9 @@ def test_scheduler_that_does_not_answer_fails_fast(loan, tmp_path):
     with pytest.raises(SchedulerUnavailableError, match="did not answer within 2 s"):
         _run(loan, tmp_path / "n", backend="dask", scheduler="tcp://127.0.0.1:9",
              connect_timeout=2, report=False)
-    assert time.perf_counter() - t0 < 20
+    # a guard against a hang, not a timing: the message proves the 2 s limit was used, and a
+    # host at load 20 still ends far below this (issue 53)
+    assert time.perf_counter() - t0 < 300
 
 
 def test_protected_only_mutable_feature_stops_the_audit(loan, tmp_path):
