@@ -214,7 +214,10 @@ def test_unsupported_and_bad_constraints(loan):
     with pytest.raises(ValidationError, match="'city' is categorical"):
         MILPNearest(mlp, data, constraints={"relations": ["city <= 1"]})
     with pytest.raises(ValidationError, match="constraints must be"):
-        MILPNearest(mlp, data, constraints=["income <= 3"])
+        MILPNearest(mlp, data, constraints=[3])
+    # a list of relation strings is Constraints(list) (as in configs, since issue 53)
+    assert MILPNearest(mlp, data, constraints=RELATIONS)._constraints_obj.to_dict()[
+        "relations"] == RELATIONS
     ex = MILPNearest(mlp, data, constraints={"relations": RELATIONS, "max_changes": 2})
     assert ex.get_params()["constraints"] == {"relations": RELATIONS, "max_changes": 2}
     res = ex.explain(_queries(data, mlp, 2))

@@ -64,7 +64,11 @@ def resolve_constraints(value: Any, data: Any) -> tuple[Constraints | None, dict
                                   f"(the dataset's own, the default), None or {NO_CONSTRAINTS!r} "
                                   "(none), or constraints (a Constraints, a mapping, a list of "
                                   "relations)")
-    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+    if isinstance(value, list | tuple):
+        if not all(isinstance(v, str) for v in value):
+            raise ValidationError("constraints must be a robustce Constraints, a mapping, a list "
+                                  f"of relation strings, {FROM_DATASET!r} or None; got a list "
+                                  f"holding {sorted({type(v).__name__ for v in value})}")
         value = Constraints(list(value))
     given = as_constraints(value)
     origin: dict[str, Any] = {"source": "off" if given is None else "argument", **where}
