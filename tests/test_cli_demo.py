@@ -71,7 +71,12 @@ def test_demo_quick(tmp_path, capsys, recwarn):
     coverage = {line.split()[1]: float(line.split()[2]) for line in table.splitlines()
                 if line.startswith("synthetic_loan ")}
     assert {"counternet", "rocoursenet", "milp_robust"} <= set(coverage)
-    assert min(coverage.values()) > 0, coverage
+    # synthetic_loan's shipped relations apply (issue 53): a method whose every CE breaks them
+    # found CEs that the filter removed, and the note says so
+    filtered = {m for m in coverage if re.search(
+        rf"note: synthetic_loan {m}: no query got a CE — .*violated the constraints", captured.out)}
+    assert all(v > 0 for m, v in coverage.items() if m not in filtered), coverage
+    assert "debt <= income" in (out / "report.md").read_text()  # the demo says they apply
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from robustce.data.builtin import LOAN_CONSTRAINTS
 from robustce.evaluation.report import default_figures, figure_toy, format_table, write_report
 from robustce.evaluation.results import BenchmarkResult
 from robustce.evaluation.runner import run_benchmark, select_queries
@@ -186,6 +187,10 @@ def run_demo(out_dir: str | Path = "robustce-demo", *, quick: bool = False,
         f"Δ-validity (v_delta): exact test against ParameterShift(δ={delta}) on every weight and bias."
         if "delta" in cfg["evaluation"] else "Δ-validity: the exact Δ-test is not available here.",
         "Table: mean ± std over the queries that received a CE; coverage = share of queries with a CE.",
+        "Constraints: synthetic_loan's own relations ("
+        + ", ".join(f"`{r}`" for r in LOAN_CONSTRAINTS["relations"])
+        + ") apply to every method, as by default: the exact methods encode them, the others "
+        "drop the CEs that break them.",
     ]
     if any(trains_own_model(m) for m in names):
         notes.append("CounterNet and RoCourseNet train their own predictor (on the whole "
