@@ -56,7 +56,7 @@ def test_extra_tables_are_formatted_like_the_summary() -> None:
     page = render_html("t", _table(), extra_tables={"MACE and MO": _table()})
     section = page[page.index("<h2>MACE and MO</h2>"):]
     assert 'class="dataframe"' not in page  # not pandas' raw frame dump
-    assert "0.950 ± 0.200" in section and '<th class="key">method</th>' in section
+    assert '0.950<span class="sd">± 0.200</span>' in section and '<th class="key">method</th>' in section
     assert "<th>mean</th>" not in section and "<th>std</th>" not in section
 
 
@@ -65,6 +65,9 @@ def test_wide_tables_wrap_their_headers_and_keep_the_key_column_in_view() -> Non
     css = page[page.index("<style>"):page.index("</style>")]
     assert re.search(r"(^|[}\n])th\{[^}]*white-space:normal", css)
     assert re.search(r"td\.key,th\.key\{[^}]*position:sticky", css)
+    # mean and std on two lines: the cell is half as wide
+    assert '<td class="">0.950<span class="sd">± 0.200</span></td>' in page
+    assert re.search(r"\.sd\{display:block", css)
 
 
 def _bar_extents(ax) -> list[tuple[float, float]]:
