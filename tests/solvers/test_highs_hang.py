@@ -26,7 +26,7 @@ fixture = sys.argv[1]
 model = rc.models.load(fixture)
 train, _ = rc.datasets.load("heloc").split(test_size=0.2, random_state=0)
 query = pd.DataFrame([json.load(open(fixture + "/query.json"))])  # exact floats (repr)
-res = MILPRobust(model, train, shift=0.025, growth=1.25, max_rounds=30, time_limit=60).explain(query)
+res = MILPRobust(model, train, shift=0.025, growth=1.25, max_rounds=30, time_limit=300).explain(query)
 print(res.status.iloc[0], res.certificates["delta_status"].iloc[0])
 """
 
@@ -36,9 +36,11 @@ def test_milp_robust_query_that_hung_highs_returns():
         rc.datasets.load("heloc")
     except rc.errors.DatasetUnavailableError as exc:  # pragma: no cover - offline copy missing
         pytest.skip(f"dataset 'heloc' unavailable: {exc}")
-    try:  # ~1 s when it works; the child's own limits are 60 s per query
+    # ~1 s of solving when it works; a hang never returns. The child's limit (300 s a solve) and
+    # this guard are far above what a host at load 20 needs, so only a hang fails (issue 53)
+    try:
         out = subprocess.run([sys.executable, "-c", CHILD, str(FIXTURE)], capture_output=True,
-                             text=True, timeout=120, check=True)
+                             text=True, timeout=900, check=True)
     except subprocess.TimeoutExpired:
         pytest.fail("the MILP-R query did not return: HiGHS hung (MIP restarts on?)")
     assert out.stdout.split() == ["found", "robust"], out.stdout + out.stderr
