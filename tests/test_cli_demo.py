@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import re
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -79,12 +78,21 @@ def test_demo_quick(tmp_path, capsys, recwarn):
     assert "debt <= income" in (out / "report.md").read_text()  # the demo says they apply
 
 
+def _cpu_seconds() -> float:
+    import resource
+
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 @pytest.mark.slow
 def test_demo_full_runs_within_three_minutes(tmp_path, capsys):
     out = tmp_path / "demo"
-    t0 = time.perf_counter()
+    # CPU seconds (this process and its children, every thread), not wall time: the same run
+    # took 55 CPU s and 259 s of wall time on a loaded 2-core host (issue 53)
+    t0 = _cpu_seconds()
     assert main(["demo", "--out", str(out), "--no-progress"]) == 0
-    assert time.perf_counter() - t0 < 180
+    assert _cpu_seconds() - t0 < 180
     _check_demo_output(out, capsys.readouterr().out)
 
 
