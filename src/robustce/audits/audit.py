@@ -64,7 +64,7 @@ class AuditResult:
     10      rent          45  0.956    False
     >>> res.actions[["action", "coverage"]].round(3)
                                                  action  coverage
-    0  set housing to own and increase income by 176000     0.900
+    0  set housing to own and increase income by 175500     0.900
     1     set housing to own and set has_guarantor to 0     0.883
     """
 
