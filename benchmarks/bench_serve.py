@@ -27,7 +27,7 @@ p99 (target: at most 2), the hostile answers counted by kind and status (all mus
 and ``/health`` latency (probed 10 times a second) in both phases.
 
 Usage: python benchmarks/bench_serve.py [--quick] [--duration S] [--clients N] [--workers W]
-       [--processes N] [--hostile RATE]
+       [--processes N] [--hostile RATE [--hostile-kinds KINDS]]
 """
 
 from __future__ import annotations
@@ -391,10 +391,11 @@ def _hostile_requests(host: str, token: str, applicants: list[dict]) -> list[tup
 
 
 def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in_process: str = "none",
-                processes: int = 1) -> list[dict[str, Any]]:
+                processes: int = 1, kinds: list[str] | None = None) -> list[dict[str, Any]]:
     """Normal ``nearest_neighbour`` clients on one server (with a token): a quiet phase, then
-    the same under a stream of ``rate`` hostile requests a second; the second row carries
-    ``p99_ratio`` (hostile / quiet p99) and the hostile answers by kind and status."""
+    the same under a stream of ``rate`` hostile requests a second (of ``kinds``; default every
+    kind); the second row carries ``p99_ratio`` (hostile / quiet p99) and the hostile answers
+    by kind and status."""
 
     token = "bench-token-" + os.urandom(12).hex()
     rows: list[dict[str, Any]] = []
@@ -404,6 +405,12 @@ def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in
             applicants = _warm(url, workers * processes, token)
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
             hostile = _hostile_requests(url.removeprefix("http://"), token, applicants)
+            if kinds:
+                unknown = set(kinds) - {kind for kind, _ in hostile}
+                if unknown:
+                    raise ValueError(f"no hostile request kind {sorted(unknown)}; "
+                                     f"the kinds: {[kind for kind, _ in hostile]}")
+                hostile = [(kind, request) for kind, request in hostile if kind in kinds]
             sizes = {kind: len(request) for kind, request in hostile}
             for phase, r in (("quiet", 0.0), ("hostile", rate)):
                 res = _measured_load(proc, url, applicants, nn, clients, duration, token=token,
@@ -484,6 +491,9 @@ def main() -> int:
                     help="instead of the scenarios: nearest_neighbour clients in a quiet phase, then "
                          "under RATE hostile requests a second (--duration each, default 30 s; "
                          "--quick: 5 s)")
+    ap.add_argument("--hostile-kinds", default=None, metavar="KINDS",
+                    help="comma-separated hostile request kinds to send (default all: unknown_keys_100000, "
+                         "explain_101_items, job_10001_items, body_over_max_body, wrong_token)")
     args = ap.parse_args()
     if args.duration is not None and not 0 < args.duration <= 600:
         raise SystemExit("--duration must be in (0, 600]")
@@ -491,7 +501,8 @@ def main() -> int:
         if not 0 < args.hostile <= 1000:
             raise SystemExit("--hostile RATE must be in (0, 1000] requests a second")
         rows = run_hostile(args.hostile, args.duration or (5.0 if args.quick else 30.0), args.clients or 50,
-                           args.workers, args.in_process, args.processes)
+                           args.workers, args.in_process, args.processes,
+                           args.hostile_kinds.split(",") if args.hostile_kinds else None)
         for row in rows:
             print(json.dumps(row))
         print()
@@ -529,12 +540,13 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def hostile_table(rows: list[dict[str, Any]]) -> str:
     """The quiet and hostile phases as a Markdown table, and the hostile answers by kind."""
-    out = ["| phase | clients | hostile/s | requests/s | p50 | p99 | /health p99 (max) | lost | "
-           "server CPU share | client CPU share | load average (start, end) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| phase | front processes | clients | hostile/s | requests/s | p50 | p99 | /health p99 (max) | "
+           "lost | server CPU share | client CPU share | load average (start, end) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         load = " → ".join(f"{v:g}" for v in r["loadavg_1min"])
-        out.append(f"| {r['phase']} | {r['clients']} | {r.get('hostile_rate', 0):g} | {r['req_per_s']:g} | "
+        out.append(f"| {r['phase']} | {r['processes']} | {r['clients']} | {r.get('hostile_rate', 0):g} | "
+                   f"{r['req_per_s']:g} | "
                    f"{r['p50_ms']:g} ms | {r['p99_ms']:g} ms | {r['health_p99_ms']:g} ms "
                    f"({r['health_max_ms']:g} ms) | {r['lost']} | {r.get('server_cpu_share', '–')} | "
                    f"{r['client_cpu_share']:g} | {load} |")
