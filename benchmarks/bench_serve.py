@@ -27,7 +27,7 @@ p99 (target: at most 2), the hostile answers counted by kind and status (all mus
 and ``/health`` latency (probed 10 times a second) in both phases.
 
 Usage: python benchmarks/bench_serve.py [--quick] [--duration S] [--clients N] [--workers W]
-       [--processes N] [--hostile RATE [--hostile-kinds KINDS]]
+       [--processes N] [--max-body BYTES] [--hostile RATE [--hostile-kinds KINDS]]
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_REQUESTS = 200_000
 MAX_ITEMS = 100  # the server's --max-items
 MAX_JOB_ITEMS = 10_000  # ServeSettings.max_job_items (no flag)
-MAX_BODY = 2 * 1024 * 1024  # ServeSettings.max_body_bytes (--max-body default)
+MAX_BODY = 2 * 1024 * 1024  # ServeSettings.max_body_bytes (robustce serve --max-body's default)
 HOSTILE_IN_FLIGHT = 32  # hostile requests open at once at most; more are counted as skipped
 
 
@@ -62,7 +62,7 @@ def _free_port() -> int:
 
 
 def _start(demo_dir: str, workers: int, in_process: str, processes: int = 1,
-           token: str | None = None) -> tuple[subprocess.Popen, str]:
+           token: str | None = None, max_body: int = MAX_BODY) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = _free_port()
@@ -75,7 +75,8 @@ def _start(demo_dir: str, workers: int, in_process: str, processes: int = 1,
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen([sys.executable, "-m", "robustce.cli", "serve", "--port", str(port),
                              "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100",
-                             "--in-process", in_process, "--processes", str(processes),
+                             "--max-body", str(max_body), "--in-process", in_process,
+                             "--processes", str(processes),
                              "--store", str(Path(demo_dir) / "jobs.sqlite3"), *auth],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 300
@@ -362,7 +363,8 @@ def _baseline(demo_dir: str, applicants: list[dict], method: str, params: dict, 
     return float(np.median(times[1:] if len(times) > 1 else times))
 
 
-def _hostile_requests(host: str, token: str, applicants: list[dict]) -> list[tuple[str, bytes]]:
+def _hostile_requests(host: str, token: str, applicants: list[dict], max_body: int = MAX_BODY
+                      ) -> list[tuple[str, bytes]]:
     """The hostile requests, built once (``(kind, request bytes)``): each must be refused with
     a 4xx. The bodies are those of tests/serve/test_hygiene.py's hostile records, and the
     limits' edges (one item over, one byte over)."""
@@ -385,13 +387,14 @@ def _hostile_requests(host: str, token: str, applicants: list[dict]) -> list[tup
         ("unknown_keys_100000", post(explain, dumps({"items": [{"id": "x", "features": unknown}]}))),
         (f"explain_{MAX_ITEMS + 1}_items", post(explain, dumps({"items": items(MAX_ITEMS + 1)}))),
         (f"job_{MAX_JOB_ITEMS + 1}_items", post(jobs, dumps({"items": items(MAX_JOB_ITEMS + 1)}))),
-        ("body_over_max_body", post(explain, dumps({"items": items(1), "pad": "x" * MAX_BODY}))),
+        ("body_over_max_body", post(explain, dumps({"items": items(1), "pad": "x" * max_body}))),
         ("wrong_token", post(explain, dumps({"items": items(1)}), "wrong-" + token)),
     ]
 
 
 def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in_process: str = "none",
-                processes: int = 1, kinds: list[str] | None = None) -> list[dict[str, Any]]:
+                processes: int = 1, kinds: list[str] | None = None, max_body: int = MAX_BODY
+                ) -> list[dict[str, Any]]:
     """Normal ``nearest_neighbour`` clients on one server (with a token): a quiet phase, then
     the same under a stream of ``rate`` hostile requests a second (of ``kinds``; default every
     kind); the second row carries ``p99_ratio`` (hostile / quiet p99) and the hostile answers
@@ -400,11 +403,11 @@ def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in
     token = "bench-token-" + os.urandom(12).hex()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as demo_dir:
-        proc, url = _start(demo_dir, workers, in_process, processes, token=token)
+        proc, url = _start(demo_dir, workers, in_process, processes, token=token, max_body=max_body)
         try:
             applicants = _warm(url, workers * processes, token)
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
-            hostile = _hostile_requests(url.removeprefix("http://"), token, applicants)
+            hostile = _hostile_requests(url.removeprefix("http://"), token, applicants, max_body)
             if kinds:
                 unknown = set(kinds) - {kind for kind, _ in hostile}
                 if unknown:
@@ -417,7 +420,7 @@ def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in
                                      hostile=hostile, hostile_rate=r, probe_health=True)
                 rows.append({"name": f"nearest_neighbour over HTTP, {clients} clients, {phase} phase",
                              "phase": phase, **res, "workers": workers, "processes": processes,
-                             "in_process": in_process, "cpu_count": os.cpu_count()})
+                             "in_process": in_process, "max_body": max_body, "cpu_count": os.cpu_count()})
             rows[1]["p99_ratio"] = round(rows[1]["p99_ms"] / rows[0]["p99_ms"], 2)
             rows[1]["hostile_request_bytes"] = sizes
         finally:
@@ -440,13 +443,14 @@ def _warm(url: str, workers: int, token: str | None = None) -> list[dict]:
 
 
 def run(quick: bool = False, duration: float | None = None, clients: int | None = None,
-        workers: int = 2, in_process: str = "none", processes: int = 1) -> list[dict[str, Any]]:
+        workers: int = 2, in_process: str = "none", processes: int = 1, max_body: int = MAX_BODY
+        ) -> list[dict[str, Any]]:
 
     duration = duration or (10.0 if quick else 60.0)
     nn_clients = clients or 50
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as demo_dir:
-        proc, url = _start(demo_dir, workers, in_process, processes)
+        proc, url = _start(demo_dir, workers, in_process, processes, max_body=max_body)
         try:
             applicants = _warm(url, workers * processes)
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
@@ -491,6 +495,9 @@ def main() -> int:
                     help="instead of the scenarios: nearest_neighbour clients in a quiet phase, then "
                          "under RATE hostile requests a second (--duration each, default 30 s; "
                          "--quick: 5 s)")
+    ap.add_argument("--max-body", type=int, default=MAX_BODY, metavar="BYTES",
+                    help="passed to robustce serve --max-body (default 2 MiB); the hostile "
+                         "body_over_max_body is a few hundred bytes over it")
     ap.add_argument("--hostile-kinds", default=None, metavar="KINDS",
                     help="comma-separated hostile request kinds to send (default all: unknown_keys_100000, "
                          "explain_101_items, job_10001_items, body_over_max_body, wrong_token)")
@@ -502,13 +509,14 @@ def main() -> int:
             raise SystemExit("--hostile RATE must be in (0, 1000] requests a second")
         rows = run_hostile(args.hostile, args.duration or (5.0 if args.quick else 30.0), args.clients or 50,
                            args.workers, args.in_process, args.processes,
-                           args.hostile_kinds.split(",") if args.hostile_kinds else None)
+                           args.hostile_kinds.split(",") if args.hostile_kinds else None, args.max_body)
         for row in rows:
             print(json.dumps(row))
         print()
         print(hostile_table(rows))
         return 0
-    rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process, args.processes)
+    rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process, args.processes,
+               args.max_body)
     for row in rows:
         print(json.dumps(row))
     print()
