@@ -17,8 +17,17 @@ of one applicant), so the ratio is the service's overhead factor, measured in th
 ``--workers`` solver processes, one SQLite job store); the server's CPU then counts every
 process of the server's tree. Compare N = 1 and N > 1 in the same minutes on the same host.
 
+``--hostile RATE`` measures the normal ``nearest_neighbour`` clients twice on one server (started
+with a bearer token): a quiet phase, then a phase with a concurrent open-loop stream of RATE
+hostile requests a second, each on a fresh connection, cycling through a 100 000-unknown-key
+explain body (~1.6 MB, 422), an explain of ``--max-items`` + 1 applicants (422), a job of
+``max_job_items`` + 1 applicants (~1.5 MB, 422), a body over ``--max-body`` (413) and a wrong
+token (401). It reports the ratio of the normal requests' p99 under the stream to the quiet
+p99 (target: at most 2), the hostile answers counted by kind and status (all must be 4xx),
+and ``/health`` latency (probed 10 times a second) in both phases.
+
 Usage: python benchmarks/bench_serve.py [--quick] [--duration S] [--clients N] [--workers W]
-       [--processes N]
+       [--processes N] [--max-body BYTES] [--hostile RATE [--hostile-kinds KINDS]]
 """
 
 from __future__ import annotations
@@ -40,6 +49,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_REQUESTS = 200_000
+MAX_ITEMS = 100  # the server's --max-items
+MAX_JOB_ITEMS = 10_000  # ServeSettings.max_job_items (no flag)
+MAX_BODY = 2 * 1024 * 1024  # ServeSettings.max_body_bytes (robustce serve --max-body's default)
+HOSTILE_IN_FLIGHT = 32  # hostile requests open at once at most; more are counted as skipped
 
 
 def _free_port() -> int:
@@ -48,17 +61,23 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(demo_dir: str, workers: int, in_process: str, processes: int = 1
-           ) -> tuple[subprocess.Popen, str]:
+def _start(demo_dir: str, workers: int, in_process: str, processes: int = 1,
+           token: str | None = None, max_body: int = MAX_BODY) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = _free_port()
+    auth = []
+    if token is not None:
+        token_file = Path(demo_dir) / "token"
+        token_file.write_text(token)
+        auth = ["--token-file", str(token_file)]
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen([sys.executable, "-m", "robustce.cli", "serve", "--port", str(port),
                              "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100",
-                             "--in-process", in_process, "--processes", str(processes),
-                             "--store", str(Path(demo_dir) / "jobs.sqlite3")],
+                             "--max-body", str(max_body), "--in-process", in_process,
+                             "--processes", str(processes),
+                             "--store", str(Path(demo_dir) / "jobs.sqlite3"), *auth],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 300
     while time.monotonic() < end:
@@ -125,10 +144,20 @@ class _Connection(asyncio.Protocol):
 
 
 async def _load(url: str, applicants: list[dict], body: dict[str, Any], clients: int,
-                duration: float) -> dict[str, Any]:
+                duration: float, token: str | None = None, hostile: list[tuple[str, bytes]] | None = None,
+                hostile_rate: float = 0.0, probe_health: bool = False) -> dict[str, Any]:
     """``clients`` closed-loop clients for ``duration`` seconds, each on its own keep-alive
-    connection; latencies of the 200s, the client's own CPU time and the load average."""
+    connection; latencies of the 200s, the client's own CPU time and the load average.
+
+    With ``hostile`` (``(kind, request bytes)`` pairs) and ``hostile_rate`` > 0, the hostile
+    requests are sent meanwhile, in turn, ``hostile_rate`` a second (open loop, each on a fresh
+    connection); their answers are counted by kind and status. ``probe_health``: ``GET /health``
+    10 times a second on a connection of its own, latencies reported."""
     host, port = url.removeprefix("http://").split(":")
+    auth = b"Authorization: Bearer %s\r\n" % token.encode() if token else b""
+    hostile_codes: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    hostile_skipped = 0
+    health_lat: list[float] = []
     path = b"/v1/models/synthetic_loan/explain"
     lat: list[float] = []
     codes: collections.Counter = collections.Counter()
@@ -151,8 +180,8 @@ async def _load(url: str, applicants: list[dict], body: dict[str, Any], clients:
             seq += 1
             item = {"id": rid, "features": applicants[(k + seq) % len(applicants)]["features"]}
             payload = json.dumps({**body, "items": [item]}).encode()
-            head = (b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-                    b"Content-Length: %d\r\n\r\n" % (path, host.encode(), len(payload)))
+            head = (b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%s"
+                    b"Content-Length: %d\r\n\r\n" % (path, host.encode(), auth, len(payload)))
             sent += 1
             t0 = time.perf_counter()
             try:
@@ -179,20 +208,83 @@ async def _load(url: str, applicants: list[dict], body: dict[str, Any], clients:
             lat.append(dt)
         conn.transport.close()
 
+    async def hostile_one(kind: str, request: bytes) -> None:
+        try:
+            conn = await connect()
+        except OSError:
+            hostile_codes[kind]["connect failed"] += 1
+            return
+        try:
+            status, _, _ = await asyncio.wait_for(conn.post(request, b""), 60)
+            hostile_codes[kind][status] += 1
+        except Exception:  # noqa: BLE001 - closed or reset before an answer was read
+            hostile_codes[kind]["no answer"] += 1
+        finally:
+            conn.transport.close()
+
+    async def hostile_stream() -> None:
+        nonlocal hostile_skipped
+        tasks: set[asyncio.Task] = set()
+        k, due = 0, time.monotonic()
+        while time.monotonic() < end:
+            kind, request = hostile[k % len(hostile)]
+            k += 1
+            if len(tasks) < HOSTILE_IN_FLIGHT:
+                task = asyncio.create_task(hostile_one(kind, request))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            else:
+                hostile_skipped += 1
+            due += 1 / hostile_rate
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+        await asyncio.gather(*tasks)
+
+    async def health() -> None:
+        conn = await connect()
+        request = b"GET /health HTTP/1.1\r\nHost: %s\r\n\r\n" % host.encode()
+        while time.monotonic() < end:
+            t0 = time.perf_counter()
+            status, _, _ = await asyncio.wait_for(conn.post(request, b""), 60)
+            if status == 200:
+                health_lat.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.1)
+        conn.transport.close()
+
+    extra = []
+    if hostile and hostile_rate > 0:
+        extra.append(hostile_stream())
+    if probe_health:
+        extra.append(health())
     load0 = os.getloadavg()[0]
     cpu0 = time.process_time()
     t0 = time.perf_counter()
-    await asyncio.gather(*(client(k) for k in range(clients)))
+    await asyncio.gather(*(client(k) for k in range(clients)), *extra)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     a = np.array(lat) if lat else np.array([np.nan])
+    more: dict[str, Any] = {}
+    if probe_health:
+        h = np.array(health_lat) if health_lat else np.array([np.nan])
+        more.update(health_probes=len(health_lat), health_p50_ms=round(float(np.percentile(h, 50)) * 1e3, 1),
+                    health_p99_ms=round(float(np.percentile(h, 99)) * 1e3, 1),
+                    health_max_ms=round(float(np.max(h)) * 1e3, 1))
+    if hostile and hostile_rate > 0:
+        answers = {kind: {str(k): v for k, v in sorted(c.items(), key=str)}
+                   for kind, c in hostile_codes.items()}
+        statuses = [k for c in hostile_codes.values() for k in c.elements()]
+        more.update(hostile_rate=hostile_rate, hostile_sent=len(statuses), hostile_skipped=hostile_skipped,
+                    hostile_answers=answers,
+                    hostile_4xx=sum(1 for k in statuses if isinstance(k, int) and 400 <= k < 500),
+                    hostile_accepted=sum(1 for k in statuses if isinstance(k, int) and k < 300),
+                    hostile_5xx=sum(1 for k in statuses if isinstance(k, int) and k >= 500),
+                    hostile_no_answer=sum(1 for k in statuses if not isinstance(k, int)))
     return {"clients": clients, "duration_s": round(wall, 1), "sent": sent, "ok": len(lat),
             "req_per_s": round(len(lat) / wall, 1), "p50_ms": round(float(np.percentile(a, 50)) * 1e3, 1),
             "p99_ms": round(float(np.percentile(a, 99)) * 1e3, 1), "status_429": codes.get(429, 0),
             "other_errors": sum(v for c, v in codes.items() if c not in (200, 429)),
             "lost": lost, "duplicated": sum(1 for v in seen.values() if v > 1), "wrong_id": wrong,
             "client_cpu_share": round(cpu / wall, 2),
-            "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]}
+            "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)], **more}
 
 
 def _batch(url: str, applicants: list[dict], n: int) -> dict[str, Any]:
@@ -241,11 +333,11 @@ def _server_cpu_s(proc: subprocess.Popen, url: str) -> float | None:
 
 
 def _measured_load(proc: subprocess.Popen, url: str, applicants: list[dict], body: dict[str, Any],
-                   clients: int, duration: float) -> dict[str, Any]:
-    """:func:`_load`, plus the server's CPU (process + workers) per answered request and as a
-    share of the wall time (1.0 = one core busy)."""
+                   clients: int, duration: float, **load: Any) -> dict[str, Any]:
+    """:func:`_load` (``load``: its keyword arguments), plus the server's CPU (process +
+    workers) per answered request and as a share of the wall time (1.0 = one core busy)."""
     cpu0 = _server_cpu_s(proc, url)
-    res = asyncio.run(_load(url, applicants, body, clients, duration))
+    res = asyncio.run(_load(url, applicants, body, clients, duration, **load))
     cpu1 = _server_cpu_s(proc, url)
     if cpu0 is not None and cpu1 is not None:
         res["server_cpu_ms_per_req"] = round((cpu1 - cpu0) * 1e3 / max(res["ok"], 1), 2)
@@ -271,22 +363,97 @@ def _baseline(demo_dir: str, applicants: list[dict], method: str, params: dict, 
     return float(np.median(times[1:] if len(times) > 1 else times))
 
 
-def run(quick: bool = False, duration: float | None = None, clients: int | None = None,
-        workers: int = 2, in_process: str = "none", processes: int = 1) -> list[dict[str, Any]]:
+def _hostile_requests(host: str, token: str, applicants: list[dict], max_body: int = MAX_BODY
+                      ) -> list[tuple[str, bytes]]:
+    """The hostile requests, built once (``(kind, request bytes)``): each must be refused with
+    a 4xx. The bodies are those of tests/serve/test_hygiene.py's hostile records, and the
+    limits' edges (one item over, one byte over)."""
+    explain, jobs = b"/v1/models/synthetic_loan/explain", b"/v1/models/synthetic_loan/jobs"
+    features = applicants[0]["features"]
+
+    def post(path: bytes, body: bytes, bearer: str = token) -> bytes:
+        return (b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                % (path, host.encode(), bearer.encode(), len(body)) + body)
+
+    def items(n: int) -> list[dict]:
+        return [{"id": f"h{i}", "features": features} for i in range(n)]
+
+    unknown = {**features, **{f"k{i:06d}": i for i in range(100_000)}}
+    def dumps(obj: Any) -> bytes:
+        return json.dumps(obj).encode()
+
+    return [
+        ("unknown_keys_100000", post(explain, dumps({"items": [{"id": "x", "features": unknown}]}))),
+        (f"explain_{MAX_ITEMS + 1}_items", post(explain, dumps({"items": items(MAX_ITEMS + 1)}))),
+        (f"job_{MAX_JOB_ITEMS + 1}_items", post(jobs, dumps({"items": items(MAX_JOB_ITEMS + 1)}))),
+        ("body_over_max_body", post(explain, dumps({"items": items(1), "pad": "x" * max_body}))),
+        ("wrong_token", post(explain, dumps({"items": items(1)}), "wrong-" + token)),
+    ]
+
+
+def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in_process: str = "none",
+                processes: int = 1, kinds: list[str] | None = None, max_body: int = MAX_BODY
+                ) -> list[dict[str, Any]]:
+    """Normal ``nearest_neighbour`` clients on one server (with a token): a quiet phase, then
+    the same under a stream of ``rate`` hostile requests a second (of ``kinds``; default every
+    kind); the second row carries ``p99_ratio`` (hostile / quiet p99) and the hostile answers
+    by kind and status."""
+
+    token = "bench-token-" + os.urandom(12).hex()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as demo_dir:
+        proc, url = _start(demo_dir, workers, in_process, processes, token=token, max_body=max_body)
+        try:
+            applicants = _warm(url, workers * processes, token)
+            nn = {"method": "nearest_neighbour", "time_limit_s": 10}
+            hostile = _hostile_requests(url.removeprefix("http://"), token, applicants, max_body)
+            if kinds:
+                unknown = set(kinds) - {kind for kind, _ in hostile}
+                if unknown:
+                    raise ValueError(f"no hostile request kind {sorted(unknown)}; "
+                                     f"the kinds: {[kind for kind, _ in hostile]}")
+                hostile = [(kind, request) for kind, request in hostile if kind in kinds]
+            sizes = {kind: len(request) for kind, request in hostile}
+            for phase, r in (("quiet", 0.0), ("hostile", rate)):
+                res = _measured_load(proc, url, applicants, nn, clients, duration, token=token,
+                                     hostile=hostile, hostile_rate=r, probe_health=True)
+                rows.append({"name": f"nearest_neighbour over HTTP, {clients} clients, {phase} phase",
+                             "phase": phase, **res, "workers": workers, "processes": processes,
+                             "in_process": in_process, "max_body": max_body, "cpu_count": os.cpu_count()})
+            rows[1]["p99_ratio"] = round(rows[1]["p99_ms"] / rows[0]["p99_ms"], 2)
+            rows[1]["hostile_request_bytes"] = sizes
+        finally:
+            proc.terminate()
+            proc.wait(60)
+    return rows
+
+
+def _warm(url: str, workers: int, token: str | None = None) -> list[dict]:
+    """The demo model's applicants, after warming each worker's explainer cache (a KD-tree
+    per worker)."""
     import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    applicants = httpx.get(url + "/v1/models/synthetic_loan/applicants", headers=headers).json()["applicants"]
+    for _ in range(2 * workers):
+        httpx.post(url + "/v1/models/synthetic_loan/explain", timeout=60, headers=headers,
+                   json={"method": "nearest_neighbour", "items": [{"features": applicants[0]["features"]}]})
+    return applicants
+
+
+def run(quick: bool = False, duration: float | None = None, clients: int | None = None,
+        workers: int = 2, in_process: str = "none", processes: int = 1, max_body: int = MAX_BODY
+        ) -> list[dict[str, Any]]:
 
     duration = duration or (10.0 if quick else 60.0)
     nn_clients = clients or 50
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as demo_dir:
-        proc, url = _start(demo_dir, workers, in_process, processes)
+        proc, url = _start(demo_dir, workers, in_process, processes, max_body=max_body)
         try:
-            applicants = httpx.get(url + "/v1/models/synthetic_loan/applicants").json()["applicants"]
+            applicants = _warm(url, workers * processes)
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
-            # warm each worker's explainer cache (a KD-tree per worker)
-            for _ in range(2 * workers * processes):
-                httpx.post(url + "/v1/models/synthetic_loan/explain", timeout=60,
-                           json={**nn, "items": [{"features": applicants[0]["features"]}]})
             res = _measured_load(proc, url, applicants, nn, nn_clients, duration)
             base = _baseline(demo_dir, applicants, "nearest_neighbour", {}, 50)
             rows.append({"name": f"nearest_neighbour over HTTP, {nn_clients} clients, p50 (vs library "
@@ -324,10 +491,32 @@ def main() -> int:
                     help="front processes (robustce serve --processes; default 1)")
     ap.add_argument("--in-process", default="none", metavar="METHODS",
                     help="passed to robustce serve --in-process (default none)")
+    ap.add_argument("--hostile", type=float, default=None, metavar="RATE",
+                    help="instead of the scenarios: nearest_neighbour clients in a quiet phase, then "
+                         "under RATE hostile requests a second (--duration each, default 30 s; "
+                         "--quick: 5 s)")
+    ap.add_argument("--max-body", type=int, default=MAX_BODY, metavar="BYTES",
+                    help="passed to robustce serve --max-body (default 2 MiB); the hostile "
+                         "body_over_max_body is a few hundred bytes over it")
+    ap.add_argument("--hostile-kinds", default=None, metavar="KINDS",
+                    help="comma-separated hostile request kinds to send (default all: unknown_keys_100000, "
+                         "explain_101_items, job_10001_items, body_over_max_body, wrong_token)")
     args = ap.parse_args()
     if args.duration is not None and not 0 < args.duration <= 600:
         raise SystemExit("--duration must be in (0, 600]")
-    rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process, args.processes)
+    if args.hostile is not None:
+        if not 0 < args.hostile <= 1000:
+            raise SystemExit("--hostile RATE must be in (0, 1000] requests a second")
+        rows = run_hostile(args.hostile, args.duration or (5.0 if args.quick else 30.0), args.clients or 50,
+                           args.workers, args.in_process, args.processes,
+                           args.hostile_kinds.split(",") if args.hostile_kinds else None, args.max_body)
+        for row in rows:
+            print(json.dumps(row))
+        print()
+        print(hostile_table(rows))
+        return 0
+    rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process, args.processes,
+               args.max_body)
     for row in rows:
         print(json.dumps(row))
     print()
@@ -354,6 +543,30 @@ def table(rows: list[dict[str, Any]]) -> str:
                        f"{r['in_order']}) | 1 | {r['applicants_per_s']:g} applicants/s "
                        f"({r['seconds']:g} s) | – | – | – | {r['lost']} | {r['duplicated']} | – | – | – "
                        f"| {load} |")
+    return "\n".join(out)
+
+
+def hostile_table(rows: list[dict[str, Any]]) -> str:
+    """The quiet and hostile phases as a Markdown table, and the hostile answers by kind."""
+    out = ["| phase | front processes | clients | hostile/s | requests/s | p50 | p99 | /health p99 (max) | "
+           "lost | server CPU share | client CPU share | load average (start, end) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        load = " → ".join(f"{v:g}" for v in r["loadavg_1min"])
+        out.append(f"| {r['phase']} | {r['processes']} | {r['clients']} | {r.get('hostile_rate', 0):g} | "
+                   f"{r['req_per_s']:g} | "
+                   f"{r['p50_ms']:g} ms | {r['p99_ms']:g} ms | {r['health_p99_ms']:g} ms "
+                   f"({r['health_max_ms']:g} ms) | {r['lost']} | {r.get('server_cpu_share', '–')} | "
+                   f"{r['client_cpu_share']:g} | {load} |")
+    h = rows[-1]
+    out += ["", f"p99 under the hostile stream / quiet p99: **{h['p99_ratio']:g}** (target ≤ 2)", "",
+            f"hostile requests: {h['hostile_sent']} answered or failed ({h['hostile_skipped']} not sent: "
+            f"{HOSTILE_IN_FLIGHT} already open); 4xx {h['hostile_4xx']}, accepted (2xx) "
+            f"{h['hostile_accepted']}, 5xx {h['hostile_5xx']}, no answer read {h['hostile_no_answer']}", "",
+            "| hostile request | bytes | answers |", "|---|---|---|"]
+    for kind, answers in h["hostile_answers"].items():
+        counts = ", ".join(f"{k}: {v}" for k, v in answers.items())
+        out.append(f"| {kind} | {h['hostile_request_bytes'][kind]:,} | {counts} |")
     return "\n".join(out)
 
 
