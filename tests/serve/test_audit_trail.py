@@ -168,3 +168,14 @@ def test_an_unexpected_error_is_recorded_once_as_500(tmp_path):
     assert records[0]["path"] == "/v1/boom" and "abc" not in json.dumps(records[0])
     assert records[0]["client"] == "10.1.2.3" and "4711" not in json.dumps(records[0])
     assert verify_log(tmp_path / "audit.jsonl").ok
+
+
+def test_x_forwarded_for_never_names_the_client(server):
+    """A loopback peer cannot write another address into the audit record with
+    ``X-Forwarded-For`` (uvicorn trusts it from loopback by default: the record said
+    203.0.113.7 before ``proxy_headers`` was switched off)."""
+    with server.client() as c:
+        reply = c.get("/v1/models", headers={"X-Forwarded-For": "203.0.113.7"})
+    assert reply.status_code == 200
+    record = {r["request_id"]: r for r in _request_records(server.audit_log)}[_rid(reply)]
+    assert record["client"] == "127.0.0.1"

@@ -210,7 +210,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             if args.processes > 1:
                 return _serve_processes(args, specs, settings, sock)
-            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30))
+            # proxy_headers off: X-Forwarded-For from any peer (loopback included) never becomes
+            # the audit record's client address (a proxy's own address is what is recorded)
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30,
+                                                   proxy_headers=False))
             server.run(sockets=[sock])
         finally:
             if tmp is not None:
@@ -240,7 +243,8 @@ def _serve_processes(args: argparse.Namespace, specs: list[Any], settings: Any, 
         "settings": {**dataclasses.asdict(settings), "token": None},  # each reads the token file
         "token_file": args.token_file, "parent": os.getpid()})
     config = uvicorn.Config("robustce.cli.serve:app_from_environment", factory=True,
-                            workers=args.processes, log_level="warning", timeout_graceful_shutdown=30)
+                            workers=args.processes, log_level="warning", timeout_graceful_shutdown=30,
+                            proxy_headers=False)
     Multiprocess(config, sockets=[sock]).run()
     return EXIT_OK
 
