@@ -21,15 +21,15 @@ def setup():
     n = 400
     sex = rng.choice(["F", "M"], n)
     income, debt = rng.uniform(0, 10, n), rng.uniform(0, 10, n)
-    y = ((4 * (sex == "M") + 0.3 * income - 0.3 * debt + rng.normal(0, 0.3, n)) > 3).astype(int)
+    y = ((3 * (sex == "M") + 0.3 * (income - debt) + rng.normal(0, 0.3, n)) > 2.5).astype(int)
     df = pd.DataFrame({"sex": sex, "income": income, "debt": debt, "y": y})
     schema = Schema([Feature("sex", "binary", categories=("F", "M")),
                      Feature("income", "continuous", 0.0, 10.0),
                      Feature("debt", "continuous", 0.0, 10.0)])
     data = from_frame(df, "y", schema)
     free = rc.models.MLP((8,), epochs=60, random_state=0).fit(data)
-    declined = data.frame[free.predict(data.frame) == 0].head(8)
-    flips = rc.methods.MILPNearest(free, data).explain(declined)
+    declined = data.frame[free.predict(data.frame) == 0].head(12)
+    flips = rc.methods.MILPNearest(free, data, norm="l0").explain(declined)  # one change: sex
     guarded = free.with_actionability(sex="protected")
     fair = rc.methods.MILPNearest(guarded, data).explain(declined)
     return data, free, guarded, declined, flips, fair
