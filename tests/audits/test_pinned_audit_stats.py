@@ -63,7 +63,6 @@ def test_a_group_of_exactly_min_group_is_compared_and_one_fewer_is_not():
 
 
 @pytest.fixture(scope="module")
-@pytest.mark.filterwarnings("ignore::UserWarning")
 def two_routes():
     """Approval iff a >= 5 or b >= 5 (a depth-2 tree learns it exactly); declined applicants
     with a, b < 5, each with a CE raising the nearer of the two to 5.2: an action raising a by
