@@ -94,3 +94,32 @@ def test_mace_milp_keeps_a_decreasing_consequence(setup, rule):
     assert len(cfs) >= 2
     for label, cf in cfs.groupby("query_id"):
         assert _keeps(rule, cf[["a", "b", "grade"]], queries.loc[label]).all()
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_ordinal_equality_condition_on_every_level(setup, level):
+    """``grade == level -> a <= 3`` (the thermometer's "exactly this level", first and last
+    levels included): MILPNearest's CEs keep it and its distance is the brute-force optimum."""
+    data, enc, forest, grid, _ = setup
+    declined = data.frame[forest.predict(data.frame) == 0]
+    at = declined[declined["grade"] == level]  # applicants at this level, a-route cheapest first
+    queries = at.sort_values(["a", "b"], ascending=[False, True], kind="stable").head(4)
+    assert len(queries) >= 2
+    G = enc.transform(grid)
+    target = forest.predict(G) == 1
+    c = Constraints(conditionals=[f'grade == "{level}" -> a <= 3'])
+    res = MILPNearest(forest, data, norm="l1", constraints=c, time_limit=20).explain(queries)
+    keeps = (grid["grade"] != level).to_numpy() | (grid["a"] <= 3).to_numpy()
+    bites = 0
+    for i, (label, q_row) in enumerate(queries.iterrows()):
+        q = enc.transform(q_row.to_frame().T.astype({"a": int, "b": int}))[0]
+        ok = target & keeps
+        assert res.status.iloc[i] == ("found" if ok.any() else "infeasible")
+        if not ok.any():
+            continue
+        cf = res.counterfactuals[res.counterfactuals["query_id"] == label].iloc[0]
+        assert cf["grade"] != level or cf["a"] <= 3, (q_row.to_dict(), cf.to_dict())
+        expect = feature_distance(enc, q, G[ok], "l1").min()
+        assert res.certificates.iloc[i]["distance"] == pytest.approx(expect, abs=1e-6)
+        bites += int(feature_distance(enc, q, G[target], "l1").min() < expect - 1e-9)
+    assert bites >= 1  # the condition changes the optimum of some query at this level
