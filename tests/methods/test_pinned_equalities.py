@@ -19,14 +19,16 @@ EQUALITY = "a + b == c"
 LEVELS = ("low", "mid", "high", "top")
 
 
-def _data(n: int = 300, seed: int = 0):
-    """a, b in [0, 5], c = a + b in [0, 10] on every row; the label rewards a and b, so a CE
-    moves them and the equality makes c follow."""
+def _data(c_weight: float, n: int = 300, seed: int = 0):
+    """a, b in [0, 5], c in [0, 10], c = a + b on half the rows (off by up to 2 on the others,
+    so the model learns c's own weight). ``c_weight < 0``: the free CE raises a or b alone
+    (a + b > c, what ``>=`` would allow); ``> 0``: it raises c alone (what ``<=`` would allow)."""
     rng = np.random.default_rng(seed)
     a, b = rng.uniform(0, 5, n), rng.uniform(0, 5, n)
-    c = a + b
+    c = np.clip(a + b + np.where(rng.uniform(size=n) < 0.5, 0.0, rng.uniform(-2, 2, n)), 0, 10)
     level = rng.integers(0, 4, n)
-    score = 0.8 * a + 0.5 * b - 0.3 * c + 0.4 * level - 2.5 + rng.normal(0, 0.3, n)
+    score = (0.8 * a + 0.5 * b + c_weight * c + 0.4 * level - 2.5 - 7.3 * max(c_weight, 0)
+             + rng.normal(0, 0.3, n))
     df = pd.DataFrame({"a": a, "b": b, "c": c, "grade": [LEVELS[k] for k in level],
                        "y": (score > 0).astype(int)})
     schema = Schema([Feature("a", "continuous", 0.0, 5.0), Feature("b", "continuous", 0.0, 5.0),
@@ -35,13 +37,13 @@ def _data(n: int = 300, seed: int = 0):
     return from_frame(df, "y", schema)
 
 
-@pytest.fixture(scope="module")
-def models():
-    data = _data()
-    mlp = rc.models.MLP((6,), epochs=40, random_state=0).fit(data)
+@pytest.fixture(scope="module", params=[-0.3, 0.6], ids=["c-penalised", "c-rewarded"])
+def models(request):
+    data = _data(request.param)
+    mlp = rc.models.MLP((6,), epochs=50, lr=0.02, random_state=0).fit(data)
     rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0)
     rf.fit(mlp.encoder.transform(data.frame), data.y)
-    return data, mlp, rc.models.wrap(rf, mlp.encoder)
+    return data, mlp, rc.models.wrap(rf, mlp.encoder), request.param
 
 
 def _gap(cfs: pd.DataFrame) -> np.ndarray:
@@ -74,7 +76,7 @@ METHODS = {
 
 @pytest.mark.parametrize("name", list(METHODS))
 def test_every_ce_keeps_the_equality(models, name):
-    data, mlp, forest = models
+    data, mlp, forest, _ = models
     which, make = METHODS[name]
     model = mlp if which == "mlp" else forest
     queries = _queries(data, model, 5)
@@ -90,9 +92,11 @@ def test_every_ce_keeps_the_equality(models, name):
 
 
 def test_the_equality_bites(models):
-    """Without the relation MILPNearest's nearest CEs move a or b alone and break it: the test
-    above can fail."""
-    data, mlp, _ = models
+    """Without the relation MILPNearest's nearest CEs break it on the side the label pushes
+    them (a + b > c where c is penalised, < where it is rewarded): an equality compiled as
+    ``>=`` or ``<=`` fails the test above on one of the two models."""
+    data, mlp, _, c_weight = models
     queries = _queries(data, mlp, 5)
     cfs = rc.methods.MILPNearest(mlp, data, time_limit=20).explain(queries).counterfactuals
-    assert (_gap(cfs) > 1e-3).any()
+    signed = cfs["a"].to_numpy() + cfs["b"].to_numpy() - cfs["c"].to_numpy()
+    assert (signed < -1e-3).any() if c_weight > 0 else (signed > 1e-3).any(), signed
