@@ -513,7 +513,9 @@ class _SplitMap:
         key = (j, theta, float32)
         if key not in self.cache:
             eff = float(float32_threshold(np.array([theta]))[0]) if float32 else theta
-            self.cache[key] = self(j, eff)
+            # the smallest value the split sends right: the next float32 when it compares float32
+            above = (0.0, float(np.nextafter(np.float32(eff), np.float32(np.inf)))) if float32 else (0.0,)
+            self.cache[key] = self(j, eff, above)
         return self.cache[key]
 
     def prepare(self, js: np.ndarray, thetas: np.ndarray, float32: bool) -> None:
@@ -557,7 +559,8 @@ class _SplitMap:
             t = (cut - f.lower) / (f.upper - f.lower)
             self.cache[(j, th, float32)] = ([k], t, False)
 
-    def __call__(self, j: int, theta: float) -> tuple[list[int], float, bool]:
+    def __call__(self, j: int, theta: float, above: tuple[float, ...] = (0.0,)
+                 ) -> tuple[list[int], float, bool]:
         a, c0 = self.A[j], float(self.c[j])
         nz = np.flatnonzero(a)
         if len(nz) == 0:  # a constant input: the split always goes one way
@@ -566,7 +569,7 @@ class _SplitMap:
             k, alpha = int(nz[0]), float(a[nz[0]])
             b = (theta - c0) / alpha
             if alpha > 0:
-                return [k], b, False
+                return [k], _apart_from_above(theta, b, c0, alpha, above), False
             return [k], float(np.nextafter(b, -np.inf)), True  # z <= θ ⟺ x >= b
         feats = np.unique(self.owner[nz])
         block = self.encoder.blocks_[int(feats[0])]
@@ -601,6 +604,21 @@ class _SplitMap:
         elif block.encoding == "binary":
             x[block.start] = float(k)
         return x
+
+
+def _apart_from_above(theta: float, b: float, c0: float, alpha: float,
+                      above: tuple[float, ...]) -> float:
+    """The model-space threshold ``b = (θ − c0) / α`` (``α > 0``), lowered below the image of a
+    value ``r > θ`` in ``above`` that the split sends right when the scaling rounds the two
+    together: 0 above LightGBM's ``−1e-35`` (its threshold that puts zeros right of the
+    negatives), the next float32 above a float32 comparison's threshold (XGBoost's ``s`` above
+    ``s⁻``). Monotone rounding keeps every other value on its side; only values in ``(θ, r)``
+    with the same image as ``r`` move right (model space cannot tell them from ``r``)."""
+    for r in above:
+        x_r = (r - c0) / alpha
+        if r > theta and x_r <= b:
+            b = float(np.nextafter(x_r, -np.inf))
+    return b
 
 
 def _goes_left(z: np.ndarray, theta: float, float32: bool) -> np.ndarray:
