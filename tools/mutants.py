@@ -648,7 +648,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("lgb_zero_default_left_flipped", "models/boosters.py",
            """            agrees = t >= _LGB_ZERO if node.get("default_left") else t < -_LGB_ZERO""",
            """            agrees = t >= _LGB_ZERO if not node.get("default_left") else t < -_LGB_ZERO""",
-           ("tests/models/test_boosters.py::test_values_the_booster_reads_as_missing",),
+           ("tests/models/test_boosters.py::test_values_the_booster_reads_as_missing",
+            "tests/models/test_mutant_kills_boosters.py"),
            "LightGBM zero-as-missing: zero's default way read backwards, so rows with 0 are "
            "routed unlike the booster (or a model is refused for nothing)"),
     Mutant("roundtrip_integer_truncated", "data/encoder.py",
