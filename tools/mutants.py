@@ -4,10 +4,14 @@ Each mutant is one small, plausible bug in a place a user relies on (a flipped c
 dropped constraint, a skipped projection, a loosened acceptance test, a non-atomic write): the
 foundation (files, the Explainer base, the exact Δ-test, interval bounds, the MILP methods),
 every method that issues a certificate or a guarantee (PROPLACE, APΔS, DiverseRobust, MACE,
-RoCourseNet's attacker, ROAR, RobX) and the scikit-learn / torch import folds. For each, the
+RoCourseNet's attacker, ROAR, RobX), the scikit-learn / torch / booster import folds and,
+since issue 47, the service (auth, limits, client parameters, records, audit log and trail,
+kept answers, the job store), notices, audits and constraints in the exact methods. For each, the
 script copies this checkout's ``src/`` to a temporary folder, applies the edit there (the
 working tree is never written), runs the tests that guard that place with the mutated copy
-first on ``PYTHONPATH``, and records whether the suite failed ("killed") or passed.
+first on ``PYTHONPATH``, and records whether the suite failed ("killed") or passed. The
+servers the service tests start run the copy too: ``tests/serve/conftest.py`` puts the
+``src`` of the robustce the tests import (not this checkout's) first on their PYTHONPATH.
 
 **Reached vs survived.** The mutated copy also imports a marker module just before the
 statement holding the first mutated line; that import touches a file named by an environment
@@ -608,7 +612,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("audit_interval_misses_its_point", "audits/groups.py",
            """        lo, hi = min(lo, point), max(hi, point)""",
            """        pass""",
-           ("tests/audits/test_audit_figures.py",),
+           ("tests/audits/test_audit_figures.py", "tests/audits/test_mutant_kills_audits.py"),
            "a bootstrap interval that does not contain its own value (a skewed distribution)"),
     Mutant("audit_lowest_named_as_highest", "audits/groups.py",
            """ "lowest": _names(levels, bottom),""",
@@ -622,7 +626,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """                             np.full(rows.size, -np.inf),
                              np.asarray(constraints.upper)[rows])""",
            ("tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force",
-            "tests/methods/test_constraints_methods.py::test_forest_optimum_equals_brute_force"),
+            "tests/methods/test_mutant_kills_constraints.py"),
            "MILP methods drop every ≥ side of a relation (an equality becomes ≤): CEs break it"),
     Mutant("milp_max_changes_off_by_one", "solvers/encodings.py",
            """                         -np.inf, float(k))""",
