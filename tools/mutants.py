@@ -661,6 +661,32 @@ MUTANTS: tuple[Mutant, ...] = (
            """        values = values  # astype truncates (2.9999999 -> 2)""",
            ("tests/data/test_encoder.py", "tests/data/test_encode_decoded.py"),
            "a decoded integer column is truncated: the raw CE a user receives is one step off"),
+    Mutant("serve_job_view_without_token", "serve/app.py",
+           """    @app.get("/v1/jobs/{job_id}", response_model=JobOut, dependencies=v1, tags=["jobs"])""",
+           """    @app.get("/v1/jobs/{job_id}", response_model=JobOut, tags=["jobs"])""",
+           ("tests/serve/test_security.py::test_every_v1_route_checks_the_bearer_token[none]",),
+           "anyone who knows (or guesses) a job id reads its applicants' results without a token"),
+    Mutant("serve_job_submit_without_token", "serve/app.py",
+           """        await auth(request)
+        req = await _parse_json_body(request, ExplainRequest)
+        m, records, target = service.admit(model_id, req.items, settings.max_job_items""",
+           """        req = await _parse_json_body(request, ExplainRequest)
+        m, records, target = service.admit(model_id, req.items, settings.max_job_items""",
+           ("tests/serve/test_security.py::test_every_v1_route_checks_the_bearer_token[none]",),
+           "a job (hours of solver work) is accepted without a token"),
+    Mutant("global_actions_count_an_applicant_twice", "audits/global_actions.py",
+           """            new = int((cov & ~covered).sum())""",
+           """            new = int(cov.sum())""",
+           ("tests/audits/test_audit.py::test_audit_reports_and_global_actions_cover_when_applied",
+            "tests/audits/test_mutant_kills_audits_actions.py"),
+           "greedy global actions count applicants an earlier action already covers: the list "
+           "repeats near-identical actions instead of reaching new applicants"),
+    Mutant("audit_min_group_exclusive", "audits/groups.py",
+           """                too_few = self.count[(g, lv)] < min_group""",
+           """                too_few = self.count[(g, lv)] <= min_group""",
+           ("tests/audits/test_audit.py::test_small_group_is_reported_not_an_error",
+            "tests/audits/test_audit_figures.py", "tests/audits/test_mutant_kills_audits_actions.py"),
+           "a group of exactly the minimum size is reported as too small to compare"),
 )
 
 
