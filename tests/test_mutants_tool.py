@@ -83,3 +83,34 @@ def test_the_marker_runs_exactly_when_the_mutated_statement_does(tool, tmp_path,
         namespace["f"](x)
         assert flag.exists() == (x in touched), (old, x)
     monkeypatch.delitem(sys.modules, tool.MARK_MODULE, raising=False)
+
+
+# --- the mutated copy is the code the service tests serve (issue 47) ----------------------------
+
+def test_servers_and_scripts_started_by_the_tests_run_the_copy_on_pythonpath(tmp_path):
+    """The service tests start ``robustce serve`` (and ``tools/serve_exchange.py`` starts one)
+    as a process: its PYTHONPATH must name the ``src`` of the robustce the tests import — the
+    mutated copy when ``tools/mutants.py`` runs them — not this checkout's, or no serve mutant
+    could ever be killed through a live server."""
+    import shutil
+    import subprocess
+
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT / "src", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = ("import sys; sys.path.insert(1, 'tools')\n"
+             "from tests.serve.conftest import SRC\n"
+             "from serve_exchange import served_src\n"
+             "print(SRC); print(served_src())\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(copy)}, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [str(copy.resolve())] * 2
+
+
+@pytest.mark.slow
+def test_a_serve_mutant_is_reached_and_killed_only_through_a_live_server(tool):
+    """End to end: the token check runs only inside the server process, so its reach marker
+    fires only if the server serves the mutated copy; the live-server test then kills it."""
+    m = next(m for m in tool.MUTANTS if m.name == "serve_token_prefix_accepted")
+    (outcome,) = tool.run([m], timeout=300)
+    assert outcome.reached is True and outcome.verdict == "killed", outcome

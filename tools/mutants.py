@@ -4,10 +4,14 @@ Each mutant is one small, plausible bug in a place a user relies on (a flipped c
 dropped constraint, a skipped projection, a loosened acceptance test, a non-atomic write): the
 foundation (files, the Explainer base, the exact Δ-test, interval bounds, the MILP methods),
 every method that issues a certificate or a guarantee (PROPLACE, APΔS, DiverseRobust, MACE,
-RoCourseNet's attacker, ROAR, RobX) and the scikit-learn / torch import folds. For each, the
+RoCourseNet's attacker, ROAR, RobX), the scikit-learn / torch / booster import folds and,
+since issue 47, the service (auth, limits, client parameters, records, audit log and trail,
+kept answers, the job store), notices, audits and constraints in the exact methods. For each, the
 script copies this checkout's ``src/`` to a temporary folder, applies the edit there (the
 working tree is never written), runs the tests that guard that place with the mutated copy
-first on ``PYTHONPATH``, and records whether the suite failed ("killed") or passed.
+first on ``PYTHONPATH``, and records whether the suite failed ("killed") or passed. The
+servers the service tests start run the copy too: ``tests/serve/conftest.py`` puts the
+``src`` of the robustce the tests import (not this checkout's) first on their PYTHONPATH.
 
 **Reached vs survived.** The mutated copy also imports a marker module just before the
 statement holding the first mutated line; that import touches a file named by an environment
@@ -509,6 +513,180 @@ MUTANTS: tuple[Mutant, ...] = (
            """tie + 0.0 * self._votes_.rival_shift(target, self.shift_.delta))""",
            ("tests/methods/test_ensemble_robust.py",),
            "the MILP forgets δ: the loop must repair every CE, or the optimum is wrong"),
+    # --- issue 47: the service (each selection starts a real server where it must) ---------
+    Mutant("serve_token_prefix_accepted", "serve/app.py",
+           """        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(),
+                                                                 settings.token.encode()):""",
+           """        if scheme.lower() != "bearer" or not settings.token.encode().startswith(
+                given.strip().encode()):""",
+           ("tests/serve/test_security.py::test_every_v1_route_checks_the_bearer_token[token prefix]",),
+           "a prefix of the token (or an empty one) is accepted: anyone who guesses its first "
+           "characters reads and writes the service"),
+    Mutant("serve_item_limit_off_by_one", "serve/app.py",
+           """        if len(items) > limit:""",
+           """        if len(items) >= limit:""",
+           ("tests/serve/test_mutant_kills_serve.py",),
+           "a request of exactly --max-items items is refused (the documented limit is "
+           "inclusive)"),
+    Mutant("serve_body_limit_counts_one_chunk", "serve/app.py",
+           """                seen += len(message.get("body", b""))""",
+           """                seen = len(message.get("body", b""))""",
+           ("tests/serve/test_api.py::test_body_over_the_limit_is_413",),
+           "a chunked body (no Content-Length) of any size is read: the limit counts one chunk"),
+    Mutant("serve_params_unlisted_passed_through", "serve/app.py",
+           """        refused = check_client_params(name, params)""",
+           """        refused = [e for e in check_client_params(name, params)
+                   if e["type"] != "value_error.param_not_allowed"]""",
+           ("tests/serve/test_hygiene.py::test_execution_parameters_are_refused_naming_them_and_no_"
+            "worker_forks",),
+           "a client sets n_jobs, threads, a solver or a time limit: execution settings reach the "
+           "workers"),
+    Mutant("client_params_execution_param_allowed", "serve/client_params.py",
+           """    "nearest_neighbour": {"n_neighbours": """,
+           """    "nearest_neighbour": {"n_jobs": Integer(1, 64), "n_neighbours": """,
+           ("tests/serve/test_client_params.py",),
+           "the allow-list lets a client choose how many processes a request forks"),
+    Mutant("records_extra_keys_take_the_fast_path", "serve/records.py",
+           """        if len(record) != len(self.names) or not self.names.issuperset(record):""",
+           """        if not self.names.issubset(record):""",
+           ("tests/serve/test_records.py",),
+           "a record with unknown keys (a misspelt feature beside the right ones) is accepted"),
+    Mutant("records_unknown_keys_not_counted", "serve/records.py",
+           """    n_unknown = len(record) - present""",
+           """    n_unknown = 0""",
+           ("tests/serve/test_records.py", "tests/serve/test_mutant_kills_records.py"),
+           "unknown features are not named in the 422 (or not refused at all)"),
+    Mutant("audit_log_prev_not_updated", "serve/audit_log.py",
+           """        self._prev, self._seq = line_hash(line), full["seq"]""",
+           """        self._seq = full["seq"]""",
+           ("tests/serve/test_audit_log.py",),
+           "the hash chain is broken from the second line: verify fails on an honest log, and an "
+           "edit could no longer be told from it"),
+    Mutant("audit_log_short_write_not_truncated", "serve/audit_log.py",
+           """        except OSError as exc:
+            self._truncate(start)""",
+           """        except OSError as exc:
+            pass""",
+           ("tests/serve/test_audit_log.py::test_short_write_is_an_error_and_leaves_whole_lines",),
+           "a failed write (full disk) leaves a torn line that the next record is glued to"),
+    Mutant("audit_trail_401_not_recorded", "serve/audit_trail.py",
+           """                if not await self._record(scope, status, reason, start) and status != 503:""",
+           """                if status != 401 and not await self._record(scope, status, reason, start) \\
+                        and status != 503:""",
+           ("tests/serve/test_audit_trail.py::test_every_request_gets_exactly_one_record_refusals_"
+            "included",),
+           "requests refused for a bad token leave no audit record: probing the token is unseen"),
+    Mutant("kept_answer_given_twice", "serve/app.py",
+           """        self.kept.discard(retry)  # taken out first: two retries at once get it once""",
+           """        pass""",
+           ("tests/serve/test_audit_full_disk.py",),
+           "a kept answer is given to every retry (and recorded each time) instead of once"),
+    Mutant("store_chunk_at_wrong_position", "serve/store.py",
+           """                       self.jobs.c.status.in_(UNFINISHED), self.jobs.c.done == int(start))""",
+           """                       self.jobs.c.status.in_(UNFINISHED))""",
+           ("tests/serve/test_jobs_durable.py::test_the_store_keeps_chunks_in_order_and_one_owner_"
+            "per_job",),
+           "a chunk stored twice or past a gap: a job's results no longer line up with its items"),
+    Mutant("store_lease_not_checked", "serve/store.py",
+           """                .where(self.jobs.c.id == job_id, self.jobs.c.owner == owner,
+                       self.jobs.c.status.in_(UNFINISHED), self.jobs.c.done""",
+           """                .where(self.jobs.c.id == job_id,
+                       self.jobs.c.status.in_(UNFINISHED), self.jobs.c.done""",
+           ("tests/serve/test_jobs_durable.py::test_the_store_keeps_chunks_in_order_and_one_owner_"
+            "per_job",),
+           "a process that lost a job's lease still writes its results: two owners, one job"),
+    # --- issue 47: notices and audits ------------------------------------------------------
+    Mutant("notice_protected_among_reasons", "notices/reasons.py",
+           """        if np.any(np.abs(dx[blk.slice]) > 1e-9) and not schema[blk.name].protected:""",
+           """        if np.any(np.abs(dx[blk.slice]) > 1e-9):""",
+           ("tests/notices/test_mutant_kills_notices.py",
+            "tests/notices/test_notice.py::test_protected_feature_never_changes_nor_appears"),
+           "a protected characteristic (sex, age) is named among a notice's principal reasons"),
+    Mutant("notice_applicant_text_carries_delta", "notices/notice.py",
+           """            out.append(f"We have proven that the result stays '{label}' even if "
+                       f"{_shift_words(shift)}.")""",
+           """            out.append(f"We have proven that the result stays '{label}' even if "
+                       f"{_shift_words(shift)} (δ = {getattr(shift, 'delta', shift)}).")""",
+           ("tests/notices/test_notice_text.py::test_applicant_text_has_no_jargon",),
+           "the applicant's text quotes the solver's δ: a symbol an applicant cannot read"),
+    Mutant("audit_interval_misses_its_point", "audits/groups.py",
+           """        lo, hi = min(lo, point), max(hi, point)""",
+           """        pass""",
+           ("tests/audits/test_audit_figures.py", "tests/audits/test_mutant_kills_audits.py"),
+           "a bootstrap interval that does not contain its own value (a skewed distribution)"),
+    Mutant("audit_lowest_named_as_highest", "audits/groups.py",
+           """ "lowest": _names(levels, bottom),""",
+           """ "lowest": _names(levels, top),""",
+           ("tests/audits/test_audit_figures.py",),
+           "the fairness table names the same group as the most and the least burdened"),
+    # --- issue 47: constraints in the exact methods ------------------------------------------
+    Mutant("milp_relation_lower_dropped", "solvers/encodings.py",
+           """                             np.asarray(constraints.lower)[rows],
+                             np.asarray(constraints.upper)[rows])""",
+           """                             np.full(rows.size, -np.inf),
+                             np.asarray(constraints.upper)[rows])""",
+           ("tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force",
+            "tests/methods/test_mutant_kills_constraints.py"),
+           "MILP methods drop every ≥ side of a relation (an equality becomes ≤): CEs break it"),
+    Mutant("milp_max_changes_off_by_one", "solvers/encodings.py",
+           """                         -np.inf, float(k))""",
+           """                         -np.inf, float(k) + 1)""",
+           ("tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force",),
+           "MILP CEs change one feature more than max_changes allows"),
+    Mutant("smt_relation_upper_sense_flipped", "solvers/smt.py",
+           """            [e <= rational(hi + slack)] if math.isfinite(hi) else [])""",
+           """            [e >= rational(hi + slack)] if math.isfinite(hi) else [])""",
+           ("tests/methods/test_constraints_methods.py::test_mace_backends_satisfy_constraints_and_agree",),
+           "MACE (SMT) reads a ≤ relation as ≥: its CEs break the user's relations"),
+    Mutant("smt_relation_lower_sense_flipped", "solvers/smt.py",
+           """        return ([e >= rational(lo - slack)] if math.isfinite(lo) else []) + (""",
+           """        return ([e <= rational(lo - slack)] if math.isfinite(lo) else []) + (""",
+           ("tests/methods/test_mutant_kills_constraints.py",),
+           "MACE (SMT) reads a ≥ relation (or an equality's lower side) as ≤"),
+    Mutant("smt_max_changes_off_by_one", "solvers/smt.py",
+           """        out.append(z3.Sum(moved) <= int(constraints.max_changes))""",
+           """        out.append(z3.Sum(moved) <= int(constraints.max_changes) + 1)""",
+           ("tests/methods/test_constraints_methods.py::test_mace_backends_satisfy_constraints_and_agree",),
+           "MACE (SMT) CEs change one feature more than max_changes allows"),
+    # --- issue 47: booster imports and the raw round trip -----------------------------------
+    Mutant("lgb_zero_default_left_flipped", "models/boosters.py",
+           """            agrees = t >= _LGB_ZERO if node.get("default_left") else t < -_LGB_ZERO""",
+           """            agrees = t >= _LGB_ZERO if not node.get("default_left") else t < -_LGB_ZERO""",
+           ("tests/models/test_boosters.py::test_values_the_booster_reads_as_missing",
+            "tests/models/test_mutant_kills_boosters.py"),
+           "LightGBM zero-as-missing: zero's default way read backwards, so rows with 0 are "
+           "routed unlike the booster (or a model is refused for nothing)"),
+    Mutant("roundtrip_integer_truncated", "data/encoder.py",
+           """        values = np.round(values)  # round, never truncate (2.9999999 -> 3)""",
+           """        values = values  # astype truncates (2.9999999 -> 2)""",
+           ("tests/data/test_encoder.py", "tests/data/test_encode_decoded.py"),
+           "a decoded integer column is truncated: the raw CE a user receives is one step off"),
+    Mutant("serve_job_view_without_token", "serve/app.py",
+           """    @app.get("/v1/jobs/{job_id}", response_model=JobOut, dependencies=v1, tags=["jobs"])""",
+           """    @app.get("/v1/jobs/{job_id}", response_model=JobOut, tags=["jobs"])""",
+           ("tests/serve/test_security.py::test_every_v1_route_checks_the_bearer_token[none]",),
+           "anyone who knows (or guesses) a job id reads its applicants' results without a token"),
+    Mutant("serve_job_submit_without_token", "serve/app.py",
+           """        await auth(request)
+        req = await _parse_json_body(request, ExplainRequest)
+        m, records, target = service.admit(model_id, req.items, settings.max_job_items""",
+           """        req = await _parse_json_body(request, ExplainRequest)
+        m, records, target = service.admit(model_id, req.items, settings.max_job_items""",
+           ("tests/serve/test_security.py::test_every_v1_route_checks_the_bearer_token[none]",),
+           "a job (hours of solver work) is accepted without a token"),
+    Mutant("global_actions_count_an_applicant_twice", "audits/global_actions.py",
+           """            new = int((cov & ~covered).sum())""",
+           """            new = int(cov.sum())""",
+           ("tests/audits/test_audit.py::test_audit_reports_and_global_actions_cover_when_applied",
+            "tests/audits/test_mutant_kills_audits_actions.py"),
+           "greedy global actions count applicants an earlier action already covers: the list "
+           "repeats near-identical actions instead of reaching new applicants"),
+    Mutant("audit_min_group_exclusive", "audits/groups.py",
+           """                too_few = self.count[(g, lv)] < min_group""",
+           """                too_few = self.count[(g, lv)] <= min_group""",
+           ("tests/audits/test_audit.py::test_small_group_is_reported_not_an_error",
+            "tests/audits/test_audit_figures.py", "tests/audits/test_mutant_kills_audits_actions.py"),
+           "a group of exactly the minimum size is reported as too small to compare"),
 )
 
 

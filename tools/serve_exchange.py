@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.machinery
 import json
 import math
 import os
@@ -35,6 +36,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def served_src() -> Path:
+    """The ``src`` folder the server runs: the robustce that PYTHONPATH names first (a test's
+    checkout, or the mutated copy ``tools/mutants.py`` puts there), else this checkout's."""
+    spec = importlib.machinery.PathFinder.find_spec(
+        "robustce", [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return Path(spec.origin).resolve().parents[1] if spec and spec.origin else ROOT / "src"
+
 DOC = ROOT / "docs" / "serve.md"
 BEGIN = "<!-- exchange:begin -->"
 END = "<!-- exchange:end -->"
@@ -84,7 +94,7 @@ class Server:
         self.token_file.write_text(self.token + "\n")
         self.audit_log = workdir / "audit.jsonl"
         self.log = workdir / "serve.log"
-        env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        env = {**os.environ, "PYTHONPATH": f"{served_src()}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         cmd = [sys.executable, "-m", "robustce.cli", "serve", "--demo-dir", str(demo_dir),
                "--port", str(self.port), "--token-file", str(self.token_file),
                "--audit-log", str(self.audit_log)]

@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 
+import robustce
+
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+#: the ``src`` folder of the robustce these tests import (this checkout's, or the mutated copy
+#: ``tools/mutants.py`` puts first on PYTHONPATH): the servers run the code under test
+SRC = Path(robustce.__file__).resolve().parents[1]
 TOKEN = "test-token-0123456789abcdef"
 
 #: the served demo model's id (its directory's name)

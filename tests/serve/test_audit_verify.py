@@ -13,7 +13,7 @@ import pytest
 from robustce.cli import main
 from robustce.serve.audit_log import AuditLog, verify_log
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+from .conftest import SRC
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import SRC
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tools" / "serve_exchange.py"
 DOC = REPO / "docs" / "serve.md"
@@ -32,7 +34,7 @@ def test_the_page_shows_what_the_service_answers(tmp_path, model_dir):
     demo = tmp_path / "demo"
     demo.mkdir()
     (demo / "synthetic_loan").symlink_to(model_dir)  # the session's demo model, not retrained
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     run = subprocess.run([sys.executable, str(SCRIPT), "--write", "--doc", str(copy),
                           "--demo-dir", str(demo)], capture_output=True, text=True, env=env,
                          timeout=900, check=False)
