@@ -392,9 +392,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "a split on a column with a negative coefficient keeps its direction (wrong child)"),
     Mutant("sklearn_tree_threshold_off_by_one_float", "models/sklearn_import.py",
            """            if alpha > 0:
-                return [k], b, False""",
+                return [k], _apart_from_above(theta, b, c0, alpha, above), False""",
            """            if alpha > 0:
-                return [k], float(np.nextafter(b, -np.inf)), False""",
+                return [k], float(np.nextafter(_apart_from_above(theta, b, c0, alpha, above),"""
+           """ -np.inf)), False""",
            ("tests/models/test_sklearn_import.py::test_rows_on_and_beside_every_continuous_tree_threshold"
             "_route_like_the_pipeline",
             "tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row"),
