@@ -11,7 +11,7 @@ import pytest
 
 from robustce.serve.audit_log import verify_log
 
-from .test_faults import SLOW_CERTIFY, post_in_thread, wait_busy, wait_idle
+from .test_faults import SLOW_CERTIFY, SLOW_ITEMS, post_in_thread, wait_busy, wait_idle
 
 
 def _records(path: Path) -> list[dict]:
@@ -101,11 +101,13 @@ def test_a_full_queue_and_a_timeout_are_recorded(servers, applicants):
     first: list = []
     second: list = []
     t1 = post_in_thread(faults, "/v1/models/loan/explain",
-                        {"items": applicants[:1], "method": "nearest_neighbour", "certify": SLOW_CERTIFY},
+                        {"items": applicants[:SLOW_ITEMS], "method": "nearest_neighbour",
+                         "certify": SLOW_CERTIFY},
                         first)
     wait_busy(faults)
     t2 = post_in_thread(faults, "/v1/models/loan/certify",
-                        {"counterfactuals": applicants[:1], "target_class": 0, **SLOW_CERTIFY}, second)
+                        {"counterfactuals": applicants[:SLOW_ITEMS], "target_class": 0, **SLOW_CERTIFY},
+                        second)
     wait_busy(faults, waiting=1)
     with faults.client() as c:
         full = c.post("/v1/models/loan/explain",

@@ -259,11 +259,11 @@ def test_over_http_a_queued_request_is_never_killed_for_its_queue_wait(servers, 
     worker's second kill: it is either answered from a worker with its whole budget (found),
     or ``timeout`` in the queue without a worker (a queue timeout, not a kill). On main, B's
     budget counted its queue wait, so B got the worker with what was left and was killed."""
-    from tests.serve.test_faults import SLOW_CERTIFY, post_in_thread, wait_busy, wait_idle
+    from tests.serve.test_faults import SLOW_CERTIFY, SLOW_ITEMS, post_in_thread, wait_busy, wait_idle
 
     faults = servers["faults"]
     before = wait_idle(faults)
-    slow = {"items": applicants[:1], "method": "nearest_neighbour", "certify": SLOW_CERTIFY}
+    slow = {"items": applicants[:SLOW_ITEMS], "method": "nearest_neighbour", "certify": SLOW_CERTIFY}
     a: list = []
     b: list = []
     ta = post_in_thread(faults, EXPLAIN, slow, a)
@@ -273,7 +273,7 @@ def test_over_http_a_queued_request_is_never_killed_for_its_queue_wait(servers, 
     tb.join(60)
     after = wait_idle(faults)
     assert a[0].status_code == 200 and b[0].status_code == 200
-    assert a[0].json()["items"][0]["status"] == "timeout"
+    assert {it["status"] for it in a[0].json()["items"]} == {"timeout"}
     assert after["deadlines"] - before["deadlines"] == 1  # A's kill only
     item = b[0].json()["items"][0]
     if item["status"] == "timeout":
