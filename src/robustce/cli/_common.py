@@ -17,6 +17,17 @@ def _user_error(message: str) -> Exception:
     return ValidationError(message)
 
 
+def hidden_layers(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--hidden`` as layer sizes; ``--hidden`` and ``--epochs`` checked (one line)."""
+    try:
+        hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
+    except ValueError:
+        raise _user_error(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
+    if not hidden or min(hidden) < 1 or (args.epochs is not None and args.epochs < 1):
+        raise _user_error("--hidden needs positive layer sizes and --epochs a positive integer")
+    return hidden
+
+
 def _read_csv(path: str, what: str) -> Any:
     import pandas as pd
 

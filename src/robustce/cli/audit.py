@@ -95,7 +95,8 @@ def _check_groups(args: argparse.Namespace, groups: list[str], bands: dict[str, 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from robustce.audits import audit
-    from robustce.cli.notice import check_methods, hidden_layers, params_by_method
+    from robustce.cli._common import hidden_layers
+    from robustce.cli.notice import check_methods, params_by_method
     from robustce.methods.registry import get_method
 
     cls = get_method(args.method)

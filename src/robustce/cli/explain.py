@@ -16,6 +16,7 @@ from robustce.cli._common import (
     _read_csv,
     _user_error,
     _with_flags,
+    hidden_layers,
 )
 from robustce.errors import RobustCEError
 
@@ -157,12 +158,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     if not 0 < args.test_size < 1:
         raise _user_error(f"--test-size must be in (0, 1), got {args.test_size}")
-    try:
-        hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
-    except ValueError:
-        raise _user_error(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
-    if not hidden or min(hidden) < 1 or (args.epochs is not None and args.epochs < 1):
-        raise _user_error("--hidden needs positive layer sizes and --epochs a positive integer")
+    hidden = hidden_layers(args)
     if args.queries is not None and args.queries < 1:
         raise _user_error(f"--queries must be a positive integer, got {args.queries}")
     out_path = _check_explanations_out(args.out)

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from robustce.cli._common import EXIT_OK, _load_dataset, _user_error, _with_flags
+from robustce.cli._common import EXIT_OK, _load_dataset, _user_error, _with_flags, hidden_layers
 from robustce.errors import RobustCEError
 
 
@@ -106,17 +106,6 @@ def prepare(args: argparse.Namespace, check: Callable[[Any, Any], None] | None =
         _, family = seed_family(train, MLP(hidden, epochs=args.epochs, lr=5e-3),
                                 n_models=args.family_size, random_state=args.seed + 1)
     return data, train, test, int(target), model, family
-
-
-def hidden_layers(args: argparse.Namespace) -> tuple[int, ...]:
-    """``--hidden`` as layer sizes; ``--hidden`` and ``--epochs`` checked (one line)."""
-    try:
-        hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
-    except ValueError:
-        raise _user_error(f"--hidden must be comma-separated integers, got {args.hidden!r}") from None
-    if not hidden or min(hidden) < 1 or (args.epochs is not None and args.epochs < 1):
-        raise _user_error("--hidden needs positive layer sizes and --epochs a positive integer")
-    return hidden
 
 
 def params_by_method(classes: list[type], items: list[str]) -> list[dict[str, Any]]:

@@ -303,8 +303,9 @@ class Service:
             return None
         self.kept.discard(retry)  # taken out first: two retries at once get it once
         record, body = kept
-        await self._write(request, {**record, "ts": time.time(), "answered_on_retry": True}, retry,
-                          record["request_id"], keep=kept)  # kept again if the write fails
+        again = {**record, "ts": time.time(), "answered_on_retry": True}
+        await self.write_request_record(request, again, retry, record["request_id"],
+                                        keep=kept)  # kept again if the write fails
         return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
 
     async def answer(self, request: Request, record: dict[str, Any], body: dict[str, Any],
@@ -312,12 +313,16 @@ class Service:
         """``body`` as the response, once ``record`` is in the audit log; if it cannot be
         written, 503 and the answer kept for a retry (:class:`KeptResults`)."""
         if self.audit is not None:
-            await self._write(request, record, retry, record["request_id"], keep=(record, body))
+            await self.write_request_record(request, record, retry, record["request_id"],
+                                            keep=(record, body))
         return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
 
-    async def _write(self, request: Request, record: dict[str, Any],
-                     retry: tuple[str, str | None, str], request_id: str, keep: Any = None,
-                     status: int = 200) -> None:
+    async def write_request_record(self, request: Request, record: dict[str, Any],
+                                   retry: tuple[str, str | None, str], request_id: str,
+                                   keep: Any = None, status: int = 200) -> None:
+        """``record`` as the request's one audit record (path, verb, ``status``, client added);
+        503 with ``Retry-After`` when it cannot be written (``keep``: the answer kept for a
+        retry by its idempotency key)."""
         record = {**record, "path": request.url.path, "verb": request.method, "status": status,
                   "client": request.client.host if request.client else None,
                   "idempotency_key": retry[1]}
@@ -583,7 +588,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
 
         async def accept(record: dict[str, Any]) -> None:  # the request's one audit record
             if service.audit is not None:
-                await service._write(request, record, ("", None, ""), record["request_id"], status=202)
+                await service.write_request_record(request, record, ("", None, ""), record["request_id"],
+                                                   status=202)
 
         view = await service.jobs.submit(m, req, records, method, target, accept=accept)
         return JSONResponse(view, status_code=202, headers={"X-Request-Id": view["job_id"]})
