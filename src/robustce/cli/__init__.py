@@ -287,7 +287,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from robustce.errors import ConfigError
-    from robustce.evaluation.config import config_path, named_configs, parse_config, read_toml
+    from robustce.evaluation.config import parse_config, read_toml
+    from robustce.evaluation.config_named import config_path, named_configs
     from robustce.evaluation.report import write_report
     from robustce.evaluation.runner import run_benchmark
     from robustce.utils import check_destination

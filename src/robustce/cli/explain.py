@@ -151,7 +151,7 @@ def _read_queries(path: str, schema: Any, target: str | None) -> Any:
 def _cmd_explain(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from robustce.evaluation.config import method_params
+    from robustce.evaluation.config_values import method_params
     from robustce.methods.registry import build_explainer, get_method
     from robustce.models import MLP
     from robustce.models import load as load_model

@@ -112,7 +112,7 @@ def params_by_method(classes: list[type], items: list[str]) -> list[dict[str, An
     """Each method's share of ``--param``: a parameter goes to every ``--method`` that takes
     it, converted and type-checked; one that none takes is refused in one line."""
     from robustce.cli.explain import _parse_params
-    from robustce.evaluation.config import method_params
+    from robustce.evaluation.config_values import method_params
     from robustce.methods.registry import param_annotations
 
     raw = _parse_params(items)

@@ -64,16 +64,9 @@ from tqdm.auto import tqdm
 from robustce.errors import ConfigError
 
 # the benchmark configuration's validators: same messages, same rules
-from robustce.evaluation.config import (
-    _digest,
-    _no_unknown,
-    _path,
-    _seeds,
-    _table,
-    _typed,
-    merge_datasets,
-    variant_named,
-)
+from robustce.evaluation.config import _digest
+from robustce.evaluation.config_values import _no_unknown, _path, _seeds, _table, _typed
+from robustce.evaluation.config_variants import merge_datasets, variant_named
 from robustce.evaluation.results import cell_id, read_cell
 from robustce.utils import atomic_write
 

@@ -40,7 +40,8 @@ from joblib import Parallel, delayed, parallel_config
 from tqdm.auto import tqdm
 
 from robustce.errors import ConfigError, ValidationError
-from robustce.evaluation.config import BenchmarkConfig, DatasetEntry, MethodEntry, parse_config
+from robustce.evaluation.config import BenchmarkConfig, parse_config
+from robustce.evaluation.config_schema import DatasetEntry, MethodEntry
 from robustce.evaluation.results import CELL_FORMAT, BenchmarkResult, cell_id, load_results, read_cell
 from robustce.utils import atomic_write
 
@@ -107,7 +108,7 @@ def retrain_protocol(train: Any, model_params: Mapping[str, Any], seed: int, ret
     the retrained models), ``shared_drop``, ``same_init_retrain`` / ``same_init_drop`` (model
     positions past ``n_retrain`` / ``n_drop`` are left out, so a smaller scale keeps the
     protocol)."""
-    from robustce.evaluation.config import sklearn_model_class
+    from robustce.evaluation.config_sections import sklearn_model_class
     from robustce.models.families import continued_family, proplace_family, seed_family
 
     params: Any = {k: v for k, v in dict(model_params).items() if k != "random_state"}
@@ -141,7 +142,7 @@ def train_sklearn_model(spec: Mapping[str, Any], train: Any, seed: int) -> Any:
     ``sklearn_mlp``; the other keys are its constructor parameters, ``random_state = seed``)
     fitted on the encoded training split and wrapped with :func:`robustce.models.wrap`."""
     from robustce.data import Encoder
-    from robustce.evaluation.config import sklearn_model_class
+    from robustce.evaluation.config_sections import sklearn_model_class
     from robustce.models import wrap
 
     params = {k: v for k, v in spec.items() if k != "kind"}
@@ -691,7 +692,7 @@ def run_benchmark(
         raise ConfigError("n_jobs: must be non-zero (-1 = all cores)")
     be = backend if backend is not None else config.backend
     if be is not None:
-        from robustce.evaluation.config import check_backend
+        from robustce.evaluation.config_values import check_backend
 
         check_backend(be, "backend")
     out.mkdir(parents=True, exist_ok=True)
