@@ -208,7 +208,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """            tol=0.0, certify_time_limit=self.certify_time_limit""",
            ("tests/methods/test_proplace.py",),
            "hull vertices certified with margin 0 instead of σ (Proposition 1's feasibility)"),
-    # --- APΔS (robustness/apas.py) ---------------------------------------------------------
+    # --- APΔS (robustness/apas.py, apas_sampling.py, apas_fast.py) -------------------------
     Mutant("apas_sample_size_one_short", "robustness/apas.py",
            """        return need, a, r""",
            """        return need - 1, a, r""",
@@ -219,7 +219,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """    passed = ~bad & ~invalid & (flips <= 1)""",
            ("tests/robustness/test_apas.py",),
            "a CE with one flipped draw among n passes the probabilistic test"),
-    Mutant("apas_biases_not_drawn", "robustness/apas.py",
+    Mutant("apas_biases_not_drawn", "robustness/apas_sampling.py",
            """rng.random((s,) + b.shape) if biases else None)""",
            """None)""",
            ("tests/robustness/test_apas.py",),
@@ -234,7 +234,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """        lo[idx] = cand[idx]""",
            ("tests/robustness/test_apas.py",),
            "δ_max search counts a δ at which a draw flipped the CE as passed (many CEs)"),
-    Mutant("apas_delta_max_one_row_keeps_failed_delta", "robustness/apas.py",
+    Mutant("apas_delta_max_one_row_keeps_failed_delta", "robustness/apas_fast.py",
            """        else:
             hi = cand
         if math.isinf(hi):""",
