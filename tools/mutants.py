@@ -90,19 +90,19 @@ MUTANTS: tuple[Mutant, ...] = (
            """        if False:""",
            ("tests/test_explanations_corrupt.py",),
            "a file truncated at a line boundary silently loses CEs"),
-    # --- the Explainer base --------------------------------------------------------------
-    Mutant("base_skips_projection", "methods/base.py",
+    # --- the Explainer base (methods/revalidation.py: its CE checks) -------------------
+    Mutant("base_skips_projection", "methods/revalidation.py",
            """cfs = self.encoder.project(np.vstack(""",
            """cfs = (np.vstack(""",
            ("tests/methods/test_revalidation.py", "tests/methods/test_base.py"),
            "off-grid CEs (half a category) reach the user"),
-    Mutant("base_skips_forward_pass", "methods/base.py",
+    Mutant("base_skips_forward_pass", "methods/revalidation.py",
            """        ok = np.all(pred == targets[None, :], axis=0)""",
            """        ok = np.ones(len(E), dtype=bool)""",
            ("tests/methods/test_revalidation.py", "tests/methods/test_base.py",
             "tests/methods/test_roundtrip.py"),
            "an invalid CE is returned as found"),
-    Mutant("base_skips_user_model", "methods/base.py",
+    Mutant("base_skips_user_model", "methods/revalidation.py",
            """                ok[ok] = own == targets[ok]""",
            """                pass""",
            ("tests/methods/test_roundtrip.py",),
@@ -113,7 +113,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/data/test_encode_decoded.py",),
            "the round trip stores a CE whose float32 column the user receives rounded: E is not "
            "the encoding of the raw row"),
-    Mutant("explanations_reuse_misaligned", "methods/base.py",
+    Mutant("explanations_reuse_misaligned", "methods/revalidation.py",
            """else (cfs[keep], raw.iloc[np.flatnonzero(keep)]))""",
            """else (cfs[keep], raw.iloc[np.flatnonzero(keep)[::-1]]))""",
            ("tests/methods/test_roundtrip.py",),
@@ -124,7 +124,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """        return np.zeros(np.broadcast(cols, t).shape)""",
            ("tests/methods/test_roundtrip.py",),
            "tree CEs sit exactly on a split threshold and decode to the other leaf"),
-    Mutant("base_skips_actionability", "methods/base.py",
+    Mutant("base_skips_actionability", "methods/revalidation.py",
            """        keep = valid & act""",
            """        keep = valid""",
            ("tests/methods/test_base.py",),
@@ -208,7 +208,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """            tol=0.0, certify_time_limit=self.certify_time_limit""",
            ("tests/methods/test_proplace.py",),
            "hull vertices certified with margin 0 instead of σ (Proposition 1's feasibility)"),
-    # --- APΔS (robustness/apas.py) ---------------------------------------------------------
+    # --- APΔS (robustness/apas.py, apas_sampling.py, apas_fast.py) -------------------------
     Mutant("apas_sample_size_one_short", "robustness/apas.py",
            """        return need, a, r""",
            """        return need - 1, a, r""",
@@ -219,7 +219,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """    passed = ~bad & ~invalid & (flips <= 1)""",
            ("tests/robustness/test_apas.py",),
            "a CE with one flipped draw among n passes the probabilistic test"),
-    Mutant("apas_biases_not_drawn", "robustness/apas.py",
+    Mutant("apas_biases_not_drawn", "robustness/apas_sampling.py",
            """rng.random((s,) + b.shape) if biases else None)""",
            """None)""",
            ("tests/robustness/test_apas.py",),
@@ -234,7 +234,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """        lo[idx] = cand[idx]""",
            ("tests/robustness/test_apas.py",),
            "δ_max search counts a δ at which a draw flipped the CE as passed (many CEs)"),
-    Mutant("apas_delta_max_one_row_keeps_failed_delta", "robustness/apas.py",
+    Mutant("apas_delta_max_one_row_keeps_failed_delta", "robustness/apas_fast.py",
            """        else:
             hi = cand
         if math.isinf(hi):""",
@@ -502,7 +502,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "booster_score_through_categorical_splits",),
            "a LightGBM categorical split's shared child routed once: (δ, ε) worst cases of no "
            "leaf, EnsembleRobust errors on category columns (issue 47)"),
-    Mutant("filter_removed_is_error", "methods/base.py",
+    Mutant("filter_removed_is_error", "methods/revalidation.py",
            """                if (status == "error" and n_constr[j] > 0""",
            """                if (status == "error" and n_constr[j] == sizes[j]""",
            ("tests/methods/test_constraints_registry.py::test_constraints_that_remove_everything_"

@@ -10,7 +10,8 @@ from torch.func import functional_call
 
 import robustce as rc
 from robustce.errors import NotFittedError, ValidationError
-from robustce.methods.counternet import CEConstraints, CounterNet, CounterNetModule, _PredictorView
+from robustce.methods.counternet import CounterNet
+from robustce.methods.counternet_network import CEConstraints, CounterNetModule, _PredictorView
 from robustce.methods.rocoursenet import (
     RoCourseNet,
     unrolled_adversarial_loss,

@@ -10,7 +10,8 @@ from torch import nn
 
 import robustce as rc
 from robustce.errors import ValidationError
-from robustce.methods.counternet import CounterNet, LeakyNetworkModel, _PredictorView
+from robustce.methods.counternet import CounterNet, LeakyNetworkModel
+from robustce.methods.counternet_network import _PredictorView
 from robustce.methods.rocoursenet import RoCourseNet
 
 TINY = ((16, 8), (8,), (8,))

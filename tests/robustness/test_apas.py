@@ -173,9 +173,9 @@ def test_certify_same_seed_same_result_and_chunking_keeps_the_answer(monkeypatch
     a = apas_certify(net, X, 0.1, random_state=3)
     b = apas_certify(net, X, 0.1, random_state=3)
     np.testing.assert_array_equal(a.min_margin, b.min_margin)
-    import robustce.robustness.apas as apas_mod
+    import robustce.robustness.apas_sampling as sampling_mod
 
-    monkeypatch.setattr(apas_mod, "_CHUNK_ELEMENTS", 64)  # one draw per chunk
+    monkeypatch.setattr(sampling_mod, "_CHUNK_ELEMENTS", 64)  # one draw per chunk
     c = apas_certify(net, X, 0.1, random_state=3)
     # other draws, same distribution: flip rates agree within sampling error
     assert np.abs(c.n_flips / c.n - a.n_flips / a.n).max() < 0.08
@@ -474,8 +474,9 @@ def test_fast_delta_max_float64_recheck_path_gives_the_same_decisions(sizes, one
                                                                        monkeypatch):
     # a wide rounding band sends most draws through the float64 re-evaluation
     import robustce.robustness.apas as apas_mod
+    import robustce.robustness.apas_fast as fast_mod
 
-    monkeypatch.setattr(apas_mod, "_F32_TOL", 2.0 ** -8)
+    monkeypatch.setattr(fast_mod, "_F32_TOL", 2.0 ** -8)
     monkeypatch.setattr(apas_mod, "_ONE_ROW_PATH", one_row_path)
     pairs, sampled = _fast_and_plain(sizes, True)
     assert all(fast == ref for fast, ref in pairs), pairs
@@ -560,7 +561,7 @@ def test_fast_delta_max_on_coarse_draws_gives_the_plain_decisions(sizes, biases,
 def test_coarse_band_bounds_the_margin_change_of_the_undrawn_bits(sizes):
     # _Plan.tolerance with coarse_eps adds E: |margin(θ') − margin(θ)| ≤ E for realisations θ,
     # θ' in Δ_δ whose every weight and bias differ by at most 2δ·coarse_eps
-    from robustce.robustness.apas import _Plan
+    from robustce.robustness.apas_fast import _Plan
 
     rng = np.random.default_rng(3)
     for seed in range(5):
@@ -585,7 +586,7 @@ def test_fresh_noise_top_and_low_bits_make_uniform_23_bit_draws():
     # _FreshNoise hands out the top 16 bits u of each unit draw v = 1 + k·2⁻²³ (k uniform on
     # 2²³ values) and draws the low 7 on refine: v lies in u's cell, every low value occurs
     # about equally often, and the top bits are uniform too
-    from robustce.robustness.apas import _FreshNoise
+    from robustce.robustness.apas_fast import _FreshNoise
 
     noise = _FreshNoise(np.random.default_rng(0))
     a, s = noise.affine

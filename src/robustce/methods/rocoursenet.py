@@ -29,7 +29,8 @@ from torch.func import functional_call
 
 from robustce.data.dataset import Dataset
 from robustce.errors import ValidationError
-from robustce.methods.counternet import MAX_LR, CounterNet, _PredictorView
+from robustce.methods.counternet import MAX_LR, CounterNet
+from robustce.methods.counternet_network import _PredictorView
 from robustce.models.mlp import _single_thread
 from robustce.validation import check_choice, check_integer, check_number
 

@@ -5,8 +5,9 @@
 over a finite family of retrained models (``family``: any model kind, boosters included).
 
 Every robustness claim here is proven over all of Δ (``enumerate_delta`` reports proven volume
-fractions) except APΔS's (``apas``): a sampled test whose claim is probabilistic — with
-confidence α, a fraction ≥ R of Δ keeps the class. The network views (``IntervalNetwork``,
+fractions) except APΔS's (``apas``: public face; ``apas_sampling``, ``apas_fast``: its
+engines): a sampled test whose claim is probabilistic — with confidence α, a fraction ≥ R of Δ
+keeps the class. The network views (``IntervalNetwork``,
 ``as_network``, ``empirical_delta``) live in :mod:`robustce.models.network` and are re-exported here.
 """
 
