@@ -369,12 +369,12 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/methods/test_robx.py",),
            "RobX's line search returns a point whose stability is below τ"),
     # --- the scikit-learn and torch import folds ----------------------------------------------
-    Mutant("sklearn_standard_scaler_no_mean", "models/sklearn_import.py",
+    Mutant("sklearn_standard_scaler_no_mean", "models/sklearn_import/preprocessing.py",
            """        m = np.asarray(step.mean_, dtype=np.float64) if step.with_mean else zeros""",
            """        m = zeros""",
            ("tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row",),
            "StandardScaler's centring is not folded: the view decides differently"),
-    Mutant("sklearn_minmax_no_min", "models/sklearn_import.py",
+    Mutant("sklearn_minmax_no_min", "models/sklearn_import/preprocessing.py",
            """np.asarray(step.min_, dtype=np.float64)""",
            """np.zeros(n)""",
            ("tests/models/test_sklearn_import.py::test_every_supported_transformer_folds_exactly",),
@@ -384,13 +384,13 @@ MUTANTS: tuple[Mutant, ...] = (
            """                W, b = W @ A, b""",
            ("tests/models/test_sklearn_import.py::test_view_predicts_like_the_pipeline_on_every_training_row",),
            "the preprocessing offset is left out of the first layer of an imported network"),
-    Mutant("sklearn_tree_negative_not_flipped", "models/sklearn_import.py",
+    Mutant("sklearn_tree_negative_not_flipped", "models/sklearn_import/splits.py",
            """            return [k], float(np.nextafter(b, -np.inf)), True""",
            """            return [k], float(np.nextafter(b, -np.inf)), False""",
            ("tests/models/test_sklearn_import.py::test_tree_splits_on_a_negative_coefficient_column_route_like"
             "_the_pipeline",),
            "a split on a column with a negative coefficient keeps its direction (wrong child)"),
-    Mutant("sklearn_tree_threshold_off_by_one_float", "models/sklearn_import.py",
+    Mutant("sklearn_tree_threshold_off_by_one_float", "models/sklearn_import/splits.py",
            """            if alpha > 0:
                 return [k], _apart_from_above(theta, b, c0, alpha, above), False""",
            """            if alpha > 0:

@@ -52,22 +52,21 @@ from robustce.data.encoder import Encoder
 from robustce.data.schema import Schema
 from robustce.errors import NotFittedError, UnsupportedModelError, ValidationError
 from robustce.models.boosting import AdditiveTrees
-from robustce.models.sklearn_import import (
-    ImportedBoostedModel,
+from robustce.models.sklearn_import.imported import ImportedBoostedModel
+from robustce.models.sklearn_import.preprocessing import (
     _Basis,
     _box_range,
-    _class_names,
     _data_parts,
     _fold_preprocessing,
-    _mapped_tree,
+)
+from robustce.models.sklearn_import.raw_schema import _plain, _Roles, _schema_from
+from robustce.models.sklearn_import.registry import (
+    _class_names,
     _oracle,
-    _plain,
-    _Roles,
-    _schema_from,
-    _SplitMap,
     _warn_if_constant,
     register_final_importer,
 )
+from robustce.models.sklearn_import.splits import _mapped_tree, _SplitMap
 
 __all__ = ["BoosterDump", "BoosterTree", "booster_view", "import_booster", "is_booster",
            "lightgbm_trees", "xgboost_trees"]
@@ -350,7 +349,7 @@ def _lgb_parse(final: Any, label: str) -> BoosterDump:
 
 
 class _BoosterSplits:
-    """What :func:`~robustce.models.sklearn_import._mapped_tree` asks of a split map, for a
+    """What :func:`~robustce.models.sklearn_import.splits._mapped_tree` asks of a split map, for a
     booster: numeric splits go through the pipeline fold (:class:`_SplitMap`); a categorical
     split (given as feature ``-1 − j`` and the index of its code set) becomes a set of levels
     of the one categorical feature input ``j`` is a function of."""
