@@ -179,7 +179,7 @@ def test_relaxation_claims_only_optima_within_the_gap(make, seed, monkeypatch):
     the brute-force optimum — the coarse grid's roundings must fall back to the MILP — and a
     rounded CE it hands back as a better incumbent is valid."""
     import robustce.methods.milp_nearest as mn
-    from robustce.methods.milp_nearest import Incumbent
+    from robustce.nearest import Incumbent
 
     monkeypatch.setattr(mn, "_RELAX_STEP_SHARE", 1e12)
     data = make(seed)
@@ -223,7 +223,7 @@ def test_a_bound_below_the_rounded_point_by_more_than_the_gap_is_no_claim(monkey
     """The decision rule itself: the relaxation's solution is a valid CE, but its bound lies
     below it by more than the gap — nothing is claimed (the caller solves the full MILP) and
     the point comes back as a better incumbent; with the bound within the gap it is claimed."""
-    from robustce.methods.milp_nearest import Incumbent
+    from robustce.nearest import Incumbent
     from robustce.solvers.milp import MILP, SolveResult, SolveStatus
 
     data = _wide(0)
