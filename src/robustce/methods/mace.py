@@ -73,8 +73,9 @@ class MACE(MILPBackend, Explainer):
         distance and constraints — δ_max is the incumbent's distance, δ_min the solver's
         proven bound / J; one CE per query. Trees, forests and boosted trees (scikit-learn's,
         XGBoost, LightGBM: the summed leaf scores of
-        :meth:`~robustce.models.AdditiveTrees.vote_trees` as the vote): :class:`_TreeMILP`
-        (:mod:`robustce.solvers.tree_encoding`; any norm, actionability overrides; a forest's
+        :meth:`~robustce.models.AdditiveTrees.vote_trees` as the vote):
+        :class:`~robustce.methods.mace_milp._TreeMILP` (:mod:`robustce.solvers.tree_encoding`;
+        any norm, actionability overrides; a forest's
         target must win the summed vote by 1e-6 against rivals that win ties, so δ_min is
         proven for CEs with that margin). Logistic regression and ReLU MLPs:
         :class:`~robustce.methods.MILPNearest` with MACE's margin (single norm, schema

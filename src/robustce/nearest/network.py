@@ -46,8 +46,8 @@ _WARM_OPTIONS = {"mip_heuristic_effort": 0.0, "mip_heuristic_run_rins": False,
                  "mip_detect_symmetry": False}
 #: the same without seeds (MILPNearest, MILP-R's first round). RINS and RENS used to stay on
 #: here: an incumbent 6× farther than the optimum (an adult MILP-R query) took 373 ms without
-#: them, 29 ms with. The incumbent's segment search (:meth:`MILPNearest._segment`) now brings
-#: such incumbents within ~1.3× (that query: 8.9× → 1.3×), and with the sub-MIPs off the first
+#: them, 29 ms with. The incumbent's segment search (:meth:`IncumbentSearch._segment`) now
+#: brings such incumbents within ~1.3× (that query: 8.9× → 1.3×), and with the sub-MIPs off the first
 #: solves got faster (HiGHS CPU time on the captured first-round models, 20–40 queries:
 #: HELOC 490 → 351 ms, GMC 246 → 186, COMPAS 67 → 61, adult 165 → 158; the adult 20-10
 #: MILPNearest row 110 → 99, worst 11 → 7 ms; same optima).
