@@ -188,6 +188,7 @@ class MILPNearest(NearestSearch, Explainer):
     #: tree models go through the tree MILP (False in subclasses whose search is for networks
     #: only: they keep raising UnsupportedModelError for trees)
     _tree_models: ClassVar[bool] = True
+    #: the engine's actionability tolerance (incumbents' round trip, the encoded domain)
     _action_tol: ClassVar[float] = ACTION_TOL
     certificate_columns: ClassVar[tuple[str, ...]] = (
         "distance", "bound", "gap", "optimal", "margin", "solver", "solver_status")
@@ -265,7 +266,7 @@ class MILPNearest(NearestSearch, Explainer):
         self._feasible_: FeasibleSet | None = None
         self._tweaker_: PlausibleFeatureTweaking | None = None
 
-
+    # --- the engine's hooks (robustce.nearest.core) ------------------------------------------
     def _tweaker(self) -> PlausibleFeatureTweaking:
         """Feature tweaking over the model (:class:`~robustce.methods.PlausibleFeatureTweaking`,
         its leaf boxes cached per target; built once): the source of a tree model's
@@ -280,7 +281,7 @@ class MILPNearest(NearestSearch, Explainer):
             self._feasible_ = FeasibleSet(self.encoder)
         return self._feasible_
 
-
+    # --- per query --------------------------------------------------------------------------
     def _certificate(self, q: np.ndarray, target: int, r: _Nearest) -> dict[str, Any]:
         cert: dict[str, Any] = {
             "distance": math.nan, "bound": r.bound, "gap": r.gap, "optimal": r.optimal,

@@ -131,7 +131,6 @@ class NearestCore:
         v = ens.votes(int(target))[leaves].sum(axis=1)  # (n, rivals): target − rival
         return v.min(axis=1)
 
-
     def _objective_values(self, q: np.ndarray, X: np.ndarray) -> np.ndarray:
         """The MILP objective of each row of ``X``: the distance plus ``tie_break`` · L1 for
         ``l0`` / ``linf``."""
@@ -139,7 +138,6 @@ class NearestCore:
         if self.norm != "l1" and self.tie_break > 0:
             z = z + self.tie_break * self._l1_.rowwise(q, X, self.encoder)
         return z
-
 
     def _column_kinds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per column, its kind and grid steps in the encoded domain (computed once)."""

@@ -81,7 +81,6 @@ class NetworkSearch(NearestCore):
         return MILP(self.solver_, time_limit=max(time_limit, 1e-3), mip_gap=self.mip_gap,
                     threads=self.threads, options=options, presolve=not highs_warm)
 
-
     def _domain_template(self, m: MILP, q: np.ndarray) -> tuple[InputDomain, Any]:
         """Encode the query's actionable input domain and the distance objective's variables
         and rows into the empty model ``m``: copied from a model built once for the last
