@@ -32,8 +32,9 @@ import pandas as pd
 import robustce as rc
 from robustce.data import Constraints, loaders
 from robustce.data.builtin import synthetic_loan
-from robustce.methods.milp_nearest import MILPNearest, feature_distance
+from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
+from robustce.nearest import feature_distance
 
 #: relations on adult's raw features (a plausibility policy: hours within a legal week,
 #: capital losses no larger than gains plus a margin, and no fortune from capital gains)

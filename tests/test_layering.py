@@ -3,8 +3,8 @@
 Layers, lowest first (a module may import its own layer and those below it, never above):
 
     errors, utils, validation  →  data, distance, datasets  →  models  →  solvers  →
-    robustness  →  explanations  →  methods  →  evaluation  →  notices, audits, serve  →
-    cli, __main__  →  robustce
+    robustness  →  explanations  →  nearest  →  methods  →  evaluation  →
+    notices, audits, serve  →  cli, __main__  →  robustce
 
 Every ``import`` / ``from ... import`` in ``src/robustce`` counts — module level, inside
 functions and under ``TYPE_CHECKING`` alike — because a lazy import is still a dependency.
@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("robustce.solvers",),
     ("robustce.robustness",),
     ("robustce.explanations",),
+    ("robustce.nearest",),
     ("robustce.methods",),
     ("robustce.evaluation",),
     ("robustce.notices", "robustce.audits", "robustce.serve"),

@@ -163,7 +163,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/robustness/test_shift.py", "tests/models/test_network.py"),
            "interval propagation forgets the ReLU"),
     # --- MILP methods ----------------------------------------------------------------------
-    Mutant("milp_nearest_no_margin", "methods/milp_nearest.py",
+    Mutant("milp_nearest_no_margin", "nearest/network.py",
            """m.add_constrs_coo([0], [y[0]], [1.0], 1, tau, np.inf)""",
            """m.add_constrs_coo([0], [y[0]], [1.0], 1, -np.inf, np.inf)""",
            ("tests/methods/test_milp_methods.py",),

@@ -16,8 +16,8 @@ import robustce as rc
 from robustce.data import Constraints, Feature, Schema, from_frame
 from robustce.errors import UnsupportedConstraintsError, ValidationError
 from robustce.methods import MILPNearest, NearestNeighbour, Wachter
-from robustce.methods.milp_nearest import feature_distance
 from robustce.models.network import class_margin
+from robustce.nearest import feature_distance
 
 #: a solver's wall-clock guard against a hang, not a measurement: far above any solve here
 #: on a host at load 20 (issue 53), so that no result depends on the host's load

@@ -737,7 +737,7 @@ def test_tree_milp_stage_timeouts_are_honest(mixed_more, monkeypatch):
     """A stage that hits its time limit without a CE proves nothing: the MILP backend then
     reports a timeout with the bound proven so far (the MO point as the best CE), while the
     hint skips the stage and goes on to a larger ball (z3 still proves the bound)."""
-    from robustce.methods.mace import _Stage, _TreeMILP
+    from robustce.methods.mace_milp import _Stage, _TreeMILP
     from robustce.solvers.milp import SolveResult, SolveStatus
 
     data, models = mixed_more

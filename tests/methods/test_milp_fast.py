@@ -10,7 +10,8 @@ import pytest
 
 import robustce as rc
 from robustce.data import Feature, Schema, from_frame
-from robustce.methods.milp_nearest import MILPNearest, incumbent_box
+from robustce.methods.milp_nearest import MILPNearest
+from robustce.nearest import incumbent_box
 
 PLAIN = {"warm_start": False, "box_from_incumbent": False, "bound_tightening": "interval"}
 

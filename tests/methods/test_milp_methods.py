@@ -10,9 +10,10 @@ import pytest
 
 import robustce as rc
 from robustce.data import Feature, Schema, from_frame
-from robustce.methods.milp_nearest import MILPNearest, column_weights, feature_distance
+from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.milp_robust import MILPRobust
 from robustce.models.network import class_margin
+from robustce.nearest import column_weights, feature_distance
 from robustce.robustness import ParameterShift, is_delta_robust
 from robustce.solvers import MILP, SolveResult, SolveStatus, available_solvers
 

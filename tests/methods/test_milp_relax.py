@@ -79,7 +79,7 @@ def test_relax_first_matches_brute_force_over_the_lattice(make, seed, monkeypatc
     """The fine grid as the library relaxes it; the coarse grid relaxed too (the fineness
     rule switched off), so that its rounding often costs more than the gap and only the gap
     test stands between the rounded point and a wrong optimality claim."""
-    import robustce.methods.milp_nearest as mn
+    import robustce.nearest.network as mn
 
     if make is _coarse:
         monkeypatch.setattr(mn, "_RELAX_STEP_SHARE", 1e12)
@@ -178,8 +178,8 @@ def test_relaxation_claims_only_optima_within_the_gap(make, seed, monkeypatch):
     rounding step costs far more than the gap): every optimum it claims is within the gap of
     the brute-force optimum — the coarse grid's roundings must fall back to the MILP — and a
     rounded CE it hands back as a better incumbent is valid."""
-    import robustce.methods.milp_nearest as mn
-    from robustce.methods.milp_nearest import Incumbent
+    import robustce.nearest.network as mn
+    from robustce.nearest import Incumbent
 
     monkeypatch.setattr(mn, "_RELAX_STEP_SHARE", 1e12)
     data = make(seed)
@@ -223,7 +223,7 @@ def test_a_bound_below_the_rounded_point_by_more_than_the_gap_is_no_claim(monkey
     """The decision rule itself: the relaxation's solution is a valid CE, but its bound lies
     below it by more than the gap — nothing is claimed (the caller solves the full MILP) and
     the point comes back as a better incumbent; with the bound within the gap it is claimed."""
-    from robustce.methods.milp_nearest import Incumbent
+    from robustce.nearest import Incumbent
     from robustce.solvers.milp import MILP, SolveResult, SolveStatus
 
     data = _wide(0)

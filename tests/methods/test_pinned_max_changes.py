@@ -16,7 +16,7 @@ from sklearn.ensemble import RandomForestClassifier
 import robustce as rc
 from robustce.data import Constraints, Feature, Schema, from_frame
 from robustce.methods import MILPNearest
-from robustce.methods.milp_nearest import feature_distance
+from robustce.nearest import feature_distance
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -2,13 +2,14 @@
 (δ, ε)-robust — it keeps its class for every ensemble whose leaf values move by at most δ and
 whose split thresholds move by at most ε (:mod:`robustce.robustness.ensemble`).
 
-The search is the tree MILP of :class:`~robustce.methods.MILPNearest` (same domain, distance,
-incumbents and growing radii) with the prediction constraint replaced by the exact worst case
-over the set (:func:`robustce.solvers.robust_trees.encode_robust_ensemble`): per tree the
-leaves some ensemble of the ε-set can route the point to, the least vote among them, and the
-summed votes beating each rival ``k`` by ``δ·Σ_trees (m_t + m_k)`` — what moving every leaf
-value by δ can take away — plus the round's margin ``τ``. The MILP's optimum is therefore the
-nearest (δ, ε)-robust CE (``optimal``), and ``infeasible`` proves that no actionable point is
+The search is the tree MILP of :class:`~robustce.methods.MILPNearest` (the nearest-CE
+engine's :mod:`robustce.nearest.trees`: same domain, distance, incumbents and growing radii)
+with the prediction constraint replaced by the exact worst case over the set
+(:func:`robustce.solvers.robust_trees.encode_robust_ensemble`): per tree the leaves some
+ensemble of the ε-set can route the point to, the least vote among them, and the summed votes
+beating each rival ``k`` by ``δ·Σ_trees (m_t + m_k)`` — what moving every leaf value by δ can
+take away — plus the round's margin ``τ``. The MILP's optimum is therefore the nearest
+(δ, ε)-robust CE (``optimal``), and ``infeasible`` proves that no actionable point is
 robust.
 
 Each CE is still tested by the exact (δ, ε)-test

@@ -54,9 +54,9 @@ from robustce.distance import Distance, feature_fixed_costs
 from robustce.errors import UnsupportedConstraintsError, ValidationError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
-from robustce.methods.milp_nearest import causal_input_domain, priced_weights
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
 from robustce.models.network import ReLUNetwork
+from robustce.nearest import causal_input_domain, priced_weights
 from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
