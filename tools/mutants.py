@@ -851,6 +851,48 @@ MUTANTS: tuple[Mutant, ...] = (
             "narrow_high_column_survives_its_own_corners",),
            "the float margin counts the raw magnitude on the wrong columns: certified rows near "
            "a year split flip under the user's own estimator"),
+    Mutant("forkserver_init_does_not_arm", "serve/forkserver_init.py",
+           """
+arm_forkserver()""",
+           """
+pass  # arm_forkserver() left out""",
+           ("tests/serve/test_orphans.py::test_kill_9_of_the_server_leaves_no_process[one-process]",),
+           "the forkserver's first preload no longer arms it: after kill -9 of the server the "
+           "forkserver and its workers live on"),
+    Mutant("maxdelta_undecided_counts_as_proven", "robustness/maxdelta.py",
+           """        rob = np.array([s == DeltaStatus.ROBUST for s in c.status], dtype=bool)""",
+           """        rob = np.array([s != DeltaStatus.NOT_ROBUST for s in c.status], dtype=bool)""",
+           ("tests/robustness/test_maxdelta.py",),
+           "a Δ-test that timed out or stayed undecided counts as passed: the 'largest provably "
+           "safe δ' is not proven"),
+    Mutant("family_certifier_skips_the_model", "robustness/family.py",
+           """([network] if self.include_model and network is not None else []) + self.models""",
+           """list(self.models)""",
+           ("tests/robustness/test_family_certifier.py",),
+           "a CE the user's own model rejects is certified robust over the retrained family"),
+    Mutant("family_certifier_tolerance_ignored", "robustness/family.py",
+           """        status = np.where(lowest > self.tol, CertStatus.ROBUST,""",
+           """        status = np.where(lowest > 0, CertStatus.ROBUST,""",
+           ("tests/robustness/test_family_certifier.py",),
+           "a CE one retrained model puts within the tolerance of flipping is called robust"),
+    Mutant("notice_model_hash_ignores_schema", "notices/record.py",
+           """    return "sha256:" + _digest(arrays + [np.frombuffer(extra, dtype=np.uint8)])""",
+           """    return "sha256:" + _digest(arrays)""",
+           ("tests/notices/test_notice.py::test_batch_notices_refuse_to_resume_with_other_settings",),
+           "the record's model hash misses the schema (actionability, protected features): "
+           "notices made under other rules pass as the same model, and a resume keeps them"),
+    Mutant("notice_batch_resume_checks_methods_only", "notices/batch.py",
+           """        differs = sorted(k for k in now if before.get(k) != now[k])""",
+           """        differs = sorted(k for k in ("methods",) if before.get(k) != now[k])""",
+           ("tests/notices/test_notice.py::test_batch_notices_refuse_to_resume_with_other_settings",),
+           "a batch of notices resumed into a folder made with another model, δ or family keeps "
+           "the old notices silently"),
+    Mutant("audit_resume_compares_keys_only", "audits/partitions.py",
+           """            if old != json.loads(text):""",
+           """            if set(old) != set(json.loads(text)):""",
+           ("tests/audits/test_audit.py::test_resume_with_other_settings_is_refused",),
+           "an audit resumed with another method, seed or δ mixes partitions of two "
+           "configurations into one report"),
 )
 
 
