@@ -893,6 +893,30 @@ pass  # arm_forkserver() left out""",
            ("tests/audits/test_audit.py::test_resume_with_other_settings_is_refused",),
            "an audit resumed with another method, seed or δ mixes partitions of two "
            "configurations into one report"),
+    Mutant("enumeration_biases_fixed", "robustness/enumeration.py",
+           """        rad[o + W.size:o + sizes[li]] = shift.bias_delta""",
+           """        rad[o + W.size:o + sizes[li]] = 0.0""",
+           ("tests/robustness/test_enumeration.py",),
+           "the enumeration of Δ never moves the biases: the 'proven robust' volume covers a "
+           "smaller set than the shift the user asked about"),
+    Mutant("bounds_relu_upper_line_through_origin", "robustness/bounds.py",
+           """    e = np.where(unstable, -a * hmin, 0.0)""",
+           """    e = np.zeros_like(a)""",
+           ("tests/robustness/test_bounds.py::test_point_bounds_are_sound_on_sampled_weights",
+            "tests/robustness/test_bounds.py::test_box_bounds_are_sound_on_sampled_inputs"),
+           "the linear upper bound of an unstable ReLU loses its intercept: bounds the exact "
+           "test trusts are no longer sound (a CE proven robust that is not)"),
+    Mutant("vr_any_model", "evaluation/metrics.py",
+           """    return (P == resolve_targets(target_class, len(C))[None, :]).mean(axis=0)""",
+           """    return (P == resolve_targets(target_class, len(C))[None, :]).max(axis=0).astype(float)""",
+           ("tests/evaluation/test_metrics.py::test_validity_and_vr_by_hand",),
+           "robust validity vr (notices, audits, benchmarks) is 1 when any retrained model "
+           "agrees, not the fraction that does"),
+    Mutant("audit_totals_last_partition_only", "audits/audit.py",
+           """        n_found += int(part["found"].sum())""",
+           """        n_found = int(part["found"].sum())""",
+           ("tests/audits/test_audit.py::test_audit_reports_and_global_actions_cover_when_applied",),
+           "the audit's headline coverage counts the found CEs of the last partition only"),
 )
 
 
