@@ -707,8 +707,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("headers_route_header_kept", "serve/headers.py",
            """for k, v in message.get("headers", []) if k.lower() not in _NAMES]""",
            """for k, v in message.get("headers", [])]""",
-           ("tests/serve/test_security.py::test_open_routes_answer_without_a_token",
-            "tests/serve/test_mutant_kills_headers.py"),
+           ("tests/serve/test_mutant_kills_headers.py",
+            "tests/serve/test_security.py::test_open_routes_answer_without_a_token"),
            "a route's own, looser policy header is sent beside the service's: two CSPs, "
            "or a framing header that contradicts the service's"),
     Mutant("api_docs_assets_not_mounted", "serve/api_docs.py",
