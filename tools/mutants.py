@@ -917,6 +917,21 @@ pass  # arm_forkserver() left out""",
            """        n_found = int(part["found"].sum())""",
            ("tests/audits/test_audit.py::test_audit_reports_and_global_actions_cover_when_applied",),
            "the audit's headline coverage counts the found CEs of the last partition only"),
+    Mutant("rnn_pool_ignores_tol", "methods/robust_nearest_neighbour.py",
+           """        keep = res.robust & (res.lower >= self.tol)""",
+           """        keep = res.robust""",
+           ("tests/methods/test_robust_nearest_neighbour.py::test_a_borderline_pool_is_no_robust_"
+            "point_and_a_timed_out_one_a_timeout",
+            "tests/methods/test_robust_nearest_neighbour.py::test_a_robust_verdict_below_the_"
+            "tolerance_does_not_enter_the_pool"),
+           "RobustNearestNeighbour returns a training point whose worst-case margin is within "
+           "the tolerance of 0 as proven Δ-robust"),
+    Mutant("shift_biases_never_move", "robustness/shift.py",
+           """        return self.delta if self.biases else 0.0""",
+           """        return 0.0""",
+           ("tests/robustness/test_shift.py",),
+           "ParameterShift(δ) keeps every bias fixed although biases=True: the sampled and "
+           "enumerated Δ miss part of the shift the user asked about"),
 )
 
 
