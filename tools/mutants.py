@@ -932,6 +932,31 @@ pass  # arm_forkserver() left out""",
            ("tests/robustness/test_shift.py",),
            "ParameterShift(δ) keeps every bias fixed although biases=True: the sampled and "
            "enumerated Δ miss part of the shift the user asked about"),
+    Mutant("batching_each_gets_the_first_slice", "serve/batching.py",
+           """        return results[start:start + len(records)]""",
+           """        return results[:len(records)]""",
+           ("tests/serve/test_batching.py::test_concurrent_requests_form_one_batch_and_each_gets_"
+            "its_own_items_in_order",),
+           "requests merged into one batch all get the first request's results: an applicant "
+           "receives another applicant's counterfactuals"),
+    Mutant("batching_one_bad_record_fails_the_batch", "serve/batching.py",
+           """            if batch.members > 1:""",
+           """            if False:""",
+           ("tests/serve/test_batching.py::test_an_error_raised_by_one_request_fails_only_that_"
+            "request",),
+           "one request's bad record fails every request merged with it"),
+    Mutant("batching_max_items_overrun", "serve/batching.py",
+           """if batch is None or len(batch.records) + len(records) > self.max_items:""",
+           """if batch is None or len(batch.records) > self.max_items:""",
+           ("tests/serve/test_batching.py::test_a_batch_holds_at_most_max_items_records",),
+           "a merged batch grows past --max-items: one worker task holds more records (and "
+           "time) than any request may"),
+    Mutant("schemas_time_limit_unbounded", "serve/schemas.py",
+           """    time_limit_s: float = Field(10.0, gt=0, le=600, description="time limit per item")""",
+           """    time_limit_s: float = Field(10.0, gt=0, description="time limit per item")""",
+           ("tests/serve/test_mutant_kills_schemas.py",),
+           "a client asks for hours of solver time per item: one request holds a worker "
+           "for as long as it likes"),
 )
 
 
