@@ -957,6 +957,13 @@ pass  # arm_forkserver() left out""",
            ("tests/serve/test_mutant_kills_schemas.py",),
            "a client asks for hours of solver time per item: one request holds a worker "
            "for as long as it likes"),
+    Mutant("certificates_inconclusive_counted_robust", "robustness/certifier.py",
+           """        return np.array([s is CertStatus.ROBUST for s in self.status], dtype=bool)""",
+           """        ok = (CertStatus.ROBUST, CertStatus.INCONCLUSIVE)
+        return np.array([s in ok for s in self.status], dtype=bool)""",
+           ("tests/robustness/test_certifier.py", "tests/robustness/test_mutant_kills_certifier.py"),
+           "a certificate whose worst case is within tolerance of 0 counts as robust: every "
+           "method and metric reading Certificates.robust claims what nobody proved"),
 )
 
 
