@@ -6,7 +6,8 @@ foundation (files, the Explainer base, the exact Δ-test, interval bounds, the M
 every method that issues a certificate or a guarantee (PROPLACE, APΔS, DiverseRobust, MACE,
 RoCourseNet's attacker, ROAR, RobX), the scikit-learn / torch / booster import folds and,
 since issue 47, the service (auth, limits, client parameters, records, audit log and trail,
-kept answers, the job store), notices, audits and constraints in the exact methods. For each, the
+kept answers, the job store; security headers, /docs, the lifeline, job resume), notices, audits,
+dataset constraints and constraints in the exact methods. For each, the
 script copies this checkout's ``src/`` to a temporary folder, applies the edit there (the
 working tree is never written), runs the tests that guard that place with the mutated copy
 first on ``PYTHONPATH``, and records whether the suite failed ("killed") or passed. The
@@ -688,6 +689,281 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/audits/test_audit.py::test_small_group_is_reported_not_an_error",
             "tests/audits/test_audit_figures.py", "tests/audits/test_mutant_kills_audits_actions.py"),
            "a group of exactly the minimum size is reported as too small to compare"),
+    # --- issue 47, part 2 (branch h/mut47): headers, /docs, lifeline, job resume, the job
+    # store's takeover, dataset constraints, the notices' missing-option sentences and
+    # applicant/appendix split, audit bands, the tree view's native float scale -------------
+    Mutant("headers_nosniff_dropped", "serve/headers.py",
+           """    "x-content-type-options": "nosniff",
+""",
+           "",
+           ("tests/serve/test_security.py::test_open_routes_answer_without_a_token",),
+           "responses without X-Content-Type-Options: a browser may sniff an applicant's JSON "
+           "answer as HTML and run it"),
+    Mutant("headers_on_success_only", "serve/headers.py",
+           """            if message["type"] == "http.response.start":""",
+           """            if message["type"] == "http.response.start" and message["status"] < 400:""",
+           ("tests/serve/test_security.py::test_every_v1_route_checks_the_bearer_token[none]",),
+           "error answers (401, 404, 422) go out without the Content-Security-Policy and "
+           "framing headers"),
+    Mutant("headers_route_header_kept", "serve/headers.py",
+           """for k, v in message.get("headers", []) if k.lower() not in _NAMES]""",
+           """for k, v in message.get("headers", [])]""",
+           ("tests/serve/test_mutant_kills_headers.py",
+            "tests/serve/test_security.py::test_open_routes_answer_without_a_token"),
+           "a route's own, looser policy header is sent beside the service's: two CSPs, "
+           "or a framing header that contradicts the service's"),
+    Mutant("api_docs_assets_not_mounted", "serve/api_docs.py",
+           """    if assets is not None:
+        app.mount(""",
+           """    if assets is None:
+        app.mount(""",
+           ("tests/serve/test_security.py::test_open_routes_answer_without_a_token",),
+           "/docs loads a Swagger UI that is not served: the page is blank (or a developer "
+           "'fixes' it with a CDN)"),
+    Mutant("redoc_from_cdn_served", "serve/app.py",
+           """docs_url=None, redoc_url=None, redirect_slashes=False""",
+           """docs_url=None, redoc_url="/redoc", redirect_slashes=False""",
+           ("tests/serve/test_security.py::test_each_route_answers_only_its_verbs",),
+           "FastAPI's /redoc is served: a page that loads its script from a CDN"),
+    Mutant("lifeline_forkserver_not_armed", "serve/lifeline.py",
+           """    if parent.isdigit() and int(parent) == os.getppid() and die_with_parent(int(parent)):""",
+           """    if parent.isdigit() and int(parent) == os.getpid() and die_with_parent(int(parent)):""",
+           ("tests/serve/test_orphans.py::test_kill_9_of_the_server_leaves_no_process[one-process]",),
+           "the forkserver never asks to die with the server: after kill -9 it and its "
+           "workers live on, holding memory and the models"),
+    Mutant("lifeline_wrong_prctl_option", "serve/lifeline.py",
+           """_PR_SET_PDEATHSIG = 1""",
+           """_PR_SET_PDEATHSIG = 2""",
+           ("tests/serve/test_orphans.py::test_kill_9_of_the_server_leaves_no_process[one-process]",),
+           "prctl is asked PR_GET_PDEATHSIG (2) instead of PR_SET_PDEATHSIG (1): it succeeds, "
+           "nothing is armed, and every solver process outlives a killed server"),
+    Mutant("jobs_resume_restarts_from_zero", "serve/jobs.py",
+           """            done, size = row.done, self.service.settings.job_chunk""",
+           """            done, size = 0, self.service.settings.job_chunk""",
+           ("tests/serve/test_mutant_kills_jobs.py",),
+           "a resumed job starts again from its first item: its committed chunks clash, the job "
+           "never finishes"),
+    Mutant("jobs_resume_not_audited", "serve/jobs.py",
+           """            if row.done:
+                self._audit(row, model, [], event="resumed", done=row.done)""",
+           """            pass""",
+           ("tests/serve/test_mutant_kills_jobs.py",),
+           "a job resumed by another process leaves no 'resumed' record: the audit trail "
+           "cannot tell which process computed which items"),
+    Mutant("jobs_stop_not_given_back", "serve/jobs.py",
+           """            self._give_back(row, model)
+            raise""",
+           """            raise""",
+           ("tests/serve/test_mutant_kills_jobs.py",),
+           "on SIGTERM a running job is neither handed back nor recorded as interrupted: it "
+           "waits out its lease and the audit log misses the interruption"),
+    Mutant("store_dead_owner_waits_for_lease", "serve/store.py",
+           """ and row.lease_until >= now and not owner_gone(row.owner):""",
+           """ and row.lease_until >= now:""",
+           ("tests/serve/test_jobs_durable.py::test_a_dead_owners_job_is_taken_over_only_for_the_"
+            "same_model",),
+           "after kill -9 a job waits for its lease to run out instead of being resumed at the "
+           "next start"),
+    Mutant("store_other_model_version_taken", "serve/store.py",
+           """            if served.get(row.model_id) != row.model_hash:
+                continue""",
+           """            pass""",
+           ("tests/serve/test_jobs_durable.py::test_a_dead_owners_job_is_taken_over_only_for_the_"
+            "same_model",),
+           "a job accepted for one model version is taken over by a process serving another, "
+           "and fails (or, worse, would be answered by the other model)"),
+    Mutant("store_owner_gone_ignores_start_time", "serve/store.py",
+           """    return found is None or found[0] != start or found[1] in ("Z", "X")""",
+           """    return found is None or found[1] in ("Z", "X")""",
+           ("tests/serve/test_jobs_durable.py::test_a_dead_owners_job_is_taken_over_only_for_the_"
+            "same_model", "tests/serve/test_mutant_kills_jobs.py"),
+           "a dead owner whose pid was reused counts as alive: its jobs wait out their lease"),
+    Mutant("store_release_fails_the_job", "serve/store.py",
+           """            self._update_owned(job_id, owner, status="queued", owner=None, lease_until=0.0)""",
+           """            self._update_owned(job_id, owner, status="failed", owner=None, lease_until=0.0)""",
+           ("tests/serve/test_jobs_durable.py::test_the_store_keeps_chunks_in_order_and_one_owner_"
+            "per_job",),
+           "a job stopped by SIGTERM is marked failed instead of queued: never resumed"),
+    Mutant("constraints_dataset_default_dropped", "data/constraint_source.py",
+           """            return shipped, {"source": "dataset", **where}""",
+           """            return None, {"source": "dataset", **where}""",
+           ("tests/methods/test_dataset_relations.py::test_exact_methods_keep_the_shipped_"
+            "relations_by_default",),
+           "the dataset's relations (debt <= income) are not applied by default, although "
+           "the result's meta says they were"),
+    Mutant("constraints_dataset_max_changes_ignored", "data/constraint_source.py",
+           """c.groups or c.max_changes is not None""",
+           """c.groups""",
+           ("tests/methods/test_dataset_relations.py::test_exact_methods_keep_the_shipped_"
+            "relations_by_default", "tests/data/test_mutant_kills_constraint_source.py"),
+           "a dataset that ships only a max_changes (or only a causal graph) is read as "
+           "shipping nothing: its limit is silently off by default"),
+    Mutant("notice_missing_option_without_why", "notices/notice.py",
+           """                   f"{_COUNT_WORDS.get(int(max_options), max_options)}. "
+                   + _why_missing(statuses, len(options), n_dropped, label_t))""",
+           """                   f"{_COUNT_WORDS.get(int(max_options), max_options)}.")""",
+           ("tests/notices/test_notice_text.py::test_a_missing_option_is_explained",
+            "tests/notices/test_mutant_kills_notice_text.py"),
+           "'Only one option is shown' without why: the applicant is not told whether the "
+           "search ran out of time or proved there is nothing else"),
+    Mutant("notice_no_option_without_why", "notices/notice.py",
+           """                     f"can act on that would lead to '{label_t}'. "
+                     + _why_missing(statuses, 0, n_dropped, label_t))""",
+           """                     f"can act on that would lead to '{label_t}'.")""",
+           ("tests/notices/test_notice_text.py::test_a_missing_option_is_explained",
+            "tests/notices/test_mutant_kills_notice_text.py"),
+           "a notice with no option does not say why (a proof that none exists, or a timeout)"),
+    Mutant("notice_searches_counted_once", "notices/notice.py",
+           """        by_status[st] = by_status.get(st, 0) + 1""",
+           """        by_status[st] = 1""",
+           ("tests/notices/test_notice_text.py", "tests/notices/test_mutant_kills_notice_text.py"),
+           "'one search ran out of time' when two did: the missing-option sentence miscounts"),
+    Mutant("notice_unproven_said_proven", "notices/notice.py",
+           """        if robust:
+            out.append(f"We have proven""",
+           """        if True:
+            out.append(f"We have proven""",
+           ("tests/notices/test_notice.py::test_options_are_ranked_most_durable_first",),
+           "the applicant is told the option is proven to survive a model update when the "
+           "exact test did not prove it"),
+    Mutant("notice_method_named_in_applicant_text", "notices/render.py",
+           """<p><b>Option {i}</b>: change """,
+           """<p><b>Option {i}</b> ({_v(o['method'])}): change """,
+           ("tests/notices/test_notice_text.py::test_applicant_text_has_no_jargon",),
+           "the applicant's page names the solver method of each option (milp_robust, "
+           "nearest_neighbour): jargon in the applicant's text"),
+    Mutant("notice_appendix_drops_method_certificate", "notices/render.py",
+           """        for key, value in entry.get("method_certificate", {}).items():""",
+           """        for key, value in {}.items():""",
+           ("tests/notices/test_notice_text.py::test_the_solver_certificate_goes_to_the_reviewers",),
+           "the reviewers' appendix loses the method's own certificate (τ, rounds): the "
+           "technical record of why an option was offered is gone"),
+    Mutant("audit_band_edge_in_lower_band", "audits/recourse.py",
+           """    codes = np.searchsorted(np.asarray(edges), values.to_numpy(dtype=float), side="right")""",
+           """    codes = np.searchsorted(np.asarray(edges), values.to_numpy(dtype=float), side="left")""",
+           ("tests/audits/test_mutant_kills_audit_bands.py",),
+           "an applicant aged exactly 30 is counted in '<30', not '30–50': every banded "
+           "figure of the audit moves people across groups"),
+    Mutant("native_scale_on_grid_columns", "models/trees.py",
+           """    return np.where(m.continuous & np.isfinite(r), r, 0.0)""",
+           """    return np.where(~m.continuous & np.isfinite(r), r, 0.0)""",
+           ("tests/robustness/test_ensemble_corner_attack.py::test_a_forest_on_raw_values_of_a_"
+            "narrow_high_column_survives_its_own_corners",),
+           "the float margin counts the raw magnitude on the wrong columns: certified rows near "
+           "a year split flip under the user's own estimator"),
+    Mutant("forkserver_init_does_not_arm", "serve/forkserver_init.py",
+           """
+arm_forkserver()""",
+           """
+pass  # arm_forkserver() left out""",
+           ("tests/serve/test_orphans.py::test_kill_9_of_the_server_leaves_no_process[one-process]",),
+           "the forkserver's first preload no longer arms it: after kill -9 of the server the "
+           "forkserver and its workers live on"),
+    Mutant("maxdelta_undecided_counts_as_proven", "robustness/maxdelta.py",
+           """        rob = np.array([s == DeltaStatus.ROBUST for s in c.status], dtype=bool)""",
+           """        rob = np.array([s != DeltaStatus.NOT_ROBUST for s in c.status], dtype=bool)""",
+           ("tests/robustness/test_maxdelta.py",),
+           "a Δ-test that timed out or stayed undecided counts as passed: the 'largest provably "
+           "safe δ' is not proven"),
+    Mutant("family_certifier_skips_the_model", "robustness/family.py",
+           """([network] if self.include_model and network is not None else []) + self.models""",
+           """list(self.models)""",
+           ("tests/robustness/test_family_certifier.py",),
+           "a CE the user's own model rejects is certified robust over the retrained family"),
+    Mutant("family_certifier_tolerance_ignored", "robustness/family.py",
+           """        status = np.where(lowest > self.tol, CertStatus.ROBUST,""",
+           """        status = np.where(lowest > 0, CertStatus.ROBUST,""",
+           ("tests/robustness/test_family_certifier.py",),
+           "a CE one retrained model puts within the tolerance of flipping is called robust"),
+    Mutant("notice_model_hash_ignores_schema", "notices/record.py",
+           """    return "sha256:" + _digest(arrays + [np.frombuffer(extra, dtype=np.uint8)])""",
+           """    return "sha256:" + _digest(arrays)""",
+           ("tests/notices/test_notice.py::test_batch_notices_refuse_to_resume_with_other_settings",),
+           "the record's model hash misses the schema (actionability, protected features): "
+           "notices made under other rules pass as the same model, and a resume keeps them"),
+    Mutant("notice_batch_resume_checks_methods_only", "notices/batch.py",
+           """        differs = sorted(k for k in now if before.get(k) != now[k])""",
+           """        differs = sorted(k for k in ("methods",) if before.get(k) != now[k])""",
+           ("tests/notices/test_notice.py::test_batch_notices_refuse_to_resume_with_other_settings",),
+           "a batch of notices resumed into a folder made with another model, δ or family keeps "
+           "the old notices silently"),
+    Mutant("audit_resume_compares_keys_only", "audits/partitions.py",
+           """            if old != json.loads(text):""",
+           """            if set(old) != set(json.loads(text)):""",
+           ("tests/audits/test_audit.py::test_resume_with_other_settings_is_refused",),
+           "an audit resumed with another method, seed or δ mixes partitions of two "
+           "configurations into one report"),
+    Mutant("enumeration_biases_fixed", "robustness/enumeration.py",
+           """        rad[o + W.size:o + sizes[li]] = shift.bias_delta""",
+           """        rad[o + W.size:o + sizes[li]] = 0.0""",
+           ("tests/robustness/test_enumeration.py",),
+           "the enumeration of Δ never moves the biases: the 'proven robust' volume covers a "
+           "smaller set than the shift the user asked about"),
+    Mutant("bounds_relu_upper_line_through_origin", "robustness/bounds.py",
+           """    e = np.where(unstable, -a * hmin, 0.0)""",
+           """    e = np.zeros_like(a)""",
+           ("tests/robustness/test_bounds.py::test_point_bounds_are_sound_on_sampled_weights",
+            "tests/robustness/test_bounds.py::test_box_bounds_are_sound_on_sampled_inputs"),
+           "the linear upper bound of an unstable ReLU loses its intercept: bounds the exact "
+           "test trusts are no longer sound (a CE proven robust that is not)"),
+    Mutant("vr_any_model", "evaluation/metrics.py",
+           """    return (P == resolve_targets(target_class, len(C))[None, :]).mean(axis=0)""",
+           """    return (P == resolve_targets(target_class, len(C))[None, :]).max(axis=0).astype(float)""",
+           ("tests/evaluation/test_metrics.py::test_validity_and_vr_by_hand",),
+           "robust validity vr (notices, audits, benchmarks) is 1 when any retrained model "
+           "agrees, not the fraction that does"),
+    Mutant("audit_totals_last_partition_only", "audits/audit.py",
+           """        n_found += int(part["found"].sum())""",
+           """        n_found = int(part["found"].sum())""",
+           ("tests/audits/test_audit.py::test_audit_reports_and_global_actions_cover_when_applied",),
+           "the audit's headline coverage counts the found CEs of the last partition only"),
+    Mutant("rnn_pool_ignores_tol", "methods/robust_nearest_neighbour.py",
+           """        keep = res.robust & (res.lower >= self.tol)""",
+           """        keep = res.robust""",
+           ("tests/methods/test_robust_nearest_neighbour.py::test_a_borderline_pool_is_no_robust_"
+            "point_and_a_timed_out_one_a_timeout",
+            "tests/methods/test_robust_nearest_neighbour.py::test_a_robust_verdict_below_the_"
+            "tolerance_does_not_enter_the_pool"),
+           "RobustNearestNeighbour returns a training point whose worst-case margin is within "
+           "the tolerance of 0 as proven Δ-robust"),
+    Mutant("shift_biases_never_move", "robustness/shift.py",
+           """        return self.delta if self.biases else 0.0""",
+           """        return 0.0""",
+           ("tests/robustness/test_shift.py",),
+           "ParameterShift(δ) keeps every bias fixed although biases=True: the sampled and "
+           "enumerated Δ miss part of the shift the user asked about"),
+    Mutant("batching_each_gets_the_first_slice", "serve/batching.py",
+           """        return results[start:start + len(records)]""",
+           """        return results[:len(records)]""",
+           ("tests/serve/test_batching.py::test_concurrent_requests_form_one_batch_and_each_gets_"
+            "its_own_items_in_order",),
+           "requests merged into one batch all get the first request's results: an applicant "
+           "receives another applicant's counterfactuals"),
+    Mutant("batching_one_bad_record_fails_the_batch", "serve/batching.py",
+           """            if batch.members > 1:""",
+           """            if False:""",
+           ("tests/serve/test_batching.py::test_an_error_raised_by_one_request_fails_only_that_"
+            "request",),
+           "one request's bad record fails every request merged with it"),
+    Mutant("batching_max_items_overrun", "serve/batching.py",
+           """if batch is None or len(batch.records) + len(records) > self.max_items:""",
+           """if batch is None or len(batch.records) > self.max_items:""",
+           ("tests/serve/test_batching.py::test_a_batch_holds_at_most_max_items_records",),
+           "a merged batch grows past --max-items: one worker task holds more records (and "
+           "time) than any request may"),
+    Mutant("schemas_time_limit_unbounded", "serve/schemas.py",
+           """    time_limit_s: float = Field(10.0, gt=0, le=600, description="time limit per item")""",
+           """    time_limit_s: float = Field(10.0, gt=0, description="time limit per item")""",
+           ("tests/serve/test_mutant_kills_schemas.py",),
+           "a client asks for hours of solver time per item: one request holds a worker "
+           "for as long as it likes"),
+    Mutant("certificates_inconclusive_counted_robust", "robustness/certifier.py",
+           """        return np.array([s is CertStatus.ROBUST for s in self.status], dtype=bool)""",
+           """        ok = (CertStatus.ROBUST, CertStatus.INCONCLUSIVE)
+        return np.array([s in ok for s in self.status], dtype=bool)""",
+           ("tests/robustness/test_certifier.py", "tests/robustness/test_mutant_kills_certifier.py"),
+           "a certificate whose worst case is within tolerance of 0 counts as robust: every "
+           "method and metric reading Certificates.robust claims what nobody proved"),
 )
 
 

@@ -80,6 +80,10 @@ def test_audit_reports_and_global_actions_cover_when_applied(loan, tmp_path):
     assert 1 <= len(res.actions) <= 5
     # re-check each action's coverage by applying it to the same sample with the model
     parts = _parts(tmp_path / "a")
+    # the headline totals add up every partition's applicants (there are several)
+    assert res.totals["partitions"] >= 2 and len(parts) == res.totals["declined_audited"]
+    assert res.totals["found"] == int(parts["found"].sum())
+    assert res.totals["coverage"] == pytest.approx(parts["found"].mean())
     sample = parts.nsmallest(res.totals["global_sample"], "key")
     schema = model.encoder.schema
     X = frame_from_columns(sample, "x:", schema)

@@ -137,6 +137,28 @@ def test_a_borderline_pool_is_no_robust_point_and_a_timed_out_one_a_timeout(
     else:
         assert info.n_undecided == info.n_candidates and info.n_borderline == 0
 
+def test_a_robust_verdict_below_the_tolerance_does_not_enter_the_pool(moons_setup):
+    """A certifier that says ``robust`` with a worst-case margin below ``tol`` (a certifier of
+    the user's, or rounding): the point is borderline, left out of the pool, never returned."""
+    data, model = moons_setup
+    tol = 1e-3
+
+    class Shy(ExactDeltaCertifier):
+        def certify(self, network, X, targets, **kw):
+            res = super().certify(network, X, targets, **kw)
+            res.status[:] = CertStatus.ROBUST
+            res.lower[:] = 0.5 * tol
+            return res
+
+    ex = RobustNearestNeighbour(model, data, shift=DELTA, target_class=1, tol=tol,
+                                certifier=Shy(DELTA, tol=tol))
+    res = ex.explain(data.frame.iloc[:10])
+    active = res.status != "already_target"
+    assert active.any() and (res.status[active] == "no_robust_point").all()
+    info = ex.pool_info[1]
+    assert info.n_certified == 0 and info.n_borderline == info.n_candidates > 0
+
+
 def test_immutables_kept():
     rng = np.random.default_rng(0)
     n = 400

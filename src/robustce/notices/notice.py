@@ -266,8 +266,11 @@ _COUNT_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun`` in words: "one search", "two searches", "7 changes"."""
     word = _COUNT_WORDS.get(n, str(n))
-    return f"{word} {noun}" + ("" if n == 1 else "s")
+    if n == 1:
+        return f"{word} {noun}"
+    return f"{word} {noun}" + ("es" if noun.endswith(("s", "sh", "ch", "x")) else "s")
 
 
 def _why_missing(statuses: list[str], n_shown: int, n_dropped: int, label: str) -> str:
@@ -281,7 +284,8 @@ def _why_missing(statuses: list[str], n_shown: int, n_dropped: int, label: str) 
         if st in by_status:
             parts.append(f"{_count(by_status[st], 'search')} {words.format(label=label)}")
     if n_dropped:
-        parts.append(f"{_count(n_dropped, 'change')} found were left out because "
+        parts.append(f"{_count(n_dropped, 'change')} found {'was' if n_dropped == 1 else 'were'} "
+                     "left out because "
                      f"{'it' if n_dropped == 1 else 'they'} would change a protected "
                      f"characteristic or no longer lead to '{label}'")
     if (n_shown and "found" in by_status) or not parts:
