@@ -284,7 +284,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """else n_class""",
            ("tests/methods/test_diverse_robust.py",),
            "max_candidates (the cap on a distance cut) is ignored"),
-    # --- MACE (methods/mace.py, solvers/smt.py, distance.py) --------------------------------
+    # --- MACE (methods/mace.py, solvers/smt/, distance.py) --------------------------------
     Mutant("mace_epsilon_loose", "methods/mace.py",
            """            if high - low <= self._eps:
                 return "found", best, high, low, \"\"""",
@@ -303,7 +303,7 @@ MUTANTS: tuple[Mutant, ...] = (
            """        out = lb > 0.5 * limit""",
            (MACE_BRACKET, MACE_INFEASIBLE),
            "tree branches within distance δ are pruned: a wrong unsat, a false δ_min"),
-    Mutant("mace_onehot_counts_twice", "solvers/smt.py",
+    Mutant("mace_onehot_counts_twice", "solvers/smt/domain.py",
            """                per_feature.append(z3.If(same, z3.RealVal(0), z3.RealVal(1)))
                 continue""",
            """                per_feature.append(z3.If(same, z3.RealVal(0),
@@ -634,17 +634,17 @@ MUTANTS: tuple[Mutant, ...] = (
            """                         -np.inf, float(k) + 1)""",
            ("tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force",),
            "MILP CEs change one feature more than max_changes allows"),
-    Mutant("smt_relation_upper_sense_flipped", "solvers/smt.py",
+    Mutant("smt_relation_upper_sense_flipped", "solvers/smt/constraints.py",
            """            [e <= rational(hi + slack)] if math.isfinite(hi) else [])""",
            """            [e >= rational(hi + slack)] if math.isfinite(hi) else [])""",
            ("tests/methods/test_constraints_methods.py::test_mace_backends_satisfy_constraints_and_agree",),
            "MACE (SMT) reads a ≤ relation as ≥: its CEs break the user's relations"),
-    Mutant("smt_relation_lower_sense_flipped", "solvers/smt.py",
+    Mutant("smt_relation_lower_sense_flipped", "solvers/smt/constraints.py",
            """        return ([e >= rational(lo - slack)] if math.isfinite(lo) else []) + (""",
            """        return ([e <= rational(lo - slack)] if math.isfinite(lo) else []) + (""",
            ("tests/methods/test_mutant_kills_constraints.py",),
            "MACE (SMT) reads a ≥ relation (or an equality's lower side) as ≤"),
-    Mutant("smt_max_changes_off_by_one", "solvers/smt.py",
+    Mutant("smt_max_changes_off_by_one", "solvers/smt/constraints.py",
            """        out.append(z3.Sum(moved) <= int(constraints.max_changes))""",
            """        out.append(z3.Sum(moved) <= int(constraints.max_changes) + 1)""",
            ("tests/methods/test_constraints_methods.py::test_mace_backends_satisfy_constraints_and_agree",),
