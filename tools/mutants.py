@@ -621,7 +621,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/audits/test_audit_figures.py",),
            "the fairness table names the same group as the most and the least burdened"),
     # --- issue 47: constraints in the exact methods ------------------------------------------
-    Mutant("milp_relation_lower_dropped", "solvers/encodings.py",
+    Mutant("milp_relation_lower_dropped", "solvers/constraint_encoding.py",
            """                             np.asarray(constraints.lower)[rows],
                              np.asarray(constraints.upper)[rows])""",
            """                             np.full(rows.size, -np.inf),
@@ -629,7 +629,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force",
             "tests/methods/test_mutant_kills_constraints.py"),
            "MILP methods drop every ≥ side of a relation (an equality becomes ≤): CEs break it"),
-    Mutant("milp_max_changes_off_by_one", "solvers/encodings.py",
+    Mutant("milp_max_changes_off_by_one", "solvers/constraint_encoding.py",
            """                         -np.inf, float(k))""",
            """                         -np.inf, float(k) + 1)""",
            ("tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force",),
