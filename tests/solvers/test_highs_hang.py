@@ -1,6 +1,6 @@
 """Regression: a MILP-R query on HELOC whose nearest-CE MILP made HiGHS 1.16 loop forever inside
 the presolve of a MIP restart (``HPresolve::strengthenInequalities``), ignoring the time limit.
-robustce switches MIP restarts off (``solvers/milp.py``); with them on, this query never returned.
+robustce switches MIP restarts off (``solvers/milp/highs.py``); with them on, this query never returned.
 
 The fixture is the PROPLACE Table 1 HELOC network of seed 0 (trained on D1 by the runner) and the
 21st of its 50 rejected test queries (its exact float values matter: rounding the last

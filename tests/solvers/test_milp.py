@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from robustce.errors import SolverError, UnknownSolverError, ValidationError
 from robustce.solvers import MILP, SolveStatus, available_solvers, check_solver
-from robustce.solvers import milp as milp_module
+from robustce.solvers.milp import common as milp_common
 
 SOLVERS = ["highs"] + (["gurobi"] if "gurobi" in available_solvers() else [])
 
@@ -168,7 +168,7 @@ def test_unknown_and_missing_backends(monkeypatch):
         with pytest.raises(UnknownSolverError) as info:
             check_solver(bad)
         assert isinstance(info.value, ValueError) and isinstance(info.value, ValidationError)
-    monkeypatch.setattr(milp_module, "_gurobi_module", lambda: None)
+    monkeypatch.setattr(milp_common, "_gurobi_module", lambda: None)
     with pytest.raises(SolverError, match="gurobipy is not installed"):
         MILP("gurobi")
     assert available_solvers() == ["highs"]
