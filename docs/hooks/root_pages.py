@@ -3,7 +3,8 @@ site pages without a copy in ``docs/`` — the page is generated from the root f
 
 A root file links the documentation as ``docs/<page>.md`` (what GitHub resolves from the
 repository root); on the site the root page sits at the top of ``docs/``, so those links lose
-their ``docs/`` prefix. The strict build then checks each one, anchors included.
+their ``docs/`` prefix, and a link to another root file (``EXPERIMENTS.md``) points at its page.
+The strict build then checks each one, anchors included.
 """
 
 import re
@@ -16,10 +17,15 @@ ROOT_PAGES = {"experiments.md": "EXPERIMENTS.md", "changelog.md": "CHANGELOG.md"
 
 # a Markdown link target that starts with docs/: ](docs/results/x.md#a)
 _DOCS_LINK = re.compile(r"\]\(docs/")
+# a link from one root file to another: ](EXPERIMENTS.md) -> ](experiments.md)
+_ROOT_LINK = re.compile(r"\]\((" + "|".join(re.escape(s) for s in ROOT_PAGES.values()) + r")([#)])")
 
 
 def site_text(text: str) -> str:
-    """A root file's Markdown as its site page: ``](docs/x.md)`` becomes ``](x.md)``."""
+    """A root file's Markdown as its site page: ``](docs/x.md)`` becomes ``](x.md)`` and a link
+    to another root file points at its page."""
+    pages = {source: page for page, source in ROOT_PAGES.items()}
+    text = _ROOT_LINK.sub(lambda m: f"]({pages[m.group(1)]}{m.group(2)}", text)
     return _DOCS_LINK.sub("](", text)
 
 
