@@ -10,11 +10,15 @@ Every ``import`` / ``from ... import`` in ``src/robustce`` counts — module lev
 functions and under ``TYPE_CHECKING`` alike — because a lazy import is still a dependency.
 The implicit import of parent packages (``import robustce.models.mlp`` runs
 ``robustce/models/__init__``) is not counted: it is how Python works, not a design choice.
+
+Size: no file under ``src/`` is over 800 lines unless the first line of its docstring says why,
+with ``(long: <reason>)``; no method file (``src/robustce/methods/*.py``) is over 500 lines.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -161,3 +165,71 @@ def test_the_checker_sees_upward_lazy_imports_and_circles(tmp_path):
     assert ("robustce.methods", 2) in deps and ("robustce.models.b", 3) in deps
     assert _imports("robustce.models.b", modules["robustce.models.b"], modules) == [("robustce.models.a", 1)]
     assert layer_of("robustce.methods") > layer_of("robustce.models.a")
+
+
+# ---- file size ------------------------------------------------------------------------------
+#: a source file longer than this needs a reason in the first line of its docstring
+MAX_LINES = 800
+#: a method file (src/robustce/methods/*.py) longer than this is split, reason or not
+MAX_METHOD_LINES = 500
+#: the reason: the first docstring line contains "(long: <why>)", e.g.
+#: """The MILP interface (long: one class per solver backend would scatter the shared checks)."""
+LONG_MARKER = re.compile(r"\(long: *[^)\s][^)]*\)")
+METHODS = SRC / PACKAGE / "methods"
+
+
+def _first_docstring_line(text: str) -> str:
+    try:
+        doc = ast.get_docstring(ast.parse(text)) or ""
+    except SyntaxError:
+        return ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def oversized(paths: list[Path], methods_dir: Path = METHODS) -> list[str]:
+    """Files against the size rule, each with its length and the limit it breaks."""
+    found = []
+    for path in sorted(paths):
+        text = path.read_text(encoding="utf-8")
+        n = len(text.splitlines())
+        if path.parent == methods_dir and n > MAX_METHOD_LINES:
+            found.append(f"{path}: {n} lines, a method file has at most {MAX_METHOD_LINES}")
+        elif n > MAX_LINES and not LONG_MARKER.search(_first_docstring_line(text)):
+            found.append(f"{path}: {n} lines (over {MAX_LINES}) and its first docstring line "
+                         f"gives no '(long: <reason>)'")
+    return found
+
+
+def test_no_source_file_is_too_long():
+    """No file under src/ over 800 lines unless the first line of its docstring says why with
+    ``(long: <reason>)``; no method file over 500 lines at all."""
+    files = sorted(SRC.rglob("*.py"))
+    assert files
+    too_long = oversized(files)
+    assert not too_long, "files to split (or, outside methods/, to justify):\n" + "\n".join(
+        line.replace(f"{SRC.parent}/", "") for line in too_long)
+
+
+def test_the_size_rule_reads_the_marker_and_the_method_limit(tmp_path):
+    methods = tmp_path / "methods"
+    methods.mkdir()
+
+    def write(path: Path, first: str, n: int) -> Path:
+        body = f'"""{first}\n\nMore.\n"""\n' + "x = 1\n" * (n - 4)
+        path.write_text(body, encoding="utf-8")
+        assert len(body.splitlines()) == n
+        return path
+
+    ok_short = write(tmp_path / "short.py", "Short.", MAX_LINES)
+    plain = write(tmp_path / "plain.py", "A long module.", MAX_LINES + 1)
+    reasoned = write(tmp_path / "reasoned.py", "A long module (long: one solver's encoding).",
+                     MAX_LINES + 1)
+    empty = write(tmp_path / "empty.py", "A long module (long: ).", MAX_LINES + 1)
+    late = tmp_path / "late.py"
+    late.write_text('"""A long module.\n\n(long: said too late)\n"""\n' + "x = 1\n" * MAX_LINES,
+                    encoding="utf-8")
+    method_ok = write(methods / "m_ok.py", "A method.", MAX_METHOD_LINES)
+    method_long = write(methods / "m_long.py", "A method (long: many options).", MAX_METHOD_LINES + 1)
+    found = oversized([ok_short, plain, reasoned, empty, late, method_ok, method_long], methods)
+    flagged = {Path(line.split(":")[0]).name for line in found}
+    assert flagged == {"plain.py", "empty.py", "late.py", "m_long.py"}

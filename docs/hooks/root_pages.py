@@ -1,7 +1,13 @@
 """MkDocs hook: publish the repository's root Markdown files (EXPERIMENTS.md, CHANGELOG.md) as
 site pages without a copy in ``docs/`` — the page is generated from the root file at build time.
+
+A root file links the documentation as ``docs/<page>.md`` (what GitHub resolves from the
+repository root); on the site the root page sits at the top of ``docs/``, so those links lose
+their ``docs/`` prefix, and a link to another root file (``EXPERIMENTS.md``) points at its page.
+The strict build then checks each one, anchors included.
 """
 
+import re
 from pathlib import Path
 
 from mkdocs.structure.files import File, Files
@@ -9,11 +15,24 @@ from mkdocs.structure.files import File, Files
 # site page -> file at the repository root
 ROOT_PAGES = {"experiments.md": "EXPERIMENTS.md", "changelog.md": "CHANGELOG.md"}
 
+# a Markdown link target that starts with docs/: ](docs/results/x.md#a)
+_DOCS_LINK = re.compile(r"\]\(docs/")
+# a link from one root file to another: ](EXPERIMENTS.md) -> ](experiments.md)
+_ROOT_LINK = re.compile(r"\]\((" + "|".join(re.escape(s) for s in ROOT_PAGES.values()) + r")([#)])")
+
+
+def site_text(text: str) -> str:
+    """A root file's Markdown as its site page: ``](docs/x.md)`` becomes ``](x.md)`` and a link
+    to another root file points at its page."""
+    pages = {source: page for page, source in ROOT_PAGES.items()}
+    text = _ROOT_LINK.sub(lambda m: f"]({pages[m.group(1)]}{m.group(2)}", text)
+    return _DOCS_LINK.sub("](", text)
+
 
 def on_files(files: Files, config) -> Files:
     root = Path(config["config_file_path"]).parent
     for page, source in ROOT_PAGES.items():
-        text = (root / source).read_text(encoding="utf-8")
+        text = site_text((root / source).read_text(encoding="utf-8"))
         files.append(File.generated(config, page, content=text))
     return files
 
