@@ -59,6 +59,10 @@ def _add_serve(sub: Any) -> None:
                         "Content-Length before it is read (default 256 KiB; at most --max-body)")
     p.add_argument("--max-request-s", type=float, default=120.0, metavar="S",
                    help="time budget of one request; items past it get status timeout (default 120)")
+    p.add_argument("--solver-nodes", type=int, default=10_000, metavar="N",
+                   help="work limit of each MILP solve of a request (HiGHS branch-and-bound "
+                        "nodes; default 10000): results do not depend on the host's load, the "
+                        "request's time_limit_s stays as a wall-clock cap")
     p.add_argument("--in-process", metavar="METHODS", default="none",
                    help="comma-separated cheap methods (e.g. nearest_neighbour) whose explain "
                         "requests run on a thread of the server instead of a worker process "
@@ -175,7 +179,7 @@ def _settings(args: argparse.Namespace) -> Any:
     settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
                              max_jobs=args.max_jobs, job_chunk=args.job_chunk,
                              max_body_bytes=args.max_body, max_sync_body_bytes=args.max_sync_body,
-                             max_request_s=args.max_request_s,
+                             solver_nodes=args.solver_nodes, max_request_s=args.max_request_s,
                              token=token, audit_log=args.audit_log,
                              store=store_url(args.store) if args.store else None,
                              in_process=_in_process(args.in_process))

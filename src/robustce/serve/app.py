@@ -265,6 +265,7 @@ class Service:
         status ``timeout``, one that raised gives status ``error`` with the reason."""
         task = {"model_id": m.id, "method": method, "params": req.params, "records": records,
                 "target_class": target, "time_limit_s": req.time_limit_s, "seed": req.seed,
+                "solver_nodes": self.settings.solver_nodes,
                 "certify": req.certify.model_dump() if req.certify else None}
         deadline = self.explain_deadline(req, len(records))
         try:
@@ -568,7 +569,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         spec = {"delta": req.delta, "apas": req.apas.model_dump() if req.apas else None,
                 "time_limit_s": req.time_limit_s}
         task = {"model_id": m.id, "records": records, "target_class": target, "certify": spec,
-                "seed": req.seed}
+                "seed": req.seed, "solver_nodes": settings.solver_nodes}
         deadline = min(settings.max_request_s, len(records) * (2 * req.time_limit_s + 5) + GRACE_S)
         try:
             results = await service.run(certify_task, task, deadline)
