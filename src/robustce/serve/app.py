@@ -97,20 +97,20 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         limit, what = self.limit_of(scope)
-        message = f"request body larger than {limit} bytes (the limit of {what})"
+        reason = f"request body larger than {limit} bytes (the limit of {what})"
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
-            return await _send_413(send, message)
+            return await _send_413(send, reason)
         seen = 0
 
         async def limited_receive() -> dict:
             nonlocal seen
-            message_in = await receive()
-            if message_in["type"] == "http.request":
-                seen += len(message_in.get("body", b""))
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
                 if seen > limit:  # raised in the route reading the body: its handler answers
-                    raise ApiError(413, message, loc=["body"])
-            return message_in
+                    raise ApiError(413, reason, loc=["body"])
+            return message
 
         await self.app(scope, limited_receive, send)
 
