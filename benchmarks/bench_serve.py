@@ -15,19 +15,23 @@ of one applicant), so the ratio is the service's overhead factor, measured in th
 
 ``--processes N`` serves with N front processes (``robustce serve --processes N``, each with
 ``--workers`` solver processes, one SQLite job store); the server's CPU then counts every
-process of the server's tree. Compare N = 1 and N > 1 in the same minutes on the same host.
+process of the server's tree. ``--compare-processes N`` measures the ``nearest_neighbour``
+clients against a server of 1 and of N front processes, alternately, ``--rounds`` times (the
+same minutes on the same host), and prints throughput, p99 and CPU per request side by side.
 
 ``--hostile RATE`` measures the normal ``nearest_neighbour`` clients twice on one server (started
 with a bearer token): a quiet phase, then a phase with a concurrent open-loop stream of RATE
 hostile requests a second, each on a fresh connection, cycling through a 100 000-unknown-key
-explain body (~1.6 MB, 422), an explain of ``--max-items`` + 1 applicants (422), a job of
-``max_job_items`` + 1 applicants (~1.5 MB, 422), a body over ``--max-body`` (413) and a wrong
+explain body (~1.8 MB, over ``--max-sync-body``: 413 unread), the same body as a job (parsed
+off the event loop: 422), an explain of ``--max-items`` + 1 applicants (422), a job of
+``max_job_items`` + 1 applicants (~1.9 MB, 422), a body over ``--max-body`` (413) and a wrong
 token (401). It reports the ratio of the normal requests' p99 under the stream to the quiet
 p99 (target: at most 2), the hostile answers counted by kind and status (all must be 4xx),
 and ``/health`` latency (probed 10 times a second) in both phases.
 
 Usage: python benchmarks/bench_serve.py [--quick] [--duration S] [--clients N] [--workers W]
-       [--processes N] [--max-body BYTES] [--hostile RATE [--hostile-kinds KINDS]]
+       [--processes N] [--max-body BYTES] [--max-sync-body BYTES]
+       [--hostile RATE [--hostile-kinds KINDS]] [--compare-processes N [--rounds R]]
 """
 
 from __future__ import annotations
