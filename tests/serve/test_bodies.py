@@ -107,6 +107,17 @@ def test_invalid_json_is_422_at_the_body(text):
     assert error["loc"] == ("body",) and error["type"] == "json_invalid"
 
 
+def test_a_lone_surrogate_in_a_feature_name_is_refused_before_the_key_check():
+    """The key check would quote the name in its error: a lone surrogate must be refused first
+    (an error message that cannot be encoded was a 500)."""
+    body = _body([{"id": "x", "features": {**GOOD, "\udc80bad": 1}}])
+    with pytest.raises(RequestValidationError) as caught:
+        parse_job_body(body, SCHEMA, CHECKER, 10_000)
+    (error,) = caught.value.errors()
+    assert error["loc"] == ("body",) and "Unicode" in error["msg"]
+    json.dumps(caught.value.errors()).encode("utf-8")  # the answer can be written
+
+
 def test_a_lone_surrogate_is_refused_as_by_one_call():
     body = _body([{"id": "\ud800", "features": GOOD}])
     assert b"\\ud800" in body  # json.dumps writes the escape

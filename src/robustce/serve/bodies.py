@@ -25,7 +25,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from robustce.serve.api_error import ApiError
 from robustce.serve.records import RecordError, check_record_keys, validate_records
-from robustce.serve.schemas import UNICODE_CHECKED, ExplainRequest, Item
+from robustce.serve.schemas import UNICODE_CHECKED, ExplainRequest, Item, _no_lone_surrogates
 
 __all__ = ["CHUNK", "check_json_media", "gil_friendly_loads", "parse_job_body", "parse_json_body",
            "too_many_items"]
@@ -123,6 +123,12 @@ def parse_job_body(body: bytes, schema: Any, checker: Any, max_items: int
     except ValueError as exc:  # json.JSONDecodeError included
         raise RequestValidationError([{"loc": ("body",), "type": "json_invalid",
                                        "msg": f"Invalid JSON: {exc}"}]) from None
+    if context is None:  # a \uD800-\uDFFF escape: no lone surrogate may reach a key check
+        try:
+            _no_lone_surrogates(obj)
+        except ValueError as exc:
+            raise RequestValidationError([{"loc": ("body",), "type": "value_error",
+                                           "msg": str(exc)}]) from None
     items = obj.get("items") if isinstance(obj, dict) else None
     if isinstance(items, list):
         if len(items) > max_items:

@@ -23,9 +23,8 @@ def free_port() -> int:
 
 
 def _this_src() -> Path:
-    import robustce
-
-    return Path(robustce.__file__).resolve().parents[1]
+    """The ``src`` folder this module was imported from."""
+    return Path(__file__).resolve().parents[2]
 
 
 class ServeProcess:
