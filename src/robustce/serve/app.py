@@ -64,6 +64,8 @@ __all__ = ["ApiError", "create_app"]
 
 STATIC = Path(__file__).parent / "static"
 GRACE_S = 10.0
+#: job bodies parsed at once (each on a thread of its own)
+JOB_PARSERS = 1
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,200}")
 #: the retry key of a request without an ``Idempotency-Key`` (holder, key, body hash)
 NO_RETRY_KEY: tuple[str, None, str] = ("", None, "")
@@ -167,6 +169,15 @@ class Service:
         self.lane_coalescer = Coalescer(self.lane, explain_task, settings.max_items)
         self._checked: set[tuple] = set()
         self._vectorised: dict[str, bool] = {}
+        self._parsers: anyio.CapacityLimiter | None = None
+
+    def parsers(self) -> anyio.CapacityLimiter:
+        """The threads that parse job bodies: :data:`JOB_PARSERS` at once (more wait, holding
+        only their raw body), so a flood of 2 MB bodies takes neither every thread nor
+        2 MB × 40 of parsed objects, and leaves the event loop its share of the cores."""
+        if self._parsers is None:  # made on the event loop (anyio needs one)
+            self._parsers = anyio.CapacityLimiter(JOB_PARSERS)
+        return self._parsers
 
     def load(self) -> None:
         for spec in self.specs:
@@ -594,7 +605,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         m = service.model(model_id)
         body = await request.body()
         req, records = await anyio.to_thread.run_sync(parse_job_body, body, m.schema, m.record_checker,
-                                                      settings.max_job_items)
+                                                      settings.max_job_items, limiter=service.parsers())
         target = service.target(m, req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from typing import Any
 
 from fastapi import Request
@@ -86,18 +88,32 @@ def too_many_items(n: int, limit: int, loc: str, to_jobs: bool = False) -> ApiEr
                            "msg": f"{n} items; at most {limit} per request{hint}"}])
 
 
-# JSON hooks in Python: while the C parser calls them, the thread may be made to hand the
-# interpreter lock to the event loop (Python checks for that between bytecodes, never inside
-# one C call)
+# JSON hooks in Python: while the C parser calls them, the thread hands the interpreter lock
+# to the event loop every YIELD_EVERY calls (time.sleep(0) releases it; Python never does
+# inside one C call, and otherwise only every switch interval, 5 ms, when asked)
+YIELD_EVERY = 256
+_calls = threading.local()
+
+
+def _tick() -> None:
+    n = getattr(_calls, "n", 0) + 1
+    _calls.n = n
+    if n % YIELD_EVERY == 0:
+        time.sleep(0)
+
+
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    _tick()
     return dict(pairs)
 
 
 def _int(text: str) -> int:
+    _tick()
     return int(text)
 
 
 def _float(text: str) -> float:
+    _tick()
     return float(text)
 
 
