@@ -6,11 +6,14 @@ default): its body is parsed and validated by one pydantic call on the event loo
 (:func:`parse_json_body`), a few milliseconds at most. A job's body may be up to
 ``max_body_bytes`` (2 MiB): :func:`parse_job_body` is run on a worker thread, and is written so
 that the thread gives the interpreter lock back often. One C call that parses a 2 MB body
-holds the lock for its whole run (50–160 ms measured here), so a thread alone would not help;
-here the JSON is parsed with Python hooks on every object and number (the lock can change
-hands between them), the item count and the records' keys are checked first, in bounded
-Python work (a record with 100 000 unknown keys never reaches pydantic), and pydantic then
-validates the items in chunks of :data:`CHUNK`.
+holds the lock for its whole run (50–160 ms measured here), so a thread alone would not help
+(and a thread running Python keeps the lock 5 ms each time the loop waits for the network);
+here the JSON is parsed with Python hooks on every object and number, every
+:data:`YIELD_EVERY`-th of which hands the lock to the loop, the item count and the records'
+keys are checked first, in bounded Python work (a record with 100 000 unknown keys never
+reaches pydantic), and pydantic then validates the items in chunks of :data:`CHUNK`. The app
+runs one such parse at a time (``Service.parsers``). One JSON object's members are still read
+without a hook in between: a single huge object of strings holds the lock for its parse.
 """
 
 from __future__ import annotations
