@@ -5,11 +5,15 @@ statuses, never on times."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
-from robustce.solvers import milp as milp_module
 from robustce.solvers.milp import MILP, SolveStatus, highs_work_limits
+
+#: the module of the HiGHS backend, which reads the limits (the one defining highs_work_limits)
+milp_module = sys.modules[highs_work_limits.__module__]
 
 
 def _market_split(n: int = 12, m: int = 2, seed: int = 0) -> MILP:
