@@ -15,19 +15,23 @@ of one applicant), so the ratio is the service's overhead factor, measured in th
 
 ``--processes N`` serves with N front processes (``robustce serve --processes N``, each with
 ``--workers`` solver processes, one SQLite job store); the server's CPU then counts every
-process of the server's tree. Compare N = 1 and N > 1 in the same minutes on the same host.
+process of the server's tree. ``--compare-processes N`` measures the ``nearest_neighbour``
+clients against a server of 1 and of N front processes, alternately, ``--rounds`` times (the
+same minutes on the same host), and prints throughput, p99 and CPU per request side by side.
 
 ``--hostile RATE`` measures the normal ``nearest_neighbour`` clients twice on one server (started
 with a bearer token): a quiet phase, then a phase with a concurrent open-loop stream of RATE
 hostile requests a second, each on a fresh connection, cycling through a 100 000-unknown-key
-explain body (~1.6 MB, 422), an explain of ``--max-items`` + 1 applicants (422), a job of
-``max_job_items`` + 1 applicants (~1.5 MB, 422), a body over ``--max-body`` (413) and a wrong
+explain body (~1.8 MB, over ``--max-sync-body``: 413 unread), the same body as a job (parsed
+off the event loop: 422), an explain of ``--max-items`` + 1 applicants (422), a job of
+``max_job_items`` + 1 applicants (~1.9 MB, 422), a body over ``--max-body`` (413) and a wrong
 token (401). It reports the ratio of the normal requests' p99 under the stream to the quiet
 p99 (target: at most 2), the hostile answers counted by kind and status (all must be 4xx),
 and ``/health`` latency (probed 10 times a second) in both phases.
 
 Usage: python benchmarks/bench_serve.py [--quick] [--duration S] [--clients N] [--workers W]
-       [--processes N] [--max-body BYTES] [--hostile RATE [--hostile-kinds KINDS]]
+       [--processes N] [--max-body BYTES] [--max-sync-body BYTES]
+       [--hostile RATE [--hostile-kinds KINDS]] [--compare-processes N [--rounds R]]
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ import asyncio
 import collections
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,45 +55,33 @@ MAX_REQUESTS = 200_000
 MAX_ITEMS = 100  # the server's --max-items
 MAX_JOB_ITEMS = 10_000  # ServeSettings.max_job_items (no flag)
 MAX_BODY = 2 * 1024 * 1024  # ServeSettings.max_body_bytes (robustce serve --max-body's default)
+MAX_SYNC_BODY = 256 * 1024  # ServeSettings.max_sync_body_bytes (--max-sync-body's default)
 HOSTILE_IN_FLIGHT = 32  # hostile requests open at once at most; more are counted as skipped
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(demo_dir: str, workers: int, in_process: str, processes: int = 1,
-           token: str | None = None, max_body: int = MAX_BODY) -> tuple[subprocess.Popen, str]:
-    import httpx
+           token: str | None = None, max_body: int = MAX_BODY, max_sync_body: int = MAX_SYNC_BODY
+           ) -> tuple[subprocess.Popen, str]:
+    """``robustce serve`` on the demo model (:class:`~robustce.serve.launcher.ServeProcess`,
+    this checkout's src), ready: (its process, its URL)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from robustce.serve.launcher import ServeProcess
 
-    port = _free_port()
     auth = []
     if token is not None:
         token_file = Path(demo_dir) / "token"
         token_file.write_text(token)
         auth = ["--token-file", str(token_file)]
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen([sys.executable, "-m", "robustce.cli", "serve", "--port", str(port),
-                             "--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100",
-                             "--max-body", str(max_body), "--in-process", in_process,
-                             "--processes", str(processes),
-                             "--store", str(Path(demo_dir) / "jobs.sqlite3"), *auth],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    end = time.monotonic() + 300
-    while time.monotonic() < end:
-        try:
-            if httpx.get(url + "/ready", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None:
-            raise RuntimeError("robustce serve exited")
-        time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError("robustce serve did not become ready")
+    server = ServeProcess(["--workers", str(workers), "--demo-dir", demo_dir, "--max-items", "100",
+                           "--max-body", str(max_body), "--max-sync-body", str(max_sync_body),
+                           "--in-process", in_process, "--processes", str(processes),
+                           "--store", str(Path(demo_dir) / "jobs.sqlite3"), *auth], src=ROOT / "src")
+    try:
+        server.wait_ready(300)
+    except RuntimeError:
+        server.stop(10)
+        raise
+    return server.proc, server.url
 
 
 class _Connection(asyncio.Protocol):
@@ -385,6 +376,7 @@ def _hostile_requests(host: str, token: str, applicants: list[dict], max_body: i
 
     return [
         ("unknown_keys_100000", post(explain, dumps({"items": [{"id": "x", "features": unknown}]}))),
+        ("job_unknown_keys_100000", post(jobs, dumps({"items": [{"id": "x", "features": unknown}]}))),
         (f"explain_{MAX_ITEMS + 1}_items", post(explain, dumps({"items": items(MAX_ITEMS + 1)}))),
         (f"job_{MAX_JOB_ITEMS + 1}_items", post(jobs, dumps({"items": items(MAX_JOB_ITEMS + 1)}))),
         ("body_over_max_body", post(explain, dumps({"items": items(1), "pad": "x" * max_body}))),
@@ -393,8 +385,8 @@ def _hostile_requests(host: str, token: str, applicants: list[dict], max_body: i
 
 
 def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in_process: str = "none",
-                processes: int = 1, kinds: list[str] | None = None, max_body: int = MAX_BODY
-                ) -> list[dict[str, Any]]:
+                processes: int = 1, kinds: list[str] | None = None, max_body: int = MAX_BODY,
+                max_sync_body: int = MAX_SYNC_BODY) -> list[dict[str, Any]]:
     """Normal ``nearest_neighbour`` clients on one server (with a token): a quiet phase, then
     the same under a stream of ``rate`` hostile requests a second (of ``kinds``; default every
     kind); the second row carries ``p99_ratio`` (hostile / quiet p99) and the hostile answers
@@ -403,7 +395,8 @@ def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in
     token = "bench-token-" + os.urandom(12).hex()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as demo_dir:
-        proc, url = _start(demo_dir, workers, in_process, processes, token=token, max_body=max_body)
+        proc, url = _start(demo_dir, workers, in_process, processes, token=token, max_body=max_body,
+                           max_sync_body=max_sync_body)
         try:
             applicants = _warm(url, workers * processes, token)
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
@@ -420,7 +413,8 @@ def run_hostile(rate: float, duration: float, clients: int, workers: int = 2, in
                                      hostile=hostile, hostile_rate=r, probe_health=True)
                 rows.append({"name": f"nearest_neighbour over HTTP, {clients} clients, {phase} phase",
                              "phase": phase, **res, "workers": workers, "processes": processes,
-                             "in_process": in_process, "max_body": max_body, "cpu_count": os.cpu_count()})
+                             "in_process": in_process, "max_body": max_body,
+                             "max_sync_body": max_sync_body, "cpu_count": os.cpu_count()})
             rows[1]["p99_ratio"] = round(rows[1]["p99_ms"] / rows[0]["p99_ms"], 2)
             rows[1]["hostile_request_bytes"] = sizes
         finally:
@@ -443,14 +437,15 @@ def _warm(url: str, workers: int, token: str | None = None) -> list[dict]:
 
 
 def run(quick: bool = False, duration: float | None = None, clients: int | None = None,
-        workers: int = 2, in_process: str = "none", processes: int = 1, max_body: int = MAX_BODY
-        ) -> list[dict[str, Any]]:
+        workers: int = 2, in_process: str = "none", processes: int = 1, max_body: int = MAX_BODY,
+        max_sync_body: int = MAX_SYNC_BODY) -> list[dict[str, Any]]:
 
     duration = duration or (10.0 if quick else 60.0)
     nn_clients = clients or 50
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as demo_dir:
-        proc, url = _start(demo_dir, workers, in_process, processes, max_body=max_body)
+        proc, url = _start(demo_dir, workers, in_process, processes, max_body=max_body,
+                           max_sync_body=max_sync_body)
         try:
             applicants = _warm(url, workers * processes)
             nn = {"method": "nearest_neighbour", "time_limit_s": 10}
@@ -498,9 +493,16 @@ def main() -> int:
     ap.add_argument("--max-body", type=int, default=MAX_BODY, metavar="BYTES",
                     help="passed to robustce serve --max-body (default 2 MiB); the hostile "
                          "body_over_max_body is a few hundred bytes over it")
+    ap.add_argument("--max-sync-body", type=int, default=MAX_SYNC_BODY, metavar="BYTES",
+                    help="passed to robustce serve --max-sync-body (default 256 KiB)")
+    ap.add_argument("--compare-processes", type=int, default=None, metavar="N",
+                    help="instead of the scenarios: the nearest_neighbour clients against 1 and N "
+                         "front processes, alternately, --rounds times (--duration each, default 20 s)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of --compare-processes (default 2)")
     ap.add_argument("--hostile-kinds", default=None, metavar="KINDS",
                     help="comma-separated hostile request kinds to send (default all: unknown_keys_100000, "
-                         "explain_101_items, job_10001_items, body_over_max_body, wrong_token)")
+                         "job_unknown_keys_100000, explain_101_items, job_10001_items, "
+                         "body_over_max_body, wrong_token)")
     args = ap.parse_args()
     if args.duration is not None and not 0 < args.duration <= 600:
         raise SystemExit("--duration must be in (0, 600]")
@@ -509,19 +511,67 @@ def main() -> int:
             raise SystemExit("--hostile RATE must be in (0, 1000] requests a second")
         rows = run_hostile(args.hostile, args.duration or (5.0 if args.quick else 30.0), args.clients or 50,
                            args.workers, args.in_process, args.processes,
-                           args.hostile_kinds.split(",") if args.hostile_kinds else None, args.max_body)
+                           args.hostile_kinds.split(",") if args.hostile_kinds else None, args.max_body,
+                           args.max_sync_body)
         for row in rows:
             print(json.dumps(row))
         print()
         print(hostile_table(rows))
         return 0
+    if args.compare_processes is not None:
+        if args.compare_processes < 2 or args.rounds < 1:
+            raise SystemExit("--compare-processes N needs N >= 2 and --rounds >= 1")
+        rows = run_fronts(args.compare_processes, args.rounds, args.duration or 20.0,
+                          args.clients or 50, args.workers, args.in_process)
+        for row in rows:
+            print(json.dumps(row))
+        print()
+        print(fronts_table(rows))
+        return 0
     rows = run(args.quick, args.duration, args.clients, args.workers, args.in_process, args.processes,
-               args.max_body)
+               args.max_body, args.max_sync_body)
     for row in rows:
         print(json.dumps(row))
     print()
     print(table(rows))
     return 0
+
+
+def run_fronts(n: int, rounds: int, duration: float, clients: int, workers: int = 2,
+               in_process: str = "none") -> list[dict[str, Any]]:
+    """The ``nearest_neighbour`` clients against a server of 1 and of ``n`` front processes
+    (``--workers`` each), alternately (1, n, 1, n, ...), ``rounds`` times: throughput, p99 and
+    the server's CPU (every process of its tree) per request, with the load average."""
+    rows: list[dict[str, Any]] = []
+    nn = {"method": "nearest_neighbour", "time_limit_s": 10}
+    for k in range(rounds):
+        for processes in (1, n):
+            with tempfile.TemporaryDirectory() as demo_dir:
+                proc, url = _start(demo_dir, workers, in_process, processes)
+                try:
+                    applicants = _warm(url, workers * processes)
+                    res = _measured_load(proc, url, applicants, nn, clients, duration)
+                finally:
+                    proc.terminate()
+                    proc.wait(60)
+            rows.append({"name": f"nearest_neighbour, {processes} front process(es), round {k + 1}",
+                         "round": k + 1, "processes": processes, "workers": workers, **res,
+                         "cpu_count": os.cpu_count()})
+    return rows
+
+
+def fronts_table(rows: list[dict[str, Any]]) -> str:
+    """The rows of :func:`run_fronts` as a Markdown table."""
+    out = ["| round | front processes | clients | requests/s | p50 | p99 | lost | server CPU / request | "
+           "server CPU share | client CPU share | load average (start, end) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        load = " → ".join(f"{v:g}" for v in r["loadavg_1min"])
+        out.append(f"| {r['round']} | {r['processes']} | {r['clients']} | {r['req_per_s']:g} | "
+                   f"{r['p50_ms']:g} ms | {r['p99_ms']:g} ms | {r['lost']} | "
+                   f"{r.get('server_cpu_ms_per_req', '–')} ms | {r.get('server_cpu_share', '–')} | "
+                   f"{r['client_cpu_share']:g} | {load} |")
+    return "\n".join(out)
 
 
 def table(rows: list[dict[str, Any]]) -> str:

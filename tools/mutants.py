@@ -670,10 +670,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "anyone who knows (or guesses) a job id reads its applicants' results without a token"),
     Mutant("serve_job_submit_without_token", "serve/app.py",
            """        await auth(request)
-        req = await _parse_json_body(request, ExplainRequest)
-        m, records, target = service.admit(model_id, req.items, settings.max_job_items""",
-           """        req = await _parse_json_body(request, ExplainRequest)
-        m, records, target = service.admit(model_id, req.items, settings.max_job_items""",
+        check_json_media(request)
+        m = service.model(model_id)
+        body = await request.body()""",
+           """        check_json_media(request)
+        m = service.model(model_id)
+        body = await request.body()""",
            ("tests/serve/test_security.py::test_every_v1_route_checks_the_bearer_token[none]",),
            "a job (hours of solver work) is accepted without a token"),
     Mutant("global_actions_count_an_applicant_twice", "audits/global_actions.py",

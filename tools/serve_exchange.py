@@ -27,9 +27,6 @@ import math
 import os
 import re
 import secrets
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -77,55 +74,29 @@ REL_TOL = 1e-3
 # ----------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
-    """``robustce serve`` on the demo model, started as a process on a free loopback port."""
+    """``robustce serve`` on the demo model with a token file and an audit log in ``workdir``
+    (:class:`~robustce.serve.launcher.ServeProcess`, running :func:`served_src`'s robustce)."""
 
     def __init__(self, workdir: Path, demo_dir: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        src = served_src()
+        if str(src) not in sys.path:  # the launcher of the robustce the server runs
+            sys.path.insert(0, str(src))
+        from robustce.serve.launcher import ServeProcess
+
         self.token = secrets.token_hex(16)
         self.token_file = workdir / "token"
         self.token_file.write_text(self.token + "\n")
         self.audit_log = workdir / "audit.jsonl"
-        self.log = workdir / "serve.log"
-        env = {**os.environ, "PYTHONPATH": f"{served_src()}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        cmd = [sys.executable, "-m", "robustce.cli", "serve", "--demo-dir", str(demo_dir),
-               "--port", str(self.port), "--token-file", str(self.token_file),
-               "--audit-log", str(self.audit_log)]
-        with open(self.log, "wb") as fh:
-            self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        self.process = ServeProcess(["--demo-dir", str(demo_dir), "--token-file", str(self.token_file),
+                                     "--audit-log", str(self.audit_log)], log=workdir / "serve.log", src=src)
+        self.url = self.process.url
 
     def wait_ready(self, timeout: float = 600.0) -> None:
-        import httpx
-
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"robustce serve exited ({self.proc.returncode}):\n"
-                                   + self.log.read_text()[-2000:])
-            try:
-                if httpx.get(self.url + "/ready", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError(f"robustce serve not ready after {timeout:.0f} s:\n"
-                           + self.log.read_text()[-2000:])
+        self.process.wait_ready(timeout)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.process.stop()
 
 
 def _json_tool(body: str) -> str:

@@ -3,18 +3,14 @@ loopback port; the tests talk HTTP to it (httpx)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import robustce
+from robustce.serve.launcher import ServeProcess, free_port
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -28,34 +24,34 @@ TOKEN = "test-token-0123456789abcdef"
 #: the served demo model's id (its directory's name)
 MODEL_ID = "loan"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["SRC", "TOKEN", "Server", "free_port", "launch", "wait_ready"]
 
 
 @dataclass
 class Server:
-    url: str
-    proc: subprocess.Popen
+    """A started ``robustce serve`` (:class:`~robustce.serve.launcher.ServeProcess`) and the
+    files the tests read: its audit log, the served model, its output."""
+
+    process: ServeProcess
     audit_log: Path
     model_dir: Path
     log: Path
     token: str = TOKEN
+
+    @property
+    def url(self) -> str:
+        return self.process.url
+
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.process.proc
 
     def client(self, token: str | None = TOKEN, timeout: float = 60.0) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.process.stop()
 
 
 #: the audit log of every server the tests started (verified at the session's end)
@@ -82,32 +78,18 @@ def _every_audit_log_verifies():
 
 def launch(tmp: Path, model_dir: Path, name: str, *extra: str) -> Server:
     """Start ``robustce serve`` (not waiting for it to be ready)."""
-    port = free_port()
     token_file = tmp / f"{name}.token"
     token_file.write_text(TOKEN + "\n")
     audit = tmp / f"{name}-audit.jsonl"
     SERVED_AUDIT_LOGS.append(audit)
     log = tmp / f"{name}.log"
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    cmd = [sys.executable, "-m", "robustce.cli", "serve", "--model", f"loan={model_dir}",
-           "--port", str(port), "--token-file", str(token_file), "--audit-log", str(audit), *extra]
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
-    return Server(f"http://127.0.0.1:{port}", proc, audit, model_dir, log)
+    process = ServeProcess(["--model", f"loan={model_dir}", "--token-file", str(token_file),
+                            "--audit-log", str(audit), *extra], log=log, src=SRC)
+    return Server(process, audit, model_dir, log)
 
 
 def wait_ready(server: Server, timeout: float = 120.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if server.proc.poll() is not None:
-            raise RuntimeError(f"server exited ({server.proc.returncode}): {server.log.read_text()[-2000:]}")
-        try:
-            if httpx.get(server.url + "/ready", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"server not ready after {timeout} s: {server.log.read_text()[-2000:]}")
+    server.process.wait_ready(timeout)
 
 
 @pytest.fixture(scope="session")

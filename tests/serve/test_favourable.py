@@ -10,8 +10,10 @@ A model saved without a favourable class is not served unless ``--favourable`` n
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -90,6 +92,35 @@ def test_serve_favourable_sets_the_class_of_a_model_saved_without_one(server):
         other = c.get("/v1/models/other").json()
     assert other["class_names"] == ["A", "B"]
     assert other["favourable_class"] == "B" and other["default_target_class"] == 1
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_served_hash_tells_the_favourable_class_apart(approvals_dir):
+    """A model served with the favourable class saved in it keeps the SHA-256 of its
+    ``model.json`` as its hash; served toward another class (``--favourable``), it gets
+    another hash: /v1/models, audit records and jobs never mix the two servings."""
+    from robustce.serve.registry import load_served_model, model_spec
+
+    spec = model_spec(approvals_dir, "loan")
+    as_saved = load_served_model(spec, with_methods=False)
+    named = load_served_model(replace(spec, favourable="approved"), with_methods=False)
+    other = load_served_model(replace(spec, favourable="denied"), with_methods=False)
+    assert as_saved.hash == named.hash == _sha256(approvals_dir / "model.json")
+    assert other.favourable == 1 and other.hash != as_saved.hash and len(other.hash) == 64
+
+
+def test_models_report_a_hash_that_includes_a_served_favourable_class(server, approvals_dir,
+                                                                      unlabelled_dir):
+    """Over HTTP: ``loan`` (its saved class) reports its ``model.json``'s SHA-256; ``other``
+    (saved without one, served with ``--favourable other=B``) does not."""
+    with server.client() as c:
+        models = {m["id"]: m for m in c.get("/v1/models").json()["models"]}
+    assert models["loan"]["hash"] == _sha256(approvals_dir / "model.json")
+    assert models["other"]["hash"] != _sha256(unlabelled_dir / "model.json")
+    assert len(models["other"]["hash"]) == 64
 
 
 def test_applicants_offered_are_those_the_model_denies(server, approvals_dir):

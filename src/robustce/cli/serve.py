@@ -52,9 +52,17 @@ def _add_serve(sub: Any) -> None:
                    help="items per worker task of a job; each chunk's results are committed to "
                         "the store as it finishes (default 100)")
     p.add_argument("--max-body", type=int, default=2 * 1024 * 1024, metavar="BYTES",
-                   help="largest request body (default 2 MiB)")
+                   help="largest request body: a job submission's (default 2 MiB); its JSON is "
+                        "parsed and checked off the event loop")
+    p.add_argument("--max-sync-body", type=int, default=256 * 1024, metavar="BYTES",
+                   help="largest body of every other route (explain, certify), refused by its "
+                        "Content-Length before it is read (default 256 KiB; at most --max-body)")
     p.add_argument("--max-request-s", type=float, default=120.0, metavar="S",
                    help="time budget of one request; items past it get status timeout (default 120)")
+    p.add_argument("--solver-nodes", type=int, default=10_000, metavar="N",
+                   help="work limit of each MILP solve of a request (HiGHS branch-and-bound "
+                        "nodes; default 10000): results do not depend on the host's load, the "
+                        "request's time_limit_s stays as a wall-clock cap")
     p.add_argument("--in-process", metavar="METHODS", default="none",
                    help="comma-separated cheap methods (e.g. nearest_neighbour) whose explain "
                         "requests run on a thread of the server instead of a worker process "
@@ -170,7 +178,8 @@ def _settings(args: argparse.Namespace) -> Any:
     token = read_token(args.token_file) if args.token_file else None
     settings = ServeSettings(workers=args.workers, max_queue=args.max_queue, max_items=args.max_items,
                              max_jobs=args.max_jobs, job_chunk=args.job_chunk,
-                             max_body_bytes=args.max_body, max_request_s=args.max_request_s,
+                             max_body_bytes=args.max_body, max_sync_body_bytes=args.max_sync_body,
+                             solver_nodes=args.solver_nodes, max_request_s=args.max_request_s,
                              token=token, audit_log=args.audit_log,
                              store=store_url(args.store) if args.store else None,
                              in_process=_in_process(args.in_process))

@@ -24,11 +24,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+import anyio
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from robustce.errors import RobustCEError
 from robustce.serve.api_docs import add_api_docs
@@ -36,6 +37,7 @@ from robustce.serve.api_error import ApiError
 from robustce.serve.audit_log import AuditLog, AuditWriteError, library_versions
 from robustce.serve.audit_trail import AuditTrail
 from robustce.serve.batching import Coalescer
+from robustce.serve.bodies import check_json_media, parse_job_body, parse_json_body, too_many_items
 from robustce.serve.client_params import check_client_params
 from robustce.serve.headers import SECURITY_HEADERS, SecurityHeaders
 from robustce.serve.jobs import JobRunner
@@ -44,7 +46,6 @@ from robustce.serve.pool import DeadlineExceeded, InProcessLane, QueueFull, Solv
 from robustce.serve.records import RecordError, validate_records
 from robustce.serve.registry import ModelSpec, ServedModel, load_served_model, resolve_class
 from robustce.serve.schemas import (
-    UNICODE_CHECKED,
     CertifyRequest,
     CertifyResponse,
     ExplainItemOut,
@@ -55,7 +56,7 @@ from robustce.serve.schemas import (
     ModelInfo,
     ModelList,
 )
-from robustce.serve.settings import ServeSettings
+from robustce.serve.settings import ServeSettings, sync_body_limit
 from robustce.serve.store import JobStore, default_store_url
 from robustce.serve.worker import certify_task, explain_task, register_models
 
@@ -63,23 +64,45 @@ __all__ = ["ApiError", "create_app"]
 
 STATIC = Path(__file__).parent / "static"
 GRACE_S = 10.0
+#: job bodies parsed at once (each on a thread of its own)
+JOB_PARSERS = 1
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,200}")
+#: the retry key of a request without an ``Idempotency-Key`` (holder, key, body hash)
+NO_RETRY_KEY: tuple[str, None, str] = ("", None, "")
 _log = logging.getLogger(__name__)
 
 
-class BodyLimit:
-    """ASGI middleware: a body over ``limit`` bytes gets 413, by its ``Content-Length`` or,
-    for a chunked body, as soon as the bytes read pass the limit."""
+#: the route whose body may be large (a job's batch): ``POST /v1/models/{id}/jobs``
+_JOB_ROUTE = re.compile(r"/v1/models/[^/]+/jobs")
 
-    def __init__(self, app: Any, limit: int):
+
+class BodyLimit:
+    """ASGI middleware: a body over its route's limit gets 413, by its ``Content-Length`` or,
+    for a chunked body, as soon as the bytes read pass the limit — before it is parsed.
+
+    ``POST /v1/models/{id}/jobs`` takes up to ``limit`` bytes (its body is parsed off the event
+    loop); every other route (explain, certify: answered while the client waits) up to
+    ``sync_limit``, so a large body there is refused unread instead of parsed on the loop."""
+
+    def __init__(self, app: Any, limit: int, sync_limit: int | None = None):
         self.app, self.limit = app, limit
+        self.sync_limit = limit if sync_limit is None else min(sync_limit, limit)
+
+    def limit_of(self, scope: dict) -> tuple[int, str]:
+        """(the body limit of the request, what it is the limit of)."""
+        if scope.get("method") == "POST" and _JOB_ROUTE.fullmatch(scope["path"]):
+            return self.limit, "a job submission"
+        return self.sync_limit, ("a synchronous request; large batches go to POST "
+                                 f"/v1/models/{{id}}/jobs, up to {self.limit} bytes")
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        limit, what = self.limit_of(scope)
+        reason = f"request body larger than {limit} bytes (the limit of {what})"
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
-            return await _send_413(send, self.limit)
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return await _send_413(send, reason)
         seen = 0
 
         async def limited_receive() -> dict:
@@ -87,15 +110,15 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:  # FastAPI re-raises an HTTPException met reading a body
-                    raise HTTPException(413, f"request body larger than {self.limit} bytes")
+                if seen > limit:  # raised in the route reading the body: its handler answers
+                    raise ApiError(413, reason, loc=["body"])
             return message
 
         await self.app(scope, limited_receive, send)
 
 
-async def _send_413(send: Any, limit: int) -> None:
-    body = json.dumps({"detail": f"request body larger than {limit} bytes"}).encode()
+async def _send_413(send: Any, message: str) -> None:
+    body = json.dumps({"detail": message, "loc": ["body"]}).encode()
     await send({"type": "http.response.start", "status": 413,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
@@ -146,6 +169,15 @@ class Service:
         self.lane_coalescer = Coalescer(self.lane, explain_task, settings.max_items)
         self._checked: set[tuple] = set()
         self._vectorised: dict[str, bool] = {}
+        self._parsers: anyio.CapacityLimiter | None = None
+
+    def parsers(self) -> anyio.CapacityLimiter:
+        """The threads that parse job bodies: :data:`JOB_PARSERS` at once (more wait, holding
+        only their raw body), so a flood of 2 MB bodies takes neither every thread nor
+        2 MB × 40 of parsed objects, and leaves the event loop its share of the cores."""
+        if self._parsers is None:  # made on the event loop (anyio needs one)
+            self._parsers = anyio.CapacityLimiter(JOB_PARSERS)
+        return self._parsers
 
     def load(self) -> None:
         for spec in self.specs:
@@ -195,9 +227,7 @@ class Service:
 
     def check_items(self, m: ServedModel, items: list[Any], limit: int, loc: str) -> list[dict]:
         if len(items) > limit:
-            hint = " (use POST /v1/models/{id}/jobs for large batches)" if loc == "items" else ""
-            raise ApiError(422, [{"loc": ["body", loc], "type": "value_error.too_many",
-                                  "msg": f"{len(items)} items; at most {limit} per request{hint}"}])
+            raise too_many_items(len(items), limit, loc, to_jobs=loc == "items")
         records = [it.features for it in items]
         try:
             validate_records(m.schema, records, loc=("body", loc), checker=m.record_checker)
@@ -246,6 +276,7 @@ class Service:
         status ``timeout``, one that raised gives status ``error`` with the reason."""
         task = {"model_id": m.id, "method": method, "params": req.params, "records": records,
                 "target_class": target, "time_limit_s": req.time_limit_s, "seed": req.seed,
+                "solver_nodes": self.settings.solver_nodes,
                 "certify": req.certify.model_dump() if req.certify else None}
         deadline = self.explain_deadline(req, len(records))
         try:
@@ -287,14 +318,16 @@ class Service:
 
     # --- answers that need their audit record first ---------------------------------------
     async def retry_key(self, request: Request) -> tuple[str, str | None, str]:
-        """(token holder, the request's ``Idempotency-Key`` or None, SHA-256 of its path and body)."""
+        """(token holder, the request's ``Idempotency-Key``, SHA-256 of its path and body);
+        without the header, ``NO_RETRY_KEY`` (nothing hashed: the answer is kept for no retry)."""
         key = request.headers.get("idempotency-key")
-        if key is not None and not _IDEMPOTENCY_KEY.fullmatch(key):
+        if key is None:
+            return NO_RETRY_KEY
+        if not _IDEMPOTENCY_KEY.fullmatch(key):
             raise ApiError(422, [{"loc": ["header", "Idempotency-Key"], "type": "value_error",
                                   "msg": "1 to 200 visible ASCII characters"}])
-        holder = hashlib.sha256(request.headers.get("authorization", "").encode()).hexdigest()
-        body = request.url.path.encode() + b"\0" + await request.body()
-        return holder, key, hashlib.sha256(body).hexdigest()
+        holder, digest = await _request_identity(request)
+        return holder, key, digest
 
     async def kept_answer(self, request: Request, retry: tuple[str, str | None, str]
                           ) -> JSONResponse | None:
@@ -331,14 +364,23 @@ class Service:
         except AuditWriteError as exc:
             _log.error("%s", exc)
             key = retry[1] or request_id
-            if keep is not None:
-                self.kept.keep((retry[0], key, retry[2]), keep)
+            if keep is not None:  # a request sent without a key is hashed only now, to be kept
+                holder, digest = (retry[0], retry[2]) if retry[1] else await _request_identity(request)
+                self.kept.keep((holder, key, digest), keep)
             raise ApiError(503, f"the audit log could not be written, so the finished results "
                            f"are withheld; they are kept for {KEEP_S:g} s: send the same request "
                            f"again with the header Idempotency-Key: {key}",
                            {"Retry-After": str(self.settings.retry_after_s),
                             "Idempotency-Key": key, "X-Request-Id": request_id}) from None
         request.state.audited = True
+
+
+async def _request_identity(request: Request) -> tuple[str, str]:
+    """(SHA-256 of the request's ``Authorization`` header: its token holder, SHA-256 of its
+    path and body): what a retry must repeat to be given a kept answer."""
+    holder = hashlib.sha256(request.headers.get("authorization", "").encode()).hexdigest()
+    body = request.url.path.encode() + b"\0" + await request.body()
+    return holder, hashlib.sha256(body).hexdigest()
 
 
 def _telemetry_off() -> dict[str, Any]:
@@ -396,29 +438,6 @@ def _with_body_schemas(app: FastAPI, models: list[type[BaseModel]]) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-async def _parse_json_body(request: Request, model: type[BaseModel]) -> Any:
-    """The request's body as ``model``: one pydantic call parses and validates the JSON (422
-    with field-level errors located under ``body``, as FastAPI reports them)."""
-    media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if media != "application/json" and not media.endswith("+json"):
-        raise RequestValidationError([{
-            "loc": ("body",), "type": "content_type",
-            "msg": f"the body must be JSON (Content-Type: application/json), got "
-                   f"{media or 'no Content-Type'}"}])
-    body = await request.body()
-    # a lone surrogate can only come from a \uD800-\uDFFF escape: without one, the
-    # per-string Unicode walk (70 ms of a 100 000-key body) is skipped
-    context = None if _SURROGATE_ESCAPE.search(body) else UNICODE_CHECKED
-    try:
-        return model.model_validate_json(body, context=context)
-    except ValidationError as exc:
-        raise RequestValidationError(
-            [{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
-
-
 def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) -> FastAPI:
     """The service's ASGI app for the models ``specs`` (loaded, and the worker pool started,
     when the app starts)."""
@@ -460,7 +479,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=exc.headers)
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -528,7 +547,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         15 % to 6.5 % of the server's samples; docs/serve.md, "Throughput"). The OpenAPI
         contract is the same."""
         await auth(request)
-        req = await _parse_json_body(request, ExplainRequest)
+        req = await parse_json_body(request, ExplainRequest)
         retry = await service.retry_key(request)
         if (kept := await service.kept_answer(request, retry)) is not None:
             return kept
@@ -551,7 +570,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         """Exact Δ-test and/or APΔS certificates for counterfactuals the caller supplies
         (the token is checked before the body is read)."""
         await auth(request)
-        req = await _parse_json_body(request, CertifyRequest)
+        req = await parse_json_body(request, CertifyRequest)
         retry = await service.retry_key(request)
         if (kept := await service.kept_answer(request, retry)) is not None:
             return kept
@@ -561,7 +580,7 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         spec = {"delta": req.delta, "apas": req.apas.model_dump() if req.apas else None,
                 "time_limit_s": req.time_limit_s}
         task = {"model_id": m.id, "records": records, "target_class": target, "certify": spec,
-                "seed": req.seed}
+                "seed": req.seed, "solver_nodes": settings.solver_nodes}
         deadline = min(settings.max_request_s, len(records) * (2 * req.time_limit_s + 5) + GRACE_S)
         try:
             results = await service.run(certify_task, task, deadline)
@@ -579,16 +598,20 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
               openapi_extra=_json_body(ExplainRequest))
     async def submit_job(model_id: str, request: Request) -> dict[str, Any]:
         """A large batch, explained in the background: poll ``GET /v1/jobs/{job_id}`` (the
-        token is checked before the body is read)."""
+        token is checked before the body is read, the model too; the body, up to
+        ``--max-body``, is parsed and checked on a worker thread, off the event loop)."""
         await auth(request)
-        req = await _parse_json_body(request, ExplainRequest)
-        m, records, target = service.admit(model_id, req.items, settings.max_job_items, "items",
-                                           req.target_class)
+        check_json_media(request)
+        m = service.model(model_id)
+        body = await request.body()
+        req, records = await anyio.to_thread.run_sync(parse_job_body, body, m.schema, m.record_checker,
+                                                      settings.max_job_items, limiter=service.parsers())
+        target = service.target(m, req.target_class)
         method = service.check_method(m, req.method, req.params, req.seed)
 
         async def accept(record: dict[str, Any]) -> None:  # the request's one audit record
             if service.audit is not None:
-                await service.write_request_record(request, record, ("", None, ""), record["request_id"],
+                await service.write_request_record(request, record, NO_RETRY_KEY, record["request_id"],
                                                    status=202)
 
         view = await service.jobs.submit(m, req, records, method, target, accept=accept)
@@ -607,7 +630,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
 
     _with_body_schemas(app, [ExplainRequest, CertifyRequest])
     add_api_docs(app)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes,
+                       sync_limit=sync_body_limit(settings))
     if service.audit is not None:  # outermost of ours: it sees the 413s of BodyLimit too
         app.add_middleware(AuditTrail, log=service.audit, retry_after_s=settings.retry_after_s)
         if threading.current_thread() is threading.main_thread():

@@ -26,7 +26,7 @@ from typing import Any
 from robustce.serve.api_error import ApiError
 from robustce.serve.store import UNFINISHED, JobRow, JobStore, LeaseLost, process_owner
 
-__all__ = ["JobRunner"]
+__all__ = ["JobRunner", "job_view"]
 
 log = logging.getLogger("robustce.serve")
 
@@ -101,10 +101,10 @@ class JobRunner:
             raise ApiError(429, f"{active} jobs are queued or running (at most {self.max_jobs}); "
                            "retry later", {"Retry-After": str(self.service.settings.retry_after_s)})
         job_id = uuid.uuid4().hex
+        body = await asyncio.to_thread(request.model_dump, mode="json")  # a large batch: off the loop
         await asyncio.to_thread(
             self.store.create, job_id, model_id=model.id, model_hash=model.hash, method=method,
-            target=target, request=request.model_dump(mode="json"), total=len(records),
-            owner=self.owner, lease_s=LEASE_S)
+            target=target, request=body, total=len(records), owner=self.owner, lease_s=LEASE_S)
         record = self.service.record(  # endpoint "jobs": the HTTP request's record, not an event
             job_id, "jobs", model, method, request.params, request.seed, target,
             [{"id": it.id, "status": "queued"} for it in request.items],
@@ -118,23 +118,19 @@ class JobRunner:
             await asyncio.to_thread(self.store.delete, job_id)
             raise
         self._launch(job_id)
-        return {"job_id": job_id, "status": "queued", "progress": {"done": 0, "total": len(records)},
-                "error": None, "result": None}
+        return job_view(job_id, "queued", 0, len(records))
 
     async def view(self, job_id: str) -> dict[str, Any]:
         """The job's state, and its items in request order once done (404 if unknown)."""
         row = await asyncio.to_thread(self.store.get, job_id)
         if row is None:
             raise ApiError(404, f"no job {job_id!r}")
-        out: dict[str, Any] = {"job_id": row.id, "status": row.status,
-                               "progress": {"done": row.done, "total": row.total},
-                               "error": row.error, "result": None}
+        result = None
         if row.status == "done":
             results = await asyncio.to_thread(self.store.results, job_id)
-            out["result"] = {"request_id": row.id, "items": _items(row, results), "method": row.method,
-                             "model": {"id": row.model_id, "hash": row.model_hash},
-                             "target_class": row.target}
-        return out
+            result = {"request_id": row.id, "items": _items(row, results), "method": row.method,
+                      "model": {"id": row.model_id, "hash": row.model_hash}, "target_class": row.target}
+        return job_view(row.id, row.status, row.done, row.total, row.error, result)
 
     # --- running -----------------------------------------------------------------------
     async def _run(self, job_id: str) -> None:
@@ -148,7 +144,7 @@ class JobRunner:
         try:
             if model is None or model.hash != row.model_hash:
                 raise RuntimeError(f"model {row.model_id!r} with hash {row.model_hash} is not served here")
-            request = ExplainRequest.model_validate(row.request)
+            request = await asyncio.to_thread(ExplainRequest.model_validate, row.request)
             records = [it.features for it in request.items]
             await asyncio.to_thread(self.store.start, job_id, self.owner)
             if row.done:
@@ -193,6 +189,13 @@ class JobRunner:
         req = row.request
         self.service.log(row.id, "job", model, row.method, req.get("params"), req.get("seed"),
                          row.target, items, time_limit_s=req.get("time_limit_s"), **extra)
+
+
+def job_view(job_id: str, status: str, done: int, total: int, error: str | None = None,
+             result: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A job as ``GET /v1/jobs/{id}`` shows it (:class:`~robustce.serve.schemas.JobOut`)."""
+    return {"job_id": job_id, "status": status, "progress": {"done": done, "total": total},
+            "error": error, "result": result}
 
 
 def _items(row: JobRow, results: list[dict[str, Any]]) -> list[dict[str, Any]]:

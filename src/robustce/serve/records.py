@@ -18,7 +18,7 @@ import pandas as pd
 
 from robustce.errors import RobustCEError
 
-__all__ = ["RecordChecker", "RecordError", "records_frame", "validate_records"]
+__all__ = ["RecordChecker", "RecordError", "check_record_keys", "records_frame", "validate_records"]
 
 _FLOAT_MAX = 1.7976931348623157e308  # the largest float64
 
@@ -166,6 +166,27 @@ def _capped(errors: list[dict[str, Any]], more: int, loc: Sequence[Any]) -> list
         errors = [*errors, {"loc": list(loc), "type": "value_error.truncated",
                             "msg": f"and {more} more invalid field(s) not listed"}]
     return errors
+
+
+def check_record_keys(schema: Any, records: Sequence[Any], loc: Sequence[Any] = ("body", "items")
+                      ) -> None:
+    """The key check of :func:`validate_records` alone, on raw JSON values (an entry that is
+    not a mapping is skipped: its type is for the request model to refuse): raises
+    :class:`RecordError` naming unknown and missing features, at most :data:`MAX_ERRORS`
+    then how many more. O(number of features + listed errors) a record, whatever its number
+    of keys: run before a record's values are parsed into a model."""
+    names = schema.names
+    n = len(names)
+    errors: list[dict[str, Any]] = []
+    more = 0
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping) or (len(record) == n and all(k in record for k in names)):
+            continue
+        found, skipped = _key_errors(schema, record, [*loc, i, "features"], MAX_ERRORS - len(errors))
+        errors.extend(found)
+        more += skipped
+    if errors or more:
+        raise RecordError(_capped(errors, more, loc))
 
 
 def validate_records(schema: Any, records: Sequence[Mapping[str, Any]],

@@ -35,7 +35,7 @@ import pandas as pd
 from robustce.errors import ConfigError, ModelFileError, RobustCEError, ValidationError
 
 __all__ = ["SERVED_METHODS", "ModelSpec", "ServedModel", "build_demo_model", "load_served_model",
-           "model_spec", "resolve_class", "served_favourable"]
+           "model_spec", "resolve_class", "served_favourable", "served_hash"]
 
 #: methods the service offers, in the page's order (those importable and applicable to a model;
 #: methods that train their own predictor cannot explain a served model)
@@ -123,6 +123,18 @@ def model_spec(path: str | os.PathLike, model_id: str | None = None) -> ModelSpe
 def _model_hash(model_dir: str) -> str:
     """SHA-256 of ``model.json`` (which records the weights' own SHA-256)."""
     return hashlib.sha256(Path(model_dir, "model.json").read_bytes()).hexdigest()
+
+
+def served_hash(model_dir: str, saved: int | None, served: int) -> str:
+    """The served model's identity (``hash`` in ``/v1/models``, audit records, jobs): the
+    SHA-256 of ``model.json`` when the model is served with the favourable class saved in it
+    (``saved``); when ``robustce serve --favourable`` serves another (``served``, or one the
+    model was saved without), the SHA-256 of that digest and the class index — so two servings
+    of one model toward different favourable classes never share an identity."""
+    digest = _model_hash(model_dir)
+    if saved is not None and int(saved) == int(served):
+        return digest
+    return hashlib.sha256(f"{digest}\0favourable={int(served)}".encode()).hexdigest()
 
 
 def _read_training(spec: ModelSpec, model: Any) -> Any:
@@ -216,13 +228,15 @@ def load_served_model(spec: ModelSpec, *, with_methods: bool = True) -> ServedMo
     from robustce.models import load as load_model
 
     model = load_model(spec.model_dir)
-    model.favourable = _favourable_index(spec, model.class_names, model.favourable)
+    saved = model.favourable
+    model.favourable = _favourable_index(spec, model.class_names, saved)
     data = _read_training(spec, model)
     family = [load_model(d) for d in spec.family_dirs]
     for d, member in zip(spec.family_dirs, family, strict=True):
         if member.encoder.n_features_out_ != model.encoder.n_features_out_:
             raise ModelFileError(f"{d}: a family member must share the model's encoding")
-    return ServedModel(spec, model, data, _applicants(spec, model, data), _model_hash(spec.model_dir),
+    return ServedModel(spec, model, data, _applicants(spec, model, data),
+                       served_hash(spec.model_dir, saved, model.favourable),
                        _methods_for(model, data) if with_methods else [], family)
 
 

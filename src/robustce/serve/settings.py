@@ -7,7 +7,7 @@ from pathlib import Path
 
 from robustce.errors import ConfigError
 
-__all__ = ["ServeSettings", "read_token"]
+__all__ = ["ServeSettings", "read_token", "sync_body_limit"]
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,19 @@ class ServeSettings:
     max_job_items : items per job.
     max_jobs : jobs queued or running at once; more get 429.
     job_chunk : items per worker task of a job.
-    max_body_bytes : larger request bodies get 413.
+    max_body_bytes : the largest request body, a job submission's (``POST
+        /v1/models/{id}/jobs``); larger ones get 413.
+    max_sync_body_bytes : the largest body of every other route (explain, certify: their
+        answer is computed while the client waits, and their items are bounded by
+        ``max_items``); larger ones get 413 by their ``Content-Length`` (or while counted, for
+        a chunked body) before they are read or parsed. Capped by ``max_body_bytes``.
     max_request_s : time budget of one request (items past it get status ``timeout``).
+    solver_nodes : the work limit of every MILP solve of a request's items: HiGHS's
+        ``mip_max_nodes`` (branch-and-bound nodes). Unlike the per-item ``time_limit_s``, which
+        stays as a wall-clock cap, it does not depend on the host's load: an item answers the
+        same on a busy host as on an idle one unless the cap is reached. A solve it stops has
+        solver status ``limit``, treated as a time limit: the best point found is not
+        claimed optimal, and a certificate it leaves unproven is ``timeout``, never robust.
     token : bearer token the ``/v1`` routes require (None: no auth).
     audit_log : JSON-lines audit file (None: no audit log).
     store : the job store, an SQLAlchemy URL (``sqlite:///PATH``, ``postgresql+psycopg://...``);
@@ -42,7 +53,9 @@ class ServeSettings:
     max_jobs: int = 4
     job_chunk: int = 100
     max_body_bytes: int = 2 * 1024 * 1024
+    max_sync_body_bytes: int = 256 * 1024
     max_request_s: float = 120.0
+    solver_nodes: int = 10_000
     token: str | None = None
     audit_log: str | None = None
     store: str | None = None
@@ -51,11 +64,16 @@ class ServeSettings:
 
     def __post_init__(self) -> None:
         for name in ("workers", "max_items", "max_job_items", "max_jobs", "job_chunk",
-                     "max_body_bytes", "retry_after_s"):
+                     "max_body_bytes", "max_sync_body_bytes", "retry_after_s", "solver_nodes"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_queue < 0 or not self.max_request_s > 0:
             raise ConfigError("max_queue must be >= 0 and max_request_s > 0")
+
+
+def sync_body_limit(settings: ServeSettings) -> int:
+    """The body limit of the synchronous routes: ``max_sync_body_bytes``, at most ``max_body_bytes``."""
+    return min(settings.max_sync_body_bytes, settings.max_body_bytes)
 
 
 def read_token(path: str | Path) -> str:

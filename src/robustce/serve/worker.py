@@ -157,10 +157,27 @@ def _certify(served: Any, X: np.ndarray, targets: np.ndarray, spec: dict[str, An
     return out
 
 
+def work_limits(task: dict[str, Any]) -> Any:
+    """The context of a task's solver work: HiGHS's ``mip_max_nodes`` at the task's
+    ``solver_nodes`` (:attr:`ServeSettings.solver_nodes`) for every MILP solved in it."""
+    from contextlib import nullcontext
+
+    from robustce.solvers.milp import highs_work_limits
+
+    nodes = task.get("solver_nodes")
+    return nullcontext() if nodes is None else highs_work_limits(mip_max_nodes=int(nodes))
+
+
 def explain_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     """Explain a batch: one result dict per record, in order (status, CEs as raw records,
     changed features per CE, the decision, certificates, time). Every step runs once for the
-    whole batch; only the packing into per-item dicts loops."""
+    whole batch; only the packing into per-item dicts loops. Every MILP is solved under the
+    task's work limit (:func:`work_limits`)."""
+    with work_limits(task):
+        return _explain(task)
+
+
+def _explain(task: dict[str, Any]) -> list[dict[str, Any]]:
     from robustce.serve.records import records_frame
 
     served = _MODELS[task["model_id"]]
@@ -211,7 +228,12 @@ def explain_task(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 def certify_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     """Certificates of caller-supplied CEs (raw records): validity on the model, then the exact
-    Δ-test and/or APΔS (see :func:`_certify`)."""
+    Δ-test and/or APΔS (see :func:`_certify`), under the task's work limit."""
+    with work_limits(task):
+        return _certify_records(task)
+
+
+def _certify_records(task: dict[str, Any]) -> list[dict[str, Any]]:
     from robustce.serve.records import records_frame
 
     served = _MODELS[task["model_id"]]

@@ -36,6 +36,7 @@ from robustce.solvers.milp.common import (
     check_solver,
 )
 from robustce.solvers.milp.common import check_time_limit as check_time_limit
+from robustce.solvers.milp.highs import highs_work_limits
 from robustce.solvers.milp.model import MILP
 
 __all__ = [
@@ -45,4 +46,5 @@ __all__ = [
     "VarType",
     "available_solvers",
     "check_solver",
+    "highs_work_limits",
 ]

@@ -7,12 +7,33 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from robustce.errors import SolverError
 from robustce.solvers.milp.common import INF, SolveResult, SolveStatus, _ModelData, _Options
+
+#: HiGHS options that :func:`highs_work_limits` gives the HiGHS models of its context
+_HIGHS_CONTEXT: ContextVar[tuple[tuple[str, Any], ...]] = ContextVar("robustce_highs_context", default=())
+
+
+@contextmanager
+def highs_work_limits(**options: Any) -> Iterator[None]:
+    """Give every HiGHS model whose solver instance is made in this context (at its first
+    solve) these HiGHS options, beneath the model's own ``options``: work limits such as
+    ``mip_max_nodes`` or ``simplex_iteration_limit``, which, unlike ``time_limit``, do not
+    depend on the host's speed or load. A solve stopped by one has status ``limit``, which
+    the library treats as it treats a time limit (never a proof)."""
+    token = _HIGHS_CONTEXT.set(tuple({**dict(_HIGHS_CONTEXT.get()), **options}.items()))
+    try:
+        yield
+    finally:
+        _HIGHS_CONTEXT.reset(token)
+
 
 _banner_lock = threading.Lock()
 _banner_done = False
@@ -72,7 +93,7 @@ class _HighsBackend:
         if options.feasibility_tol is not None:
             self.h.setOptionValue("mip_feasibility_tolerance", float(options.feasibility_tol))
             self.h.setOptionValue("primal_feasibility_tolerance", float(options.feasibility_tol))
-        for key, val in options.extra.items():
+        for key, val in {**dict(_HIGHS_CONTEXT.get()), **options.extra}.items():
             if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:
                 raise SolverError(f"HiGHS rejected option {key}={val!r}")
         self.has_integers = False
