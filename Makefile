@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEMO_OUT ?= robustce-demo
 
-.PHONY: install demo test test-all test-nodata data lint bench mutants serve docs docs-nodata
+.PHONY: install demo test test-slow test-all test-nodata data lint bench mutants serve docs docs-nodata
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -45,6 +45,11 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The sweeps `make test` leaves out (marked `slow`: more seeds, more networks, the z3 MLP
+# variants, the full demo); `.ci/run` runs them after `make test`.
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"

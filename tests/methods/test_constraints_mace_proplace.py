@@ -145,7 +145,8 @@ def _in_hull(V: np.ndarray, P: np.ndarray) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("case", ["causal", "fixed"])
+# causal: make test-all
+@pytest.mark.parametrize("case", [pytest.param("causal", marks=pytest.mark.slow), "fixed"])
 def test_proplace_optimum_equals_brute_force_and_stays_robust(case):
     """PROPLACE's CE is the optimum over the Δ-robust grid points of its region: its cost
     lies between the brute-force minimum over region points whose exact worst-case margin is

@@ -332,7 +332,8 @@ def test_ensemble_robust_ces_satisfy_constraints(loan):
     assert (res.certificates.loc[found, "worst_case_margin"] > 0).all()
 
 
-@pytest.mark.parametrize("which", ["mlp", "forest"])
+# the MLP through z3 is the sweep (~30 s): `make test-all`, run by CI
+@pytest.mark.parametrize("which", [pytest.param("mlp", marks=pytest.mark.slow), "forest"])
 def test_mace_backends_satisfy_constraints_and_agree(loan, which):
     """Both MACE backends enforce the constraints; their δ_max agree within ε (the same
     constrained optimum, reached by z3 and by the MILP)."""
@@ -445,7 +446,8 @@ def _mace_ces(data, model, backend: str, c: Constraints):
     return cfs[queries.columns].reset_index(drop=True), q
 
 
-@pytest.mark.parametrize("backend", ["smt", "milp"])
+# smt: make test-all
+@pytest.mark.parametrize("backend", [pytest.param("smt", marks=pytest.mark.slow), "milp"])
 def test_mace_honours_conditionals(loan, backend):
     data, mlp, _ = loan
     c = Constraints(conditionals=["if income increases then debt decreases by >= 0.5",
@@ -537,7 +539,8 @@ def test_groups_change_together_equals_brute_force(model_kind):
     assert checked >= 4 and bites >= 1
 
 
-@pytest.mark.parametrize("backend", ["smt", "milp"])
+# smt: make test-all
+@pytest.mark.parametrize("backend", [pytest.param("smt", marks=pytest.mark.slow), "milp"])
 def test_mace_groups(loan, backend):
     data, mlp, _ = loan
     c = Constraints(groups=[["income", "debt"]])

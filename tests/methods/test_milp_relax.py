@@ -74,7 +74,7 @@ def _coarse_lattice(q: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("make", [_wide, _coarse])
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # seed 1: make test-all
 def test_relax_first_matches_brute_force_over_the_lattice(make, seed, monkeypatch):
     """The fine grid as the library relaxes it; the coarse grid relaxed too (the fineness
     rule switched off), so that its rounding often costs more than the gap and only the gap
@@ -171,7 +171,7 @@ def test_segment_point_reaches_the_margin_between_query_and_step():
 
 
 @pytest.mark.parametrize("make", [_wide, _coarse])
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # seed 1: make test-all
 def test_relaxation_claims_only_optima_within_the_gap(make, seed, monkeypatch):
     """:meth:`MILPNearest._from_relaxation` alone, from a far incumbent (a feasible lattice
     point at the median distance), with every wide grid relaxed (coarse ones too, where a

@@ -75,7 +75,9 @@ CLASSIFIERS = {
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("name", list(CLASSIFIERS))
+# hgb: make test-all
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "hgb" else n
+                                  for n in CLASSIFIERS])
 def test_view_predicts_like_the_pipeline_on_every_training_row(german, name):
     ds = german[0]
     pipe = _pipe(german, CLASSIFIERS[name]())
