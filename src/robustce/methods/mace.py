@@ -120,10 +120,10 @@ class MACE(MILPBackend, Explainer):
         :data:`WORK_PER_SECOND` (units per nominal second, calibrated so that a budget takes
         about ``time_limit`` seconds or less on the reference machine: 2e6 for trees, 3e6
         for forests and boosted trees, 5e5 for logistic regression, 5e4 for ReLU MLPs). A
-        spent budget
-        stops the query with status ``timeout`` (never a certificate the solver did not
-        prove), the same on every host and under any load: given the same inputs and
-        ``random_state`` the SMT backend's CEs and bounds are repeatable.
+        spent budget stops the query with status ``timeout`` (never a certificate the solver
+        did not prove), the same on every host and under any load: given the same inputs and
+        ``random_state`` the SMT backend's CEs and bounds are repeatable (each query runs on
+        a fresh z3 context, so not even the queries before it matter).
     sat_timeout : optional wall-clock limit per satisfiability call in seconds (None = the
         query's safety net). A safety net like ``time_limit``: where it binds, results depend
         on the host's speed and load.
@@ -139,9 +139,9 @@ class MACE(MILPBackend, Explainer):
         seconds (:data:`WALL_SLACK` = 10), a safety net against pathological hangs.
         ``random_state`` (an int; 0 otherwise) seeds z3 (``random_seed``). The MILP backend
         and ``hint`` keep ``time_limit`` as HiGHS's wall-clock limit. With a causal model in
-        ``constraints`` (MINT) a CE
-        is an action set, as in MILPNearest: a child moves only with its parents (its
-        actionability does not apply) and its change costs nothing (weight 0 in every norm).
+        ``constraints`` (MINT) a CE is an action set, as in MILPNearest: a child moves only
+        with its parents (its actionability does not apply) and its change costs nothing
+        (weight 0 in every norm).
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------
@@ -157,8 +157,8 @@ class MACE(MILPBackend, Explainer):
 
     Statuses: ``found`` (converged within ε); ``infeasible`` (z3 proved that no plausible CE
     exists); ``timeout`` (the work budget or the wall-clock safety net ran out, or z3
-    answered unknown: the certificate carries the
-    bounds reached so far, and the best CE found, if any, is returned); ``error``.
+    answered unknown: the certificate carries the bounds reached so far, and the best CE
+    found, if any, is returned); ``error``.
 
     Examples
     --------
