@@ -65,6 +65,8 @@ class Mutant:
 #: MACE's guards: certificates bracketing a brute-force optimum; infeasible is a proof
 MACE_BRACKET = "tests/methods/test_mace.py::test_trees_bounds_bracket_the_brute_force_optimum"
 MACE_INFEASIBLE = "tests/methods/test_mace.py::test_infeasible_is_a_proof"
+MACE_WORK = ("tests/methods/test_mace_determinism.py::"
+             "test_a_spent_work_budget_is_a_timeout_not_a_certificate")
 
 MUTANTS: tuple[Mutant, ...] = (
     # --- files ---------------------------------------------------------------------------
@@ -299,6 +301,18 @@ MUTANTS: tuple[Mutant, ...] = (
            """                r = min(r, 0.5 * J * delta / self._norm[key])""",
            (MACE_BRACKET, MACE_INFEASIBLE),
            "the per-feature box of d ≤ δ is too small: unsat is wrong, δ_min is no lower bound"),
+    Mutant("mace_work_limit_ignored", "methods/mace.py",
+           """                          rlimit=work, seed=self._z3_seed)""",
+           """                          rlimit=None, seed=self._z3_seed)""",
+           (MACE_WORK,),
+           "z3 is not given the work budget: a query runs on past work_limit"),
+    Mutant("mace_unknown_as_unsat", "methods/mace.py",
+           """            elif r.status == "unsat":
+                low = mid""",
+           """            elif r.status in ("unsat", "unknown"):
+                low = mid""",
+           (MACE_WORK,),
+           "a spent work budget (z3 unknown) is read as a proof: a false δ_min"),
     Mutant("mace_pruner_unsound", "solvers/tree_encoding.py",
            """        out = lb > limit""",
            """        out = lb > 0.5 * limit""",

@@ -51,6 +51,19 @@ __all__ = ["MACE", "mace_distance", "normalise_norm"]
 
 BACKENDS = ("auto", "smt", "milp")
 _MAX_STEPS = 200  # bisection cap (ε >= 1e-12 needs at most ~40)
+#: z3 resource units (``rlimit``) per nominal second of ``time_limit`` when ``work_limit`` is
+#: None, per encoding: z3 spends them at very different paces on the different formulas.
+#: Measured on the reference machine (2 cores, load ~2; ``z3-solver`` 5.4.1; MACE SMT, ε =
+#: 1e-3, ℓ1 and ℓ∞, 2–4 queries per model of compas, adult and credit, units / seconds inside
+#: ``check`` summed per family): trees 2.4e6/s (35 calls), forests 4.4e6/s (36 calls, per
+#: call 3.2e6–4.4e6 on the calls over 0.5 s), logistic regression 6.8e5/s (109 calls, down to
+#: 3.6e5 on its slowest), ReLU MLP (10, 10) 5.4e4/s (30 calls, 4.1e4–1e5); rounded down so
+#: that a budget takes about ``time_limit`` or less there. Boosted trees (not measured) get
+#: the forests' figure.
+WORK_PER_SECOND = {"tree": 2_000_000, "forest": 3_000_000, "boosted": 3_000_000,
+                   "logistic": 500_000, "network": 50_000}
+#: the wall-clock safety net of the SMT backend: ``WALL_SLACK × time_limit`` seconds
+WALL_SLACK = 10.0
 
 
 class MACE(MILPBackend, Explainer):
@@ -101,18 +114,34 @@ class MACE(MILPBackend, Explainer):
         trees and forests the MILP gets half of the query's remaining time (its stages
         below the last a tenth each; one too large to pay off is left to z3), so z3 always
         has the other half.
-    sat_timeout : z3 time limit per satisfiability call in seconds (None = the remaining
-        per-query ``time_limit``).
+    work_limit : z3 work budget per query, in z3 resource units (its deterministic
+        ``rlimit`` counter), shared by the query's satisfiability calls (all its CEs); each
+        call may spend what is left. None (default) = ``time_limit ×`` the model family's
+        :data:`WORK_PER_SECOND` (units per nominal second, calibrated so that a budget takes
+        about ``time_limit`` seconds or less on the reference machine: 2e6 for trees, 3e6
+        for forests and boosted trees, 5e5 for logistic regression, 5e4 for ReLU MLPs). A
+        spent budget stops the query with status ``timeout`` (never a certificate the solver
+        did not prove), the same on every host and under any load: given the same inputs and
+        ``random_state`` the SMT backend's CEs and bounds are repeatable (each query runs on
+        a fresh z3 context, so not even the queries before it matter).
+    sat_timeout : optional wall-clock limit per satisfiability call in seconds (None = the
+        query's safety net). A safety net like ``time_limit``: where it binds, results depend
+        on the host's speed and load.
     fixed_costs : optional ``{feature: cost}`` charged once when the feature changes at all:
         the distance becomes ``(α‖δ‖₀ + β‖δ‖₁ + γ‖δ‖∞ + Σ_j c_j 𝕀[feature j changes]) / J``
         (:func:`mace_distance`; a cost of 1 weighs as much as moving a feature across its
         whole range). Every backend: z3 (an ``If`` term), the tree MILP and the network MILP
         (:class:`~robustce.methods.MILPNearest`'s ``fixed_costs``; ``norm="l1"`` only, so
         "auto" picks z3 for another norm). δ_min, δ_max and ε are on this distance.
-    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`; ``time_limit`` is
-        the wall-clock budget per query. With a causal model in ``constraints`` (MINT) a CE
-        is an action set, as in MILPNearest: a child moves only with its parents (its
-        actionability does not apply) and its change costs nothing (weight 0 in every norm).
+    target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`. On the
+        SMT backend ``time_limit`` is the nominal budget per query, turned into the work budget
+        (``work_limit``); the wall clock only stops a query after ``WALL_SLACK × time_limit``
+        seconds (:data:`WALL_SLACK` = 10), a safety net against pathological hangs.
+        ``random_state`` (an int; 0 otherwise) seeds z3 (``random_seed``). The MILP backend
+        and ``hint`` keep ``time_limit`` as HiGHS's wall-clock limit. With a causal model in
+        ``constraints`` (MINT) a CE is an action set, as in MILPNearest: a child moves only
+        with its parents (its actionability does not apply) and its change costs nothing
+        (weight 0 in every norm).
 
     Certificate columns (``certificate_columns``)
     ----------------------------------------------
@@ -121,12 +150,15 @@ class MACE(MILPBackend, Explainer):
     epsilon : the accuracy asked for; ``found`` guarantees delta_max − delta_min <= epsilon.
     sat_calls : number of satisfiability calls (all CEs of the query).
     solver_time : seconds spent inside z3.
+    solver_work : z3 resource units spent (SMT backend; None on the MILP backend) — the
+        quantity ``work_limit`` bounds, repeatable where ``solver_time`` is not.
     diverse_delta_max, diverse_delta_min : lists over all CEs of the query (when
         ``n_counterfactuals > 1``), each CE's bounds under the diversity clauses before it.
 
     Statuses: ``found`` (converged within ε); ``infeasible`` (z3 proved that no plausible CE
-    exists); ``timeout`` (time ran out or z3 answered unknown: the certificate carries the
-    bounds reached so far, and the best CE found, if any, is returned); ``error``.
+    exists); ``timeout`` (the work budget or the wall-clock safety net ran out, or z3
+    answered unknown: the certificate carries the bounds reached so far, and the best CE
+    found, if any, is returned); ``error``.
 
     Examples
     --------
@@ -147,13 +179,14 @@ class MACE(MILPBackend, Explainer):
     #: the seed (MO) is the nearest training point that satisfies them
     _constraints: ClassVar[str] = "exact"
     certificate_columns: ClassVar[tuple[str, ...]] = (
-        "delta_max", "delta_min", "epsilon", "sat_calls", "solver_time",
+        "delta_max", "delta_min", "epsilon", "sat_calls", "solver_time", "solver_work",
         "diverse_delta_max", "diverse_delta_min")
 
     def __init__(self, model: Model, data: Any = None, *, norm: str | Mapping[str, float] = "l1",
                  epsilon: float = 1e-3, backend: str = "auto", n_counterfactuals: int = 1,
                  actionability: Mapping[str, str] | None = None, tau: float | None = None,
-                 sat_timeout: float | None = None, hint: str | None = None,
+                 sat_timeout: float | None = None, work_limit: int | None = None,
+                 hint: str | None = None,
                  fixed_costs: Mapping[str, float] | None = None, **kwargs: Any):
         self.norm = norm
         self.fixed_costs = fixed_costs
@@ -163,6 +196,7 @@ class MACE(MILPBackend, Explainer):
         self.actionability = actionability
         self.tau = tau
         self.sat_timeout = sat_timeout
+        self.work_limit = work_limit
         self.hint = hint
         super().__init__(model, data, **kwargs)
 
@@ -176,6 +210,7 @@ class MACE(MILPBackend, Explainer):
             check_number(self.tau, "tau", low=0)
         if self.sat_timeout is not None:
             check_number(self.sat_timeout, "sat_timeout", low=0, low_open=True)
+        check_integer(self.work_limit, "work_limit", low=1, allow_none=True)
         acts = check_actionability(self.encoder, self.actionability)
         self._eps = eps
         self._n_cf = int(self.n_counterfactuals)
@@ -191,9 +226,16 @@ class MACE(MILPBackend, Explainer):
         self._fixed = (None if self.fixed_costs is None
                        else feature_fixed_costs(self.encoder, self.fixed_costs))
         self._sat_timeout = None if self.sat_timeout is None else float(self.sat_timeout)
+        rs = self.random_state
+        self._z3_seed = (int(rs) if isinstance(rs, int | np.integer) and not isinstance(rs, bool)
+                         else 0)
         self._kind, self._parts = _model_parts(self.model)
         self._tau = (float(self.tau) if self.tau is not None
                      else (1e-6 if self._kind in ("network", "boosted") else 0.0))
+        rate = WORK_PER_SECOND["logistic" if self._kind == "network" and len(self._parts) == 1
+                               else self._kind]
+        self._work_limit = (int(self.work_limit) if self.work_limit is not None
+                            else max(1, round(float(self.time_limit) * rate)))
         self._input: smt.SMTInput | None = None
         self._omega = priced_weights(Distance("l1", space="raw").column_weights(self.encoder),
                                      children)
@@ -318,8 +360,19 @@ class MACE(MILPBackend, Explainer):
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         if self._milp is not None:
             return self._explain_milp(x, target)
-        deadline = time.perf_counter() + self.time_limit
-        stats = {"calls": 0, "time": 0.0}
+        # each query on its own z3 context (its z3 run then depends on the query alone, not
+        # on the queries before it); the variables are made anew in it
+        with smt.fresh_context():
+            self._input = None
+            try:
+                return self._explain_smt(x, target)
+            finally:
+                self._input = None
+
+    def _explain_smt(self, x: np.ndarray, target: int) -> QueryResult:
+        """Algorithm 1 for each of the query's CEs (:meth:`_search`), on z3."""
+        deadline = time.perf_counter() + self.time_limit  # the hint's (HiGHS) budget
+        stats = {"calls": 0, "time": 0.0, "work": 0}
         cfs: list[np.ndarray] = []
         highs: list[float] = []
         lows: list[float] = []
@@ -345,6 +398,7 @@ class MACE(MILPBackend, Explainer):
             "epsilon": self._eps,
             "sat_calls": stats["calls"],
             "solver_time": stats["time"],
+            "solver_work": stats["work"],
             "diverse_delta_max": highs if self._n_cf > 1 else None,
             "diverse_delta_min": lows if self._n_cf > 1 else None,
         }
@@ -368,10 +422,16 @@ class MACE(MILPBackend, Explainer):
         base: tuple[z3.Solver, smt.SMTInput, z3.ArithRef] | None = None
         built = math.inf  # the bound the current solver was built for
 
+        # z3's wall-clock safety net (the work budget is the limit that normally binds)
+        hard = deadline + (WALL_SLACK - 1.0) * self.time_limit
+
         def ask(delta: float | None) -> smt.SMTResult:
             nonlocal base, built
-            left = deadline - time.perf_counter()
+            left = hard - time.perf_counter()
             limit = left if self._sat_timeout is None else min(left, self._sat_timeout)
+            work = self._work_limit - stats["work"]
+            if work < 1:
+                return smt.SMTResult("unknown", None, "work limit reached")
             t0 = time.perf_counter()
             want = math.inf if delta is None else delta
             if base is None or want > built or want * rebuild <= built:
@@ -379,9 +439,11 @@ class MACE(MILPBackend, Explainer):
                 built = want
             solver, inp, D = base
             extra = [] if delta is None or delta == built else [D <= smt.rational(delta)]
-            r = smt.check(solver, inp, extra, timeout=limit - (time.perf_counter() - t0))
+            r = smt.check(solver, inp, extra, timeout=limit - (time.perf_counter() - t0),
+                          rlimit=work, seed=self._z3_seed)
             stats["calls"] += 1
             stats["time"] += time.perf_counter() - t0
+            stats["work"] += r.work
             if r.status == "sat" and self.model.predict(r.x[None])[0] != target:
                 return smt.SMTResult("error", r.x, "the float64 forward pass disagrees with the "
                                      "exact formula (raise tau)", r.time)

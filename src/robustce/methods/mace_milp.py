@@ -100,7 +100,7 @@ class MILPBackend:
         J = len(self.encoder.blocks_)
         low = max(0.0, float(r.bound) / J) if math.isfinite(r.bound) else 0.0
         cert: dict[str, Any] = {"delta_max": math.nan, "delta_min": low, "epsilon": self._eps,
-                                "sat_calls": 0, "solver_time": r.time,
+                                "sat_calls": 0, "solver_time": r.time, "solver_work": None,
                                 "diverse_delta_max": None, "diverse_delta_min": None}
         if r.status == "infeasible":
             cert["delta_min"] = 1.0

@@ -58,7 +58,7 @@ from robustce.solvers.smt.domain import _grid_kmax as _grid_kmax
 from robustce.solvers.smt.network import interval_bounds, network_formula
 from robustce.solvers.smt.network import l1_ball_bounds as l1_ball_bounds
 from robustce.solvers.smt.oracle import SMTResult, check
-from robustce.solvers.smt.terms import assert_all, rational
+from robustce.solvers.smt.terms import assert_all, fresh_context, rational
 from robustce.solvers.smt.trees import _leaf_paths_all as _leaf_paths_all
 from robustce.solvers.smt.trees import additive_formula as additive_formula
 from robustce.solvers.smt.trees import forest_formula, tree_formula
@@ -70,6 +70,7 @@ __all__ = [
     "check",
     "constraint_formulas",
     "forest_formula",
+    "fresh_context",
     "interval_bounds",
     "network_formula",
     "rational",

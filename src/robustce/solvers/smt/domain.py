@@ -44,6 +44,10 @@ class SMTInput:
     def __init__(self, encoder: Encoder, prefix: str = "x"):
         encoder._check_fitted()
         self.encoder = encoder
+        #: the variables' name prefix; auxiliary variables (distance slacks, tree votes,
+        #: neurons) are named after it too — never after an object id, so that z3 sees the
+        #: same names, hence the same formula, in every run
+        self.prefix = prefix
         self.vars: list[_Var] = []
         self.domain: list[z3.BoolRef] = []
         self._col_block = np.empty(encoder.n_features_out_, dtype=np.int64)
@@ -372,7 +376,7 @@ class SMTInput:
                     continue
                 diff = z3.ToReal(v.var - int(val))
                 scale = z3.RealVal(f"1/{span}")
-            e = z3.Real(f"_e_{id(self)}_{i}")
+            e = z3.Real(f"_e_{self.prefix}_{i}")
             cons += [e >= scale * diff, e >= -scale * diff]
             per_feature.append(e)
         if alpha > 0 and changed:
@@ -380,10 +384,10 @@ class SMTInput:
         if beta > 0 and per_feature:
             total.append(rational(beta) * z3.Sum(per_feature))
         if gamma > 0 and per_feature:
-            m = z3.Real(f"_max_{id(self)}")
+            m = z3.Real(f"_max_{self.prefix}")
             cons += [m >= e for e in per_feature] + [m >= 0]
             total.append(rational(gamma) * m)
-        D = z3.Real(f"_dist_{id(self)}")
+        D = z3.Real(f"_dist_{self.prefix}")
         cons.append(D * n >= z3.Sum(total) if total else D >= 0)
         return D, cons
 

@@ -74,7 +74,7 @@ def network_formula(weights: Sequence[tuple[np.ndarray, np.ndarray]], inp: SMTIn
             if zu[i] <= 0:
                 post.append(z3.RealVal(0))
                 continue
-            h = z3.Real(f"{prefix}_{id(inp)}_{layer}_{i}")
+            h = z3.Real(f"{prefix}_{inp.prefix}_{layer}_{i}")
             if zl[i] >= 0:
                 cons.append(h == z)
             else:

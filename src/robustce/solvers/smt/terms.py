@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
 
@@ -27,6 +29,37 @@ def rational(value: float) -> z3.RatNumRef:
 def _vote(a: float, b: float) -> z3.RatNumRef:
     f = Fraction(a) - Fraction(b)
     return z3.RealVal(f"{f.numerator}/{f.denominator}")
+
+
+#: serialises :func:`fresh_context` blocks across threads (z3's default context is one global)
+_CTX_LOCK = threading.RLock()
+
+
+@contextmanager
+def fresh_context() -> Iterator[z3.Context]:
+    """Run the block with a new z3 context as z3's default one (every term built without an
+    explicit ``ctx`` goes there), then restore the previous default.
+
+    z3's answers, and the work it spends (its ``rlimit`` counter), depend on the internal ids
+    of the terms, which a context hands out in creation order and shares between equal terms:
+    in one long-lived context a query is solved differently after other queries. A fresh
+    context per query makes the query's z3 run a function of the query alone. The numeral
+    caches are cleared on entry and exit (their terms belong to one context). Blocks in
+    different threads run one at a time."""
+    import z3.z3 as z3_module
+
+    with _CTX_LOCK:
+        previous = z3_module._main_ctx
+        ctx = z3.Context()
+        z3_module._main_ctx = ctx
+        _rational.cache_clear()
+        _vote.cache_clear()
+        try:
+            yield ctx
+        finally:
+            z3_module._main_ctx = previous
+            _rational.cache_clear()
+            _vote.cache_clear()
 
 
 def _to_float(value: z3.ExprRef) -> float:

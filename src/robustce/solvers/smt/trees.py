@@ -201,7 +201,7 @@ def forest_formula(trees: Sequence[Any], inp: SMTInput, target: int,
             if np.all(a - b == a[0] - b[0]) and np.all(a == a[0]):  # one vote everywhere
                 const[c] += Fraction(float(a[0])) - Fraction(float(b[0]))
                 continue
-            var = z3.Real(f"{prefix}_{id(inp)}_{k}_{c}")
+            var = z3.Real(f"{prefix}_{inp.prefix}_{k}_{c}")
             cons += [_implies_eq(cond, var, _vote(float(ai), float(bi)))
                      for ai, bi, cond in zip(a, b, conds, strict=True)]
             sums[c].append(var)
@@ -238,7 +238,7 @@ def additive_formula(ensemble: Any, inp: SMTInput, target: int,
                 cons.append(_or([c for _, c in paths]))
             const[int(k)] += Fraction(float(vals[0]))
             continue
-        var = z3.Real(f"{prefix}_{id(inp)}_{m}")
+        var = z3.Real(f"{prefix}_{inp.prefix}_{m}")
         conds = [c for _, c in paths]
         cons.append(_or(conds))
         cons += [_implies_eq(cond, var, _rational(float(v)))
