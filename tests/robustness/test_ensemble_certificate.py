@@ -210,6 +210,27 @@ def test_bad_sets_are_refused(kwargs, match):
         EnsembleShift(**kwargs)
 
 
+class _Opaque:
+    """Not a number, not a sequence (hypothesis found this input raising a bare TypeError)."""
+
+
+@pytest.mark.parametrize("epsilon", [
+    _Opaque(), [_Opaque()], "0.1", ["0.1"], b"1", True, [True, 0.1], np.array(["0.1"]),
+    np.array([True]), {"a": 0.1}, [], [[0.1], [0.2, 0.3]], None, 10 ** 400])
+def test_non_numeric_epsilon_is_refused_by_name(epsilon):
+    """Objects, strings, bools (also inside a list) and ragged lists: a ValidationError that
+    names epsilon, never a bare TypeError from the float conversion or a silent str -> float."""
+    with pytest.raises(ValidationError, match="epsilon must be a finite number"):
+        EnsembleShift(delta=0.01, epsilon=epsilon)
+
+
+def test_numeric_epsilons_are_kept_as_floats():
+    assert EnsembleShift(0.0, np.float32(0.5)).epsilon == 0.5
+    assert EnsembleShift(0.0, 2).params() == {"delta": 0.0, "epsilon": 2.0}
+    np.testing.assert_array_equal(EnsembleShift(0.0, (1, 0.5)).epsilon, [1.0, 0.5])
+    np.testing.assert_array_equal(EnsembleShift(0.0, np.array([1, 2])).epsilon, [1.0, 2.0])
+
+
 def test_bad_inputs_get_typed_errors(fitted):
     model, X = fitted["xgboost"]
     with pytest.raises(ValidationError, match="epsilon has 3 entries"):

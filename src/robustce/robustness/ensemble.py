@@ -57,6 +57,7 @@ a millisecond per CE for a 100-tree booster.
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -75,6 +76,23 @@ __all__ = ["EnsembleCertifier", "EnsembleShift", "VoteEnsemble", "ensemble_worst
 
 #: rows per block of the reachability pass (rows × leaves booleans and floats per block)
 _BLOCK_CELLS = 2_000_000
+
+
+def _epsilon_array(value: Any) -> np.ndarray | None:
+    """``value`` as a float array if it is a real number or a (nested) sequence / array of real
+    numbers (no bools, no strings, no other objects); ``None`` otherwise."""
+    try:
+        if isinstance(value, np.ndarray):
+            ok = value.dtype.kind in "iuf"
+        elif isinstance(value, list | tuple):
+            flat = np.asarray(value, dtype=object).reshape(-1)
+            ok = all(isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
+                     for v in flat)
+        else:
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+        return np.asarray(value, dtype=np.float64) if ok else None
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -105,9 +123,9 @@ class EnsembleShift:
 
     def __post_init__(self) -> None:
         check_number(self.delta, "delta", low=0)
-        eps = np.asarray(self.epsilon, dtype=np.float64) if not isinstance(
-            self.epsilon, bool | str) else np.full(1, np.nan)
-        if eps.ndim > 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps < 0):
+        eps = _epsilon_array(self.epsilon)
+        if eps is None or eps.ndim > 1 or eps.size == 0 or not np.all(np.isfinite(eps)) \
+                or np.any(eps < 0):
             raise ValidationError(f"epsilon must be a finite number >= 0 or one such number per "
                                   f"model-space column, got {self.epsilon!r}")
         object.__setattr__(self, "delta", float(self.delta))
