@@ -30,10 +30,15 @@ import numpy as np
 import z3
 
 from robustce.distance import Distance, feature_fixed_costs
-from robustce.errors import UnsupportedModelError
 from robustce.explanations import QueryResult
 from robustce.methods.base import Explainer
 from robustce.methods.mace_milp import MILPBackend, _TreeMILP
+from robustce.methods.mace_work import (  # noqa: F401 - WORK_PER_SECOND: read as mace.WORK_PER_SECOND
+    WALL_SLACK,
+    WORK_PER_SECOND,
+    _model_parts,
+    default_work_limit,
+)
 from robustce.methods.milp_nearest import MILPNearest
 from robustce.methods.minimum_observable import (
     MinimumObservable,
@@ -41,29 +46,16 @@ from robustce.methods.minimum_observable import (
     mace_distance,
     normalise_norm,
 )
-from robustce.models.base import Model, model_name
+from robustce.models.base import Model
 from robustce.nearest import priced_weights
 from robustce.solvers import smt
-from robustce.solvers.tree_encoding import distance_pruner, tree_parts
+from robustce.solvers.tree_encoding import distance_pruner
 from robustce.validation import check_choice, check_integer, check_number
 
 __all__ = ["MACE", "mace_distance", "normalise_norm"]
 
 BACKENDS = ("auto", "smt", "milp")
 _MAX_STEPS = 200  # bisection cap (ε >= 1e-12 needs at most ~40)
-#: z3 resource units (``rlimit``) per nominal second of ``time_limit`` when ``work_limit`` is
-#: None, per encoding: z3 spends them at very different paces on the different formulas.
-#: Measured on the reference machine (2 cores, load ~2; ``z3-solver`` 5.4.1; MACE SMT, ε =
-#: 1e-3, ℓ1 and ℓ∞, 2–4 queries per model of compas, adult and credit, units / seconds inside
-#: ``check`` summed per family): trees 2.4e6/s (35 calls), forests 4.4e6/s (36 calls, per
-#: call 3.2e6–4.4e6 on the calls over 0.5 s), logistic regression 6.8e5/s (109 calls, down to
-#: 3.6e5 on its slowest), ReLU MLP (10, 10) 5.4e4/s (30 calls, 4.1e4–1e5); rounded down so
-#: that a budget takes about ``time_limit`` or less there. Boosted trees (not measured) get
-#: the forests' figure.
-WORK_PER_SECOND = {"tree": 2_000_000, "forest": 3_000_000, "boosted": 3_000_000,
-                   "logistic": 500_000, "network": 50_000}
-#: the wall-clock safety net of the SMT backend: ``WALL_SLACK × time_limit`` seconds
-WALL_SLACK = 10.0
 
 
 class MACE(MILPBackend, Explainer):
@@ -232,10 +224,8 @@ class MACE(MILPBackend, Explainer):
         self._kind, self._parts = _model_parts(self.model)
         self._tau = (float(self.tau) if self.tau is not None
                      else (1e-6 if self._kind in ("network", "boosted") else 0.0))
-        rate = WORK_PER_SECOND["logistic" if self._kind == "network" and len(self._parts) == 1
-                               else self._kind]
         self._work_limit = (int(self.work_limit) if self.work_limit is not None
-                            else max(1, round(float(self.time_limit) * rate)))
+                            else default_work_limit(self._kind, self._parts, float(self.time_limit)))
         self._input: smt.SMTInput | None = None
         self._omega = priced_weights(Distance("l1", space="raw").column_weights(self.encoder),
                                      children)
@@ -495,20 +485,3 @@ class MACE(MILPBackend, Explainer):
             return "error", best, high, low, r.reason
         note = f"z3: {r.reason or 'unknown'}; bounds [{low:.6g}, {high:.6g}] not within epsilon"
         return "timeout", best, high, low, note
-
-
-def _model_parts(model: Model) -> tuple[str, Any]:
-    """("tree" | "forest", [TreeView, ...]), ("boosted", AdditiveTrees) or ("network",
-    [(W, b), ...]); else
-    :class:`UnsupportedModelError` naming the model."""
-    parts = tree_parts(model)
-    if parts is not None:
-        return parts
-    try:
-        net = model.network()
-    except UnsupportedModelError as exc:
-        raise UnsupportedModelError(
-            f"MACE cannot encode {model_name(model)}: supported are decision trees, random forests "
-            f"(rc.models.wrap), logistic regression and ReLU MLPs ({exc})") from None
-    return "network", [(np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64))
-                       for W, b in net.weights]
