@@ -79,6 +79,14 @@ def test_grid_is_the_percentile_grid(continuous_lr):
         np.testing.assert_allclose(ex.column_grids_[j], _grid(X[:, j], 101), rtol=0, atol=1e-15)
 
 
+@pytest.mark.parametrize("size", [1, 10**18])
+def test_a_grid_size_out_of_range_is_refused_by_name(continuous_lr, size):
+    """``grid_size=10**18`` asked numpy for 7 EiB (found by the slow parameter fuzz)."""
+    data, model, _ = continuous_lr
+    with pytest.raises(rc.errors.RobustCEError, match="grid_size"):
+        ActionableRecourse(model, data, grid_size=size)
+
+
 @pytest.mark.parametrize("norm", ["l1", "linf", "l0"])
 def test_ip_optimum_equals_brute_force_over_the_grid(continuous_lr, norm):
     data, model, est = continuous_lr

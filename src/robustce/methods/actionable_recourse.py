@@ -84,6 +84,11 @@ _SAME = 1e-12
 _VALID_TOL = 1e-9
 
 
+#: the largest ``grid_size``: one IP binary per grid point and column (1e18 once asked numpy
+#: for an array of 7 EiB)
+MAX_GRID_SIZE = 100_000
+
+
 def column_grid(block: Any, values: np.ndarray, grid_size: int,
                 percentiles: tuple[float, float] = (1.0, 99.0)) -> np.ndarray:
     """AR's grid of feasible values (model space) for a single-column block, from the training
@@ -138,7 +143,8 @@ class ActionableRecourse(Explainer):
     norm : "l1" (default), "l0", "linf" or a mapping ``{"l0": α, "l1": β, "linf": γ}`` summing
         to 1 — the cost, :func:`~robustce.methods.minimum_observable.mace_distance`.
     grid_size : points per continuous column between the percentiles (default 101: AR's
-        relative step 0.01); integer columns step by ``ceil(range / (grid_size − 1))``; >= 2.
+        relative step 0.01); integer columns step by ``ceil(range / (grid_size − 1))``; 2 to
+        :data:`MAX_GRID_SIZE` (100 000: each point is a binary of the IP per column).
     percentiles : (low, high) percentiles of the training column bounding the grid (default
         (1, 99), AR's ``ActionSet`` default).
     actionability : optional ``{feature: "immutable" | "increase" | "decrease" | "free"}``
@@ -201,7 +207,7 @@ class ActionableRecourse(Explainer):
     def _check_params(self) -> None:
         super()._check_params()
         self._norm = normalise_norm(self.norm)
-        check_integer(self.grid_size, "grid_size", low=2)
+        check_integer(self.grid_size, "grid_size", low=2, high=MAX_GRID_SIZE)
         p = self.percentiles
         if (not isinstance(p, tuple | list) or len(p) != 2
                 or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in p)
