@@ -18,6 +18,7 @@ with ``(long: <reason>)``; no method file (``src/robustce/methods/*.py``) is ove
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -25,6 +26,17 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "robustce"
+
+
+def _load_design_map():
+    spec = importlib.util.spec_from_file_location(
+        "design_map", Path(__file__).resolve().parents[1] / "tools" / "design_map.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_DESIGN_MAP = _load_design_map()
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("robustce.errors", "robustce.utils", "robustce.validation"),
@@ -65,31 +77,9 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int]]:
-    """(imported robustce module, line) for every import statement in the file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    is_pkg = path.name == "__init__.py"
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            # `from pkg import sub` imports the submodule pkg.sub when it is one
-            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod for a in node.names]
-        else:
-            continue
-        for t in targets:
-            if t == PACKAGE or t.startswith(PACKAGE + "."):
-                while t not in modules and "." in t:  # `import robustce.x.y` of an attribute
-                    t = t.rsplit(".", 1)[0]
-                if t != name:
-                    found.append((t, node.lineno))
-    return found
+    """(imported robustce module, line) for every import statement in the file: the design
+    map's reading of imports (tools/design_map.py), so the map and this test see one graph."""
+    return _DESIGN_MAP.import_lines(name, path, modules, PACKAGE)
 
 
 @pytest.fixture(scope="module")

@@ -56,11 +56,14 @@ def room_of(name: str, path: Path, package: str = PACKAGE) -> str:
     return name if parent == package else parent
 
 
-def imports_of(name: str, path: Path, modules: dict[str, Path], package: str = PACKAGE) -> set[str]:
-    """The ``package`` modules that the file imports (itself excluded)."""
+def import_lines(name: str, path: Path, modules: dict[str, Path],
+                 package: str = PACKAGE) -> list[tuple[str, int]]:
+    """(imported ``package`` module, line) for every import statement in the file, itself
+    excluded; an attribute import counts as its module. A name that is no module of
+    ``modules`` is kept (``tests/test_layering.py`` reports it as in no layer)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_pkg = path.name == "__init__.py"
-    found = set()
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
@@ -79,9 +82,14 @@ def imports_of(name: str, path: Path, modules: dict[str, Path], package: str = P
             if target == package or target.startswith(package + "."):
                 while target not in modules and "." in target:  # an attribute, not a module
                     target = target.rsplit(".", 1)[0]
-                if target != name and target in modules:
-                    found.add(target)
+                if target != name:
+                    found.append((target, node.lineno))
     return found
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path], package: str = PACKAGE) -> set[str]:
+    """The ``package`` modules that the file imports (itself excluded)."""
+    return {t for t, _ in import_lines(name, path, modules, package) if t in modules}
 
 
 _ROLE = re.compile(r":(?:class|func|mod|meth|attr|data|exc|obj):`~?\.?([^`]+)`")
