@@ -35,6 +35,7 @@ def bench():
         sys.modules.pop("bench_serve", None)
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_hostile_mode_measures_both_phases_and_every_hostile_request_is_refused(bench):
     rows = bench.run_hostile(rate=5, duration=2.0, clients=4, workers=1)
     quiet, hostile = rows

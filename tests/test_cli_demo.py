@@ -49,6 +49,7 @@ def _check_demo_output(out_dir: Path, stdout: str) -> None:
         assert (cert.delta_max - cert.delta_min <= cert.epsilon + 1e-12).all()
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_demo_quick(tmp_path, capsys, recwarn):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0

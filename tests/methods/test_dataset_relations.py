@@ -45,7 +45,7 @@ def shipped(data) -> list[str]:
 
 @pytest.mark.parametrize("cls, params", [
     (rc.methods.MILPNearest, {}),
-    (rc.methods.MILPRobust, {"shift": 0.01}),
+    pytest.param(rc.methods.MILPRobust, {"shift": 0.01}, marks=pytest.mark.slow),
 ])
 def test_exact_methods_keep_the_shipped_relations_by_default(readme, cls, params):
     data, train, model, queries = readme

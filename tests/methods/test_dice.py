@@ -124,6 +124,7 @@ def test_gradient_module_maps_dice_scale_to_the_model(narrow, two_logits):
     np.testing.assert_allclose(one[-1], want[0], rtol=1e-5)
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_gradient_sets_valid_reproducible(tiny):
     """dice-ml's defaults (at least 500 Adam steps: ~8 s per query here), one query."""
     pytest.importorskip("dice_ml", reason="dice-ml (the 'dice' extra) is not installed")

@@ -68,6 +68,7 @@ def _run(hash_seed: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_two_fresh_processes_give_identical_ces_bounds_and_work() -> None:
     a, b = _run("0"), _run("12345")
     assert set(a) == {"tree", "forest", "mlp"}

@@ -27,7 +27,8 @@ def _explainer(name: str, model, data, constraints=None):
                            constraints=constraints, time_limit=60)
 
 
-@pytest.mark.parametrize("name", ["mace-smt", "mace-milp", "milp_nearest"])
+@pytest.mark.parametrize("name", [pytest.param("mace-smt", marks=pytest.mark.slow), "mace-milp",
+                                  "milp_nearest"])
 def test_exact_methods_honour_a_greater_or_equal_relation(loan, name):  # noqa: F811
     data, mlp, _ = loan
     c = Constraints(LOWER)

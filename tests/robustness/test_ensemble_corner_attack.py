@@ -283,6 +283,7 @@ def test_rows_exactly_on_splits_are_certified_as_the_users_estimator_routes_them
 
 
 @pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_a_forest_on_raw_values_of_a_narrow_high_column_survives_its_own_corners():
     """A forest fitted on the raw frame (``from_sklearn``): a year column 2000–2020 is read
     by the estimator in float32 steps of 2^-13 year, 6e-6 of its range — far above a float32

@@ -114,20 +114,31 @@ def test_a_batch_holds_at_most_max_items_records():
 
 
 def test_an_idle_worker_takes_a_request_at_once():
-    """No timer: a request that finds a worker free is not held back to wait for others."""
+    """No timer: a request that finds a worker free is not held back to wait for others.
+    Every timer the loop is asked for is recorded: the only ones allowed are the request's
+    own deadline (``_deadline`` seconds ahead), never a shorter window to collect others;
+    no wall clock is read, so a loaded host cannot fail it."""
     async def main():
+        loop = asyncio.get_running_loop()
+        delays: list[float] = []
+        call_at = loop.call_at
+
+        def spy(when, callback, *args, **kwargs):
+            delays.append(when - loop.time())
+            return call_at(when, callback, *args, **kwargs)
+
+        loop.call_at = spy  # call_later and wait_for's timeouts go through it
         fn = Recorder()
         lane = InProcessLane(4)
         await lane.start()
         co = Coalescer(lane, fn, max_items=100)
-        t0 = time.perf_counter()
         res = await co.run("key", {}, [{"x": 1}], _deadline)
         lane.close()
-        return fn, res, time.perf_counter() - t0
+        return fn, res, delays
 
-    fn, res, seconds = asyncio.run(main())
+    fn, res, delays = asyncio.run(main())
     assert fn.calls == [[{"x": 1}]] and res == [{"echo": {"x": 1}}]
-    assert seconds < 1.0
+    assert all(d > _deadline(1) - 1.0 for d in delays), delays
 
 
 def test_an_error_raised_by_one_request_fails_only_that_request():

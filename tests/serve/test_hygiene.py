@@ -253,8 +253,9 @@ def test_a_task_queued_past_its_budget_is_answered_without_taking_or_killing_a_w
 def test_the_run_budget_is_the_workers_cpu_time_with_a_wall_clock_cap():
     """A task that waits (1.5 s asleep, no CPU) outlives its 1 s budget in wall time and is
     answered: its worker has not spent the budget computing (as on a host too loaded to give
-    it a core). A task that computes (``sum`` over 10⁹ numbers, tens of CPU seconds) is killed
-    once its worker has used 1 s of CPU, and a sleeper past 3× its budget is killed too."""
+    it a core). A task that computes (``sum`` over 10¹⁰ numbers, minutes of CPU) is killed
+    once its worker has used 1 s of CPU (or 3 s of wall time on a host that starves it), and a
+    sleeper past 3× its budget is killed too; the bounds leave room for a loaded host."""
     async def main():
         pool = SolverPool([], n_workers=1, max_queue=4)
         await pool.start()
@@ -263,7 +264,7 @@ def test_the_run_budget_is_the_workers_cpu_time_with_a_wall_clock_cap():
             after_sleep = pool.status()["deadlines"]
             t0 = time.monotonic()
             with pytest.raises(DeadlineExceeded):
-                await pool.run(sum, range(10**9), deadline_s=1.0)
+                await pool.run(sum, range(10**10), deadline_s=1.0)
             computing = time.monotonic() - t0
             with pytest.raises(DeadlineExceeded):
                 await pool.run(time.sleep, 30.0, deadline_s=0.5)
@@ -278,7 +279,7 @@ def test_the_run_budget_is_the_workers_cpu_time_with_a_wall_clock_cap():
 
     slept, after_sleep, computing, hung, deadlines = asyncio.run(main())
     assert slept is None and after_sleep == 0
-    assert computing < 3.5 and hung < 10.0  # killed, far before the task's own end
+    assert computing < 20.0 and hung < 20.0  # killed, far before the tasks' own ends
     assert deadlines == 2
 
 

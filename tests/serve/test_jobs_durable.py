@@ -60,6 +60,7 @@ def _start(tmp: Path, model_dir: Path, name: str, *extra: str):
     return server
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_a_finished_job_survives_a_restart(tmp_path, model_dir, applicants):
     server = _start(tmp_path, model_dir, "restart")
     try:
@@ -83,7 +84,7 @@ def test_a_finished_job_survives_a_restart(tmp_path, model_dir, applicants):
         server.stop()
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("how", [pytest.param("SIGTERM", marks=pytest.mark.slow), "SIGKILL"])
 def test_an_interrupted_job_is_resumed_from_its_done_items_after_a_restart(tmp_path, model_dir,
                                                                            applicants, how):
     # 160 items (~8 s of work on a quiet host, after the 2 done): the signal lands mid-job,
@@ -243,6 +244,7 @@ def test_a_dead_owners_job_is_taken_over_only_for_the_same_model(store):
     assert store.get("j2").owner == me and store.get("j3").owner == gone
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_two_servers_share_one_postgresql_store(tmp_path, model_dir, applicants, postgres_url):
     first = launch(tmp_path, model_dir, "pg-a", "--workers", "1", "--store", postgres_url)
     second = launch(tmp_path, model_dir, "pg-b", "--workers", "1", "--store", postgres_url)
@@ -265,6 +267,7 @@ def test_two_servers_share_one_postgresql_store(tmp_path, model_dir, applicants,
         second.stop()
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_two_front_processes_answer_and_share_the_jobs(tmp_path, model_dir, applicants):
     """``--processes 2``: both processes answer on the one port (told apart by the pid of
     their in-process lane in /v1/status), and a job submitted to one is seen from either."""

@@ -25,7 +25,8 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("fronts", [[], ["--processes", "2"]], ids=["one-process", "two-processes"])
+@pytest.mark.parametrize("fronts", [[], pytest.param(["--processes", "2"], marks=pytest.mark.slow)],
+                         ids=["one-process", "two-processes"])
 def test_kill_9_of_the_server_leaves_no_process(tmp_path, model_dir, fronts):
     server = launch(tmp_path, model_dir, "orphans", "--workers", "2", *fronts)
     try:
