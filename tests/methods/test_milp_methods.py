@@ -277,7 +277,9 @@ def test_milp_robust_bisects_the_margin_when_growth_overshoots():
     assert two.certificates.loc["q", "tau"] == pytest.approx(1.1)
     assert "bisecting the margin between 0.55" in two.messages["q"]
 
-    res = MILPRobust(model, shift=shift, tau=0.55, growth=2.0, time_limit=20).explain(q)
+    # Jiang et al.'s loop (minimal=False): the first Δ-robust CE, at the bisection's midpoint
+    res = MILPRobust(model, shift=shift, tau=0.55, growth=2.0, time_limit=20,
+                     minimal=False).explain(q)
     assert res.status["q"] == "found"
     cert = res.certificates.loc["q"]
     assert cert["rounds"] == 3 and 0.625 < cert["tau"] < 1.0
@@ -290,6 +292,44 @@ def test_milp_robust_bisects_the_margin_when_growth_overshoots():
     assert is_delta_robust(model, cf, shift, 1, precheck=False).all()
     margins = shift.sample(model.network(), 10_000, random_state=0).forward(cf)
     assert (class_margin(margins[:, 0], 1) > 0).all()
+
+
+def test_minimal_milp_robust_closes_on_the_nearest_delta_robust_point():
+    """The network above at δ = 0.15: the Δ-robust points are x > x* = (0.15 + 1.15/0.85) / 1.85
+    (the worst network 0.85 · relu(1.85x − 0.15) − 1.15 crosses zero there; checked on a grid by
+    the exact test), so the nearest Δ-robust CE from x = 0 is x* itself. The first Δ-robust CE of
+    the loop is at x = 0.9125 (12 % farther); the refined one must be within its stated
+    ``margin_gap`` of x* and never nearer than x* (it is certified)."""
+    frame = pd.DataFrame({"x": np.linspace(0.0, 1.0, 11)})
+    enc = rc.data.Encoder(Schema([Feature("x", "continuous", lower=0.0, upper=1.0)])).fit(frame)
+    model = rc.models.NetworkModel(RELU_2X_MINUS_1, enc)
+    shift = ParameterShift(0.15)
+    q = pd.DataFrame({"x": [0.0]}, index=["q"])
+    x_star = (0.15 + 1.15 / 0.85) / 1.85
+    grid = np.linspace(0.80, 0.83, 301)[:, None]
+    robust = is_delta_robust(model, grid, shift, 1, precheck=False)
+    assert grid[robust, 0].min() == pytest.approx(x_star, abs=2e-4)  # the exact test agrees
+
+    res = MILPRobust(model, shift=shift, tau=0.55, growth=2.0, time_limit=20,
+                     refine_tol=1e-3).explain(q)
+    assert res.status["q"] == "found"
+    cert = res.certificates.loc["q"]
+    x = float(res.counterfactuals_encoded[0, 0])
+    assert x >= x_star - 1e-6  # never nearer than the nearest Δ-robust point
+    # margin z = 2x − 1: the returned margin is within margin_gap of a not-robust one
+    assert 0 < cert["margin_gap"] <= 1e-3 * cert["tau"] + 1e-9
+    assert x - x_star <= cert["margin_gap"] / 2 + 1e-6
+    assert x < 0.9125 - 0.05  # far nearer than the first Δ-robust CE
+    assert is_delta_robust(model, res.counterfactuals_encoded, shift, 1, precheck=False).all()
+    assert 3 < cert["rounds"] <= 3 + 8
+    # the default tolerance (1 %) is already within 1 % of x* in distance
+    default = MILPRobust(model, shift=shift, tau=0.55, growth=2.0, time_limit=20).explain(q)
+    x_default = float(default.counterfactuals_encoded[0, 0])
+    assert x_star - 1e-6 <= x_default <= x_star * 1.01
+    with pytest.raises(rc.errors.ValidationError, match="refine_tol"):
+        MILPRobust(model, refine_tol=1.0)
+    with pytest.raises(rc.errors.ValidationError, match="minimal"):
+        MILPRobust(model, minimal="yes")
 
 
 def test_milp_robust_bisection_ends_with_no_robust_point_when_no_margin_works():
@@ -337,7 +377,8 @@ def test_a_second_certifier_plugs_into_the_milp_robust_loop():
     model = rc.models.NetworkModel(RELU_2X_MINUS_1, enc)
     q = pd.DataFrame({"x": [0.0]}, index=["q"])
     toy = MarginAtLeast(0.96)
-    ex = MILPRobust(model, shift=0.15, tau=0.1, growth=2.0, time_limit=20, certifier=toy)
+    ex = MILPRobust(model, shift=0.15, tau=0.1, growth=2.0, time_limit=20, certifier=toy,
+                    minimal=False)
     res = ex.explain(q)
     cert = res.certificates.loc["q"]
     assert res.status["q"] == "found" and cert["delta_status"] == "robust"
@@ -353,3 +394,11 @@ def test_a_second_certifier_plugs_into_the_milp_robust_loop():
     assert ex._plain_params()["certifier"] == {"certifier": "margin_at_least", "need": 0.96}
     with pytest.raises(rc.errors.ValidationError, match="certify"):
         MILPRobust(model, certifier=object())
+    # minimal (the default): the refinement closes on the smallest margin the toy accepts
+    toy = MarginAtLeast(0.96)
+    res = MILPRobust(model, shift=0.15, tau=0.1, growth=2.0, time_limit=20,
+                     certifier=toy).explain(q)
+    cert = res.certificates.loc["q"]
+    assert res.status["q"] == "found" and cert["delta_status"] == "robust"
+    assert 0.96 <= cert["tau"] <= 0.96 * 1.01 and cert["tau"] < 0.97962521875
+    assert cert["margin_gap"] < 0.01 * cert["tau"]

@@ -45,8 +45,9 @@ class APAS(MILPRobust):
     delta_init : δ_init of the δ_max search reported per CE (its bisection resolution).
     report_delta_max : compute each found CE's δ_max (Algorithm 1; n draws per tested δ).
     model, data : see :class:`Explainer` (a ReLU network model; ``data`` gives the warm start).
-    growth, max_rounds, slack, bisect_tol, tau_step, norm, tau, solver, fixed_costs, time_limit : as
-        :class:`MILPRobust` (the margin loop). ``random_state``: an int makes every test's draws
+    minimal : as :class:`MILPRobust`, default False (APΔS returns the first CE its test accepts).
+    growth, max_rounds, slack, bisect_tol, refine_tol, tau_step, norm, tau, solver, fixed_costs,
+    time_limit : as :class:`MILPRobust` (the margin loop). ``random_state``: an int makes every test's draws
         a function of the seed and the CE (same result in any order, with any ``n_jobs``).
     shift : MILP-R's name for Δ (see ``delta``).
     delta_time_limit : as :class:`MILPRobust`.
@@ -94,7 +95,7 @@ class APAS(MILPRobust):
     def __init__(self, model: Any, data: Any = None, *, delta: ParameterShift | float | None = None,
                  alpha: float = 0.999, R: float = 0.995, n: int | None = None,
                  fixed_draws: bool = False, delta_init: float = 1e-4,
-                 report_delta_max: bool = True, **kwargs: Any):
+                 report_delta_max: bool = True, minimal: bool = False, **kwargs: Any):
         self.delta = delta
         self.fixed_draws = fixed_draws
         self.alpha = alpha
@@ -102,7 +103,7 @@ class APAS(MILPRobust):
         self.n = n
         self.delta_init = delta_init
         self.report_delta_max = report_delta_max
-        super().__init__(model, data, **kwargs)
+        super().__init__(model, data, minimal=minimal, **kwargs)
 
     def _check_params(self) -> None:
         # Δ is ``delta``, or MILP-R's ``shift`` when no delta is given; a non-default shift that

@@ -14,8 +14,26 @@ Wachter's gradient search (:class:`~robustce.methods.WachterRobust`), the protot
 * :func:`run_margin_loop` — the loop itself, **batch first**: every round sends all queries
   still searching to the search in one call and all candidates to the certifier in one call;
 * :class:`DeltaRobustLoop` — the loop's parameters (``shift``, ``growth``, ``max_rounds``,
-  ``slack``, ``bisect_tol``, ``delta_time_limit``, ``certifier``) and their validation, as a
-  mixin for explainers.
+  ``slack``, ``bisect_tol``, ``minimal``, ``refine_tol``, ``delta_time_limit``, ``certifier``) and their
+  validation, as a mixin for explainers.
+
+**Minimal margins** (``minimal``, ``refine_tol``). Raising the margin overshoots: the first Δ-robust CE may
+keep a worst-case margin far above zero, so a nearer Δ-robust CE exists at a smaller margin.
+With ``minimal`` the loop does not stop at the first Δ-robust CE: between ``lo`` (the largest
+margin whose CE was shown not Δ-robust) and ``hi`` (the smallest whose CE is), it tries the
+margin where the worst-case margin, interpolated between the two CEs (regula falsi with the
+Illinois rule, kept inside the middle 80 % of the bracket), crosses zero, until
+``(hi − lo) / hi < refine_tol``, or until the CE at ``lo`` is within ``refine_tol`` (relative)
+of the nearest Δ-robust CE's cost (no margin in the bracket can gain more: the nearest CE at a
+margin is never nearer than at a smaller one), or :data:`REFINE_ROUNDS` more rounds. The
+nearest Δ-robust CE tried is returned (every one is certified); its ``margin_gap`` =
+``hi − lo`` says how far its margin is from one whose CE was not Δ-robust. It also stops when
+the CEs below the bracket stop approaching robustness: when the worst-case margins of the last
+two not-robust CEs, extrapolated, reach zero only above ``hi`` (a CE that a categorical change
+makes robust, which no continuous move below it matches). A refinement round that times out or
+fails ends the refinement, never the answer: the Δ-robust CE in hand is returned. Jiang et
+al.'s loop stops at the first Δ-robust CE (``minimal=False``), as do the additive schedule and a CE
+robust at the first margin (nothing nearer at the margin asked).
 
 Honesty rules the loop enforces: only a certifier's ``robust`` is a claim; a test that ends in
 ``timeout`` / ``inconclusive`` / ``error`` is never robust, and when any test of a query was
@@ -45,6 +63,8 @@ __all__ = ["Candidate", "DeltaRobustLoop", "MarginSchedule", "run_margin_loop"]
 
 #: the search statuses that, after round 1, mean "this margin is out of reach" (bisect)
 UNREACHABLE = ("infeasible", "not_found")
+#: the most rounds the margin refinement adds after the first Δ-robust CE
+REFINE_ROUNDS = 8
 
 
 @dataclass
@@ -120,12 +140,67 @@ SearchFn = Callable[[np.ndarray, np.ndarray, float], list[Candidate]]
 
 
 @dataclass
+class _Refinement:
+    """The bracket of the margin refinement: ``lo`` (largest margin whose CE was not shown
+    Δ-robust, its worst-case margin ``g_lo`` ≤ 0, its CE's cost ``c_lo``) and ``hi`` (smallest
+    margin with a Δ-robust CE, worst-case margin ``w_hi`` > 0); ``best``: the nearest Δ-robust
+    CE tried so far, as (cost, cf, certificate, message)."""
+
+    lo: float
+    g_lo: float
+    c_lo: float
+    hi: float
+    w_hi: float
+    best: tuple[float, np.ndarray, dict[str, Any], str]
+    rounds: int = 0
+    moved: str = ""  # the end the last round moved ("lo" / "hi")
+    lo_seen: list[tuple[float, float]] = field(default_factory=list)  # (margin, worst) as found
+
+    def narrow(self, tol: float) -> bool:
+        gain = self.best[0] - self.c_lo  # the most a smaller margin could still save
+        if ((self.hi - self.lo) / self.hi < tol or self.rounds >= REFINE_ROUNDS
+                or gain <= tol * abs(self.best[0])):
+            return True
+        if len(self.lo_seen) >= 2:  # are the not-robust CEs approaching robustness below hi?
+            (t0, g0), (t1, g1) = self.lo_seen[-2:]
+            slope = (g1 - g0) / (t1 - t0) if t1 != t0 else 0.0
+            return slope <= 0 or t1 - g1 / slope >= self.hi
+        return False
+
+    def move(self, end: str, tau: float, value: float) -> None:
+        """The CE at ``tau`` was Δ-robust (``end="hi"``, worst-case margin ``value`` > 0) or
+        not (``"lo"``, ``value`` ≤ 0). Illinois rule: when the same end moves twice in a row,
+        the other end's value is halved, so the interpolation stops creeping from one side."""
+        if end == self.moved:
+            if end == "hi":
+                self.g_lo *= 0.5
+            else:
+                self.w_hi *= 0.5
+        if end == "hi":
+            self.hi, self.w_hi = tau, value
+        else:
+            self.lo, self.g_lo = tau, value
+            self.lo_seen.append((tau, value))
+        self.moved, self.rounds = end, self.rounds + 1
+
+    def next_tau(self) -> float:
+        """Where the worst-case margin, linear between the two ends, crosses zero (kept in
+        the middle 80 % of the bracket, so the bracket shrinks every round)."""
+        span = self.hi - self.lo
+        share = -self.g_lo / (self.w_hi - self.g_lo) if self.w_hi > self.g_lo else 0.5
+        return self.lo + span * min(max(share, 0.1), 0.9)
+
+
+@dataclass
 class _QueryState:
     schedule: MarginSchedule
     cert: dict[str, Any]
     rnd: int = 0
     undecided: int = 0  # Δ-tests that ended in timeout / inconclusive / error
     last_msg: str = ""
+    g_lo: float = math.nan  # worst-case margin of the CE at schedule.lo
+    c_lo: float = -math.inf  # its cost
+    refine: _Refinement | None = None
     result: QueryResult | None = None
 
 
@@ -134,7 +209,9 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
                     bisect_tol: float, max_rounds: int, time_limit: float,
                     tau_step: float | None = None,
                     delta_time_limit: float | None = None, base_cert: Mapping[str, Any] | None = None,
-                    unreachable_text: str = "no actionable point reaches margin"
+                    unreachable_text: str = "no actionable point reaches margin",
+                    refine_tol: float | None = None,
+                    cost: Callable[[int, np.ndarray], float] | None = None
                     ) -> list[QueryResult]:
     """Raise each query's target margin until its CE is robust by ``certifier`` (see the
     module docstring); one :class:`QueryResult` per row of ``X``.
@@ -147,7 +224,10 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     robust CE); ``base_cert`` gives every other column its starting value and ``find``'s
     :attr:`Candidate.info` updates them. ``unreachable_text`` words a margin the search did not
     reach in the messages (the MILP proves it; a heuristic only failed to find one).
-    ``tau_step``: the additive schedule of :class:`MarginSchedule` instead of raise-and-bisect."""
+    ``tau_step``: the additive schedule of :class:`MarginSchedule` instead of raise-and-bisect.
+    ``refine_tol``: refine the margin after the first Δ-robust CE (module docstring; sets
+    ``margin_gap``), keeping the Δ-robust CE of least ``cost(row, cf)`` (default: of least
+    margin)."""
     t_start = time.perf_counter()
     targets = np.asarray(targets, dtype=np.int64)
     states = [_QueryState(MarginSchedule(tau, growth, slack, bisect_tol, step=tau_step),
@@ -181,17 +261,80 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
                 f"(relative width < {bisect_tol:g}): the CE at margin {sch.lo:.6g} is not "
                 f"Δ-robust and {unreachable_text} {sch.hi:.6g}; {s.last_msg}")
 
-    for rnd in range(1, max_rounds + 1):
+    def refined(s: _QueryState, note: str = "") -> QueryResult:
+        """The nearest Δ-robust CE of a refinement, with the bracket it closed to."""
+        ref = s.refine
+        assert ref is not None
+        _, cf, cert, msg = ref.best
+        cert = dict(cert, rounds=s.rnd, margin_gap=ref.hi - ref.lo)
+        # the bracket is in the certificate (margin_gap); the message only says what cut the
+        # refinement short
+        return QueryResult("found", cf[None], cert, message="; ".join(m for m in (msg, note) if m))
+
+    def robust_found(s: _QueryState, i: int, cf: np.ndarray, worst: float) -> QueryResult | None:
+        """A Δ-robust CE at the current margin: the answer, or (refining) None and the next
+        margin set."""
+        sch = s.schedule
+        msg = "" if not sch.bisecting else (
+            f"margin {sch.tau:.6g} found by bisection after margin {sch.hi:.6g} was unreachable")
+        here = (cost(i, cf) if cost is not None else sch.tau, cf, dict(s.cert), msg)
+        ref = s.refine
+        if ref is None:
+            if (refine_tol is None or sch.step is not None or math.isnan(sch.lo)
+                    or (sch.tau - sch.lo) / sch.tau < refine_tol
+                    or here[0] - s.c_lo <= refine_tol * abs(here[0])):
+                gap = {} if refine_tol is None else {
+                    "margin_gap": math.nan if math.isnan(sch.lo) else sch.tau - sch.lo}
+                return QueryResult("found", cf[None], dict(s.cert, **gap), message=msg)
+            ref = s.refine = _Refinement(sch.lo, min(s.g_lo, 0.0), s.c_lo, sch.tau, worst, here,
+                                         lo_seen=[(sch.lo, min(s.g_lo, 0.0))])
+        else:
+            ref.move("hi", sch.tau, worst)
+            if here[0] <= ref.best[0]:
+                ref.best = here
+        if ref.narrow(refine_tol or 1.0):
+            return refined(s)
+        sch.tau = ref.next_tau()
+        return None
+
+    def lo_cost(i: int, cf: np.ndarray, tau: float) -> float:
+        if refine_tol is None:
+            return -math.inf
+        return cost(i, cf) if cost is not None else tau
+
+    def refine_not_robust(s: _QueryState, worst: float, c_lo: float) -> QueryResult | None:
+        """A CE of a refinement round that is not (shown) Δ-robust: raise ``lo``."""
+        ref = s.refine
+        assert ref is not None
+        ref.move("lo", s.schedule.tau, min(worst, 0.0))
+        ref.c_lo = c_lo
+        if ref.narrow(refine_tol or 1.0):
+            return refined(s)
+        s.schedule.tau = ref.next_tau()
+        return None
+
+    for rnd in range(1, max_rounds + REFINE_ROUNDS + 1):
+        for s in states:
+            if s.result is None and s.refine is None and rnd > max_rounds:
+                sch = s.schedule
+                tried = "" if not sch.bisecting else (
+                    f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and "
+                    f"{sch.hi:.6g}, unreachable)")
+                s.result = give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; "
+                                      f"{s.last_msg}")
         active = np.array([i for i, s in enumerate(states) if s.result is None], dtype=np.int64)
         if len(active) == 0:
             break
         remaining = time_limit - (time.perf_counter() - t_start)
         if remaining <= 1e-3:
             for i in active:
-                states[i].cert["rounds"] = rnd - 1
-                states[i].result = QueryResult(
-                    "timeout", None, states[i].cert,
-                    message="time limit reached between rounds" + so_far(states[i]))
+                s = states[i]
+                if s.refine is not None:
+                    s.result = refined(s, "the time limit ended the refinement")
+                    continue
+                s.cert["rounds"] = rnd - 1
+                s.result = QueryResult("timeout", None, s.cert,
+                                       message="time limit reached between rounds" + so_far(s))
             break
         taus = np.array([states[i].schedule.tau for i in active])
         cands = find(active, taus, remaining)
@@ -200,6 +343,10 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
             s = states[i]
             s.rnd = rnd
             s.cert.update({"tau": s.schedule.tau, "rounds": rnd, **c.info})
+            if s.refine is not None and c.status != "found":
+                s.result = refined(s, f"the refinement ended at margin {s.schedule.tau:.6g}: "
+                                      f"{c.status}" + (f" ({c.message})" if c.message else ""))
+                continue
             if c.status in UNREACHABLE:
                 if rnd == 1:
                     s.result = QueryResult(c.status, None, s.cert, message=c.message or
@@ -227,11 +374,7 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
             s.cert["delta_status"] = status.value
             if status is CertStatus.ROBUST:
                 s.cert["worst_case_margin"] = float(test.lower[j])
-                sch = s.schedule
-                msg = "" if not sch.bisecting else (
-                    f"margin {sch.tau:.6g} found by bisection after margin {sch.hi:.6g} was "
-                    f"unreachable")
-                s.result = QueryResult("found", cfs[j][None], s.cert, message=msg)
+                s.result = robust_found(s, int(i), cfs[j], float(test.lower[j]))
                 continue
             if status is not CertStatus.NOT_ROBUST:
                 s.undecided += 1
@@ -239,6 +382,11 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
             worst = float(test.upper[j]) if math.isfinite(test.upper[j]) else -margin
             s.last_msg = (f"round {rnd}: margin {margin:.4g}, worst case in Δ {worst:.4g} "
                           f"({status.value})")
+            if s.refine is not None:
+                s.result = refine_not_robust(s, worst, lo_cost(int(i), cfs[j], s.schedule.tau))
+                continue
+            if math.isnan(s.schedule.lo) or s.schedule.tau >= s.schedule.lo:
+                s.g_lo, s.c_lo = worst, lo_cost(int(i), cfs[j], s.schedule.tau)
             if not s.schedule.not_robust(max(margin - worst, 0.0)):
                 s.result = give_up(s, (
                     f"no Δ-robust CE: bisected the margin down to [{s.schedule.lo:.6g}, "
@@ -247,11 +395,15 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     out = []
     for s in states:
         if s.result is None:
-            sch = s.schedule
-            tried = "" if not sch.bisecting else (
-                f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and "
-                f"{sch.hi:.6g}, unreachable)")
-            s.result = give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; {s.last_msg}")
+            if s.refine is not None:
+                s.result = refined(s)
+            else:
+                sch = s.schedule
+                tried = "" if not sch.bisecting else (
+                    f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and "
+                    f"{sch.hi:.6g}, unreachable)")
+                s.result = give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; "
+                                      f"{s.last_msg}")
         out.append(s.result)
     return out
 
@@ -269,6 +421,10 @@ class DeltaRobustLoop:
     max_rounds : cap on search / Δ-test rounds per query (raises and bisection steps).
     slack : relative safety added to the observed margin drop.
     bisect_tol : relative width ``(hi − lo) / hi`` at which the margin bisection stops, in (0, 1).
+    minimal : refine the margin after the first Δ-robust CE and return the nearest Δ-robust CE
+        tried (the module docstring's "minimal margins"; certificate column ``margin_gap``);
+        False (the default here): the first Δ-robust CE is the answer, as in Jiang et al.
+    refine_tol : the relative width ``(hi − lo) / hi`` in (0, 1) at which the refinement stops.
     tau_step : None (default: raise by ``growth`` / the observed drop, then bisect), or a
         positive step: the margin grows by it each round and the first unreachable margin ends
         the search (the APΔS authors' schedule: ``tau=0.01, tau_step=0.2``).
@@ -282,10 +438,12 @@ class DeltaRobustLoop:
 
     def __init__(self, model: Any, data: Any = None, *, shift: ParameterShift | float = 0.05,
                  growth: float = 2.0, max_rounds: int = 10, slack: float = 0.05,
-                 bisect_tol: float = 1e-3, tau_step: float | None = None,
-                 delta_time_limit: float | None = None,
+                 bisect_tol: float = 1e-3, minimal: bool = False, refine_tol: float = 0.01,
+                 tau_step: float | None = None, delta_time_limit: float | None = None,
                  certifier: Certifier | None = None, **kwargs: Any):
         self.shift = shift
+        self.minimal = minimal
+        self.refine_tol = refine_tol
         self.growth = growth
         self.max_rounds = max_rounds
         self.slack = slack
@@ -303,6 +461,9 @@ class DeltaRobustLoop:
         check_integer(self.max_rounds, "max_rounds", low=1)
         check_number(self.slack, "slack", low=0)
         check_number(self.bisect_tol, "bisect_tol", low=0, high=1, low_open=True, high_open=True)
+        if not isinstance(self.minimal, bool | np.bool_):
+            raise ValidationError(f"minimal must be True or False, got {self.minimal!r}")
+        check_number(self.refine_tol, "refine_tol", low=0, high=1, low_open=True, high_open=True)
         check_number(self.tau_step, "tau_step", low=0, low_open=True, allow_none=True)
         check_number(self.delta_time_limit, "delta_time_limit", low=0, low_open=True,
                      allow_none=True)
@@ -324,9 +485,11 @@ class DeltaRobustLoop:
 
     def _robust_search(self, X: np.ndarray, targets: np.ndarray, find: SearchFn, *, tau: float,
                        base_cert: Mapping[str, Any],
-                       unreachable_text: str = "no actionable point reaches margin"
+                       unreachable_text: str = "no actionable point reaches margin",
+                       cost: Callable[[int, np.ndarray], float] | None = None
                        ) -> list[QueryResult]:
-        """:func:`run_margin_loop` with this explainer's loop parameters and certifier."""
+        """:func:`run_margin_loop` with this explainer's loop parameters and certifier
+        (``cost(row, cf)``: what the margin refinement minimises)."""
         certifier = self._certifier()
         shift = getattr(certifier, "shift", self.shift)
         cert = {c: math.nan for c in self.certificate_columns}
@@ -338,4 +501,6 @@ class DeltaRobustLoop:
                                max_rounds=self.max_rounds, time_limit=self.time_limit,
                                tau_step=self.tau_step,
                                delta_time_limit=self.delta_time_limit, base_cert=cert,
-                               unreachable_text=unreachable_text)
+                               unreachable_text=unreachable_text,
+                               refine_tol=self.refine_tol if self.minimal else None,
+                               cost=cost)

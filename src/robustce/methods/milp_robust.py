@@ -21,7 +21,7 @@ this module supplies its search (the nearest-CE MILP at a margin) and certificat
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -43,6 +43,14 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     slack : relative safety added to the observed margin drop.
     bisect_tol : relative width ``(hi − lo) / hi`` at which the margin bisection stops
         (in (0, 1); see below).
+    minimal : after the first Δ-robust CE, refine the margin (to the relative width
+        ``refine_tol`` of ``(hi − lo) / hi``, default 0.01; at most 8 more rounds) and return
+        the nearest Δ-robust CE tried (default True): raising the margin overshoots, and without
+        this the CE keeps more worst-case margin than it needs (farther than the nearest
+        Δ-robust CE). False: stop at the first Δ-robust CE (Jiang et al.'s loop; the paper
+        configurations set it). Certificate ``margin_gap``: how far the returned margin is above
+        one whose CE was not Δ-robust.
+    refine_tol : see ``minimal``.
     tau_step : None (default), or the additive schedule of the APΔS authors' MILP-R: the
         margin grows by ``tau_step`` a round (``tau=0.01, tau_step=0.2``) and the first
         unreachable margin ends the search (no bisection).
@@ -66,7 +74,10 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     delta_status : the exact Δ-test's status for the returned CE (``robust``).
     worst_case_margin : the CE's exact worst-case target margin over Δ (a proven lower bound
         of it when the time left did not allow the exact value).
-    tau : validity margin of the final round.
+    tau : validity margin of the returned CE's round.
+    margin_gap : ``hi − lo`` of the margin refinement (``refine_tol``): the returned margin is
+        at most this above a margin whose CE was not Δ-robust (NaN: robust at the first margin
+        tried, or the additive schedule; absent with ``minimal=False``).
     rounds : rounds used.
     optimal : whether the last nearest-CE MILP was solved to optimality (for its ``tau``).
     solver : the MILP backend.
@@ -102,8 +113,11 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
     _constraints: ClassVar[str] = "exact"  # every round's MILP is MILPNearest's
     name: ClassVar[str] = "milp_robust"
     certificate_columns: ClassVar[tuple[str, ...]] = (
-        "distance", "delta", "p", "delta_status", "worst_case_margin", "tau", "rounds", "optimal",
-        "solver")
+        "distance", "delta", "p", "delta_status", "worst_case_margin", "tau", "margin_gap",
+        "rounds", "optimal", "solver")
+
+    def __init__(self, model: Any, data: Any = None, *, minimal: bool = True, **kwargs: Any):
+        super().__init__(model, data, minimal=minimal, **kwargs)
 
     def _explain_one(self, x: np.ndarray, target: int) -> QueryResult:
         """One query through the shared margin loop (:mod:`robustce.methods.margin_loop`);
@@ -117,8 +131,11 @@ class MILPRobust(DeltaRobustLoop, MILPNearest):
                 seeds.append(near.cf)
             return [Candidate(near.status, near.cf, near.message, {"optimal": near.optimal})]
 
+        def cost(_row: int, cf: np.ndarray) -> float:
+            return float(self.distance_.rowwise(x, cf[None], self.encoder)[0])
+
         (r,) = self._robust_search(x[None], np.array([target]), find, tau=self.tau,
-                                   base_cert={"solver": self.solver, "optimal": False})
+                                   base_cert={"solver": self.solver, "optimal": False}, cost=cost)
         if r.status == "found":
             # the distance minimised (fixed costs included)
             r.certificate["distance"] = float(self.distance_.rowwise(x, r.cfs, self.encoder)[0])

@@ -49,8 +49,8 @@ class ProtoRobust(WachterRobust):
     max_iter, lr, loss, margin, check_every, init_noise, straight_through, distance_weights :
         the search (as :class:`~robustce.methods.Wachter`; ``distance_weights`` weights the L1
         term and the reported distance).
-    tau, solver, shift, growth, max_rounds, slack, bisect_tol, tau_step, delta_time_limit,
-    certifier :
+    tau, solver, shift, growth, max_rounds, slack, bisect_tol, minimal, refine_tol, tau_step,
+    delta_time_limit, certifier :
         the margin loop, as :class:`~robustce.methods.WachterRobust`.
     target_class, time_limit, random_state, n_jobs, constraints : see :class:`Explainer`.
 

@@ -42,9 +42,10 @@ class WachterRobust(DeltaRobustLoop, Wachter):
     data : training Dataset (only for ``distance_weights="mad"`` / ``"range"``).
     tau : the margin the first round asks for (> 0, logit units).
     solver : MILP backend of the default exact Δ-test ("highs" or "gurobi").
-    shift, growth, max_rounds, slack, bisect_tol, tau_step, delta_time_limit, certifier :
+    shift, growth, max_rounds, slack, bisect_tol, minimal, refine_tol, tau_step, delta_time_limit,
+    certifier :
         the margin loop (:class:`~robustce.methods.margin_loop.DeltaRobustLoop`; as
-        :class:`MILPRobust`).
+        :class:`MILPRobust`, but ``minimal`` defaults to False: the first Δ-robust CE).
     lam_init, lam_schedule, max_lambda_steps, max_iter, lr, loss, margin, distance_weights : Wachter's
         search of each round (:class:`~robustce.methods.Wachter`); ``margin`` is added to the
         round's ``tau`` in the loss (the search aims a little past the margin it must reach).

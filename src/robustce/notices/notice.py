@@ -342,8 +342,10 @@ def notice(model: Any, applicant: Any, explanations: Any, *, family: Any = None,
     >>> n = rc.notices.notice(model, declined.index[0], [expl, robust], shift=0.01, seed=0)
     >>> n.decision, n.favourable_outcome
     ('rejected', 'approved')
-    >>> [(r["feature"], r["current"], r["required"]) for r in n.reasons]
-    [('housing', 'rent', 'own'), ('has_guarantor', 1, 0)]
+    >>> [(r["feature"], r["current"]) for r in n.reasons]
+    [('housing', 'rent'), ('income', 36984.99)]
+    >>> n.reasons[0]["required"], round(n.reasons[1]["required"], -3)
+    ('own', 165000.0)
     >>> [o.method for o in n.options]  # the option proven Δ-robust comes first
     ['milp_robust', 'milp_nearest']
     >>> print(n.options[0].certificates[1])
