@@ -111,7 +111,9 @@ def _run_dask(task: AuditTask, todo: Iterator[tuple[int, pd.DataFrame]], client:
     window = window or 2 * n_workers
     shared = client.scatter(task, broadcast=True)
     index: dict[Any, int] = {}
-    pending = as_completed()
+    # the loop of *this* client: with no futures yet, as_completed() would look for Dask's
+    # default client, and the one connect() opens is not the default (set_as_default=False)
+    pending = as_completed(loop=client.loop)
     for i, f in todo:
         fut = client.submit(run_partition, shared, i, f, pure=False)
         index[fut] = i

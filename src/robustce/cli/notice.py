@@ -194,7 +194,7 @@ def _notices(args: argparse.Namespace, classes: list[Any], params: list[dict[str
     kw = {"family": family, "shift": args.delta, "max_options": args.options, "seed": args.seed}
     if client is not None:
         return write_notices(model, expls, Path(args.out), n_jobs=max(2, args.n_jobs),
-                             backend="dask", **kw)
+                             backend="dask", client=client, **kw)
     return write_notices(model, expls, Path(args.out), n_jobs=args.n_jobs, **kw)
 
 

@@ -67,8 +67,8 @@ def _check_same_settings(paths: list[Path], model: Any, expls: list[Any],
 
 
 def write_notices(model: Any, explanations: Any, directory: str | os.PathLike, *,
-                  n_jobs: int | None = None, backend: str | None = None, **kwargs: Any
-                  ) -> list[Path]:
+                  n_jobs: int | None = None, backend: str | None = None, client: Any = None,
+                  **kwargs: Any) -> list[Path]:
     """Write ``notice_<id>.json`` / ``.html`` for every query the model declines.
 
     Parameters
@@ -78,6 +78,9 @@ def write_notices(model: Any, explanations: Any, directory: str | os.PathLike, *
     directory : output folder (created).
     n_jobs : joblib workers (None or 1: in this process).
     backend : joblib backend (``"loky"`` processes by default; ``"dask"``, ``"ray"``).
+    client : with ``backend="dask"``, the ``dask.distributed.Client`` to run on (default: Dask's
+        default client; a client made with ``set_as_default=False``, as
+        :func:`robustce.audits.connect` makes, must be passed here).
     **kwargs : passed to :func:`~robustce.notices.notice.notice`.
 
     Returns
@@ -127,6 +130,7 @@ def write_notices(model: Any, explanations: Any, directory: str | os.PathLike, *
     size = max(1, -(-len(todo) // (4 * n_jobs)))
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     # parallel_config (not Parallel(backend=)) registers joblib's external backends (dask)
-    with parallel_config(backend=backend or "loky", n_jobs=n_jobs):
+    extra = {"client": client} if client is not None and backend == "dask" else {}
+    with parallel_config(backend=backend or "loky", n_jobs=n_jobs, **extra):
         Parallel()(delayed(_write_chunk)(model, expls, c, out, kwargs) for c in chunks)
     return paths
