@@ -32,6 +32,11 @@ longer in its file (the code moved, e.g. after a merge) the mutant is reported a
 
 The last full run is recorded in ``docs/mutation.md``; a surviving mutant that changes a
 certificate, a status, a saved file or a returned CE's validity is a gap in the tests.
+**Markers.** A mutant's listed tests run whatever their marker: the run passes
+``-m 'slow or not slow'``, which replaces the project's addopts ``-m 'not slow'`` (that one
+would silently deselect a guarding test marked ``slow``, and a selection of only such tests
+would "collect nothing" instead of running).
+
 Not part of CI (each mutant reruns a slice of the suite: minutes in all); CI runs only the
 drift check, ``tests/test_mutants_tool.py``.
 """
@@ -1089,6 +1094,19 @@ def _place_marker(text: str, line: int) -> str | None:
     return "\n".join(lines)
 
 
+#: the marker expression of a mutant run: every listed test, ``slow`` or not (the project's
+#: addopts deselect ``slow`` tests; a later ``-m`` replaces that one)
+ANY_MARKER = "slow or not slow"
+
+
+def pytest_command(m: Mutant) -> list[str]:
+    """The pytest call that runs ``m``'s guarding tests: stop at the first failure, and run
+    every listed file or node id whatever its marker (``-m 'slow or not slow'`` overrides the
+    addopts' ``-m 'not slow'``, which would silently deselect a slow guarding test)."""
+    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+            "-m", ANY_MARKER, *m.tests]
+
+
 def run(mutants: list[Mutant], timeout: float, verbose: bool = False) -> list[Outcome]:
     """Each mutant on its own copy of ``src/`` (this checkout's), its guarding tests run with
     the copy first on ``PYTHONPATH``; the working tree is never written."""
@@ -1115,7 +1133,7 @@ def run(mutants: list[Mutant], timeout: float, verbose: bool = False) -> list[Ou
             target.write_text(mutated)
             placed = not note
             t0 = time.perf_counter()
-            cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests]
+            cmd = pytest_command(m)
             run_env = dict(env, PYTHONPATH=os.pathsep.join([str(src), str(marks)]),
                            ROBUSTCE_MUTANT_MARK=str(flag))
             tail = ""
