@@ -1004,9 +1004,12 @@ pass  # arm_forkserver() left out""",
            ("tests/serve/test_bodies.py",),
            "a large job silently loses one item per chunk of 200: applicants never answered"),
     Mutant("job_body_parsed_on_the_event_loop", "serve/app.py",
-           """        req, records = await anyio.to_thread.run_sync(parse_job_body, body, m.schema, m.record_checker,
-                                                      settings.max_job_items, limiter=service.parsers())""",
-           """        req, records = parse_job_body(body, m.schema, m.record_checker, settings.max_job_items)""",
+           ("""        req, records = await anyio.to_thread.run_sync(parse_job_body, body, m.schema, """
+            """m.record_checker,\n"""
+            """                                                      settings.max_job_items, """
+            """limiter=service.parsers())"""),
+           ("""        req, records = parse_job_body(body, m.schema, m.record_checker, """
+            """settings.max_job_items)"""),
            ("tests/serve/test_bodies.py::test_the_job_route_parses_its_body_on_a_worker_thread",),
            "a 2 MB job body is parsed on the event loop: every other request (health included) "
            "stalls for the parse"),
@@ -1046,8 +1049,10 @@ pass  # arm_forkserver() left out""",
            "the servers the tests start run this checkout's code, not the code under test: no "
            "serve mutant (no bug in the served copy) can be seen"),
     Mutant("launcher_pythonpath_appended", "serve/launcher.py",
-           """        env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}""",
-           """        env = {**os.environ, "PYTHONPATH": f"{os.environ.get('PYTHONPATH', '')}{os.pathsep}{src}"}""",
+           ("""        env = {**os.environ, "PYTHONPATH": """
+            """f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}"""),
+           ("""        env = {**os.environ, "PYTHONPATH": """
+            """f"{os.environ.get('PYTHONPATH', '')}{os.pathsep}{src}"}"""),
            ("tests/serve/test_mutant_kills_launcher.py",),
            "the server imports the robustce found first on the caller's PYTHONPATH, not the src "
            "it was asked to serve"),
@@ -1140,7 +1145,8 @@ pass  # arm_forkserver() left out""",
            ("tests/serve/test_favourable.py::test_applicants_offered_are_those_the_model_denies",),
            "the page offers applicants the model already approves (recourse toward what they have)"),
     Mutant("api_error_body_drops_loc", "serve/api_error.py",
-           """        return {"detail": self.detail} if self.loc is None else {"detail": self.detail, "loc": self.loc}""",
+           ("""        return {"detail": self.detail} if self.loc is None else """
+            """{"detail": self.detail, "loc": self.loc}"""),
            """        return {"detail": self.detail}""",
            ("tests/serve/test_api.py::test_body_over_the_limit_is_413",),
            "a 413 of a chunked body no longer says it is the body that is refused"),
@@ -1156,7 +1162,8 @@ pass  # arm_forkserver() left out""",
            "a request queued behind others is killed for its queue wait: its items time out under "
            "load (the status depends on the host's load)"),
     Mutant("pool_budget_wall_clock_only", "serve/pool.py",
-           """                if cpu_start is None or cpu is None or cpu - cpu_start >= budget or now >= hard_end:""",
+           ("""                if cpu_start is None or cpu is None or cpu - cpu_start >= budget """
+            """or now >= hard_end:"""),
            """                if True:""",
            ("tests/serve/test_hygiene.py::test_the_run_budget_is_the_workers_cpu_time_with_a_wall_clock_cap",),
            "the run budget is wall-clock time: on a loaded host a task gets less than its budget of "
