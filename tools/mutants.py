@@ -1292,7 +1292,8 @@ pass  # arm_forkserver() left out""",
            """        return per.sum(axis=1)""",
            """        return moved.sum(axis=1)""",
            ("tests/data/test_constraints.py",
-            "tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force"),
+            "tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force",
+            "tests/data/test_mutant_kills_compiled.py"),
            "a one-hot category change counts twice against max_changes in model space: CEs "
            "within the cap are rejected"),
     Mutant("conditional_decrease_compiled_as_increase", "data/conditionals.py",
@@ -1318,7 +1319,7 @@ pass  # arm_forkserver() left out""",
         return ~on | ok""",
            """        ok = (v >= self.lower + shift - tol) & (v <= self.upper + shift + tol)
         return ok""",
-           ("tests/methods/test_pinned_conditionals.py",),
+           ("tests/methods/test_pinned_conditionals.py", "tests/data/test_mutant_kills_compiled.py"),
            "a conditional's consequence is required even where its condition is false: valid CEs "
            "are dropped as breaking it"),
     # audits: the executor and the report's files
