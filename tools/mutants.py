@@ -6,8 +6,11 @@ foundation (files, the Explainer base, the exact Δ-test, interval bounds, the M
 every method that issues a certificate or a guarantee (PROPLACE, APΔS, DiverseRobust, MACE,
 RoCourseNet's attacker, ROAR, RobX), the scikit-learn / torch / booster import folds and,
 since issue 47, the service (auth, limits, client parameters, records, audit log and trail,
-kept answers, the job store; security headers, /docs, the lifeline, job resume), notices, audits,
-dataset constraints and constraints in the exact methods. For each, the
+kept answers, the job store; security headers, /docs, the lifeline, job resume; the body
+limits, the launcher, ``--solver-nodes``, the retry key, the served hash, the pool and the
+worker's answers), notices, audits (and their execution and report files), dataset
+constraints (relations, compiled rows, conditionals) and constraints in the exact methods,
+EnsembleShift's ε, ActionableRecourse's grid bound and MACE's z3 determinism. For each, the
 script copies this checkout's ``src/`` to a temporary folder, applies the edit there (the
 working tree is never written), runs the tests that guard that place with the mutated copy
 first on ``PYTHONPATH``, and records whether the suite failed ("killed") or passed. The

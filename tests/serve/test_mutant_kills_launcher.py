@@ -45,7 +45,7 @@ def test_a_server_that_exits_at_start_is_reported_with_its_log(tmp_path):
     proc = launcher.ServeProcess(["--workers", "0"], log=tmp_path / "serve.log")
     try:
         with pytest.raises(RuntimeError) as caught:
-            proc.wait_ready(timeout=90)
+            proc.wait_ready(timeout=45)
     finally:
         proc.stop(timeout=5)
     assert "exited (2)" in str(caught.value) and "workers" in str(caught.value)
