@@ -114,3 +114,22 @@ def test_a_serve_mutant_is_reached_and_killed_only_through_a_live_server(tool):
     m = next(m for m in tool.MUTANTS if m.name == "serve_token_prefix_accepted")
     (outcome,) = tool.run([m], timeout=300)
     assert outcome.reached is True and outcome.verdict == "killed", outcome
+
+
+def test_a_guarding_test_marked_slow_is_run_not_deselected(tool, tmp_path):
+    """The project's addopts say ``-m 'not slow'``: a mutant's run must still execute a listed
+    test marked ``slow`` (a failing one here: exit 1, "1 failed"), where plain pytest under
+    the same configuration deselects it (exit 5, nothing collected)."""
+    import subprocess
+
+    t = tmp_path / "test_slow_guard.py"
+    t.write_text("import pytest\n\n\n@pytest.mark.slow\ndef test_guard():\n    assert False\n")
+    m = tool.Mutant("m", "f.py", "", "", (str(t),), "")
+    cmd = tool.pytest_command(m)
+    config = ["-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path)]
+    with_tool = [*cmd[:3], *config, *cmd[3:]]
+    plain = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *config, str(t)]
+    runs = [subprocess.run(c, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+            for c in (with_tool, plain)]
+    assert runs[1].returncode == 5, runs[1].stdout[-1000:]
+    assert runs[0].returncode == 1 and "1 failed" in runs[0].stdout, runs[0].stdout[-1000:]

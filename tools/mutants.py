@@ -6,8 +6,11 @@ foundation (files, the Explainer base, the exact Δ-test, interval bounds, the M
 every method that issues a certificate or a guarantee (PROPLACE, APΔS, DiverseRobust, MACE,
 RoCourseNet's attacker, ROAR, RobX), the scikit-learn / torch / booster import folds and,
 since issue 47, the service (auth, limits, client parameters, records, audit log and trail,
-kept answers, the job store; security headers, /docs, the lifeline, job resume), notices, audits,
-dataset constraints and constraints in the exact methods. For each, the
+kept answers, the job store; security headers, /docs, the lifeline, job resume; the body
+limits, the launcher, ``--solver-nodes``, the retry key, the served hash, the pool and the
+worker's answers), notices, audits (and their execution and report files), dataset
+constraints (relations, compiled rows, conditionals) and constraints in the exact methods,
+EnsembleShift's ε, ActionableRecourse's grid bound and MACE's z3 determinism. For each, the
 script copies this checkout's ``src/`` to a temporary folder, applies the edit there (the
 working tree is never written), runs the tests that guard that place with the mutated copy
 first on ``PYTHONPATH``, and records whether the suite failed ("killed") or passed. The
@@ -32,6 +35,11 @@ longer in its file (the code moved, e.g. after a merge) the mutant is reported a
 
 The last full run is recorded in ``docs/mutation.md``; a surviving mutant that changes a
 certificate, a status, a saved file or a returned CE's validity is a gap in the tests.
+**Markers.** A mutant's listed tests run whatever their marker: the run passes
+``-m 'slow or not slow'``, which replaces the project's addopts ``-m 'not slow'`` (that one
+would silently deselect a guarding test marked ``slow``, and a selection of only such tests
+would "collect nothing" instead of running).
+
 Not part of CI (each mutant reruns a slice of the suite: minutes in all); CI runs only the
 drift check, ``tests/test_mutants_tool.py``.
 """
@@ -980,6 +988,368 @@ pass  # arm_forkserver() left out""",
            ("tests/robustness/test_certifier.py", "tests/robustness/test_mutant_kills_certifier.py"),
            "a certificate whose worst case is within tolerance of 0 counts as robust: every "
            "method and metric reading Certificates.robust claims what nobody proved"),
+    # --- issue 47, third part: code added after the 147-mutant run (the body limits, the one
+    # launcher, the service's solver work limit and retry key, and the modules no mutant
+    # reached yet) ------------------------------------------------------------------------------
+    Mutant("bodies_job_item_limit_off_by_one", "serve/bodies.py",
+           """        if len(items) > max_items:""",
+           """        if len(items) >= max_items:""",
+           ("tests/serve/test_bodies.py", "tests/serve/test_mutant_kills_bodies.py"),
+           "a job of exactly --max-job-items items is refused (422) although the limit allows it"),
+    Mutant("bodies_chunk_errors_located_in_the_first_chunk", "serve/bodies.py",
+           """            errors += _located(exc, offset=start)""",
+           """            errors += _located(exc, offset=0)""",
+           ("tests/serve/test_bodies.py",),
+           "a job's 422 names the wrong item (an error in item 401 is reported at item 0)"),
+    Mutant("bodies_chunk_drops_an_item", "serve/bodies.py",
+           """            rest += _ITEMS.validate_python(items[start:start + CHUNK], context=context)""",
+           """            rest += _ITEMS.validate_python(items[start:start + CHUNK - 1], context=context)""",
+           ("tests/serve/test_bodies.py",),
+           "a large job silently loses one item per chunk of 200: applicants never answered"),
+    Mutant("job_body_parsed_on_the_event_loop", "serve/app.py",
+           ("""        req, records = await anyio.to_thread.run_sync(parse_job_body, body, m.schema, """
+            """m.record_checker,\n"""
+            """                                                      settings.max_job_items, """
+            """limiter=service.parsers())"""),
+           ("""        req, records = parse_job_body(body, m.schema, m.record_checker, """
+            """settings.max_job_items)"""),
+           ("tests/serve/test_bodies.py::test_the_job_route_parses_its_body_on_a_worker_thread",),
+           "a 2 MB job body is parsed on the event loop: every other request (health included) "
+           "stalls for the parse"),
+    Mutant("body_limit_sync_routes_take_the_job_limit", "serve/app.py",
+           """        self.sync_limit = limit if sync_limit is None else min(sync_limit, limit)""",
+           """        self.sync_limit = limit""",
+           ("tests/serve/test_hygiene.py::test_a_large_body_to_a_synchronous_route_is_413_unread_and_audited",),
+           "--max-sync-body is ignored: explain and certify read and parse 2 MB bodies on the event "
+           "loop"),
+    Mutant("body_limit_header_checked_against_the_job_limit", "serve/app.py",
+           """        if length is not None and (not length.isdigit() or int(length) > limit):""",
+           """        if length is not None and (not length.isdigit() or int(length) > self.limit):""",
+           ("tests/serve/test_mutant_kills_body_limit.py",
+            "tests/serve/test_hygiene.py::test_a_large_body_to_a_synchronous_route_is_413_unread_and_audited"),
+           "a synchronous body over --max-sync-body is read before it is refused (413 only once "
+           "the bytes are in): the limit no longer spares the server the read"),
+    Mutant("settings_sync_limit_not_capped", "serve/settings.py",
+           """    return min(settings.max_sync_body_bytes, settings.max_body_bytes)""",
+           """    return settings.max_sync_body_bytes""",
+           ("tests/serve/test_cli_serve.py::test_the_limits_are_server_options_passed_to_the_settings",),
+           "--max-sync-body above --max-body lets a synchronous request past the server's body "
+           "limit"),
+    Mutant("settings_solver_nodes_zero_allowed", "serve/settings.py",
+           """"max_body_bytes", "max_sync_body_bytes", "retry_after_s", "solver_nodes"):""",
+           """"max_body_bytes", "max_sync_body_bytes", "retry_after_s"):""",
+           ("tests/serve/test_mutant_kills_settings.py",),
+           "--solver-nodes 0 is accepted: every MILP stops at once, every item times out"),
+    Mutant("settings_token_length_unchecked", "serve/settings.py",
+           """    if len(token) < 16 or any(c.isspace() for c in token):""",
+           """    if len(token) < 1 or any(c.isspace() for c in token):""",
+           ("tests/serve/test_mutant_kills_settings.py",),
+           "a 3-character bearer token is accepted: the service's only secret can be guessed"),
+    # the one launcher of the service tests
+    Mutant("launcher_serves_the_checkout", "serve/launcher.py",
+           """        src = src or _this_src()""",
+           """        src = src or Path.cwd() / "src\"""",
+           ("tests/serve/test_mutant_kills_launcher.py",),
+           "the servers the tests start run this checkout's code, not the code under test: no "
+           "serve mutant (no bug in the served copy) can be seen"),
+    Mutant("launcher_pythonpath_appended", "serve/launcher.py",
+           ("""        env = {**os.environ, "PYTHONPATH": """
+            """f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}"""),
+           ("""        env = {**os.environ, "PYTHONPATH": """
+            """f"{os.environ.get('PYTHONPATH', '')}{os.pathsep}{src}"}"""),
+           ("tests/serve/test_mutant_kills_launcher.py",),
+           "the server imports the robustce found first on the caller's PYTHONPATH, not the src "
+           "it was asked to serve"),
+    Mutant("launcher_exit_not_noticed", "serve/launcher.py",
+           """            if self.proc.poll() is not None:
+                raise RuntimeError""",
+           """            if False:
+                raise RuntimeError""",
+           ("tests/serve/test_mutant_kills_launcher.py",),
+           "a server that exits at start is waited for until the timeout (2 minutes), and its "
+           "log is not shown as the reason"),
+    # --solver-nodes: the context, the worker, the app
+    Mutant("highs_context_not_applied", "solvers/milp/highs.py",
+           """        for key, val in {**dict(_HIGHS_CONTEXT.get()), **options.extra}.items():""",
+           """        for key, val in {**options.extra}.items():""",
+           ("tests/serve/test_work_limits.py",),
+           "--solver-nodes never reaches HiGHS: an item's MILP work depends on the clock and the "
+           "host's load again"),
+    Mutant("highs_context_overrides_the_models_options", "solvers/milp/highs.py",
+           """        for key, val in {**dict(_HIGHS_CONTEXT.get()), **options.extra}.items():""",
+           """        for key, val in {**options.extra, **dict(_HIGHS_CONTEXT.get())}.items():""",
+           ("tests/serve/test_work_limits.py",),
+           "the service's node limit overrides a model's own HiGHS options"),
+    Mutant("highs_context_never_reset", "solvers/milp/highs.py",
+           """        _HIGHS_CONTEXT.reset(token)""",
+           """        pass""",
+           ("tests/serve/test_work_limits.py",),
+           "a node limit leaks past its context: later solves of the process are cut short"),
+    Mutant("worker_solver_nodes_dropped", "serve/worker.py",
+           """    return nullcontext() if nodes is None else highs_work_limits(mip_max_nodes=int(nodes))""",
+           """    return nullcontext()""",
+           ("tests/serve/test_work_limits.py::test_every_milp_of_a_task_is_made_with_the_services_node_limit",),
+           "the worker ignores the task's solver_nodes: served MILPs run unbounded in nodes"),
+    Mutant("serve_explain_task_without_solver_nodes", "serve/app.py",
+           """                "solver_nodes": self.settings.solver_nodes,""",
+           """                "solver_nodes": None,""",
+           ("tests/serve/test_mutant_kills_work_limits.py",),
+           "explain requests (and jobs) run without --solver-nodes: the served answer depends "
+           "on the host's load"),
+    Mutant("serve_certify_task_without_solver_nodes", "serve/app.py",
+           """                "seed": req.seed, "solver_nodes": settings.solver_nodes}""",
+           """                "seed": req.seed}""",
+           ("tests/serve/test_mutant_kills_work_limits.py",),
+           "certify requests run without --solver-nodes: the served certificate depends on the "
+           "host's load"),
+    # the retry key (only with an Idempotency-Key) and the served model's identity
+    Mutant("retry_key_hashes_without_a_key", "serve/app.py",
+           """        if key is None:
+            return NO_RETRY_KEY""",
+           """        if key is None:
+            pass""",
+           ("tests/serve/test_retry_key.py",),
+           "every request's body is read and hashed although no retry can use it"),
+    Mutant("retry_identity_ignores_the_path", "serve/app.py",
+           """    body = request.url.path.encode() + b"\\0" + await request.body()""",
+           """    body = await request.body()""",
+           ("tests/serve/test_retry_key.py",),
+           "a retry to another route (certify for explain) with the same body gets the kept "
+           "answer of the first"),
+    Mutant("retry_identity_ignores_the_token_holder", "serve/app.py",
+           """    holder = hashlib.sha256(request.headers.get("authorization", "").encode()).hexdigest()""",
+           """    holder = hashlib.sha256(b"").hexdigest()""",
+           ("tests/serve/test_retry_key.py",),
+           "another token holder who sends the same key and body gets someone else's kept answer"),
+    Mutant("kept_results_never_expire", "serve/kept_results.py",
+           """            if until > now:""",
+           """            if True:""",
+           ("tests/serve/test_audit_kept_results.py",),
+           "kept answers are given out after their stated time (an hour)"),
+    Mutant("kept_results_newest_dropped", "serve/kept_results.py",
+           """            self._kept.popitem(last=False)""",
+           """            self._kept.popitem(last=True)""",
+           ("tests/serve/test_audit_kept_results.py",),
+           "over the bound the answer just kept is dropped: the client told to retry gets nothing"),
+    Mutant("served_hash_ignores_the_favourable_class", "serve/registry.py",
+           """    if saved is not None and int(saved) == int(served):""",
+           """    if saved is not None:""",
+           ("tests/serve/test_favourable.py::test_the_served_hash_tells_the_favourable_class_apart",),
+           "serving a model toward another favourable class keeps the saved model's hash: audit "
+           "records of two different services look like one"),
+    Mutant("served_hash_without_the_class_index", "serve/registry.py",
+           """    return hashlib.sha256(f"{digest}\\0favourable={int(served)}".encode()).hexdigest()""",
+           """    return hashlib.sha256(f"{digest}\\0favourable".encode()).hexdigest()""",
+           ("tests/serve/test_favourable.py::test_the_served_hash_tells_the_favourable_class_apart",
+            "tests/serve/test_mutant_kills_registry.py"),
+           "servings of one model toward two different --favourable classes share one identity"),
+    Mutant("registry_applicants_include_approved", "serve/registry.py",
+           """    return frame[model.predict(frame) != model.favourable].iloc[:50]""",
+           """    return frame.iloc[:50]""",
+           ("tests/serve/test_favourable.py::test_applicants_offered_are_those_the_model_denies",),
+           "the page offers applicants the model already approves (recourse toward what they have)"),
+    Mutant("api_error_body_drops_loc", "serve/api_error.py",
+           ("""        return {"detail": self.detail} if self.loc is None else """
+            """{"detail": self.detail, "loc": self.loc}"""),
+           """        return {"detail": self.detail}""",
+           ("tests/serve/test_mutant_kills_body_limit.py",
+            "tests/serve/test_api.py::test_body_over_the_limit_is_413"),
+           "a 413 of a chunked body no longer says it is the body that is refused"),
+    # the solver pool and the worker's answers
+    Mutant("pool_queue_wait_taken_from_the_run", "serve/pool.py",
+           """        slot = await self.acquire(loop.time() + deadline_s, wait=wait)
+        return await self.submit(slot, fn, task, loop.time() + deadline_s)""",
+           """        end = loop.time() + deadline_s
+        slot = await self.acquire(end, wait=wait)
+        return await self.submit(slot, fn, task, end)""",
+           ("tests/serve/test_hygiene.py::test_a_queued_task_gets_its_whole_budget_once_a_worker_starts_it",
+            "tests/serve/test_mutant_kills_pool.py"),
+           "a request queued behind others is killed for its queue wait: its items time out under "
+           "load (the status depends on the host's load)"),
+    Mutant("pool_budget_wall_clock_only", "serve/pool.py",
+           ("""                if cpu_start is None or cpu is None or cpu - cpu_start >= budget """
+            """or now >= hard_end:"""),
+           """                if True:""",
+           ("tests/serve/test_hygiene.py::test_the_run_budget_is_the_workers_cpu_time_with_a_wall_clock_cap",),
+           "the run budget is wall-clock time: on a loaded host a task gets less than its budget of "
+           "computation and times out"),
+    Mutant("pool_queue_unbounded", "serve/pool.py",
+           """        if self._idle.empty() and self._waiting >= self.max_queue and not wait:""",
+           """        if self._idle.empty() and self._waiting > self.max_queue and not wait:""",
+           ("tests/serve/test_pool.py",),
+           "one more request than --max-queue waits instead of getting 429"),
+    Mutant("worker_changed_against_the_first_query", "serve/worker.py",
+           """        a, b = queries[f.name].to_numpy()[owner], cfs[f.name].to_numpy()""",
+           """        a, b = queries[f.name].to_numpy()[np.zeros_like(owner)], cfs[f.name].to_numpy()""",
+           ("tests/serve/test_mutant_kills_worker.py",),
+           "each served CE's 'changed' features are counted against the first applicant: the "
+           "answer tells an applicant to change what they need not"),
+    Mutant("worker_certify_valid_not_checked", "serve/worker.py",
+           """    return [{"valid": bool(pred[i] == target[i]), "prediction": int(pred[i]),""",
+           """    return [{"valid": True, "prediction": int(pred[i]),""",
+           ("tests/serve/test_mutant_kills_worker.py",),
+           "certify calls a supplied counterfactual valid whatever the model predicts"),
+    # EnsembleShift's ε, ActionableRecourse's grid, MACE's z3 determinism
+    Mutant("ensemble_negative_epsilon_accepted", "robustness/ensemble.py",
+           """        if eps is None or eps.ndim > 1 or eps.size == 0 or not np.all(np.isfinite(eps)) \\
+                or np.any(eps < 0):""",
+           """        if eps is None or eps.ndim > 1 or eps.size == 0 or not np.all(np.isfinite(eps)):""",
+           ("tests/robustness/test_ensemble_certificate.py::test_bad_sets_are_refused",),
+           "a negative ε shrinks the threshold set below the model itself: a 'robust' certificate "
+           "for a set that does not even hold the user's model"),
+    Mutant("ensemble_bool_epsilon_accepted", "robustness/ensemble.py",
+           """            ok = isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)""",
+           """            ok = isinstance(value, numbers.Real)""",
+           ("tests/robustness/test_ensemble_certificate.py::test_non_numeric_epsilon_is_refused_by_name",),
+           "epsilon=True is read as ε = 1: a certificate for a shift nobody asked about"),
+    Mutant("ensemble_epsilon_length_unchecked", "robustness/ensemble.py",
+           """        if eps.shape != (d,):""",
+           """        if eps.shape[0] < d:""",
+           ("tests/robustness/test_ensemble_certificate.py::test_bad_inputs_get_typed_errors",
+            "tests/robustness/test_mutant_kills_ensemble_shift.py"),
+           "a per-column ε longer than the model's columns is accepted: each ε is read against "
+           "whichever column its position happens to name"),
+    Mutant("ar_grid_size_unbounded", "methods/actionable_recourse.py",
+           """        check_integer(self.grid_size, "grid_size", low=2, high=MAX_GRID_SIZE)""",
+           """        check_integer(self.grid_size, "grid_size", low=2)""",
+           ("tests/methods/test_actionable_recourse.py::test_a_grid_size_out_of_range_is_refused_by_name",),
+           "grid_size=10**18 asks numpy for exabytes: a crash (or a machine swapped to death) "
+           "instead of a refusal"),
+    Mutant("ar_grid_size_one_allowed", "methods/actionable_recourse.py",
+           """        check_integer(self.grid_size, "grid_size", low=2, high=MAX_GRID_SIZE)""",
+           """        check_integer(self.grid_size, "grid_size", low=1, high=MAX_GRID_SIZE)""",
+           ("tests/methods/test_actionable_recourse.py::test_a_grid_size_out_of_range_is_refused_by_name",),
+           "grid_size=1 divides by zero on integer columns: an error status instead of a refusal"),
+    Mutant("smt_seed_not_passed", "solvers/smt/oracle.py",
+           """    solver.set("random_seed", int(seed))""",
+           """    solver.set("random_seed", 0)""",
+           ("tests/solvers/test_mutant_kills_smt.py::test_check_gives_z3_the_seed_it_is_given",
+            "tests/methods/test_mace_determinism.py::test_two_fresh_processes_give_identical_ces_"
+            "bounds_and_work"),
+           "MACE's random_state never reaches z3: the seed a user sets (and records) is not the "
+           "one that produced the CEs"),
+    Mutant("smt_work_counted_from_the_contexts_start", "solvers/smt/oracle.py",
+           """        work = _rlimit_count(solver) - w0""",
+           """        work = _rlimit_count(solver)""",
+           ("tests/solvers/test_mutant_kills_smt.py::test_a_calls_work_is_its_own_not_what_its_"
+            "context_spent_before", "tests/methods/test_mace_determinism.py"),
+           "a call is charged every z3 unit its context ever spent: budgets run out early and "
+           "queries time out that would have been proven"),
+    Mutant("smt_spent_budget_is_unlimited", "solvers/smt/oracle.py",
+           """    if rlimit is not None and rlimit < 1:
+        return SMTResult("unknown", None, "work limit reached")""",
+           """    if rlimit is not None and rlimit < 0:
+        return SMTResult("unknown", None, "work limit reached")""",
+           ("tests/methods/test_mace_determinism.py::test_check_maps_an_exhausted_rlimit_to_unknown_work_limit",),
+           "a spent budget (rlimit 0) is z3's 'no limit': the call runs unbounded"),
+    Mutant("smt_context_not_fresh", "solvers/smt/terms.py",
+           """        z3_module._main_ctx = ctx""",
+           """        ctx = previous or ctx""",
+           ("tests/methods/test_mace_determinism.py::test_a_query_is_solved_the_same_after_other_queries",
+            "tests/solvers/test_mutant_kills_smt.py::test_fresh_context_installs_a_new_default_"
+            "context_and_restores_the_old"),
+           "queries share one z3 context: a query's CEs and work depend on the queries before it"),
+    Mutant("mace_one_layer_network_gets_the_mlp_rate", "methods/mace_work.py",
+           """    rate = WORK_PER_SECOND["logistic" if kind == "network" and len(parts) == 1 else kind]""",
+           """    rate = WORK_PER_SECOND[kind]""",
+           ("tests/methods/test_mutant_kills_mace_work.py",),
+           "logistic regression gets the ReLU MLP's budget (a tenth): its queries time out that "
+           "would be proven within time_limit"),
+    Mutant("mace_default_work_ignores_time_limit", "methods/mace_work.py",
+           """    return max(1, round(time_limit * rate))""",
+           """    return max(1, round(rate))""",
+           ("tests/methods/test_mutant_kills_mace_work.py",),
+           "time_limit no longer sets MACE's work budget: a larger time_limit proves nothing more"),
+    # dataset constraints: relations, their compiled rows, conditionals
+    Mutant("relation_subtraction_added", "data/relations.py",
+           """        s = 1.0 if isinstance(node.op, ast.Add) else -1.0""",
+           """        s = 1.0""",
+           ("tests/data/test_constraints.py",),
+           "'a - b <= c' is read as 'a + b <= c': CEs kept to a constraint the user did not write"),
+    Mutant("relation_equality_one_sided", "data/relations.py",
+           """        return np.abs(d)""",
+           """        return np.maximum(d, 0.0)""",
+           ("tests/data/test_constraints.py", "tests/methods/test_pinned_equalities.py",
+            "tests/data/test_mutant_kills_relations.py"),
+           "the evaluator of 'a + b == c' accepts a + b < c: CEs breaking the equality pass the "
+           "check"),
+    Mutant("relation_constant_side_flipped", "data/relations.py",
+           """        return cls(text.strip(), tuple((f, float(coefs[f])) for f in names), op, kr - kl)""",
+           """        return cls(text.strip(), tuple((f, float(coefs[f])) for f in names), op, kl - kr)""",
+           ("tests/data/test_constraints.py",),
+           "'debt <= income - 100' is read as 'debt <= income + 100'"),
+    Mutant("compiled_equality_upper_only", "data/constraints.py",
+           """            if r.op in (">=", "=="):
+                lo[i] = rhs
+        return CompiledConstraints(""",
+           """            if r.op == ">=":
+                lo[i] = rhs
+        return CompiledConstraints(""",
+           ("tests/data/test_constraints.py", "tests/methods/test_pinned_equalities.py"),
+           "an equality relation is compiled as '<=' only: the exact methods return CEs that break it"),
+    Mutant("compiled_offset_dropped", "data/constraints.py",
+           """                const += a * flo""",
+           """                const += 0.0""",
+           ("tests/data/test_constraints.py",),
+           "the compiled rows forget the features' lower bounds: MILP and SMT keep another "
+           "relation than the one stated"),
+    Mutant("compiled_max_changes_counts_columns", "data/constraints.py",
+           """        return per.sum(axis=1)""",
+           """        return moved.sum(axis=1)""",
+           ("tests/data/test_constraints.py",
+            "tests/methods/test_constraints_methods.py::test_milp_optimum_equals_brute_force",
+            "tests/data/test_mutant_kills_compiled.py"),
+           "a one-hot category change counts twice against max_changes in model space: CEs "
+           "within the cap are rejected"),
+    Mutant("conditional_decrease_compiled_as_increase", "data/conditionals.py",
+           """            sign = 1.0 if self.cons_kind == "increases" else -1.0""",
+           """            sign = 1.0""",
+           ("tests/methods/test_pinned_conditionals.py",),
+           "'then f decreases by >= k' is compiled as an increase: exact methods' CEs break the rule"),
+    Mutant("conditional_raw_decrease_as_increase", "data/conditionals.py",
+           """            d = (a - b) if self.cons_kind == "increases" else (b - a)""",
+           """            d = a - b""",
+           ("tests/methods/test_pinned_conditionals.py",),
+           "the evaluator reads a decreasing consequence as an increase: rule-breaking CEs pass, "
+           "rule-keeping ones are dropped"),
+    Mutant("conditional_ordinal_level_upper_column_dropped", "data/conditionals.py",
+           """                if idx + 1 <= k - 1:
+                    cond[cb.start + idx] = -1.0""",
+           """                if idx + 1 <= k - 1:
+                    pass""",
+           ("tests/methods/test_pinned_conditionals.py::test_an_ordinal_equality_condition_on_every_level",),
+           "'level == v' is compiled as 'level >= v': the rule binds CEs on every higher level too"),
+    Mutant("conditional_compiled_implication_dropped", "data/conditionals.py",
+           """        ok = (v >= self.lower + shift - tol) & (v <= self.upper + shift + tol)
+        return ~on | ok""",
+           """        ok = (v >= self.lower + shift - tol) & (v <= self.upper + shift + tol)
+        return ok""",
+           ("tests/methods/test_pinned_conditionals.py", "tests/data/test_mutant_kills_compiled.py"),
+           "a conditional's consequence is required even where its condition is false: valid CEs "
+           "are dropped as breaking it"),
+    # audits: the executor and the report's files
+    Mutant("audit_resume_recomputes_done_partitions", "audits/execute.py",
+           """    todo = ((i, f) for i, f in enumerate(partitions) if not store.done(i))""",
+           """    todo = ((i, f) for i, f in enumerate(partitions))""",
+           ("tests/audits/test_audit.py::test_killed_and_resumed_audit_gives_the_same_report",),
+           "a resumed audit recomputes (and rewrites) the partitions already on disk"),
+    Mutant("audit_joblib_results_written_by_position", "audits/execute.py",
+           """            done(idx[k], frame)""",
+           """            done(k, frame)""",
+           ("tests/audits/test_mutant_kills_audit_execute.py",),
+           "a resumed joblib audit writes partition i's rows under the index of the i-th "
+           "partition left: finished partitions are overwritten, others never written"),
+    Mutant("audit_report_csv_rounded", "audits/report.py",
+           """        _write(out / name, df.to_csv(index=False, float_format="%.10g"))""",
+           """        _write(out / name, df.to_csv(index=False, float_format="%.3g"))""",
+           ("tests/audits/test_mutant_kills_audit_report.py",),
+           "the audit's saved tables (group_metrics.csv, fairness_gaps.csv) are rounded to 3 "
+           "digits: a gap or interval read back is not the one computed"),
+    Mutant("audit_report_too_few_groups_hidden", "audits/report.py",
+           """                                     for r in t["groups_too_few"]) or "none") + "\\n",""",
+           """                                     for r in []) or "none") + "\\n",""",
+           ("tests/audits/test_mutant_kills_audit_report.py",),
+           "report.md says no group was too small to compare when some were"),
 )
 
 
@@ -1089,6 +1459,19 @@ def _place_marker(text: str, line: int) -> str | None:
     return "\n".join(lines)
 
 
+#: the marker expression of a mutant run: every listed test, ``slow`` or not (the project's
+#: addopts deselect ``slow`` tests; a later ``-m`` replaces that one)
+ANY_MARKER = "slow or not slow"
+
+
+def pytest_command(m: Mutant) -> list[str]:
+    """The pytest call that runs ``m``'s guarding tests: stop at the first failure, and run
+    every listed file or node id whatever its marker (``-m 'slow or not slow'`` overrides the
+    addopts' ``-m 'not slow'``, which would silently deselect a slow guarding test)."""
+    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+            "-m", ANY_MARKER, *m.tests]
+
+
 def run(mutants: list[Mutant], timeout: float, verbose: bool = False) -> list[Outcome]:
     """Each mutant on its own copy of ``src/`` (this checkout's), its guarding tests run with
     the copy first on ``PYTHONPATH``; the working tree is never written."""
@@ -1115,7 +1498,7 @@ def run(mutants: list[Mutant], timeout: float, verbose: bool = False) -> list[Ou
             target.write_text(mutated)
             placed = not note
             t0 = time.perf_counter()
-            cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests]
+            cmd = pytest_command(m)
             run_env = dict(env, PYTHONPATH=os.pathsep.join([str(src), str(marks)]),
                            ROBUSTCE_MUTANT_MARK=str(flag))
             tail = ""
