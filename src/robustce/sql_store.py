@@ -74,9 +74,10 @@ def make_engine(sa: Any, url: Any) -> Any:
 
 
 def open_engine(url: str, *, what: str, flag: str, extra: str,
-                prepare: Callable[[Any, Any], T],
+                prepare: Callable[[Any, Any, str], T],
                 error: type[ConfigError] = ConfigError) -> tuple[Any, str, Any, T]:
-    """(sqlalchemy, the URL shown to users, engine, ``prepare(sa, engine)``) of ``url``.
+    """(sqlalchemy, the URL shown to users, engine, ``prepare(sa, engine, shown URL)``) of
+    ``url``.
 
     ``what`` names the database in messages ("job store"), ``flag`` the option that gave
     the URL, ``extra`` the pip extra that installs SQLAlchemy; ``prepare`` creates or checks
@@ -92,7 +93,7 @@ def open_engine(url: str, *, what: str, flag: str, extra: str,
     engine = None
     try:
         engine = make_engine(sa, parsed)
-        return sa, shown, engine, prepare(sa, engine)
+        return sa, shown, engine, prepare(sa, engine, shown)
     except ConfigError:
         _dispose(engine)
         raise

@@ -139,7 +139,7 @@ class JobStore:
     def __init__(self, url: str):
         self._lock = threading.Lock()
 
-        def prepare(sa: Any, engine: Any) -> None:
+        def prepare(sa: Any, engine: Any, _shown: str) -> None:
             self._sa, self.engine = sa, engine
             self.meta, self.jobs, self.chunks = _tables(sa)
             self._create_tables()
