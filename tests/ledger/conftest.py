@@ -8,9 +8,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from tests.pg import postgres_url  # noqa: F401 - the shared PostgreSQL fixture
 
 import robustce as rc
-from tests.pg import postgres_url  # noqa: F401 - the shared PostgreSQL fixture
 
 pytest.importorskip("sqlalchemy")
 
@@ -23,12 +23,12 @@ def loan():
 
 @pytest.fixture(scope="package")
 def v1(loan):
-    return rc.models.MLP(hidden_layers=(8,), epochs=30, random_state=0).fit(loan[0])
+    return rc.models.MLP(hidden_layers=(8,), epochs=100, random_state=0).fit(loan[0])
 
 
 @pytest.fixture(scope="package")
 def v2(loan):
-    return rc.models.MLP(hidden_layers=(8,), epochs=30, random_state=5).fit(loan[0])
+    return rc.models.MLP(hidden_layers=(8,), epochs=100, random_state=5).fit(loan[0])
 
 
 @pytest.fixture(scope="package")

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -131,11 +133,15 @@ def test_grandfather_picks_the_issuing_version_until_expiry(tmp_path):
 
 
 WRITER = """
-import sys
+import sys, time
+from pathlib import Path
 from robustce.ledger import Ledger
-url, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+url, who, n, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 book = Ledger(url)
 row = {"income": 1.0, "debt": 2.0}
+(folder / f"ready-{who}").touch()
+while not (folder / "go").exists():  # both start writing at once
+    time.sleep(0.01)
 for i in range(n):
     book.record(applicant_id=f"{who}-{i}", applicant_row=row, target_row={**row, "income": 2.0},
                 model="sha256:v1", method="m", target_class=1)
@@ -144,15 +150,20 @@ book.close()
 
 
 def test_two_processes_writing_at_once_lose_nothing(ledger_url, tmp_path):
-    n = 150
+    n = 80
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     env_path = str(Path(__file__).resolve().parents[2] / "src")
-    import os
-
     env = {**os.environ, "PYTHONPATH": env_path + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    procs = [subprocess.Popen([sys.executable, str(script), ledger_url, who, str(n)], env=env,
-                              stderr=subprocess.PIPE, text=True) for who in ("a", "b")]
+    procs = [subprocess.Popen([sys.executable, str(script), ledger_url, who, str(n),
+                               str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True)
+             for who in ("a", "b")]
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / f"ready-{w}").exists() for w in ("a", "b")):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), \
+            [p.communicate()[1] for p in procs if p.poll() is not None]
+        time.sleep(0.02)
+    (tmp_path / "go").touch()
     errs = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
     with Ledger(ledger_url) as book:
