@@ -49,8 +49,19 @@ def _plain(value: Any) -> Any:
 
 
 def certificate_of(method_certificate: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ledger's certificate of an option from its method's certificate columns
-    (:attr:`Explanations.certificates <robustce.explanations.Explanations.certificates>`).
+    """The ledger's certificate of an option from its method's certificate columns.
+
+    Parameters
+    ----------
+    method_certificate : one query's row of
+        :attr:`Explanations.certificates <robustce.explanations.Explanations.certificates>`
+        (column: value); None for a method without certificate columns.
+
+    Returns
+    -------
+    dict
+        ``kind`` (one of :data:`CERTIFICATE_KINDS`), the parameters of the claim and
+        ``verdict``; ``{"kind": "none"}`` when the method claims no robustness.
 
     Examples
     --------

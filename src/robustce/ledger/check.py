@@ -91,6 +91,31 @@ def check(ledger: Ledger | str, model: Any, *, groups: Sequence[str] | str | Non
     Returns
     -------
     LedgerReport
+
+    Examples
+    --------
+    Issue recourse under v1, retrain, check the promises under v2:
+
+    >>> import tempfile, os
+    >>> data = rc.datasets.load("synthetic_loan", n_samples=600, random_state=0)
+    >>> train, test = data.split(test_size=0.3, random_state=0)
+    >>> v1 = rc.models.MLP(hidden_layers=(8,), epochs=100, random_state=0).fit(train)
+    >>> v2 = rc.models.MLP(hidden_layers=(8,), epochs=100, random_state=5).fit(train)
+    >>> declined = test.frame[v1.predict(test.frame) == 0].head(6)
+    >>> expl = rc.methods.MILPNearest(v1, train).explain(declined)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     ledger = rc.ledger.Ledger(os.path.join(tmp, "ledger.sqlite3"))
+    ...     _ = ledger.record_explanations(v1, expl)
+    ...     report = rc.ledger.check(ledger, v2, groups=["housing"], n_boot=50)
+    ...     ledger.close()
+    >>> report.outstanding
+    6
+    >>> kept = v2.predict(expl.counterfactuals[expl.feature_names]) == 1  # a recount
+    >>> bool(report.honoured == kept.sum()), bool(len(report.broken) == (~kept).sum())
+    (True, True)
+    >>> broken = report.broken[0]["repair"]["from_promised"]  # what to do now, under v2
+    >>> v2.predict(pd.DataFrame([broken["row"]])).tolist()
+    [1]
     """
     from robustce.notices.record import model_hash
 

@@ -40,15 +40,32 @@ class LedgerReport:
         them (policy ``grandfather``; 0 otherwise).
     honour_rate : ``honoured / outstanding`` (None without outstanding promises).
     honour_rate_ci : its 95 % Poisson-bootstrap interval.
-    by_method, by_certificate, by_age : rate entries per method, certificate kind, age
-        bucket of the promise.
+    by_method : a rate entry per method.
+    by_certificate : a rate entry per certificate kind.
+    by_age : a rate entry per age bucket of the promises (``0-30d`` ... ``2y+``).
     by_group : per group column, a rate entry per level (of the applicant's row).
     broken : the broken promises: id, method, applicant key, issuing model, target class,
         changed features, certificate kind, issue time, and ``repair`` (``from_promised`` /
         ``from_original``: status, the row to reach, its changes, validity under the new
         model) where repairs were asked for.
     reissued : ``[broken id, new id]`` per repair written as a new promise (``reissue``).
-    n_boot, seed : the bootstrap's settings.
+    n_boot : the bootstrap's replicates.
+    seed : the bootstrap's seed.
+
+    Examples
+    --------
+    >>> report = LedgerReport(
+    ...     ledger="sqlite:///ledger.sqlite3", model_hash="sha256:v2", policy="report",
+    ...     as_of="2026-01-01T00:00:00+00:00", records=20, outstanding=20, honoured=19,
+    ...     honoured_by_model=19, honoured_by_policy=0, honour_rate=0.95,
+    ...     honour_rate_ci=[0.85, 1.0], by_method={}, by_certificate={}, by_age={}, broken=[],
+    ...     by_group={"region": {
+    ...         "north": {"n": 15, "honoured": 15, "honour_rate": 1.0, "ci": [1.0, 1.0]},
+    ...         "south": {"n": 5, "honoured": 4, "honour_rate": 0.8, "ci": [0.4, 1.0]}}})
+    >>> report.gate(0.9)  # overall passes, one group does not
+    ['group region=south: honour rate 0.8000 < 0.9 (1 of 5 broken)']
+    >>> report.gate(0.8)
+    []
     """
 
     ledger: str

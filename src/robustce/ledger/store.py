@@ -53,7 +53,21 @@ _TEXT = ("applicant_row", "target_row", "changed", "certificate")
 
 
 class LedgerError(ConfigError):
-    """A ledger that cannot be opened or read (one line naming its URL)."""
+    """A ledger that cannot be opened or read (one line naming its URL).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "notes.txt")
+    ...     with open(path, "w") as fh:
+    ...         _ = fh.write("not a database" * 100)
+    ...     try:
+    ...         rc.ledger.Ledger(path)
+    ...     except LedgerError as err:
+    ...         print(str(err).replace(tmp, "TMP"))
+    ledger sqlite:///TMP/notes.txt: DatabaseError: (sqlite3.DatabaseError) file is not a database
+    """
 
 
 class Ledger:
