@@ -17,6 +17,10 @@ from typing import Any
 __all__ = ["LedgerReport"]
 
 
+def _value(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
 def _rate(value: float | None) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) \
         else f"{value:.4f}"
@@ -134,7 +138,7 @@ class LedgerReport:
             lines.append(f"broken: {len(self.broken)}")
             for b in self.broken[:10]:
                 rep = (b.get("repair") or {}).get("from_promised") or {}
-                what = ", ".join(f"{f} {v[0]} → {v[1]}" for f, v in
+                what = ", ".join(f"{f} {_value(v[0])} → {_value(v[1])}" for f, v in
                                  (rep.get("changes") or {}).items()) or rep.get("status", "-")
                 lines.append(f"  #{b['id']} {b['method']}: now needs {what}")
             if len(self.broken) > 10:
