@@ -42,6 +42,7 @@ def test_the_honour_rate_equals_a_recount_from_the_raw_records(tmp_path, v1, v2,
         report = check(book, v2, groups=["housing"], repair=False, n_boot=100,
                        partition_size=7)  # several partitions
         same = check(book, v1, repair=False, n_boot=0)
+        capped = check(book, v2, repair=False, n_boot=0, max_broken=2, partition_size=3)
     n_valid = sum(int((v1.predict(e.counterfactuals_encoded) == 1).sum()) for e in explanations)
     rows = _raw(path)
     assert len(ids) == len(rows) == n_valid
@@ -65,6 +66,9 @@ def test_the_honour_rate_equals_a_recount_from_the_raw_records(tmp_path, v1, v2,
                                                    kept[housing == level].sum())
         _rate_entry_ok(entry)
     assert sorted(b["id"] for b in report.broken) == [r[0] for r, k in zip(rows, kept, strict=True) if not k]
+    broken_ids = [r[0] for r, k in zip(rows, kept, strict=True) if not k]
+    assert report.broken_total == capped.broken_total == len(broken_ids)
+    assert [b["id"] for b in capped.broken] == broken_ids[:2]  # listed: the first two
     assert report.by_age["0-30d"]["n"] == len(rows)
     assert same.honoured == same.outstanding == len(rows)  # the issuing model keeps them all
     doc = json.loads(json.dumps(report.to_dict(), allow_nan=False))

@@ -76,6 +76,8 @@ def _add_ledger(sub: Any) -> None:
     c.add_argument("--seed", type=int, default=0, help="bootstrap and repair seed (default 0)")
     c.add_argument("--partition-size", type=int, default=10_000, metavar="N",
                    help="promises scored at a time (default 10000)")
+    c.add_argument("--max-broken", type=int, default=None, metavar="N",
+                   help="list and repair at most N broken promises (default: all)")
     c.add_argument("--as-of", metavar="TIME", default=None,
                    help="take the promises outstanding at this ISO 8601 time (default now)")
     c.set_defaults(func=_cmd_ledger_check)
@@ -98,8 +100,8 @@ def _cmd_ledger_check(args: argparse.Namespace) -> int:
     r = args.min_honour_rate
     if r is not None and not 0 <= r <= 1:
         raise _user_error(f"--min-honour-rate must be in [0, 1], got {r}")
-    if args.n_boot < 0 or args.partition_size < 1:
-        raise _user_error("--n-boot must be >= 0 and --partition-size >= 1")
+    if args.n_boot < 0 or args.partition_size < 1 or (args.max_broken or 0) < 0:
+        raise _user_error("--n-boot and --max-broken must be >= 0 and --partition-size >= 1")
     if args.as_of is not None:
         as_micros(args.as_of)
     if not args.no_repair:
@@ -113,7 +115,7 @@ def _cmd_ledger_check(args: argparse.Namespace) -> int:
         report = check(book, model, groups=args.group, policy=args.policy,
                        repair=not args.no_repair, repair_method=args.repair_method,
                        n_boot=args.n_boot, seed=args.seed, partition_size=args.partition_size,
-                       as_of=args.as_of)
+                       as_of=args.as_of, max_broken=args.max_broken)
     finally:
         book.close()
     if args.json:

@@ -72,7 +72,7 @@ def check(ledger: Ledger | str, model: Any, *, groups: Sequence[str] | str | Non
           policy: str = "report", repair: bool = True, repair_method: str = "milp_nearest",
           repair_data: Any = None, repair_params: dict[str, Any] | None = None,
           n_boot: int = 200, seed: int = 0, partition_size: int = 10_000,
-          as_of: Any = None) -> LedgerReport:
+          as_of: Any = None, max_broken: int | None = None) -> LedgerReport:
     """Check the promises outstanding ``as_of`` (default now) against ``model``.
 
     Parameters
@@ -87,6 +87,8 @@ def check(ledger: Ledger | str, model: Any, *, groups: Sequence[str] | str | Non
     n_boot, seed : Poisson-bootstrap replicates of the intervals, and their seed.
     partition_size : promises read and scored at a time (memory is bounded by it).
     as_of : the time outstanding promises are taken at (datetime or ISO text, UTC).
+    max_broken : list (and repair) at most this many broken promises, the first by id
+        (None: all); the counts and rates always cover every promise.
 
     Returns
     -------
@@ -120,12 +122,15 @@ def check(ledger: Ledger | str, model: Any, *, groups: Sequence[str] | str | Non
     from robustce.notices.record import model_hash
 
     groups = _check_args(policy, n_boot, partition_size, groups)
+    if max_broken is not None and int(max_broken) < 0:
+        raise ValidationError(f"max_broken must be >= 0 or None, got {max_broken}")
     own = isinstance(ledger, str)
     book = Ledger(ledger) if own else ledger
     try:
         return _check(book, model, model_hash(model), groups, policy, repair, repair_method,
                       repair_data, repair_params, int(n_boot), int(seed), int(partition_size),
-                      now_micros() if as_of is None else as_micros(as_of))
+                      now_micros() if as_of is None else as_micros(as_of),
+                      None if max_broken is None else int(max_broken))
     finally:
         if own:
             book.close()
@@ -133,7 +138,7 @@ def check(ledger: Ledger | str, model: Any, *, groups: Sequence[str] | str | Non
 
 def _check(book: Ledger, model: Any, digest: str, groups: list[str], policy: str, repair: bool,
            repair_method: str, repair_data: Any, repair_params: Any, n_boot: int, seed: int,
-           partition_size: int, when: int) -> LedgerReport:
+           partition_size: int, when: int, max_broken: int | None) -> LedgerReport:
     names = list(model.encoder.schema.names)
     records = book.count()
     last_id = book.last_id()  # promises written by this check (reissues) are not read again
@@ -169,6 +174,8 @@ def _check(book: Ledger, model: Any, digest: str, groups: list[str], policy: str
                 labels[f"group:{g}"] = originals[g].astype(str).to_numpy()
         acc.add(labels, honoured, index)
         bad = np.flatnonzero(~honoured)
+        if max_broken is not None:  # listed (and repaired): the first max_broken
+            bad = bad[:max(0, max_broken - len(broken))]
         if not len(bad):
             continue
         rows = part.iloc[bad]
@@ -196,7 +203,7 @@ def _check(book: Ledger, model: Any, digest: str, groups: list[str], policy: str
     return LedgerReport(
         ledger=book.url, model_hash=digest, policy=policy,
         as_of=from_micros(when).isoformat(), records=records, outstanding=n,
-        honoured=honoured_n, honoured_by_model=counts["model"],
+        honoured=honoured_n, broken_total=n - honoured_n, honoured_by_model=counts["model"],
         honoured_by_policy=counts["policy"],
         honour_rate=honoured_n / n if n else None,
         honour_rate_ci=overall["ci"] if overall else [None, None],

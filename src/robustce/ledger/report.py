@@ -39,6 +39,8 @@ class LedgerReport:
     records : promises in the ledger.
     outstanding : promises outstanding and checked.
     honoured : outstanding promises honoured (by the new model, or by the grandfather policy).
+    broken_total : outstanding promises not honoured (all of them, listed in ``broken`` or
+        not).
     honoured_by_model : those the new model puts in their target class.
     honoured_by_policy : those honoured only because their issuing version still decides
         them (policy ``grandfather``; 0 otherwise).
@@ -51,7 +53,8 @@ class LedgerReport:
     broken : the broken promises: id, method, applicant key, issuing model, target class,
         changed features, certificate kind, issue time, and ``repair`` (``from_promised`` /
         ``from_original``: status, the row to reach, its changes, validity under the new
-        model) where repairs were asked for.
+        model) where repairs were asked for; the first ``max_broken`` of them where the
+        check was given one.
     reissued : ``[broken id, new id]`` per repair written as a new promise (``reissue``).
     n_boot : the bootstrap's replicates.
     seed : the bootstrap's seed.
@@ -61,6 +64,7 @@ class LedgerReport:
     >>> report = LedgerReport(
     ...     ledger="sqlite:///ledger.sqlite3", model_hash="sha256:v2", policy="report",
     ...     as_of="2026-01-01T00:00:00+00:00", records=20, outstanding=20, honoured=19,
+    ...     broken_total=1,
     ...     honoured_by_model=19, honoured_by_policy=0, honour_rate=0.95,
     ...     honour_rate_ci=[0.85, 1.0], by_method={}, by_certificate={}, by_age={}, broken=[],
     ...     by_group={"region": {
@@ -79,6 +83,7 @@ class LedgerReport:
     records: int
     outstanding: int
     honoured: int
+    broken_total: int
     honoured_by_model: int
     honoured_by_policy: int
     honour_rate: float | None
@@ -134,8 +139,10 @@ class LedgerReport:
                 ci = e["ci"]
                 lines.append(f"  {key:<24} {e['honoured']:>7} / {e['n']:<7} "
                              f"{_rate(e['honour_rate'])} [{_rate(ci[0])}, {_rate(ci[1])}]")
-        if self.broken:
-            lines.append(f"broken: {len(self.broken)}")
+        if self.broken_total:
+            listed = (f" ({len(self.broken)} listed)" if len(self.broken) < self.broken_total
+                      else "")
+            lines.append(f"broken: {self.broken_total}{listed}")
             for b in self.broken[:10]:
                 rep = (b.get("repair") or {}).get("from_promised") or {}
                 what = ", ".join(f"{f} {_value(v[0])} → {_value(v[1])}" for f, v in
