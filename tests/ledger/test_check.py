@@ -54,7 +54,7 @@ def test_the_honour_rate_equals_a_recount_from_the_raw_records(tmp_path, v1, v2,
                                                                      int(kept.sum()))
     assert report.honour_rate == kept.mean()
     lo, hi = report.honour_rate_ci
-    assert lo <= report.honour_rate <= hi
+    assert lo < report.honour_rate < hi  # a mix: the replicates spread on both sides
     methods = np.array([r[1] for r in rows])
     for m, entry in report.by_method.items():
         assert (entry["n"], entry["honoured"]) == ((methods == m).sum(), kept[methods == m].sum())

@@ -2,7 +2,8 @@
 with Poisson-bootstrap intervals — the audit's approach (:mod:`robustce.audits.groups`): each
 promise gets an independent Poisson(1) weight per replicate, seeded by the check's seed, the
 partition and the row's position, so the sums are accumulated partition by partition in
-memory O(replicates × keys), and the 95 % percentile interval of a rate always contains it.
+memory O(replicates × keys), and the 95 % percentile interval of a rate always contains it
+(the audit's rule; not imported from it, which would load the audit's models and solvers).
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from typing import Any
 
 import numpy as np
 from scipy import sparse
-
-from robustce.audits.groups import _ci
 
 __all__ = ["RateAccumulator"]
 
@@ -67,8 +66,20 @@ class RateAccumulator:
             num, den = self.num[(d, level)], self.den[(d, level)]
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = num / den
-            lo, hi = _ci(ratio[1:], ratio[0])
+            lo, hi = _interval(ratio[1:], ratio[0])
             out[level] = {"n": int(round(den[0])), "honoured": int(round(num[0])),
                           "honour_rate": float(ratio[0]) if den[0] else None,
                           "ci": [None if np.isnan(lo) else lo, None if np.isnan(hi) else hi]}
         return out
+
+
+def _interval(samples: np.ndarray, point: float) -> tuple[float, float]:
+    """The 95 % percentile interval of the replicates, widened to contain ``point`` (NaN
+    without replicates)."""
+    s = samples[np.isfinite(samples)]
+    if len(s) == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(s, [2.5, 97.5])
+    if np.isfinite(point):
+        lo, hi = min(lo, point), max(hi, point)
+    return float(lo), float(hi)
