@@ -149,7 +149,21 @@ book.close()
 """
 
 
-def test_two_processes_writing_at_once_lose_nothing(ledger_url, tmp_path):
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def shared_url(request, tmp_path):
+    """The two-process test's ledger (PostgreSQL in ``make test-slow``: two more processes)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "shared.sqlite3")
+    import psycopg
+
+    base = request.getfixturevalue("postgres_url")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE ledger_shared")
+    return base.rsplit("/", 1)[0] + "/ledger_shared"
+
+
+def test_two_processes_writing_at_once_lose_nothing(shared_url, tmp_path):
+    ledger_url = shared_url
     n = 80
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
