@@ -17,7 +17,8 @@ griffe = pytest.importorskip("griffe", reason="griffe comes with the dev and doc
 
 PUBLIC_MODULES = ("robustce", "robustce.explanations", "robustce.datasets", "robustce.data",
                   "robustce.models", "robustce.methods", "robustce.robustness",
-                  "robustce.evaluation", "robustce.solvers", "robustce.audits", "robustce.notices")
+                  "robustce.evaluation", "robustce.solvers", "robustce.audits", "robustce.notices",
+                  "robustce.ledger")
 
 # sections whose entries name a constructor's parameters (a dataclass documents its fields as
 # Attributes)
@@ -167,6 +168,11 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.notices.notice",
                    "robustce.notices.reasons",
                    "robustce.notices.render",
+                   "robustce.ledger.certificates",
+                   "robustce.ledger.check",
+                   "robustce.ledger.rates",
+                   "robustce.ledger.report",
+                   "robustce.ledger.store",
                    )
 
 

@@ -2,9 +2,9 @@
 
 Layers, lowest first (a module may import its own layer and those below it, never above):
 
-    errors, utils, validation  →  data, distance, datasets  →  models  →  solvers  →
+    errors, utils, validation, sql_store  →  data, distance, datasets  →  models  →  solvers  →
     robustness  →  explanations  →  nearest  →  methods  →  evaluation  →
-    notices, audits, serve  →  cli, __main__  →  robustce
+    notices, audits, ledger, serve  →  cli, __main__  →  robustce
 
 Every ``import`` / ``from ... import`` in ``src/robustce`` counts — module level, inside
 functions and under ``TYPE_CHECKING`` alike — because a lazy import is still a dependency.
@@ -39,7 +39,7 @@ def _load_design_map():
 _DESIGN_MAP = _load_design_map()
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("robustce.errors", "robustce.utils", "robustce.validation"),
+    ("robustce.errors", "robustce.utils", "robustce.validation", "robustce.sql_store"),
     ("robustce.data", "robustce.distance", "robustce.datasets"),
     ("robustce.models",),
     ("robustce.solvers",),
@@ -48,7 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("robustce.nearest",),
     ("robustce.methods",),
     ("robustce.evaluation",),
-    ("robustce.notices", "robustce.audits", "robustce.serve"),
+    ("robustce.notices", "robustce.audits", "robustce.ledger", "robustce.serve"),
     ("robustce.cli", "robustce.__main__"),
     ("robustce",),
 )

@@ -14,7 +14,8 @@ from robustce.utils import package_version
 
 __version__ = package_version()
 
-_LAZY = ("audits", "evaluation", "methods", "models", "notices", "robustness", "solvers")
+_LAZY = ("audits", "evaluation", "ledger", "methods", "models", "notices", "robustness",
+         "solvers")
 # functions of lazily imported submodules: rc.notice(...), rc.audit(...)
 _LAZY_FUNCTIONS = {"notice": "robustce.notices.notice", "audit": "robustce.audits.audit"}
 
@@ -27,6 +28,7 @@ __all__ = [
     "datasets",
     "errors",
     "evaluation",
+    "ledger",
     "methods",
     "models",
     "notice",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.pg import postgres_url  # noqa: F401 - the shared PostgreSQL fixture
 
 import robustce
 from robustce.serve.launcher import ServeProcess, free_port

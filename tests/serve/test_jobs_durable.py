@@ -9,14 +9,10 @@ two servers sharing one PostgreSQL store see each other's jobs."""
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -129,47 +125,6 @@ def test_an_interrupted_job_is_resumed_from_its_done_items_after_a_restart(tmp_p
 
 
 # --- the store on SQLite and PostgreSQL ----------------------------------------------------
-def _initdb() -> str | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return found[-1] if found else shutil.which("initdb")
-
-
-@pytest.fixture(scope="module")
-def postgres_url():
-    """A PostgreSQL server of its own (initdb into a temporary folder, loopback port, trust
-    auth), run as the ``postgres`` user when the tests run as root; stopped afterwards."""
-    pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg 3 (the postgres extra)")
-    initdb = _initdb()
-    if initdb is None:
-        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
-    bindir = Path(initdb).parent
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        if shutil.which("runuser") is None:
-            pytest.skip("running as root without runuser: PostgreSQL refuses to run as root")
-        as_user = ["runuser", "-u", "postgres", "--"]
-    root = Path(tempfile.mkdtemp(prefix="robustce-pg-"))
-    data = root / "data"
-    if as_user:
-        shutil.chown(root, "postgres")
-    port = free_port()
-    run = lambda *cmd: subprocess.run([*as_user, *cmd], check=True, capture_output=True,  # noqa: E731
-                                      timeout=120)
-    try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-        run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
-            f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"could not start PostgreSQL: {getattr(exc, 'stderr', b'') or exc}")
-    try:
-        run(str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "robustce")
-        yield f"postgresql://postgres@127.0.0.1:{port}/robustce"
-    finally:
-        run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
-        shutil.rmtree(root, ignore_errors=True)
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request, tmp_path):
     from robustce.serve.store import JobStore, store_url

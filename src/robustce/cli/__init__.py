@@ -5,7 +5,8 @@ each command is a function ``_cmd_<name>(args) -> int`` attached with
 ``set_defaults(func=...)``. To add a command, write ``_add_<name>(subparsers)`` that builds
 its parser and call it from :func:`build_parser`. ``explain`` lives in
 :mod:`robustce.cli.explain`, ``notice`` and ``audit`` in :mod:`robustce.cli.notice` and
-:mod:`robustce.cli.audit`, ``audit-log`` in :mod:`robustce.cli.audit_log`; what commands
+:mod:`robustce.cli.audit`, ``audit-log`` in :mod:`robustce.cli.audit_log`, ``ledger`` in
+:mod:`robustce.cli.ledger`; what commands
 share (exit codes, user errors, the dataset of
 ``--dataset`` / ``--data``) in :mod:`robustce.cli._common`.
 
@@ -30,6 +31,7 @@ from robustce.cli._common import (
 from robustce.cli.audit import _add_audit
 from robustce.cli.audit_log import _add_audit_log
 from robustce.cli.explain import _add_explain
+from robustce.cli.ledger import _add_ledger
 from robustce.cli.notice import _add_notice
 from robustce.cli.serve import _add_serve
 from robustce.errors import RobustCEError
@@ -437,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_certify(sub)
     _add_benchmark(sub)
     _add_serve(sub)
+    _add_ledger(sub)
     return parser
 
 

@@ -18,6 +18,7 @@ from robustce.cli._common import (
     _with_flags,
     hidden_layers,
 )
+from robustce.cli.ledger import add_ledger_option, open_ledger, promise_expiry
 from robustce.errors import RobustCEError
 
 
@@ -79,6 +80,7 @@ def _add_explain(sub: Any) -> None:
     p.add_argument("--out", metavar="DIR", required=True, help="Explanations directory to write")
     p.add_argument("--show", type=int, default=3, metavar="K", help="print the CEs of K queries")
     p.add_argument("--quiet", action="store_true", help="no progress bar or notes on stderr")
+    add_ledger_option(p)
     p.set_defaults(func=_cmd_explain)
 
 
@@ -149,12 +151,8 @@ def _read_queries(path: str, schema: Any, target: str | None) -> Any:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from robustce.evaluation.config_values import method_params
-    from robustce.methods.registry import build_explainer, get_method
-    from robustce.models import MLP
-    from robustce.models import load as load_model
+    from robustce.methods.registry import get_method
 
     if not 0 < args.test_size < 1:
         raise _user_error(f"--test-size must be in (0, 1), got {args.test_size}")
@@ -167,6 +165,21 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         params = method_params(cls, _parse_params(args.param), "--param")
     except RobustCEError as exc:
         raise _user_error(str(exc).replace("--param.", "--param ", 1)) from None
+    ledger = open_ledger(args)  # a ledger that cannot be opened stops here, before any work
+    try:
+        return _explain(args, cls, params, hidden, out_path, ledger)
+    finally:
+        if ledger is not None:
+            ledger.close()
+
+
+def _explain(args: argparse.Namespace, cls: Any, params: dict[str, Any], hidden: Any,
+             out_path: Any, ledger: Any) -> int:
+    from pathlib import Path
+
+    from robustce.methods.registry import build_explainer
+    from robustce.models import MLP
+    from robustce.models import load as load_model
 
     data = _load_dataset(args)
     target, source = _classes(args, data)  # before any training: an unknown class stops here
@@ -205,6 +218,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             return EXIT_INTERRUPTED
         raise KeyboardInterrupt
     out = _save_explain_output(expl, model if trained else None, out_path)
+    if ledger is not None:
+        ids = ledger.record_explanations(model, expl, expires_at=promise_expiry(args))
+        print(f"ledger:       {len(ids)} promises recorded in {ledger.url}")
     counts = {k: v for k, v in expl.status_counts().items() if v}
     print(f"{expl.method}: {len(expl)} queries — " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     for qid in list(expl.query_ids[: max(args.show, 0)]):

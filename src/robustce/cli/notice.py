@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from robustce.cli._common import EXIT_OK, _load_dataset, _user_error, _with_flags, hidden_layers
+from robustce.cli.ledger import add_ledger_option, open_ledger, promise_expiry
 from robustce.errors import RobustCEError
 
 
@@ -68,6 +69,7 @@ def _add_notice(sub: Any) -> None:
                    help="write the notices on this Dask cluster (joblib's Dask backend)")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
                    help="seconds to wait for the scheduler (default 10)")
+    add_ledger_option(p)
     p.set_defaults(func=_cmd_notice)
 
 
@@ -159,24 +161,28 @@ def _cmd_notice(args: argparse.Namespace) -> int:
     classes = [get_method(m) for m in args.method]
     params = params_by_method(classes, args.param)
     hidden_layers(args)
+    ledger = open_ledger(args)  # before any work: a ledger that cannot be opened stops here
     client = None
-    if args.scheduler is not None:  # before any training: a silent address stops here
-        from robustce.audits.execute import connect
-
-        client = connect(args.scheduler, args.connect_timeout)
     try:
-        paths = _notices(args, classes, params, client)
+        if args.scheduler is not None:  # before any training: a silent address stops here
+            from robustce.audits.execute import connect
+
+            client = connect(args.scheduler, args.connect_timeout)
+        paths = _notices(args, classes, params, client, ledger)
     finally:
         if client is not None:
             client.close()
+        if ledger is not None:
+            ledger.close()
     for p in paths:
         print(f"notice: {p}  (+ {p.with_suffix('.html').name})")
     return EXIT_OK
 
 
 def _notices(args: argparse.Namespace, classes: list[Any], params: list[dict[str, Any]],
-             client: Any) -> list[Any]:
-    """Train or load, explain the declined applicants with each method, write the notices."""
+             client: Any, ledger: Any = None) -> list[Any]:
+    """Train or load, explain the declined applicants with each method, write the notices
+    (and, with a ledger, record the options of the notices written now as promises)."""
     from pathlib import Path
 
     from robustce.methods.registry import build_explainer
@@ -192,10 +198,30 @@ def _notices(args: argparse.Namespace, classes: list[Any], params: list[dict[str
         explainer = build_explainer(cls, model, train, seed=args.seed, **own)
         expls.append(explainer.explain(declined, target_class=target))
     kw = {"family": family, "shift": args.delta, "max_options": args.options, "seed": args.seed}
+    before = {p.name for p in Path(args.out).glob("notice_*.json")}  # a resume keeps these
     if client is not None:
-        return write_notices(model, expls, Path(args.out), n_jobs=max(2, args.n_jobs),
-                             backend="dask", client=client, **kw)
-    return write_notices(model, expls, Path(args.out), n_jobs=args.n_jobs, **kw)
+        paths = write_notices(model, expls, Path(args.out), n_jobs=max(2, args.n_jobs),
+                              backend="dask", client=client, **kw)
+    else:
+        paths = write_notices(model, expls, Path(args.out), n_jobs=args.n_jobs, **kw)
+    if ledger is not None:
+        _record_notices(ledger, model, [p for p in paths if p.name not in before], declined,
+                        promise_expiry(args))
+    return paths
+
+
+def _record_notices(ledger: Any, model: Any, paths: list[Any], applicants: Any,
+                    expires_at: Any) -> None:
+    """The options of the notices at ``paths`` as promises (applicants' full raw rows)."""
+    import json
+
+    rows = dict(zip(map(str, applicants.index), applicants.to_dict("records"), strict=True))
+    n = 0
+    for path in paths:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        n += len(ledger.record_notice(model, doc, rows[str(doc["applicant_id"])],
+                                      expires_at=expires_at))
+    print(f"ledger: {n} promises recorded in {ledger.url}")
 
 
 __all__ = ["check_methods", "hidden_layers", "params_by_method", "prepare"]

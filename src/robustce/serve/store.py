@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robustce.errors import ConfigError, RobustCEError
+from robustce.errors import RobustCEError
+from robustce.sql_store import open_engine, store_url
 
 __all__ = ["JobRow", "JobStore", "LeaseLost", "default_store_url", "process_owner", "store_url"]
 
@@ -87,17 +88,6 @@ def owner_gone(owner: str) -> bool:
     return found is None or found[0] != start or found[1] in ("Z", "X")
 
 
-def store_url(value: str) -> str:
-    """A ``--store`` value as an SQLAlchemy URL: a URL as given (``postgresql://`` and
-    ``postgres://`` use the psycopg 3 driver), or a path for an SQLite file."""
-    if "://" not in value:
-        return f"sqlite:///{Path(value).expanduser().resolve()}"
-    scheme, rest = value.split("://", 1)
-    if scheme in ("postgresql", "postgres"):
-        return f"postgresql+psycopg://{rest}"
-    return value
-
-
 def default_store_url(audit_log: str | os.PathLike | None) -> str:
     """The store when no ``--store`` is given: an SQLite file beside the audit log
     (``audit.jsonl`` → ``audit-jobs.sqlite3``), or an in-memory database (jobs are then lost
@@ -147,57 +137,15 @@ class JobStore:
     call from several threads."""
 
     def __init__(self, url: str):
-        try:
-            import sqlalchemy as sa
-        except ImportError as exc:
-            raise ConfigError(f"the job store needs SQLAlchemy 2 ({exc.name} is missing): "
-                              "pip install 'robustce[serve]'") from None
-        self._sa = sa
-        try:
-            parsed = sa.engine.make_url(url)
-        except Exception as exc:  # noqa: BLE001 - any parse failure is a bad URL
-            raise ConfigError(f"--store {url!r} is not a database URL or path ({exc})") from None
-        self.url = parsed.render_as_string(hide_password=True)
         self._lock = threading.Lock()
-        self.meta, self.jobs, self.chunks = _tables(sa)
-        try:
-            self.engine = self._engine(sa, parsed)
+
+        def prepare(sa: Any, engine: Any, _shown: str) -> None:
+            self._sa, self.engine = sa, engine
+            self.meta, self.jobs, self.chunks = _tables(sa)
             self._create_tables()
-        except ConfigError:
-            raise
-        except ImportError as exc:
-            raise ConfigError(f"job store {self.url}: its database driver is missing ({exc.name}); "
-                              "for PostgreSQL: pip install 'robustce[postgres]'") from None
-        except Exception as exc:  # noqa: BLE001 - a store the service cannot open: one line
-            raise ConfigError(f"job store {self.url}: {type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
 
-    @staticmethod
-    def _engine(sa: Any, url: Any) -> Any:
-        if url.get_backend_name() != "sqlite":
-            return sa.create_engine(url, pool_pre_ping=True)
-        from sqlalchemy.pool import StaticPool
-
-        if url.database in (None, "", ":memory:"):  # one connection shared by the threads
-            engine = sa.create_engine(url, poolclass=StaticPool,
-                                      connect_args={"check_same_thread": False})
-        else:
-            path = Path(url.database)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))  # applicants' data: owner only
-            engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-
-        @sa.event.listens_for(engine, "connect")
-        def _pragmas(conn: Any, _record: Any) -> None:
-            cur = conn.cursor()
-            if url.database not in (None, "", ":memory:"):
-                cur.execute("PRAGMA journal_mode=WAL")  # readers beside one writer, several processes
-            cur.execute("PRAGMA synchronous=FULL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
-            cur.close()
-
-        return engine
+        _, self.url, _, _ = open_engine(url, what="job store", flag="--store", extra="serve",
+                                        prepare=prepare)
 
     def _create_tables(self) -> None:
         for attempt in range(3):  # several processes starting at once may race to create them
