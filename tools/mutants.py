@@ -200,6 +200,24 @@ MUTANTS: tuple[Mutant, ...] = (
            """                                   exact_value=True,""",
            ("tests/methods/test_margin_exact_drop.py",),
            "the margin loop raises τ by the first flipping network's drop, not the exact one"),
+    Mutant("milp_robust_minimal_keeps_the_first", "methods/margin_loop.py",
+           """            if here[0] <= ref.best[0]:
+                ref.best = here""",
+           """            if False:
+                ref.best = here""",
+           ("tests/methods/test_milp_methods.py",),
+           "the margin refinement returns the first Δ-robust CE, not the nearest it proved"),
+    Mutant("milp_robust_refinement_returns_an_unproven_ce", "methods/margin_loop.py",
+           "                s.result = refine_not_robust(s, worst, lo_cost(int(i), cfs[j], "
+           "s.schedule.tau))",
+           """                s.result = robust_found(s, int(i), cfs[j], 1e-3)""",
+           ("tests/methods/test_milp_methods.py",),
+           "a refinement round's CE that the Δ-test did not prove is returned as Δ-robust"),
+    Mutant("milp_robust_margin_gap_understated", "methods/margin_loop.py",
+           """        cert = dict(cert, rounds=s.rnd, margin_gap=ref.hi - ref.lo)""",
+           """        cert = dict(cert, rounds=s.rnd, margin_gap=0.0)""",
+           ("tests/methods/test_milp_methods.py",),
+           "the certificate's margin_gap claims the returned margin is the smallest robust one"),
     # --- PROPLACE (methods/proplace.py) ----------------------------------------------------
     Mutant("proplace_accepts_near_robust", "methods/proplace.py",
            """            if status is CertStatus.ROBUST:
