@@ -187,7 +187,8 @@ class RetrainRobust(Explainer):
             X = np.unique(self.encoder.transform(self.data.frame), axis=0)
             ok = self.model.predict(X) == t
             for m in self.search_models():
-                ok[ok] &= np.asarray(m.predict(self._rows_for(m, X[ok]))) == t
+                if ok.any():
+                    ok[ok] &= np.asarray(m.predict(self._rows_for(m, X[ok]))) == t
             pool = X[ok]
             mut = ~self.action_masks()[0]
             tree = cKDTree(pool[:, mut]) if len(pool) else None
@@ -268,7 +269,7 @@ class RetrainRobust(Explainer):
         ok &= self._satisfies_constraints(X[own], C)
         hits = np.zeros(len(C), dtype=np.int64)
         live = np.flatnonzero(ok)
-        for m in self.search_models():
+        for m in self.search_models() if len(live) else ():
             hits[live] += np.asarray(m.predict(self._rows_for(m, C[live]))) == targets[own[live]]
         screened = ok & (hits == int(self.n_search))
         cost = self.distance_.rowwise(C, X[own])
