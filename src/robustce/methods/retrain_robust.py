@@ -70,7 +70,8 @@ class RetrainRobust(Explainer):
     n_looks : looks of the sequential test (see :class:`RetrainCertifier`).
     bound : ``"clopper_pearson"`` (default) or ``"beta"`` (the paper's posterior).
     n_search : retrains the screen uses (procedure models ``0 .. n_search − 1``).
-    n_anchors : anchors per query; ``n_steps`` : grid steps per segment.
+    n_anchors : anchors per query.
+    n_steps : grid steps per segment.
     max_tries : screened candidates certified per query at most (the error is split).
     base : ``"nearest_neighbour"`` (default), ``"milp_nearest"`` or an explainer instance.
     norm : ``"l1"``, ``"l2"`` or ``"linf"`` — the cost (model space), lowest first.
@@ -95,7 +96,9 @@ class RetrainRobust(Explainer):
     >>> res = rc.methods.RetrainRobust(model, data, share=0.9, confidence=0.9,
     ...                                random_state=0).explain(queries)
     >>> res.status.tolist(), res.certificates["verdict"].tolist()
-    (['found', 'found', 'found'], ['certified', 'certified', 'certified'])
+    (['not_found', 'found', 'found'], ['undecided', 'certified', 'certified'])
+    >>> res.certificates[["k", "n", "tries"]].values.tolist()   # k of n fresh retrains
+    [[94, 100, 3], [46, 46, 2], [76, 77, 2]]
     """
 
     name: ClassVar[str] = "retrain_robust"

@@ -50,6 +50,23 @@ class BlackBoxModel(Model):
     class_names : the K class names (default ``(0, 1)``).
     input : ``"frame"`` (default: a raw DataFrame with the schema's columns) or ``"array"``
         (those raw values as a NumPy array, for scorers fitted on arrays).
+
+    Examples
+    --------
+    Model-space rows are decoded to raw rows and scored by the object itself:
+
+    >>> class Scorer:                      # nothing but predict_proba
+    ...     def predict_proba(self, frame):
+    ...         p1 = (frame["x1"].to_numpy() > 0.5).astype(float)
+    ...         return np.column_stack([1 - p1, p1])
+    >>> data = rc.datasets.load("moons", n_samples=50, random_state=0)
+    >>> enc = rc.data.Encoder(data.schema).fit(data.frame)
+    >>> model = BlackBoxModel(Scorer(), enc)
+    >>> X = enc.transform(data.frame.head(3))
+    >>> model.predict(X).tolist() == (data.frame.head(3)["x1"] > 0.5).astype(int).tolist()
+    True
+    >>> model.differentiable        # no network view: exact methods refuse it
+    False
     """
 
     kind: ClassVar[str] = "black_box"

@@ -67,13 +67,26 @@ def share_bounds(k: Any, n: Any, error: float, bound: str = "clopper_pearson",
     """One-sided bounds ``(lower, upper)`` on a share from ``k`` successes of ``n`` draws,
     each at error ``error`` (see the module docstring for the two ``bound`` kinds).
 
+    Parameters
+    ----------
+    k : successes (models giving the target class), scalar or array.
+    n : draws (models asked), broadcast with ``k``.
+    error : the error of each one-sided bound, in (0, 1).
+    bound : ``"clopper_pearson"`` or ``"beta"``.
+    prior : the Beta prior ``(a, b)`` of ``bound="beta"``.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        The lower and the upper bound.
+
     Examples
     --------
     >>> lo, hi = share_bounds([20, 19], [20, 20], 0.05)
     >>> lo.round(3).tolist(), hi.round(3).tolist()       # Clopper–Pearson
     ([0.861, 0.784], [1.0, 0.997])
-    >>> share_bounds(20, 20, 0.05, "beta")[0].round(3)   # uniform prior: 0.05 ** (1 / 21)
-    array(0.867)
+    >>> round(float(share_bounds(20, 20, 0.05, "beta")[0]), 3)  # uniform prior: 0.05 ** (1 / 21)
+    0.867
     """
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
@@ -104,7 +117,29 @@ class RetrainCertificates(Certificates):
     ``k`` (models giving the target class), ``n`` (models asked), ``look`` (1-based look
     at which the row was decided; the last one for undecided rows), ``first_model`` (the
     procedure index of the first model used: a row used models ``first_model`` ..
-    ``first_model + n − 1``). ``lower`` / ``upper`` (margins) are NaN: no margin is claimed."""
+    ``first_model + n − 1``). ``lower`` / ``upper`` (margins) are NaN: no margin is claimed.
+
+    Attributes
+    ----------
+    status : :class:`CertStatus` per row: robust (certified), not_robust (refuted),
+        inconclusive (undecided).
+    lower : NaN per row (no margin is claimed).
+    upper : NaN per row.
+    evidence : None per row.
+    time : seconds per row (the call's time, shared).
+    target_class : the class tested per row.
+    certifier : ``"retrain"``.
+    params : share, confidence, bound, looks, error per look, first model, procedure.
+    columns : verdict, share_lower, share_upper, k, n, look, first_model (see above).
+    meta : n_fitted, fit_time, models, procedure (see above).
+
+    Examples
+    --------
+    >>> proc = rc.models.RetrainProcedure(lambda seed: None)   # never asked: no rows
+    >>> res = RetrainCertifier(proc, looks=[30]).certify(None, np.zeros((0, 2)), 1)
+    >>> len(res), res.meta["n_fitted"], round(res.params["error_per_look"], 6)
+    (0, 0, 0.1)
+    """
 
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -302,5 +337,31 @@ class RetrainCertifier(Certifier):
 def certify_retrain(model: Any, cfs: Any, procedure: Any, target_class: Any = None,
                     **params: Any) -> RetrainCertificates:
     """``RetrainCertifier(procedure, **params).certify(model, cfs, target_class)``: the (δ, α)
-    certificate of CEs ``cfs`` (raw frame or model-space rows) of ``model``."""
+    certificate of CEs ``cfs`` (raw frame or model-space rows) of ``model``.
+
+    Parameters
+    ----------
+    model : the user's model (its encoder reads ``cfs``; its predictions are the targets
+        when ``target_class`` is None).
+    cfs : the CEs, a raw DataFrame or model-space rows.
+    procedure : a :class:`~robustce.models.RetrainProcedure` or a callable
+        ``retrain(seed) -> model``.
+    target_class : one class, one per row, or None.
+    **params : :class:`RetrainCertifier`'s parameters (``share``, ``confidence``, ...).
+
+    Returns
+    -------
+    RetrainCertificates
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> data = rc.datasets.load("moons", n_samples=200, random_state=0)
+    >>> proc = rc.models.RetrainProcedure.from_model(LogisticRegression(), data, "seed")
+    >>> model = proc.model(0)   # LogisticRegression ignores its seed: every retrain is alike
+    >>> res = certify_retrain(model, data.frame.head(3), proc, share=0.95, max_models=80,
+    ...                       first=1)      # target_class=None: the class the model predicts
+    >>> res.target_class.tolist(), res.verdict.tolist(), res.columns["k"].tolist()
+    ([0, 1, 0], ['certified', 'certified', 'certified'], [72, 72, 72])
+    """
     return RetrainCertifier(procedure, **params).certify(model, cfs, target_class)
