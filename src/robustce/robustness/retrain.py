@@ -88,8 +88,14 @@ def share_bounds(k: Any, n: Any, error: float, bound: str = "clopper_pearson",
     >>> round(float(share_bounds(20, 20, 0.05, "beta")[0]), 3)  # uniform prior: 0.05 ** (1 / 21)
     0.867
     """
-    k = np.asarray(k, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
+    k, n = _counts(k, "k"), _counts(n, "n")
+    if k.shape != n.shape and k.size != 1 and n.size != 1:
+        raise ValidationError(f"k and n must broadcast, got shapes {k.shape} and {n.shape}")
+    if np.any(k > n):
+        raise ValidationError("k must be <= n (successes of n draws)")
+    check_number(error, "error", low=0, high=1, low_open=True, high_open=True)
+    check_choice(bound, "bound", BOUNDS)
+    prior = _prior(prior)
     if bound == "clopper_pearson":
         with np.errstate(invalid="ignore"):
             lo = np.where(k > 0, stats.beta.ppf(error, np.maximum(k, 1), n - k + 1), 0.0)
@@ -97,6 +103,28 @@ def share_bounds(k: Any, n: Any, error: float, bound: str = "clopper_pearson",
         return lo, hi
     a, b = float(prior[0]), float(prior[1])
     return (stats.beta.ppf(error, a + k, b + n - k), stats.beta.ppf(1 - error, a + k, b + n - k))
+
+
+def _counts(v: Any, name: str) -> np.ndarray:
+    """Non-negative whole counts as a float array (a typed error naming ``name`` otherwise)."""
+    try:
+        arr = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = np.full(1, np.nan)
+    if isinstance(v, bool) or arr.size == 0 or not np.isfinite(arr).all() or (arr < 0).any() \
+            or (arr != np.round(arr)).any() or (arr > 10**9).any():
+        raise ValidationError(f"{name} must be whole counts in [0, 1e9], got {v!r}")
+    return arr
+
+
+def _prior(prior: Any) -> tuple[float, float]:
+    try:
+        a, b = (float(v) for v in prior)
+    except (TypeError, ValueError):
+        raise ValidationError(f"prior must be two positive numbers (a, b), got {prior!r}") from None
+    if not (a > 0 and b > 0 and np.isfinite(a) and np.isfinite(b)):
+        raise ValidationError(f"prior must be two positive numbers (a, b), got {prior!r}")
+    return a, b
 
 
 def _min_models(share: float, error: float, bound: str, prior: tuple[float, float],
@@ -206,13 +234,7 @@ class RetrainCertifier(Certifier):
         self.confidence = float(check_number(confidence, "confidence", low=0, high=1,
                                              low_open=True, high_open=True))
         self.bound = check_choice(bound, "bound", BOUNDS)
-        try:
-            a, b = (float(v) for v in prior)
-        except (TypeError, ValueError):
-            raise ValidationError(f"prior must be two positive numbers (a, b), got {prior!r}") from None
-        if not (a > 0 and b > 0 and np.isfinite(a) and np.isfinite(b)):
-            raise ValidationError(f"prior must be two positive numbers (a, b), got {prior!r}")
-        self.prior = (a, b)
+        self.prior = _prior(prior)
         self.first = int(check_integer(first, "first", low=0))
         if looks is None:
             self.max_models = int(check_integer(max_models, "max_models", low=1, high=10**6))
@@ -229,7 +251,7 @@ class RetrainCertifier(Certifier):
             self.looks_ = tuple(seq)
             self.max_models, self.n_looks = seq[-1], len(seq)
             if _min_models(self.share, self.error_, self.bound, self.prior, seq[-1]) is None:
-                raise ValidationError(self._too_small(seq[-1]))
+                raise ValidationError(self._too_small(seq[-1], f"looks={seq}"))
 
     @property
     def error_(self) -> float:
@@ -237,9 +259,9 @@ class RetrainCertifier(Certifier):
         return (1.0 - self.confidence) / len(getattr(self, "looks_", ())
                                              or range(self.n_looks))
 
-    def _too_small(self, budget: int) -> str:
+    def _too_small(self, budget: int, label: str | None = None) -> str:
         need = _min_models(self.share, self.error_, self.bound, self.prior, 10**6)
-        return (f"max_models={budget} cannot certify share={self.share} at confidence="
+        return (f"{label or f'max_models={budget}'} cannot certify share={self.share} at confidence="
                 f"{self.confidence} with {self.n_looks} look(s): even {budget} of {budget} "
                 f"accepting models fall short; it needs at least {need} models")
 
@@ -273,7 +295,7 @@ class RetrainCertifier(Certifier):
             if enc is None:
                 raise ValidationError("raw rows need the model (its encoder) to encode them")
             X = network.encode(X)
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        X = _rows(X, "X") if enc is None else enc.check_array(X, name="X")
         n = len(X)
         if targets is None:
             if network is None:
@@ -334,6 +356,17 @@ class RetrainCertifier(Certifier):
             meta=meta)
 
 
+def _rows(X: Any, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{name} must be numeric rows (n, d), got {type(X).__name__}") from None
+    arr = np.atleast_2d(arr) if arr.ndim == 1 else arr
+    if arr.ndim != 2 or not np.isfinite(arr).all():
+        raise ValidationError(f"{name} must be finite numeric rows (n, d)")
+    return arr
+
+
 def certify_retrain(model: Any, cfs: Any, procedure: Any, target_class: Any = None,
                     **params: Any) -> RetrainCertificates:
     """``RetrainCertifier(procedure, **params).certify(model, cfs, target_class)``: the (δ, α)
@@ -364,4 +397,7 @@ def certify_retrain(model: Any, cfs: Any, procedure: Any, target_class: Any = No
     >>> res.target_class.tolist(), res.verdict.tolist(), res.columns["k"].tolist()
     ([0, 1, 0], ['certified', 'certified', 'certified'], [72, 72, 72])
     """
+    if not isinstance(cfs, pd.DataFrame):
+        enc = getattr(model, "encoder", None)
+        cfs = _rows(cfs, "cfs") if enc is None else enc.check_array(cfs, name="cfs")
     return RetrainCertifier(procedure, **params).certify(model, cfs, target_class)
