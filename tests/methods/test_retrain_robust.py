@@ -58,12 +58,15 @@ def test_fresh_retrains_keep_the_ces_at_least_at_the_share(world, explained):
     assert shares.mean() >= 0.9, shares
 
 
-def test_ces_cost_more_than_the_base_ce_only_to_be_robust(world, explained):
-    data, enc, _, model, queries = world
-    _, res = explained
-    base = rc.methods.NearestNeighbour(model, data).explain(queries)
-    shared = base.certificates["distance"].dropna()
-    np.testing.assert_allclose(res.certificates.loc[shared.index, "base_distance"], shared)
+def test_the_base_ce_is_milp_nearests_and_costs_are_l1_to_the_query(world, explained):
+    data, enc, _, _, queries = world
+    ex, res = explained
+    assert type(ex.base_) is rc.methods.MILPNearest     # an open model: the nearest CE, proven
+    base = ex.base_.explain(queries)
+    b = enc.transform(base.counterfactuals[data.schema.names])
+    x = enc.transform(queries.loc[base.counterfactuals["query_id"]])
+    np.testing.assert_allclose(res.certificates.loc[base.counterfactuals["query_id"],
+                                                    "base_distance"], np.abs(b - x).sum(axis=1))
     found = res.status == "found"
     d = np.abs(enc.transform(res.counterfactuals[data.schema.names])
                - enc.transform(queries[found.to_numpy()])).sum(axis=1)
@@ -113,8 +116,9 @@ def test_a_black_box_with_its_own_procedure(world):
     proc = RetrainProcedure(lambda s: OnlyProba(np.random.default_rng(s).normal(0, 0.05)),
                             encoder=model.encoder)
     queries = data.frame[model.predict(data.frame) == 0].head(4)
-    res = rc.methods.RetrainRobust(model, data, procedure=proc, share=0.8,
-                                   max_models=60).explain(queries)
+    ex = rc.methods.RetrainRobust(model, data, procedure=proc, share=0.8, max_models=60)
+    assert type(ex.base_) is rc.methods.NearestNeighbour    # MILPNearest cannot open it
+    res = ex.explain(queries)
     found = res.status == "found"
     assert found.sum() >= 3
     cf = res.counterfactuals[data.schema.names]
