@@ -129,6 +129,8 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.methods.feature_tweaking", "robustce.methods.actionable_recourse",
                    "robustce.methods.counternet", "robustce.methods.rocoursenet",
                    "robustce.data.constraints",
+                   "robustce.robustness.retrain", "robustce.methods.retrain_robust",
+                   "robustce.models.black_box", "robustce.models.families.procedure",
                    "robustce.data.encoder",
                    "robustce.errors",
                    "robustce.explanations",

@@ -157,7 +157,7 @@ def test_explainer_parameters_fuzz(world, forest, linear, case, value):
 #: public names of rc.robustness that are results / protocols, not things a user calls with
 #: parameters (every other public name is fuzzed; a new one fails test_every_robustness_*)
 NOT_CALLED = {"APASMaxDeltaResult", "APASResult", "CertStatus", "Certificates", "Certifier",
-              "DeltaStatus", "EnumerationResult",
+              "DeltaStatus", "EnumerationResult", "RetrainCertificates",
               "ExactResult", "IntervalNetwork", "MaxDeltaResult", "SampledNetworks"}
 
 
@@ -187,7 +187,9 @@ def _robustness_targets(world):
     cf = X[:1]
     required = {"model": model, "network": model, "X": cf, "cfs": cf, "cf": cf, "shift": shift,
                 "delta": 0.01, "base": model, "other": model, "model_a": model, "model_b": model,
-                "alpha": 0.999, "R": 0.995, "family": [model]}
+                "alpha": 0.999, "R": 0.995, "family": [model],
+                "procedure": rc.models.RetrainProcedure(lambda seed: model), "k": 1,
+                "error": 0.05}
     targets = []
     fns = {name: getattr(rc.robustness, name) for name in rc.robustness.__all__
            if name not in NOT_CALLED}

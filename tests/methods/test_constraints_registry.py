@@ -41,6 +41,8 @@ PARAMS = {
     "counternet": {"hidden": ((16,), (8,), (8,)), "epochs": 30, "progress": False},
     "rocoursenet": {"hidden": ((16,), (8,), (8,)), "epochs": 4, "progress": False, "n_steps": 2},
     "mace": {"epsilon": 1e-3},
+    "retrain_robust": {"n_search": 2, "max_models": 10, "share": 0.5, "confidence": 0.8,
+                       "n_looks": 1, "max_tries": 1},
     "dice": {"n_counterfactuals": 3},
     "diverse_robust": {"n_counterfactuals": 3},
 }

@@ -27,6 +27,8 @@ GUARD_S = 600
 SHIFT = 0.01
 #: small, fast settings per registry name (defaults elsewhere)
 PARAMS: dict[str, dict] = {
+    "retrain_robust": {"n_search": 2, "max_models": 10, "share": 0.5, "confidence": 0.8,
+                       "n_looks": 1, "max_tries": 1},
     "milp_robust": dict(shift=SHIFT, time_limit=20),
     "robust_nearest_neighbour": dict(shift=SHIFT),
     "wachter_robust": dict(shift=SHIFT, max_iter=200, time_limit=20),

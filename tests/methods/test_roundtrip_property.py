@@ -43,6 +43,8 @@ SUPPORTED: dict[str, set[str]] = {
     "ensemble_robust": {"tree", "forest", "gb", "hgb"},
     "counternet": set(),
     "rocoursenet": set(),
+    # robustce refits these by itself; a torch module needs the user's own procedure
+    "retrain_robust": set(KINDS) - {"torch"},
 }
 #: small, fast settings (the property is about what is returned, not about its quality)
 PARAMS: dict[str, dict[str, Any]] = {
@@ -52,6 +54,8 @@ PARAMS: dict[str, dict[str, Any]] = {
     "counternet": {"hidden": ((16,), (8,), (8,)), "epochs": 30, "progress": False},
     "rocoursenet": {"hidden": ((16,), (8,), (8,)), "epochs": 4, "progress": False, "n_steps": 2},
     "mace": {"epsilon": 1e-3},
+    "retrain_robust": {"n_search": 2, "max_models": 10, "share": 0.5, "confidence": 0.8,
+                       "n_looks": 1, "max_tries": 1},
 }
 N_ROWS = 120
 

@@ -20,6 +20,7 @@ from robustce.methods.proplace import PROPLACE
 from robustce.methods.proto_robust import ProtoRobust
 from robustce.methods.rbr import RBR
 from robustce.methods.registry import available_methods, build_explainer, get_method, register_method
+from robustce.methods.retrain_robust import RetrainRobust
 from robustce.methods.roar import ROAR
 from robustce.methods.robust_nearest_neighbour import RobustNearestNeighbour
 from robustce.methods.robx import RobX
@@ -31,6 +32,6 @@ __all__ = ["APAS", "MACE", "PROPLACE", "RBR", "ROAR", "ActionableRecourse", "Cou
            "DiverseRobust", "EnsembleRobust",
            "Explainer", "MILPNearest", "MILPRobust", "MinimumObservable",
            "NearestNeighbour", "PlausibleFeatureTweaking", "ProtoRobust",
-           "QueryResult", "RoCourseNet", "RobX", "RobustNearestNeighbour", "Wachter",
+           "QueryResult", "RetrainRobust", "RoCourseNet", "RobX", "RobustNearestNeighbour", "Wachter",
            "WachterRobust", "available_methods", "build_explainer", "get_method",
            "register_method"]

@@ -55,6 +55,7 @@ METHOD_CLASSES: dict[str, str] = {
     "milp_nearest": "MILPNearest",
     "milp_robust": "MILPRobust",
     "ensemble_robust": "EnsembleRobust",
+    "retrain_robust": "RetrainRobust",
     "robust_nearest_neighbour": "RobustNearestNeighbour",
     "roar": "ROAR",
     "rbr": "RBR",

@@ -1,12 +1,15 @@
 """Models: the model protocol, the PyTorch MLP, scikit-learn adapters, tree views, the
-ReLU-network view, save/load and retraining families (model-shift protocols)."""
+ReLU-network view, save/load, retraining families (model-shift protocols), the user's own
+retrain procedure (:class:`RetrainProcedure`) and black-box models (:func:`black_box`)."""
 
 from robustce.models import boosters  # noqa: F401  (registers XGBoost/LightGBM with from_sklearn)
 from robustce.models.base import Model
+from robustce.models.black_box import BlackBoxModel, black_box
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.families import (
     FamilyValidity,
     ModelFamily,
+    RetrainProcedure,
     continued_family,
     group_family,
     incremental_family,
@@ -31,6 +34,9 @@ from robustce.models.trees import TreeView, forest_predict_proba
 
 __all__ = [
     "AdditiveTrees",
+    "BlackBoxModel",
+    "RetrainProcedure",
+    "black_box",
     "ImportedBoostedModel",
     "ImportedNetworkModel",
     "ImportedTreeModel",

@@ -2,7 +2,9 @@
 (``shift``), the certifier protocol (``certifier``), the exact Δ-test (``exact``: public face;
 ``delta_milp``: the MILP engine; ``attack``: the weight attack), the largest provable δ
 (``maxdelta``), exact enumeration of Δ by interval splitting (``enumeration``) and validity
-over a finite family of retrained models (``family``: any model kind, boosters included).
+over a finite family of retrained models (``family``: any model kind, boosters included), and
+the (δ, α) certificate from the user's own retrain procedure (``retrain``: any model, black
+boxes included — a statistical claim from sampled retrains).
 
 Every robustness claim here is proven over all of Δ (``enumerate_delta`` reports proven volume
 fractions) except APΔS's (``apas``: public face; ``apas_sampling``, ``apas_fast``: its
@@ -36,6 +38,12 @@ from robustce.robustness.exact import (
 )
 from robustce.robustness.family import FamilyCertifier
 from robustce.robustness.maxdelta import MaxDeltaResult, max_provable_delta
+from robustce.robustness.retrain import (
+    RetrainCertificates,
+    RetrainCertifier,
+    certify_retrain,
+    share_bounds,
+)
 from robustce.robustness.shift import ParameterShift, SampledNetworks
 
 __all__ = [
@@ -55,10 +63,13 @@ __all__ = [
     "IntervalNetwork",
     "MaxDeltaResult",
     "ParameterShift",
+    "RetrainCertificates",
+    "RetrainCertifier",
     "SampledNetworks",
     "apas_certify",
     "apas_max_delta",
     "apas_sample_size",
+    "certify_retrain",
     "as_network",
     "empirical_delta",
     "ensemble_worst_case",
@@ -66,4 +77,5 @@ __all__ = [
     "exact_worst_case",
     "is_delta_robust",
     "max_provable_delta",
+    "share_bounds",
 ]

@@ -34,11 +34,14 @@ Modules: ``family`` (:class:`ModelFamily` and its validity), ``members`` (how on
 trained: seeded specifications, fits on model-space arrays or raw frames, fine-tuning, joblib
 runs), ``retraining`` (members trained afresh: :func:`proplace_family`, :func:`seed_family`,
 :func:`group_family`, :func:`split_halves`) and ``updates`` (members trained on from the base
-model: :func:`incremental_family`, :func:`continued_family`).
+model: :func:`incremental_family`, :func:`continued_family`) and ``procedure``
+(:class:`RetrainProcedure`: the user's own retrain procedure, model ``i`` on demand, cached —
+what the (δ, α) certificate of :mod:`robustce.robustness.retrain` samples).
 """
 
 from robustce.models.families.family import FamilyValidity, ModelFamily
 from robustce.models.families.members import fits_raw_frames
+from robustce.models.families.procedure import CHANGES, RetrainProcedure
 from robustce.models.families.retraining import (
     group_family,
     proplace_family,
@@ -51,7 +54,9 @@ from robustce.models.families.updates import (  # noqa: F401  (continued_family:
 )
 
 __all__ = [
+    "CHANGES",
     "FamilyValidity",
+    "RetrainProcedure",
     "ModelFamily",
     "group_family",
     "incremental_family",
