@@ -44,7 +44,6 @@ then unknown), not ``no_robust_point``.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +56,7 @@ from robustce.models.network import class_margin
 from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
+from robustce.solvers.clock import Budget
 from robustce.validation import check_integer, check_number
 
 __all__ = ["Candidate", "DeltaRobustLoop", "MarginSchedule", "run_margin_loop"]
@@ -218,7 +218,8 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
 
     Each round sends every query still searching to ``find`` at once and every found
     candidate to ``certifier.certify`` at once. ``time_limit`` bounds the whole loop (all
-    rounds, all queries: they advance together); ``delta_time_limit`` each Δ-test row
+    rounds, all queries: they advance together; CPU seconds with the wall-clock safety net of
+    :class:`~robustce.solvers.clock.Budget`); ``delta_time_limit`` each Δ-test row
     (default ``time_limit``). Certificate fields set here: ``tau`` (last margin tried),
     ``rounds``, ``delta_status``, ``worst_case_margin`` (the certifier's lower bound for a
     robust CE); ``base_cert`` gives every other column its starting value and ``find``'s
@@ -228,7 +229,7 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     ``refine_tol``: refine the margin after the first Δ-robust CE (module docstring; sets
     ``margin_gap``), keeping the Δ-robust CE of least ``cost(row, cf)`` (default: of least
     margin)."""
-    t_start = time.perf_counter()
+    budget = Budget(time_limit)
     targets = np.asarray(targets, dtype=np.int64)
     states = [_QueryState(MarginSchedule(tau, growth, slack, bisect_tol, step=tau_step),
                           dict(base_cert or {}, delta_status=None)) for _ in range(len(X))]
@@ -325,16 +326,16 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
         active = np.array([i for i, s in enumerate(states) if s.result is None], dtype=np.int64)
         if len(active) == 0:
             break
-        remaining = time_limit - (time.perf_counter() - t_start)
+        remaining = budget.remaining()
         if remaining <= 1e-3:
             for i in active:
                 s = states[i]
                 if s.refine is not None:
-                    s.result = refined(s, "the time limit ended the refinement")
+                    s.result = refined(s, f"the {budget.stop_text()} ended the refinement")
                     continue
                 s.cert["rounds"] = rnd - 1
-                s.result = QueryResult("timeout", None, s.cert,
-                                       message="time limit reached between rounds" + so_far(s))
+                s.result = QueryResult("timeout", None, s.cert, message=(
+                    f"{budget.stop_text()} reached between rounds" + so_far(s)))
             break
         taus = np.array([states[i].schedule.tau for i in active])
         cands = find(active, taus, remaining)
@@ -364,7 +365,7 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
             continue
         rows = np.array(found)
         cfs = np.vstack([cands[int(np.flatnonzero(active == i)[0])].cf for i in rows])
-        remaining = time_limit - (time.perf_counter() - t_start)
+        remaining = budget.remaining()
         test = certifier.certify(network, cfs, targets[rows],
                                  time_limit=max(min(dtl, remaining), 1e-3))
         margins = class_margin(network.forward(cfs), targets[rows])
