@@ -62,6 +62,10 @@ class Budget:
         """Wall-clock seconds since the start."""
         return wall_clock() - self._wall0
 
+    def wall_left(self) -> float:
+        """Wall-clock seconds left before the safety net (``WALL_SLACK × limit``)."""
+        return WALL_SLACK * self.limit - self.wall()
+
     def _left(self) -> tuple[float, float]:
         return self.limit - self.cpu(), (WALL_SLACK * self.limit - self.wall()) / WALL_SLACK
 
