@@ -217,10 +217,9 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     module docstring); one :class:`QueryResult` per row of ``X``.
 
     Each round sends every query still searching to ``find`` at once and every found
-    candidate to ``certifier.certify`` at once. ``time_limit`` bounds the whole loop (all
-    rounds, all queries: they advance together; CPU seconds with the wall-clock safety net of
-    :class:`~robustce.solvers.clock.Budget`); ``delta_time_limit`` each Δ-test row
-    (default ``time_limit``). Certificate fields set here: ``tau`` (last margin tried),
+    candidate to ``certifier.certify`` at once. ``time_limit`` (a CPU :class:`Budget`) bounds
+    the whole loop (all rounds and queries advance together); ``delta_time_limit`` each Δ-test
+    row (default ``time_limit``). Certificate fields set here: ``tau`` (last margin tried),
     ``rounds``, ``delta_status``, ``worst_case_margin`` (the certifier's lower bound for a
     robust CE); ``base_cert`` gives every other column its starting value and ``find``'s
     :attr:`Candidate.info` updates them. ``unreachable_text`` words a margin the search did not
@@ -243,6 +242,13 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
                 f"{s.undecided} Δ-test(s) ended undecided (timeout/inconclusive/error), so it is "
                 f"unknown whether a Δ-robust CE exists; {message}"))
         return QueryResult("no_robust_point", None, s.cert, message=message)
+
+    def out_of_rounds(s: _QueryState) -> QueryResult:
+        sch = s.schedule
+        tried = "" if not sch.bisecting else (
+            f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and {sch.hi:.6g}, "
+            "unreachable)")
+        return give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; {s.last_msg}")
 
     def so_far(s: _QueryState) -> str:
         # where the search stood when it stopped: why a deep network's search gives up
@@ -317,12 +323,7 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     for rnd in range(1, max_rounds + REFINE_ROUNDS + 1):
         for s in states:
             if s.result is None and s.refine is None and rnd > max_rounds:
-                sch = s.schedule
-                tried = "" if not sch.bisecting else (
-                    f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and "
-                    f"{sch.hi:.6g}, unreachable)")
-                s.result = give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; "
-                                      f"{s.last_msg}")
+                s.result = out_of_rounds(s)
         active = np.array([i for i, s in enumerate(states) if s.result is None], dtype=np.int64)
         if len(active) == 0:
             break
@@ -396,15 +397,7 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     out = []
     for s in states:
         if s.result is None:
-            if s.refine is not None:
-                s.result = refined(s)
-            else:
-                sch = s.schedule
-                tried = "" if not sch.bisecting else (
-                    f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and "
-                    f"{sch.hi:.6g}, unreachable)")
-                s.result = give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; "
-                                      f"{s.last_msg}")
+            s.result = refined(s) if s.refine is not None else out_of_rounds(s)
         out.append(s.result)
     return out
 
