@@ -17,8 +17,7 @@ import pytest
 
 import robustce as rc
 from robustce.data import Feature, Schema, from_frame
-from robustce.methods import MILPRobust
-from robustce.methods import mace_work
+from robustce.methods import MILPRobust, mace_work
 from robustce.solvers import MILP, SolveStatus, clock
 from robustce.solvers.clock import WALL_SLACK, Budget
 
