@@ -30,8 +30,8 @@ class ServeSettings:
     solver_nodes : the work limit of every MILP solve of a request's items: HiGHS's
         ``mip_max_nodes`` (branch-and-bound nodes). Unlike the request's wall-clock deadline (from
         the per-item ``time_limit_s``, itself CPU seconds of the solver), it does not depend on
-        the host's load: an item answers the
-        same on a busy host as on an idle one unless the cap is reached. A solve it stops has
+        the host's load: an item answers the same on a busy host as on an idle one unless the
+        cap is reached. A solve it stops has
         solver status ``limit``, treated as a time limit: the best point found is not
         claimed optimal, and a certificate it leaves unproven is ``timeout``, never robust.
     token : bearer token the ``/v1`` routes require (None: no auth).
