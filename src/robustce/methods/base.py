@@ -82,7 +82,15 @@ class Explainer(Revalidation):
     data : Dataset or None — training data (neighbour search, plausibility, fitting).
     target_class : int, label or None — desired class: an index 0..K-1 or one of the model's
         ``class_names`` (``"approved"``); ``None`` = the other class (binary only).
-    time_limit : float — per-query time budget in seconds (solver limits, search caps).
+    time_limit : float — per-query time budget in seconds (solver limits, search caps). For
+        the solver-based methods (MILP, PROPLACE, MACE's MILP backend and hint, the exact
+        Δ-test) these are **CPU seconds of the solving thread** (the process's where a solver
+        runs several threads), with a wall-clock safety net of ``WALL_SLACK ×`` (10×;
+        :mod:`robustce.solvers.clock`), so a query gets the same status on an idle and on a
+        loaded host; a ``timeout`` message names the limit that stopped it. MACE's z3
+        backend turns it into a deterministic work budget; the gradient and sampling searches
+        (Wachter, ROAR, RBR, ...) cap their loops by wall-clock seconds. Reported times stay
+        wall-clock.
     random_state : int, Generator or None — the only source of randomness.
     n_jobs : int — joblib workers for per-query methods (1 = sequential).
     constraints : ``"dataset"`` (the default: the constraints ``data`` ships in

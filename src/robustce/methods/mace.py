@@ -49,6 +49,7 @@ from robustce.methods.minimum_observable import (
 from robustce.models.base import Model
 from robustce.nearest import priced_weights
 from robustce.solvers import smt
+from robustce.solvers.clock import Budget
 from robustce.solvers.tree_encoding import distance_pruner
 from robustce.validation import check_choice, check_integer, check_number
 
@@ -130,7 +131,8 @@ class MACE(MILPBackend, Explainer):
         (``work_limit``); the wall clock only stops a query after ``WALL_SLACK × time_limit``
         seconds (:data:`WALL_SLACK` = 10), a safety net against pathological hangs.
         ``random_state`` (an int; 0 otherwise) seeds z3 (``random_seed``). The MILP backend
-        and ``hint`` keep ``time_limit`` as HiGHS's wall-clock limit. With a causal model in
+        and ``hint`` spend ``time_limit`` as CPU seconds of HiGHS's thread, with the same
+        wall-clock net (:mod:`robustce.solvers.clock`). With a causal model in
         ``constraints`` (MINT) a CE is an action set, as in MILPNearest: a child moves only
         with its parents (its actionability does not apply) and its change costs nothing
         (weight 0 in every norm).
@@ -361,7 +363,8 @@ class MACE(MILPBackend, Explainer):
 
     def _explain_smt(self, x: np.ndarray, target: int) -> QueryResult:
         """Algorithm 1 for each of the query's CEs (:meth:`_search`), on z3."""
-        deadline = time.perf_counter() + self.time_limit  # the hint's (HiGHS) budget
+        # the hint's (HiGHS) CPU budget; its wall-clock net is also z3's
+        budget = Budget(self.time_limit)
         stats = {"calls": 0, "time": 0.0, "work": 0}
         cfs: list[np.ndarray] = []
         highs: list[float] = []
@@ -369,7 +372,7 @@ class MACE(MILPBackend, Explainer):
         diversity: list[z3.BoolRef] = []
         status, message, low = "found", "", 0.0
         for k in range(self._n_cf):
-            st, cf, hi, low, message = self._search(x, target, low, cfs, diversity, deadline,
+            st, cf, hi, low, message = self._search(x, target, low, cfs, diversity, budget,
                                                     stats)
             if cf is not None:
                 cfs.append(cf)
@@ -395,7 +398,7 @@ class MACE(MILPBackend, Explainer):
         return QueryResult(status, np.array(cfs) if cfs else None, cert, message=message)
 
     def _search(self, x: np.ndarray, target: int, low: float, previous: list[np.ndarray],
-                diversity: list[z3.BoolRef], deadline: float, stats: dict[str, Any]
+                diversity: list[z3.BoolRef], budget: Budget, stats: dict[str, Any]
                 ) -> tuple[str, np.ndarray | None, float, float, str]:
         """Algorithm 1 from ``δ_min = low``: (status, CE, δ_max, δ_min, message).
 
@@ -412,12 +415,11 @@ class MACE(MILPBackend, Explainer):
         base: tuple[z3.Solver, smt.SMTInput, z3.ArithRef] | None = None
         built = math.inf  # the bound the current solver was built for
 
-        # z3's wall-clock safety net (the work budget is the limit that normally binds)
-        hard = deadline + (WALL_SLACK - 1.0) * self.time_limit
-
         def ask(delta: float | None) -> smt.SMTResult:
             nonlocal base, built
-            left = hard - time.perf_counter()
+            # z3's wall-clock safety net, WALL_SLACK × time_limit from the query's start (the
+            # work budget is the limit that normally binds)
+            left = budget.wall_left()
             limit = left if self._sat_timeout is None else min(left, self._sat_timeout)
             work = self._work_limit - stats["work"]
             if work < 1:
@@ -447,7 +449,7 @@ class MACE(MILPBackend, Explainer):
             best, high = seed, self._distance(x, seed)
         hinted = False
         if self._hint is not None and not previous:
-            cf = self._milp_hint(x, target, deadline)
+            cf = self._milp_hint(x, target, budget)
             if cf is not None and self._distance(x, cf) <= high:  # (= : the seed is optimal)
                 best, high, hinted = cf, self._distance(x, cf), True
         for _ in range(_MAX_STEPS):

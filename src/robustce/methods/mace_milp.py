@@ -10,7 +10,6 @@ reads it.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -27,6 +26,7 @@ from robustce.nearest import incumbent_box, milp_point, tree_candidates
 from robustce.nearest.core import _Nearest
 from robustce.nearest.incumbents import _N_ROUND_TRIP
 from robustce.nearest.trees import _TREE_FIRST_RADIUS, _TREE_VOTE_MARGIN
+from robustce.solvers.clock import Budget
 from robustce.solvers.encodings import (
     DistanceObjective,
     encode_constraints,
@@ -131,11 +131,12 @@ class MILPBackend:
         snapped = np.where(np.abs(cf - x) <= L0_TOL, x, cf)
         return snapped if self.model.predict(snapped[None])[0] == target else cf
 
-    def _milp_hint(self, x: np.ndarray, target: int, deadline: float) -> np.ndarray | None:
+    def _milp_hint(self, x: np.ndarray, target: int, budget: Budget) -> np.ndarray | None:
         """The MILP incumbent for ``x`` if a plain forward pass puts it in ``target`` (the
-        ``hint="milp"`` witness for δ_max), else None."""
+        ``hint="milp"`` witness for δ_max) within what is left of the query's CPU ``budget``,
+        else None."""
         assert self._hint is not None
-        left = deadline - time.perf_counter()
+        left = budget.remaining()
         if left <= 0:
             return None
         r = self._hint._nearest(x, target, self._hint.tau, left)
@@ -291,7 +292,7 @@ class _TreeMILP:
         mc = self.mace
         enc = mc.encoder
         J = len(enc.blocks_)
-        t0 = time.perf_counter()
+        budget = Budget(time_limit)
         # no presolve: HiGHS 1.16's presolve reported a feasible stage MILP "infeasible"
         # (a 30-tree forest, α = β = 1/2; tests/methods/test_mace.py::
         # test_milp_backend_survives_the_highs_presolve_bug), as it did for MILPNearest
@@ -324,7 +325,7 @@ class _TreeMILP:
         # the floor row is valid (the stages before proved that nothing is nearer) and lifts
         # the LP bound at once (adult forest, ℓ1: 8 vs 22 s on the slowest stage of a query)
         cut, res, cf = solve_tree_stage(m, trees, obj, dom, x, enc, floor=floor, cutoff=cutoff,
-                                        time_left=time_limit - (time.perf_counter() - t0))
+                                        time_left=budget.remaining())
         if relations and cf is not None:
             cf = milp_point(res, dom, enc)
         return _Stage(cut, res, cf)
@@ -332,7 +333,9 @@ class _TreeMILP:
     def _nearest(self, x: np.ndarray, target: int, tau: float, time_limit: float) -> _Nearest:
         mc = self.mace
         J = len(mc.encoder.blocks_)
-        t0 = time.perf_counter()
+        if self.hint:  # leave z3 the rest of the budget for its proof
+            time_limit *= _HINT_SHARE
+        budget = Budget(time_limit)
         box = mc._smt_input().box(x, mc._acts)
         seed = self._seed(x, target, box)
         d_seed = None if seed is None else mc._distance(x, seed)
@@ -342,11 +345,11 @@ class _TreeMILP:
         radii = self._radii(d_seed)
         # stages one changed feature apart: none is skipped
         l0 = set(mc._norm) == {"l0"} and mc._fixed is None
-        if self.hint:  # leave z3 the rest of the budget for its proof
-            time_limit *= _HINT_SHARE
+        why = ""
         for k, delta in enumerate(radii):
-            left = time_limit - (time.perf_counter() - t0)
+            left = budget.remaining()
             if left <= 0:
+                why = budget.stop_text()
                 break
             last = k == len(radii) - 1
             cap = left if (last or not self.hint or l0) else min(left, _HINT_STAGE_SHARE
@@ -377,19 +380,20 @@ class _TreeMILP:
                 return _Nearest("found", st.cf, bound=bound,
                                 optimal=status is SolveStatus.OPTIMAL, **base)
             if status in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
-                low = bound
+                low, why = bound, r.message
                 break
             return _Nearest("error", None, bound=bound,
                             **{**base, "message": f"solver: {status.value} {r.message}"})
         else:  # the last stage (never skipped) cut off: nothing beats the seed by ε/2
             if seed is not None:  # (for ℓ0 alone by integrality, see _radii)
                 low = max(low, J * d_seed - slack)
+        note = f" ({why})" if why else ""
         if seed is None:
             return _Nearest("timeout", None, bound=low, time=spent,
-                            message="time limit before a CE was found")
+                            message="time limit before a CE was found" + note)
         proven = low >= J * d_seed - slack
         return _Nearest("found", seed.copy(), objective=J * d_seed, bound=low,
                         gap=0.0 if proven else math.nan, optimal=proven,
                         solver_status="cutoff" if proven else "time_limit",
                         time=spent, message="the nearest training point is optimal" if proven
-                        else "time limit: the nearest training point")
+                        else "time limit: the nearest training point" + note)

@@ -10,6 +10,7 @@ import numpy as np
 
 from robustce.errors import UnsupportedModelError
 from robustce.models.base import Model, model_name
+from robustce.solvers.clock import WALL_SLACK
 from robustce.solvers.tree_encoding import tree_parts
 
 __all__ = ["WALL_SLACK", "WORK_PER_SECOND", "default_work_limit"]
@@ -25,8 +26,8 @@ __all__ = ["WALL_SLACK", "WORK_PER_SECOND", "default_work_limit"]
 #: the forests' figure.
 WORK_PER_SECOND = {"tree": 2_000_000, "forest": 3_000_000, "boosted": 3_000_000,
                    "logistic": 500_000, "network": 50_000}
-#: the wall-clock safety net of the SMT backend: ``WALL_SLACK × time_limit`` seconds
-WALL_SLACK = 10.0
+# WALL_SLACK (re-exported): the wall-clock safety net of the SMT backend, ``WALL_SLACK ×
+# time_limit`` seconds — the same net as every CPU budget (robustce.solvers.clock)
 
 
 def default_work_limit(kind: str, parts: Any, time_limit: float) -> int:

@@ -44,7 +44,6 @@ then unknown), not ``no_robust_point``.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +57,7 @@ from robustce.models.network import class_margin
 from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
+from robustce.solvers.clock import Budget
 from robustce.validation import check_integer, check_number
 
 __all__ = ["Candidate", "DeltaRobustLoop", "MarginSchedule", "run_margin_loop"]
@@ -164,9 +164,9 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     module docstring); one :class:`QueryResult` per row of ``X``.
 
     Each round sends every query still searching to ``find`` at once and every found
-    candidate to ``certifier.certify`` at once. ``time_limit`` bounds the whole loop (all
-    rounds, all queries: they advance together); ``delta_time_limit`` each Δ-test row
-    (default ``time_limit``). Certificate fields set here: ``tau`` (last margin tried),
+    candidate to ``certifier.certify`` at once. ``time_limit`` (a CPU :class:`Budget`) bounds
+    the whole loop (all rounds and queries advance together); ``delta_time_limit`` each Δ-test
+    row (default ``time_limit``). Certificate fields set here: ``tau`` (last margin tried),
     ``rounds``, ``delta_status``, ``worst_case_margin`` (the certifier's lower bound for a
     robust CE); ``base_cert`` gives every other column its starting value and ``find``'s
     :attr:`Candidate.info` updates them. ``unreachable_text`` words a margin the search did not
@@ -175,7 +175,7 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     ``refine_tol``: refine the margin after the first Δ-robust CE (module docstring; sets
     ``margin_gap``), keeping the Δ-robust CE of least ``cost(row, cf)`` (default: of least
     margin)."""
-    t_start = time.perf_counter()
+    budget = Budget(time_limit)
     targets = np.asarray(targets, dtype=np.int64)
     states = [_QueryState(MarginSchedule(tau, growth, slack, bisect_tol, step=tau_step),
                           dict(base_cert or {}, delta_status=None)) for _ in range(len(X))]
@@ -189,6 +189,13 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
                 f"{s.undecided} Δ-test(s) ended undecided (timeout/inconclusive/error), so it is "
                 f"unknown whether a Δ-robust CE exists; {message}"))
         return QueryResult("no_robust_point", None, s.cert, message=message)
+
+    def out_of_rounds(s: _QueryState) -> QueryResult:
+        sch = s.schedule
+        tried = "" if not sch.bisecting else (
+            f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and {sch.hi:.6g}, "
+            "unreachable)")
+        return give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; {s.last_msg}")
 
     def so_far(s: _QueryState) -> str:
         # where the search stood when it stopped: why a deep network's search gives up
@@ -263,25 +270,20 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     for rnd in range(1, max_rounds + REFINE_ROUNDS + 1):
         for s in states:
             if s.result is None and s.refine is None and rnd > max_rounds:
-                sch = s.schedule
-                tried = "" if not sch.bisecting else (
-                    f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and "
-                    f"{sch.hi:.6g}, unreachable)")
-                s.result = give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; "
-                                      f"{s.last_msg}")
+                s.result = out_of_rounds(s)
         active = np.array([i for i, s in enumerate(states) if s.result is None], dtype=np.int64)
         if len(active) == 0:
             break
-        remaining = time_limit - (time.perf_counter() - t_start)
+        remaining = budget.remaining()
         if remaining <= 1e-3:
             for i in active:
                 s = states[i]
                 if s.refine is not None:
-                    s.result = refined(s, "the time limit ended the refinement")
+                    s.result = refined(s, f"the {budget.stop_text()} ended the refinement")
                     continue
                 s.cert["rounds"] = rnd - 1
-                s.result = QueryResult("timeout", None, s.cert,
-                                       message="time limit reached between rounds" + so_far(s))
+                s.result = QueryResult("timeout", None, s.cert, message=(
+                    f"{budget.stop_text()} reached between rounds" + so_far(s)))
             break
         taus = np.array([states[i].schedule.tau for i in active])
         cands = find(active, taus, remaining)
@@ -311,7 +313,7 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
             continue
         rows = np.array(found)
         cfs = np.vstack([cands[int(np.flatnonzero(active == i)[0])].cf for i in rows])
-        remaining = time_limit - (time.perf_counter() - t_start)
+        remaining = budget.remaining()
         test = certifier.certify(network, cfs, targets[rows],
                                  time_limit=max(min(dtl, remaining), 1e-3))
         margins = class_margin(network.forward(cfs), targets[rows])
@@ -342,15 +344,7 @@ def run_margin_loop(find: SearchFn, certifier: Any, network: Any, X: np.ndarray,
     out = []
     for s in states:
         if s.result is None:
-            if s.refine is not None:
-                s.result = refined(s)
-            else:
-                sch = s.schedule
-                tried = "" if not sch.bisecting else (
-                    f" (bisecting the margin between {sch.lo:.6g}, not Δ-robust, and "
-                    f"{sch.hi:.6g}, unreachable)")
-                s.result = give_up(s, f"no Δ-robust CE within {max_rounds} rounds{tried}; "
-                                      f"{s.last_msg}")
+            s.result = refined(s) if s.refine is not None else out_of_rounds(s)
         out.append(s.result)
     return out
 

@@ -60,6 +60,7 @@ from robustce.nearest import causal_input_domain, priced_weights
 from robustce.robustness.certifier import Certifier, CertStatus
 from robustce.robustness.exact import ExactDeltaCertifier
 from robustce.robustness.shift import ParameterShift
+from robustce.solvers.clock import Budget
 from robustce.solvers.encodings import (
     InputVars,
     encode_constraints,
@@ -263,13 +264,13 @@ class PROPLACE(Explainer):
         return Parallel(n_jobs=self.n_jobs)(delayed(self._timed)(x, int(tc), S) for x, tc, S in jobs)
 
     def _timed(self, x: np.ndarray, target: int, S: np.ndarray) -> QueryResult:
-        t0 = time.perf_counter()
-        r = self._solve(x, target, S, t0)
+        t0 = time.perf_counter()  # the report (r.time) is wall-clock; the budget CPU
+        r = self._solve(x, target, S, Budget(self.time_limit, self.threads))
         r.time = time.perf_counter() - t0
         return r
 
     # --- Algorithm 1 for one query ---------------------------------------------------------------
-    def _solve(self, x: np.ndarray, target: int, S: np.ndarray, t0: float) -> QueryResult:
+    def _solve(self, x: np.ndarray, target: int, S: np.ndarray, budget: Budget) -> QueryResult:
         cert: dict[str, Any] = {"distance": math.nan, "delta": self.shift.delta,
                                 "worst_case_margin": math.nan, "iterations": 0, "n_networks": 0,
                                 "k_used": len(S), "optimal": False, "solver_status": None}
@@ -299,19 +300,21 @@ class PROPLACE(Explainer):
         n_networks = 1
 
         def left() -> float:
-            return self.time_limit - (time.perf_counter() - t0)
+            return budget.remaining()
 
         for it in range(1, self.max_iterations + 1):
             cert.update(iterations=it, n_networks=n_networks)
             if left() <= 1e-3:
-                return QueryResult("timeout", None, cert, message=_join(note, "time limit reached"))
+                return QueryResult("timeout", None, cert, message=_join(
+                    note, f"{budget.stop_text()} reached"))
             if self.warm_start:
                 self._start_at_vertex(outer, S, 0)
             res = outer.milp.solve(time_limit=max(left(), 1e-3))
             cert.update(optimal=res.status is SolveStatus.OPTIMAL, solver_status=res.status.value)
             if not res.has_solution:
                 if res.status in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
-                    return QueryResult("timeout", None, cert, message=_join(note, "outer MILP: time limit"))
+                    return QueryResult("timeout", None, cert, message=_join(
+                        note, f"outer MILP: {res.message or 'time limit'}"))
                 return QueryResult("error", None, cert, message=_join(
                     note, f"outer MILP: {res.status.value} (the certified vertices should be "
                           f"feasible) {res.message}"))

@@ -7,7 +7,6 @@ incumbent's objective."""
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -17,6 +16,7 @@ from robustce.models.network import IntervalNetwork, class_margin
 from robustce.nearest.core import Incumbent, NearestCore, _jacobian, _Nearest
 from robustce.nearest.domains import incumbent_box
 from robustce.robustness.bounds import box_bounds
+from robustce.solvers.clock import Budget
 from robustce.solvers.encodings import (
     InputDomain,
     encode_constraints,
@@ -264,15 +264,15 @@ class NetworkSearch(NearestCore):
             dom, ne = self._encode_nearest(m, q, target, tau, None, None)
         need = {"lp": 1, "auto": _TIGHTEN_MIN_BINARIES}.get(self.bound_tightening)
         if need is not None and ne.n_binaries >= need:
-            t0 = time.perf_counter()
+            budget = Budget(time_limit, self.threads)
             tb = self._tightened_bounds(q, target, tau, inc, cutoff, dom,
                                         _TIGHTEN_SHARE * time_limit)
-            time_limit = max(time_limit - (time.perf_counter() - t0), 1e-3)
+            time_limit = max(budget.remaining(), 1e-3)
             m = self._new_milp(time_limit, warm=inc is not None, seeded=seeded)
             dom, ne = self._encode_nearest(m, q, target, tau, inc, cutoff, bounds=tb.bounds)
         x = dom.index
         if self.relax_first:
-            t0 = time.perf_counter()
+            budget = Budget(time_limit, self.threads)
             fast, better = self._from_relaxation(m, dom, q, target, tau, inc, cutoff, time_limit)
             if fast is not None:
                 return fast
@@ -281,7 +281,7 @@ class NetworkSearch(NearestCore):
                 # point beating the old one, so also every point beating this one)
                 inc = better
                 cutoff = inc.objective + 1e-7 * (1.0 + abs(inc.objective))
-            time_limit = max(time_limit - (time.perf_counter() - t0), 1e-3)
+            time_limit = max(budget.remaining(), 1e-3)
         res = m.solve(time_limit=max(time_limit, 1e-3), cutoff=cutoff)
         st = res.status
         base = {"objective": res.objective, "bound": res.bound, "gap": res.gap,

@@ -9,7 +9,6 @@ proves the incumbent optimal within the MIP gap. Optionally in growing balls fir
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,6 +17,7 @@ from robustce.errors import ValidationError
 from robustce.nearest.core import NearestCore, _Nearest
 from robustce.nearest.domains import incumbent_box, milp_point
 from robustce.nearest.network import _WARM_OPTIONS
+from robustce.solvers.clock import Budget
 from robustce.solvers.encodings import (
     InputDomain,
     encode_constraints,
@@ -89,7 +89,7 @@ class TreeSearch(NearestCore):
         None)`` — proven: no point's objective is below ``cutoff`` —, ``("empty", None,
         None)`` — no actionable point at all —, or ``("solved", res, cf)`` with the decoded
         point (None when the solver has none)."""
-        t0 = time.perf_counter()
+        budget = Budget(time_limit, self.threads)
         # below an incumbent HiGHS's primal heuristics look for points the cutoff already
         # bounds (as _WARM_OPTIONS says for networks; adult booster, 20 queries: median 59 →
         # 45 ms with the last stage's cutoff below)
@@ -122,7 +122,7 @@ class TreeSearch(NearestCore):
         obj = self._with_fixed_costs(m, dom, q, obj)
         cut, res, cf = solve_tree_stage(m, trees, obj, dom, q, self.encoder, floor=floor,
                                         cutoff=cutoff,
-                                        time_left=time_limit - (time.perf_counter() - t0))
+                                        time_left=budget.remaining())
         if relations and cf is not None:
             cf = milp_point(res, dom, self.encoder)
         return ("cut", res, None) if cut else ("solved", res, cf)
@@ -156,8 +156,8 @@ class TreeSearch(NearestCore):
         one MILP over the whole actionable box."""
         strict, weak = self._tree_margins(target)
         inc = self.incumbent(q, target, max(strict, weak))
-        t0 = time.perf_counter()
-        spent, low = 0.0, 0.0
+        budget = Budget(time_limit, self.threads)
+        spent, low, why = 0.0, 0.0, ""
         stages: list[float | None] = [None]
         if inc is not None:
             # the last stage asks for a point better than the incumbent by the relative MIP
@@ -165,8 +165,9 @@ class TreeSearch(NearestCore):
             # "optimal"), and the solver need not find the incumbent again to prove it
             stages = [*self._tree_radii(inc.objective), inc.objective * (1.0 - self.mip_gap)]
         for k, cutoff in enumerate(stages):
-            left = time_limit - (time.perf_counter() - t0)
+            left = budget.remaining()
             if left <= 0:
+                why = budget.stop_text()
                 break
             kind, res, cf = self._tree_stage(q, target, cutoff, low, left)
             spent += 0.0 if res is None else res.time
@@ -196,16 +197,16 @@ class TreeSearch(NearestCore):
                                          SolveStatus.LIMIT):
                 return _Nearest("found", cf, optimal=st is SolveStatus.OPTIMAL, **base)
             if st in (SolveStatus.TIME_LIMIT, SolveStatus.LIMIT):
-                low = bound
+                low, why = bound, res.message
                 break
             return _Nearest("error", None, **{**base, "message": f"solver: {st.value} "
                                                                   f"{res.message}"})
         if inc is None:
             return _Nearest("timeout", None, bound=low, time=spent,
                             solver_status=SolveStatus.TIME_LIMIT.value,
-                            message="time limit before a CE was found")
+                            message="time limit before a CE was found" + (f" ({why})" if why else ""))
         gap = max(inc.objective - low, 0.0) / max(abs(inc.objective), 1e-12)
         return _Nearest("found", inc.x.copy(), objective=inc.objective, bound=low, gap=gap,
                         optimal=False, solver_status=SolveStatus.TIME_LIMIT.value, time=spent,
-                        message="time limit: the best incumbent")
+                        message="time limit: the best incumbent" + (f" ({why})" if why else ""))
 

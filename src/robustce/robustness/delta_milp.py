@@ -56,6 +56,7 @@ from robustce.errors import ValidationError
 from robustce.models.network import IntervalNetwork, ReLUNetwork
 from robustce.robustness.attack import flips_prediction
 from robustce.robustness.shift import ParameterShift
+from robustce.solvers.clock import Budget
 from robustce.solvers.encodings import InputVars, encode_interval_network
 from robustce.solvers.milp import MILP, SolveStatus
 from robustce.solvers.relu_cuts import root_cut_rounds
@@ -256,7 +257,8 @@ class DeltaMILP:
         off) does not decide: its witness need not flip the prediction, so the search goes on
         (to that competitor's optimum, then the other competitors). ``bounds`` / ``upper_min``:
         this point's per-layer bounds (see :class:`robustce.robustness.bounds.LayerBounds`)."""
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()  # the report (MILPOutcome's time) is wall-clock
+        budget = Budget(deadline_s, self.threads)  # the budget: CPU seconds (robustce.solvers.clock)
         milp, enc = self._model_for(x, bounds, upper_min, t)
         k = self.net.n_outputs
         if k == 1:
@@ -271,9 +273,10 @@ class DeltaMILP:
             if term_lb >= best_val or (decide_only and best_val <= -tol):
                 lower = min(lower, term_lb)  # cannot change the answer
                 continue
-            remaining = deadline_s - (time.perf_counter() - t0)
+            remaining = budget.remaining()
             if remaining <= 1e-3:
                 failed = failed or SolveStatus.TIME_LIMIT
+                message = message or f"{budget.stop_text()} reached"
                 lower = min(lower, term_lb)
                 continue
             if k == 1:
@@ -284,7 +287,7 @@ class DeltaMILP:
             if self.cut_rounds and self.shared is None and self.net.plain and k == 1:
                 self.last_root_bounds = root_cut_rounds(milp, enc, self.inn, self.cut_rounds,
                                                         remaining)
-                remaining = deadline_s - (time.perf_counter() - t0)
+                remaining = budget.remaining()
             if decide_only:
                 res = milp.solve(time_limit=remaining, cutoff=tol, target=-tol)
             else:

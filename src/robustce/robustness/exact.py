@@ -59,6 +59,7 @@ from robustce.robustness.bounds import MILP_SLACK, LayerBounds, crown_point_boun
 from robustce.robustness.certifier import Certificates, Certifier, CertStatus
 from robustce.robustness.delta_milp import DeltaMILP
 from robustce.robustness.shift import ParameterShift
+from robustce.solvers.clock import Budget
 from robustce.solvers.milp import SolveStatus, check_solver, check_time_limit
 from robustce.validation import check_bool, check_choice, check_integer, check_number
 
@@ -349,6 +350,7 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
                 um_i = lb.row_upper_min(r_, MILP_SLACK)
             else:
                 b_i, um_i = iv_i, None
+            row_budget = Budget(time_limit, threads)
             r = engine.solve(X[i], int(t[i]), b_i, terms[i], time_limit, decide_only, tol,
                              upper_min=um_i)
             if um_i is not None and r.status is SolveStatus.ERROR:
@@ -359,8 +361,8 @@ def delta_test(net: ReLUNetwork, X: np.ndarray, t: np.ndarray, deltas: np.ndarra
                                          threads=threads, mode="rebuild", box=None,
                                          mip_gap=mip_gap, abs_gap=abs_gap)
                 spent = r.time
-                r = fallback.solve(X[i], int(t[i]), iv_i, terms[i], max(time_limit - spent, 1e-3),
-                                   decide_only, tol)
+                r = fallback.solve(X[i], int(t[i]), iv_i, terms[i],
+                                   max(row_budget.remaining(), 1e-3), decide_only, tol)
                 r.time += spent
             times[i] = r.time
             solver_status[i] = r.status
@@ -596,8 +598,8 @@ class ExactDeltaCertifier(Certifier):
 
     def certify(self, network: Any, X: Any, targets: Any, *,
                 time_limit: float | None = None) -> Certificates:
-        t0 = time.perf_counter()
         limit = self.time_limit if time_limit is None else check_time_limit(time_limit)
+        budget = Budget(limit, self.options.get("threads", 1))
         net = as_network(network)
         X, _ = model_space_rows(net, X, network)
         res = exact_worst_case(net, X, self.shift, targets, solver=self.solver, time_limit=limit,
@@ -606,7 +608,7 @@ class ExactDeltaCertifier(Certifier):
         solved = np.isfinite(value)
         lower[solved] = np.maximum(lower[solved], value[solved])
         rob = np.flatnonzero(res.robust & ~solved)
-        left = limit - (time.perf_counter() - t0)
+        left = budget.remaining()
         if self.exact_value and rob.size and left > 1e-2:
             ex = exact_worst_case(net, X[rob], self.shift, res.target_class[rob], solver=self.solver,
                                   time_limit=left, precheck=False, tol=self.tol,

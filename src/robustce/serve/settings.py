@@ -28,9 +28,10 @@ class ServeSettings:
         a chunked body) before they are read or parsed. Capped by ``max_body_bytes``.
     max_request_s : time budget of one request (items past it get status ``timeout``).
     solver_nodes : the work limit of every MILP solve of a request's items: HiGHS's
-        ``mip_max_nodes`` (branch-and-bound nodes). Unlike the per-item ``time_limit_s``, which
-        stays as a wall-clock cap, it does not depend on the host's load: an item answers the
-        same on a busy host as on an idle one unless the cap is reached. A solve it stops has
+        ``mip_max_nodes`` (branch-and-bound nodes). Unlike the request's wall-clock deadline (from
+        the per-item ``time_limit_s``, itself CPU seconds of the solver), it does not depend on
+        the host's load: an item answers the same on a busy host as on an idle one unless the
+        cap is reached. A solve it stops has
         solver status ``limit``, treated as a time limit: the best point found is not
         claimed optimal, and a certificate it leaves unproven is ``timeout``, never robust.
     token : bearer token the ``/v1`` routes require (None: no auth).

@@ -52,7 +52,7 @@ class SolveStatus(StrEnum):
     INFEASIBLE = "infeasible"
     UNBOUNDED = "unbounded"
     INFEASIBLE_OR_UNBOUNDED = "infeasible_or_unbounded"
-    TIME_LIMIT = "time_limit"
+    TIME_LIMIT = "time_limit"  # the CPU budget or the wall-clock safety net (``stopped_by``)
     CUTOFF = "cutoff"  # proven: no solution better than the cutoff (``bound`` = the cutoff)
     TARGET = "target_reached"  # stopped at an incumbent at least as good as the target
     LIMIT = "limit"  # node / iteration / solution limit, interrupt
@@ -74,7 +74,11 @@ class SolveResult:
     gap : relative MIP gap as the backend reports it.
     solver : the backend's name.
     node_count : branch-and-bound nodes explored.
-    message : what went wrong or why the solve stopped (e.g. the backend's exception).
+    message : what went wrong or why the solve stopped (e.g. the backend's exception, or
+        which limit stopped it).
+    stopped_by : for ``time_limit``, the limit that stopped the solve: "cpu" (the CPU budget,
+        ``time_limit``) or "wall" (the wall-clock safety net, :data:`~robustce.solvers.clock.WALL_SLACK`
+        × ``time_limit``); "" otherwise.
 
     Examples
     --------
@@ -97,6 +101,7 @@ class SolveResult:
     solver: str = ""
     node_count: int = 0
     message: str = ""
+    stopped_by: str = ""
 
     @property
     def has_solution(self) -> bool:
@@ -116,6 +121,7 @@ class SolveResult:
             "solver": self.solver,
             "node_count": self.node_count,
             "message": self.message,
+            "stopped_by": self.stopped_by,
         }
 
 

@@ -1,5 +1,10 @@
 """The Gurobi backend (optional: ``gurobipy`` and a licence) of
-:class:`~robustce.solvers.milp.MILP`; gurobipy is imported only when a model asks for it."""
+:class:`~robustce.solvers.milp.MILP`; gurobipy is imported only when a model asks for it.
+
+Unlike the HiGHS backend, ``time_limit`` stays Gurobi's own ``TimeLimit``: **wall-clock**
+seconds (no CPU budget, no safety-net slack), so on a loaded host a Gurobi solve can end at its
+time limit where an idle host would finish; its ``work_limit``-style parameters (``WorkLimit``)
+can be passed through ``options``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""The HiGHS backend (``highspy``, the default) of :class:`~robustce.solvers.milp.MILP`."""
+"""The HiGHS backend (``highspy``, the default) of :class:`~robustce.solvers.milp.MILP`.
+
+``time_limit`` is CPU seconds (:mod:`robustce.solvers.clock`): HiGHS's interrupt callbacks
+(simplex, IPM, MIP; a few thousand calls a second, in the calling thread) stop the run once the
+budget's CPU clock passes it; HiGHS's own ``time_limit`` option, wall-clock, is the safety net
+``WALL_SLACK × time_limit``."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from robustce.errors import SolverError
+from robustce.solvers.clock import STOP_TEXT, WALL_SLACK, Budget
 from robustce.solvers.milp.common import INF, SolveResult, SolveStatus, _ModelData, _Options
 
 #: HiGHS options that :func:`highs_work_limits` gives the HiGHS models of its context
@@ -97,6 +103,21 @@ class _HighsBackend:
             if self.h.setOptionValue(key, val) == highspy.HighsStatus.kError:
                 raise SolverError(f"HiGHS rejected option {key}={val!r}")
         self.has_integers = False
+        self._threads = int(options.threads)
+        self._budget: Budget | None = None
+        self._stopped: str = ""
+        for event in (self.h.cbSimplexInterrupt, self.h.cbIpmInterrupt, self.h.cbMipInterrupt):
+            event.subscribe(self._check_budget)
+
+    def _check_budget(self, event: Any) -> None:
+        """Interrupt callback: stop the run once the budget expires. It sets the flag either
+        way: HiGHS 1.16 keeps an interrupt flag set across runs of an instance, so a later run
+        would otherwise stop at its first callback."""
+        budget = self._budget
+        stop = budget is not None and budget.expired()
+        if stop and not self._stopped:
+            self._stopped = budget.stopped_by()
+        event.interrupt(stop)
 
     def load(self, m: _ModelData) -> None:
         A = m.A
@@ -134,16 +155,21 @@ class _HighsBackend:
     def solve(self, time_limit: float, sense: int, cutoff: float | None = None,
               target: float | None = None) -> SolveResult:
         hs, h = self._hs, self.h
-        h.setOptionValue("time_limit", float(time_limit))
+        # the CPU budget is enforced by the interrupt callbacks; HiGHS's wall-clock limit is
+        # the safety net (a phase without callbacks, such as presolve, stuck)
+        h.setOptionValue("time_limit", WALL_SLACK * float(time_limit))
         # HiGHS reads both options in its internal minimisation form (negated when maximising)
         h.setOptionValue("objective_bound", sense * float(cutoff) if cutoff is not None else INF)
         h.setOptionValue("objective_target", sense * float(target) if target is not None else -INF)
         t0 = time.perf_counter()
+        self._budget, self._stopped = Budget(time_limit, self._threads), ""
         try:
             run_status = h.run()
         except Exception as exc:  # pragma: no cover - defensive
             return SolveResult(SolveStatus.ERROR, time=time.perf_counter() - t0, solver=self.name,
                                message=f"HiGHS raised {type(exc).__name__}: {exc}")
+        finally:
+            self._budget = None
         elapsed = time.perf_counter() - t0
         ms = h.getModelStatus()
         M = hs.HighsModelStatus
@@ -161,6 +187,14 @@ class _HighsBackend:
         }
         status = mapping.get(ms, SolveStatus.ERROR)
         message = h.modelStatusToString(ms)
+        stopped_by = ""
+        if ms == M.kInterrupt and self._stopped:
+            status, stopped_by = SolveStatus.TIME_LIMIT, self._stopped
+        elif ms == M.kTimeLimit:
+            stopped_by = "wall"
+        if stopped_by:
+            limit = float(time_limit) * (WALL_SLACK if stopped_by == "wall" else 1.0)
+            message = f"{STOP_TEXT[stopped_by]} ({limit:.3g} s) reached"
         if run_status == hs.HighsStatus.kError and status is not SolveStatus.ERROR:
             message += " (run returned an error)"
         if ms == M.kObjectiveTarget:
@@ -175,7 +209,8 @@ class _HighsBackend:
                 sense * float(info.objective_function_value) < sense * float(cutoff)
             if not beats:
                 return SolveResult(SolveStatus.CUTOFF, bound=float(cutoff), time=elapsed,
-                                   solver=self.name, message=message + " (nothing better than the cutoff)")
+                                   solver=self.name, message=message + " (nothing better than the cutoff)",
+                                   stopped_by=stopped_by)
         has_sol = int(info.primal_solution_status) == 2 and status not in (
             SolveStatus.INFEASIBLE, SolveStatus.ERROR)
         values = np.asarray(h.getSolution().col_value, dtype=np.float64) if has_sol else None
@@ -190,4 +225,5 @@ class _HighsBackend:
             nodes = 0
         if not math.isfinite(bound):
             bound = math.nan
-        return SolveResult(status, objective, bound, values, elapsed, gap, self.name, nodes, message)
+        return SolveResult(status, objective, bound, values, elapsed, gap, self.name, nodes, message,
+                           stopped_by)

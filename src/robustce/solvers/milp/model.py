@@ -52,6 +52,8 @@ class MILP:
     ----------
     solver : "highs" (default) or "gurobi" (needs gurobipy and a licence).
     time_limit : default seconds per solve (finite, > 0); ``solve(time_limit=...)`` overrides.
+        On HiGHS, CPU seconds of the solving thread with a wall-clock safety net of
+        ``WALL_SLACK ×`` (:mod:`robustce.solvers.clock`); on Gurobi, wall-clock seconds.
     threads : solver threads (1 by default: tiny MILPs do not gain from more, and results
         stay deterministic).
     mip_gap, abs_gap : relative / absolute optimality gaps at which a solve counts as optimal.
@@ -329,7 +331,8 @@ class MILP:
 
     def solve(self, time_limit: float | None = None, *, cutoff: float | None = None,
               target: float | None = None) -> SolveResult:
-        """Solve under ``time_limit`` seconds (default: the model's). Never raises for solver
+        """Solve under ``time_limit`` seconds (default: the model's; CPU seconds on HiGHS, see
+        the class docstring). Never raises for solver
         trouble: an ``ERROR`` result says what happened.
 
         ``cutoff``: only solutions strictly better than it matter (below it when minimising);
