@@ -23,7 +23,10 @@ HOSTILE = '<img src=x onerror="window.__pwned=1">'
 
 def _promises_of(ledger_path, keys: set[str]) -> pd.DataFrame:
     with Ledger(str(ledger_path)) as book:
-        frame = pd.concat(list(book.promises(outstanding=False)), ignore_index=True)
+        parts = list(book.promises(outstanding=False))
+    if not parts:
+        return pd.DataFrame(columns=["id", "applicant_key", "target_row"])
+    frame = pd.concat(parts, ignore_index=True)
     return frame[frame["applicant_key"].isin(keys)].sort_values("id").reset_index(drop=True)
 
 
@@ -167,7 +170,7 @@ def test_a_ledger_that_cannot_be_written_withholds_the_answer_until_a_retry(ledg
     item = {"id": f"{tag}-full", "features": s.applicants[4]}
     body = {"items": [item], "method": "milp_nearest", "time_limit_s": 20}
     db = sqlite3.connect(s.ledger)
-    db.execute("CREATE TRIGGER refuse BEFORE INSERT ON promises "
+    db.execute("CREATE TRIGGER refuse BEFORE INSERT ON robustce_ledger_promises "
                "BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END")
     db.commit()
     try:
@@ -220,6 +223,7 @@ def test_a_ledger_that_cannot_be_opened_stops_the_start(tmp_path, model_dir, cap
                  "--token-file", str(token), "--ledger", str(bad)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert err[-1].startswith("error: ledger sqlite:///") and "not a database" in err[-1], err
+    assert len(err) == 1 and err[0].startswith("robustce: error: ledger sqlite:///"), err
+    assert "not a database" in err[0]
     assert main(["serve", "--ledger-hash-ids"]) == 2
     assert "--ledger-hash-ids needs --ledger" in capsys.readouterr().err
