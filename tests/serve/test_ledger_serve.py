@@ -227,3 +227,51 @@ def test_a_ledger_that_cannot_be_opened_stops_the_start(tmp_path, model_dir, cap
     assert "not a database" in err[0]
     assert main(["serve", "--ledger-hash-ids"]) == 2
     assert "--ledger-hash-ids needs --ledger" in capsys.readouterr().err
+
+
+def test_hashed_ids_are_kept_as_salted_hashes_and_still_found(tmp_path, model, model_dir):
+    """``--ledger-hash-ids``: the ledger holds a salted SHA-256, not the id; the promises route's
+    lookup by the id still finds the promise, re-scored by the model's own ``predict``."""
+    import argparse
+    from types import SimpleNamespace
+
+    from robustce.cli.serve import _add_serve, _settings
+    from robustce.methods.registry import build_explainer
+    from robustce.serve.promises import ServiceLedger
+
+    parser = argparse.ArgumentParser()
+    _add_serve(parser.add_subparsers())
+    settings = _settings(parser.parse_args(["serve", "--ledger", str(tmp_path / "l.sqlite3"),
+                                            "--ledger-hash-ids"]))
+    assert (settings.ledger, settings.ledger_hash_ids) == (str(tmp_path / "l.sqlite3"), True)
+    schema = model.encoder.schema
+    m = SimpleNamespace(id="loan", hash="h1", class_names=[str(c) for c in model.class_names],
+                        schema=schema, model=model)
+    from robustce.explanations import Explanations
+
+    query = Explanations.load(model_dir).queries[schema.names].head(1)  # a declined applicant
+    declined = query.iloc[0].to_dict()
+    assert model.predict(query).tolist() == [0]
+    expl = build_explainer("milp_nearest", model, None).explain(query, target_class=1)
+    ce = expl.counterfactuals[schema.names].iloc[0].to_dict()
+    result = {"status": "found", "counterfactuals": [ce], "valid": [True], "certificates": {}}
+    book = ServiceLedger(settings.ledger, settings.ledger_hash_ids)
+    try:
+        rows = book.rows_of(m, "milp_nearest", 1, ["alice"], [declined], [result], "r")
+        asyncio_run(book.record(rows))
+        stored = next(book.book.promises(outstanding=False))
+        assert stored["applicant_key"].tolist() == [book.book.applicant_key("alice")]
+        assert "alice" not in stored["applicant_key"].iloc[0] and stored["applicant_hashed"].all()
+        view = book.view(m, "alice", 10)
+        assert [p["promised_row"] for p in view["promises"]] == [ce]
+        assert view["promises"][0]["honoured_by_served_model"] is bool(
+            model.predict(pd.DataFrame([ce])[schema.names])[0] == 1)
+        assert book.view(m, "bob", 10)["promises"] == []
+    finally:
+        book.close()
+
+
+def asyncio_run(coro):
+    import asyncio
+
+    return asyncio.run(coro)
