@@ -136,3 +136,35 @@ def applicants(server: Server) -> list[dict]:
     with server.client() as c:
         rows = c.get("/v1/models/loan/applicants").json()["applicants"]
     return [{"id": f"a{i}", "features": r["features"]} for i, r in enumerate(rows)]
+
+
+@dataclass
+class LedgerServers:
+    """``v1`` serves the demo model and ``v2`` a retrained demo model (another seed) under the
+    same id ``loan``; both write and read one SQLite ledger (two versions of a deployment)."""
+
+    v1: Server
+    v2: Server
+    ledger: Path
+    v2_dir: Path
+    applicants: list[dict]
+
+
+@pytest.fixture(scope="session")
+def ledger_servers(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
+    from robustce.serve.registry import build_demo_model
+
+    tmp = tmp_path_factory.mktemp("ledger")
+    ledger = tmp / "ledger.sqlite3"
+    v2_dir = build_demo_model(tmp / "v2" / MODEL_ID, seed=1, n_family=1, n_applicants=5)
+    v1 = launch(tmp, model_dir, "ledger-v1", "--workers", "1", "--ledger", str(ledger))
+    v2 = launch(tmp, v2_dir, "ledger-v2", "--workers", "1", "--ledger", str(ledger))
+    try:
+        wait_ready(v1)
+        wait_ready(v2)
+        with v1.client() as c:
+            rows = c.get("/v1/models/loan/applicants").json()["applicants"]
+        yield LedgerServers(v1, v2, ledger, v2_dir, [r["features"] for r in rows])
+    finally:
+        v1.stop()
+        v2.stop()

@@ -201,3 +201,53 @@ def test_api_docs_render_from_local_files_under_the_policy(browser, server):
     assert not external, f"/docs fetched from elsewhere: {external}"
     assert page.evaluate("window.__csp") == [] and not errors, (page.evaluate("window.__csp"), errors)
     page.close()
+
+
+# --- an applicant's earlier promises (a service with --ledger) ------------------------------
+def test_page_shows_earlier_promises_and_todays_verdict_as_text(browser, ledger_servers):
+    """Promises made by v1 (a minimal-distance option and a Δ-robust one) to an applicant whose
+    id is HTML; the page of v2 (retrained, same id) lists them with "yes"/"no" as v2's own
+    ``predict`` on the promised rows says, and the id as text."""
+    import uuid
+
+    from robustce.models import load
+
+    s = ledger_servers
+    applicant = f'<img src=x onerror="window.__pwned=5">{uuid.uuid4().hex[:6]}'
+    item = {"id": applicant, "features": s.applicants[0]}
+    v2 = load(s.v2_dir / "model")
+    expected = {}
+    with s.v1.client() as c:
+        for method, params in (("milp_nearest", {}), ("milp_robust", {"shift": 0.03})):
+            r = c.post("/v1/models/loan/explain", json={"items": [item], "method": method,
+                                                        "params": params, "time_limit_s": 20})
+            assert r.status_code == 200, r.text
+            out = r.json()["items"][0]
+            rows = [ce for ce, ok in zip(out["counterfactuals"], out["valid"], strict=True) if ok]
+            kept = v2.predict(pd.DataFrame(rows)[v2.encoder.schema.names]) == r.json()["target_class"]
+            expected[method] = ["yes" if k else "no" for k in kept]
+    assert {"yes", "no"} <= {v for vs in expected.values() for v in vs}  # v2 keeps one, breaks one
+    page = s.v2.url + "/"
+    tab = browser.new_page(viewport={"width": 1200, "height": 1400})
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.add_init_script(CSP_WATCH)
+    tab.goto(page)
+    tab.fill("#token", s.v2.token)
+    tab.dispatch_event("#token", "change")
+    tab.wait_for_selector("#applicant option[value='0']", state="attached")
+    tab.fill("#applicant-id", applicant)
+    tab.dispatch_event("#applicant-id", "change")
+    tab.wait_for_selector("#promise-rows tr.promise")
+    rows = tab.locator("#promise-rows tr.promise")
+    shown: dict[str, list[str]] = {}
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        shown.setdefault(cells[1], []).append(cells[5])
+        assert "(today's model)" not in cells[4]  # issued by v1
+    assert {m: sorted(v) for m, v in shown.items()} == {m: sorted(v) for m, v in expected.items()}
+    assert applicant in tab.inner_text("#promises-summary")  # the id, shown literally
+    assert tab.evaluate(DOM_CHECK) == {"pwned": None, "imgs": 0, "scripts": ["/static/app.js"],
+                                       "handlers": []}
+    assert tab.evaluate("window.__csp") == [] and not errors, (tab.evaluate("window.__csp"), errors)
+    tab.close()

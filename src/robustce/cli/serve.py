@@ -42,6 +42,13 @@ def _add_serve(sub: Any) -> None:
                    help="the job store: an SQLAlchemy URL (postgresql://user@host/db for several "
                         "service processes sharing it) or an SQLite file path (default: an SQLite "
                         "file beside --audit-log, AUDIT-jobs.sqlite3; in memory without one)")
+    p.add_argument("--ledger", metavar="URL", default=None,
+                   help="record every option the service gives as a promise in this ledger (an "
+                        "SQLite path or a database URL; docs/serve.md, 'Keeping a ledger'); the "
+                        "page then shows an applicant's earlier promises")
+    p.add_argument("--ledger-hash-ids", action="store_true",
+                   help="with --ledger: keep salted hashes of the applicant ids, not the ids "
+                        "(salt: $ROBUSTCE_LEDGER_SALT, else the ledger's own)")
     p.add_argument("--max-queue", type=int, default=64, metavar="N",
                    help="requests that may wait for a worker before 429 (default 64)")
     p.add_argument("--max-items", type=int, default=100, metavar="N",
@@ -182,7 +189,10 @@ def _settings(args: argparse.Namespace) -> Any:
                              solver_nodes=args.solver_nodes, max_request_s=args.max_request_s,
                              token=token, audit_log=args.audit_log,
                              store=store_url(args.store) if args.store else None,
+                             ledger=args.ledger, ledger_hash_ids=args.ledger_hash_ids,
                              in_process=_in_process(args.in_process))
+    if args.ledger_hash_ids and args.ledger is None:
+        raise _user_error("--ledger-hash-ids needs --ledger")
     if args.processes > 1 and settings.store is None and settings.audit_log is None:
         raise _user_error("--processes: the processes share their jobs through the job store; "
                           "give --store or --audit-log (an SQLite store beside it)")
@@ -211,6 +221,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 store_db = JobStore(settings.store or default_store_url(settings.audit_log))
                 store = store_db.url
                 store_db.close()
+                if settings.ledger:  # opened (its tables made) once, too: errors stop here
+                    from robustce.serve.promises import ServiceLedger
+
+                    ServiceLedger(settings.ledger).close()
             note = ("; jobs in memory: give --audit-log or --store to keep them"
                     if store == "sqlite://" else "")
             fronts = f"{args.processes} processes × " if args.processes > 1 else ""

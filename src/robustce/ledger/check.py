@@ -28,7 +28,7 @@ from robustce.ledger.rates import RateAccumulator
 from robustce.ledger.report import LedgerReport
 from robustce.ledger.store import Ledger, LedgerError
 
-__all__ = ["AGE_BUCKETS", "POLICIES", "check"]
+__all__ = ["AGE_BUCKETS", "POLICIES", "check", "rescore"]
 
 POLICIES = ("report", "reissue", "grandfather")
 #: (upper bound in days, label) of the age buckets of ``by_age``
@@ -66,6 +66,17 @@ def _columns(frame: pd.DataFrame, names: Sequence[str], what: str, url: str) -> 
     if missing:
         raise LedgerError(f"ledger {url}: the {what} lack the column(s) {', '.join(missing)}")
     return frame[list(names)]
+
+
+def rescore(model: Any, part: pd.DataFrame, url: str
+            ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """Re-score promises (unparsed rows of :meth:`Ledger.promises`) with ``model``: (the
+    promised raw rows, the promised classes, whether ``model``'s own ``predict`` on each row
+    still gives its class)."""
+    names = list(model.encoder.schema.names)
+    targets = _columns(_rows(part["target_row"]), names, "promised rows", url)
+    wanted = part["target_class"].to_numpy(dtype=np.int64)
+    return targets, wanted, np.asarray(model.predict(targets)) == wanted
 
 
 def check(ledger: Ledger | str, model: Any, *, groups: Sequence[str] | str | None = None,
@@ -139,7 +150,6 @@ def check(ledger: Ledger | str, model: Any, *, groups: Sequence[str] | str | Non
 def _check(book: Ledger, model: Any, digest: str, groups: list[str], policy: str, repair: bool,
            repair_method: str, repair_data: Any, repair_params: Any, n_boot: int, seed: int,
            partition_size: int, when: int, max_broken: int | None) -> LedgerReport:
-    names = list(model.encoder.schema.names)
     records = book.count()
     last_id = book.last_id()  # promises written by this check (reissues) are not read again
     acc = RateAccumulator(n_boot, seed)
@@ -150,9 +160,7 @@ def _check(book: Ledger, model: Any, digest: str, groups: list[str], policy: str
     for index, part in enumerate(book.promises(outstanding=True, as_of=from_micros(when),
                                                partition_size=partition_size, parse=False,
                                                until_id=last_id)):
-        targets = _columns(_rows(part["target_row"]), names, "promised rows", book.url)
-        wanted = part["target_class"].to_numpy(dtype=np.int64)
-        by_model = np.asarray(model.predict(targets)) == wanted
+        targets, wanted, by_model = rescore(model, part, book.url)
         by_policy = np.zeros(len(part), dtype=bool)
         if policy == "grandfather":  # the issuing version still decides (not expired)
             by_policy = ~by_model & (part["model_hash"].to_numpy() != digest)
@@ -189,8 +197,8 @@ def _check(book: Ledger, model: Any, digest: str, groups: list[str], policy: str
                 repairer = Repairer(model, repair_method, repair_data, repair_params, seed)
             promised = targets.iloc[bad]
             from_promised = repairer.repair(promised, wanted[bad])
-            from_original = repairer.repair(_columns(original, names, "applicant rows",
-                                                     book.url), wanted[bad])
+            from_original = repairer.repair(_columns(original, list(promised.columns),
+                                                     "applicant rows", book.url), wanted[bad])
             for e, a, b in zip(entries, from_promised, from_original, strict=True):
                 e["repair"] = {"method": repairer.method, "from_promised": a, "from_original": b}
             if policy == "reissue":

@@ -303,6 +303,31 @@ class Ledger:
                                .order_by(p.c.issued_at.desc(), p.c.id.desc()).limit(1)).first()
         return None if row is None else str(row.model_hash)
 
+    def applicant_promises(self, applicant_id: Any, *, limit: int = 100,
+                           as_of: datetime | str | None = None) -> pd.DataFrame:
+        """The applicant's promises (kept by id or by salted hash), the newest first, at
+        most ``limit``: the unparsed columns of ``promises(parse=False)`` plus ``status``
+        (the latest event's, ``issued`` before any) and ``outstanding`` (as of ``as_of``,
+        default now)."""
+        if int(limit) < 1:
+            raise LedgerError(f"limit must be >= 1, got {limit}")
+        sa, p, e = self._sa, self.tables.promises, self.tables.events
+        when = now_micros() if as_of is None else as_micros(as_of)
+        keys = [str(applicant_id), self.applicant_key(applicant_id)]
+        latest = (sa.select(e.c.status).where(e.c.promise_id == p.c.id)
+                  .order_by(e.c.at.desc(), e.c.seq.desc()).limit(1).scalar_subquery())
+        query = (sa.select(p, latest.label("status"),
+                           sa.case((self._outstanding(when), True), else_=False)
+                           .label("outstanding"))
+                 .where(p.c.applicant_key.in_(keys))
+                 .order_by(p.c.issued_at.desc(), p.c.id.desc()).limit(int(limit)))
+        with self.engine.connect() as conn:
+            result = conn.execute(query)
+            frame = pd.DataFrame(result.all(), columns=list(result.keys()))
+        frame["status"] = frame["status"].fillna("issued")
+        frame["outstanding"] = frame["outstanding"].astype(bool)
+        return frame
+
 
 def _parsed(frame: pd.DataFrame) -> pd.DataFrame:
     for k in _TEXT:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -43,6 +43,7 @@ from robustce.serve.headers import SECURITY_HEADERS, SecurityHeaders
 from robustce.serve.jobs import JobRunner
 from robustce.serve.kept_results import KEEP_S, KeptResults
 from robustce.serve.pool import DeadlineExceeded, InProcessLane, QueueFull, SolverPool, WorkerCrashed
+from robustce.serve.promises import LedgerWriteError, ServiceLedger
 from robustce.serve.records import RecordError, validate_records
 from robustce.serve.registry import ModelSpec, ServedModel, load_served_model, resolve_class
 from robustce.serve.schemas import (
@@ -158,6 +159,9 @@ class Service:
     def __init__(self, specs: list[ModelSpec], settings: ServeSettings):
         self.specs, self.settings = specs, settings
         self.models: dict[str, ServedModel] = {}
+        # opened first: a ledger that cannot be opened stops the start (one line, exit 2)
+        self.ledger = (ServiceLedger(settings.ledger, settings.ledger_hash_ids)
+                       if settings.ledger else None)
         self.pool = SolverPool(specs, settings.workers, settings.max_queue)
         self.audit = AuditLog(settings.audit_log) if settings.audit_log else None
         self.kept = KeptResults()
@@ -332,23 +336,58 @@ class Service:
     async def kept_answer(self, request: Request, retry: tuple[str, str | None, str]
                           ) -> JSONResponse | None:
         """The answer kept for this retry (written to the audit log first), or None."""
-        if self.audit is None or retry[1] is None or (kept := self.kept.get(retry)) is None:
+        if ((self.audit is None and self.ledger is None) or retry[1] is None
+                or (kept := self.kept.get(retry)) is None):
             return None
         self.kept.discard(retry)  # taken out first: two retries at once get it once
-        record, body = kept
+        record, body, *unrecorded = kept
+        if unrecorded and unrecorded[0]:  # its promises first (kept again if they fail)
+            await self.write_promises(request, record, body, retry, unrecorded[0])
         again = {**record, "ts": time.time(), "answered_on_retry": True}
-        await self.write_request_record(request, again, retry, record["request_id"],
-                                        keep=kept)  # kept again if the write fails
+        if self.audit is not None:
+            await self.write_request_record(request, again, retry, record["request_id"],
+                                            keep=(record, body))  # kept again if it fails
         return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
 
     async def answer(self, request: Request, record: dict[str, Any], body: dict[str, Any],
-                     retry: tuple[str, str | None, str]) -> JSONResponse:
-        """``body`` as the response, once ``record`` is in the audit log; if it cannot be
-        written, 503 and the answer kept for a retry (:class:`KeptResults`)."""
+                     retry: tuple[str, str | None, str],
+                     promises: list[dict[str, Any]] | None = None) -> JSONResponse:
+        """``body`` as the response, once its ``promises`` are in the ledger and ``record``
+        in the audit log; if either cannot be written, 503 and the answer kept for a retry
+        (:class:`KeptResults`)."""
+        if promises:
+            await self.write_promises(request, record, body, retry, promises)
         if self.audit is not None:
             await self.write_request_record(request, record, retry, record["request_id"],
                                             keep=(record, body))
         return JSONResponse(body, headers={"X-Request-Id": record["request_id"]})
+
+    async def write_promises(self, request: Request, record: dict[str, Any], body: dict[str, Any],
+                             retry: tuple[str, str | None, str], rows: list[dict[str, Any]]
+                             ) -> None:
+        """The answer's promises into the ledger (off the event loop) before it goes out. When
+        they cannot be written: 503 with ``Retry-After``, the answer and its promises kept
+        for a retry by its idempotency key, and the request's audit record (status 503)
+        says why in ``ledger_error`` — an option is given only once it is on record."""
+        try:
+            await self.ledger.record(rows)
+            return
+        except LedgerWriteError as exc:
+            error = str(exc)
+        _log.error("%s", error)
+        rid = record["request_id"]
+        key = retry[1] or rid
+        holder, digest = (retry[0], retry[2]) if retry[1] else await _request_identity(request)
+        self.kept.keep((holder, key, digest), (record, body, rows))
+        if self.audit is not None:  # a failure here answers its own 503 (the answer is kept)
+            await self.write_request_record(request, {**record, "ledger_error": error}, retry,
+                                            rid, status=503)
+        raise ApiError(503, "the ledger could not be written, so the options found are "
+                       "withheld (an option is given only once it is on record); they are "
+                       f"kept for {KEEP_S:g} s: send the same request again with the header "
+                       f"Idempotency-Key: {key}",
+                       {"Retry-After": str(self.settings.retry_after_s),
+                        "Idempotency-Key": key, "X-Request-Id": rid})
 
     async def write_request_record(self, request: Request, record: dict[str, Any],
                                    retry: tuple[str, str | None, str], request_id: str,
@@ -459,6 +498,8 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         service.lane.close()
         service.pool.close()
         service.store.close()
+        if service.ledger is not None:
+            service.ledger.close()
         if service.audit is not None:
             service.audit.close()
 
@@ -560,9 +601,13 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         record = service.record(rid, "explain", m, method, req.params, req.seed, target, items,
                                 time_limit_s=req.time_limit_s,
                                 certify=req.certify.model_dump() if req.certify else None)
+        promises = None
+        if service.ledger is not None:
+            promises = await asyncio.to_thread(service.ledger.rows_of, m, method, target,
+                                               [it.id for it in req.items], records, results, rid)
         return await service.answer(request, record, {
             "request_id": rid, "items": items, "model": {"id": m.id, "hash": m.hash},
-            "method": method, "target_class": target}, retry)
+            "method": method, "target_class": target}, retry, promises)
 
     @app.post("/v1/models/{model_id}/certify", response_model=CertifyResponse, tags=["recourse"],
               openapi_extra=_json_body(CertifyRequest))
@@ -592,6 +637,25 @@ def create_app(specs: list[ModelSpec], settings: ServeSettings | None = None) ->
         body = CertifyResponse(request_id=rid, items=items, model={"id": m.id, "hash": m.hash},
                                target_class=target).model_dump(mode="json")
         return await service.answer(request, record, body, retry)
+
+    # --- the ledger -----------------------------------------------------------------------
+    @app.get("/v1/models/{model_id}/promises", dependencies=v1, tags=["ledger"])
+    async def promises(model_id: str,
+                       applicant: str = Query(..., min_length=1, max_length=200,
+                                              description="the applicant's id (an item's id)"),
+                       limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
+        """The applicant's earlier promises (newest first), each with whether the model served
+        now still gives its promised row the promised class, and the hash of the model that
+        issued it (404 when the service keeps no ledger: ``--ledger``)."""
+        m = service.model(model_id)
+        if service.ledger is None:
+            raise ApiError(404, "this service keeps no ledger (start it with --ledger)")
+        try:
+            return await asyncio.to_thread(service.ledger.view, m, applicant, limit)
+        except RobustCEError as exc:
+            _log.error("%s", exc)
+            raise ApiError(503, "the ledger could not be read; retry later",
+                           {"Retry-After": str(settings.retry_after_s)}) from None
 
     # --- jobs -----------------------------------------------------------------------------
     @app.post("/v1/models/{model_id}/jobs", response_model=JobOut, status_code=202, tags=["jobs"],

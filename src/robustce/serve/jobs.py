@@ -10,7 +10,10 @@ process that stops (SIGTERM) gives its jobs back to the store, and one that dies
 leaves them to its lease; the next process serving the job's model (at its start, or within
 :data:`TICK_S` seconds when several share the store) resumes each from the items already done.
 ``GET /v1/jobs/{id}`` reads the store, so any process sharing it answers for any job. At the
-end the job's record is written (``event: finished``, per item id and status). At most
+end the job's record is written (``event: finished``, per item id and status). With a ledger
+(``--ledger``), each chunk's options are recorded as promises before its results are committed
+(a chunk redone after a crash may record its promises twice, never none); a chunk whose
+promises cannot be recorded fails the job (``ledger_error`` in its record). At most
 ``max_jobs`` jobs are queued or running in the store; finished jobs are kept
 :data:`KEEP_FINISHED_S` seconds.
 """
@@ -24,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from robustce.serve.api_error import ApiError
+from robustce.serve.promises import LedgerWriteError
 from robustce.serve.store import UNFINISHED, JobRow, JobStore, LeaseLost, process_owner
 
 __all__ = ["JobRunner", "job_view"]
@@ -140,7 +144,8 @@ class JobRunner:
         if row is None:
             return
         model = self.service.models.get(row.model_id)
-        status, error = "done", None
+        status, error, ledger_error = "done", None, None
+        ledger = self.service.ledger
         try:
             if model is None or model.hash != row.model_hash:
                 raise RuntimeError(f"model {row.model_id!r} with hash {row.model_hash} is not served here")
@@ -157,18 +162,27 @@ class JobRunner:
                                                      wait=True)
                 except ApiError as exc:  # a crashed worker: this chunk's items get status error
                     res = [{"status": "error", "message": str(exc.detail)} for _ in chunk]
+                if ledger is not None:  # on record before the results are kept (at least once)
+                    ids = [it.id for it in request.items[done:done + size]]
+                    await ledger.record(await asyncio.to_thread(
+                        ledger.rows_of, model, row.method, row.target, ids, chunk, res, job_id,
+                        done))
                 done = await asyncio.to_thread(self.store.append_results, job_id, done, res, self.owner)
         except asyncio.CancelledError:  # the server stops: the next process resumes the job
             self._give_back(row, model)
             raise
         except LeaseLost:  # another process took the job over
             return
+        except LedgerWriteError as exc:  # results not on record are not delivered
+            status, ledger_error = "failed", str(exc)
+            error = f"the ledger could not be written, so the results are withheld: {exc}"
         except Exception as exc:  # noqa: BLE001 - reported on the job
             status, error = "failed", f"{type(exc).__name__}: {exc}"
         results = await asyncio.to_thread(self.store.results, job_id)
         try:
             if model is not None:
-                self._audit(row, model, _items(row, results), event="finished", job_status=status)
+                self._audit(row, model, _items(row, results), event="finished", job_status=status,
+                            **({"ledger_error": ledger_error} if ledger_error else {}))
         except Exception as exc:  # noqa: BLE001 - results without their record are not delivered
             status, error = "failed", f"the audit record could not be written: {exc}"
         try:

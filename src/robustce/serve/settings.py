@@ -1,4 +1,4 @@
-"""The service's configuration: limits, pool size, auth token, audit log path."""
+"""The service's configuration: limits, pool size, auth token, audit log path, ledger."""
 
 from __future__ import annotations
 
@@ -39,6 +39,11 @@ class ServeSettings:
     store : the job store, an SQLAlchemy URL (``sqlite:///PATH``, ``postgresql+psycopg://...``);
         None: an SQLite file beside the audit log, or in memory without an audit log
         (:func:`~robustce.serve.store.default_store_url`).
+    ledger : the recourse ledger (an SQLite path or SQLAlchemy URL; None: none): every option
+        the service gives is recorded there as a promise before it goes out
+        (:mod:`robustce.serve.promises`, docs/serve.md "Keeping a ledger").
+    ledger_hash_ids : keep salted hashes of the applicant ids in the ledger, not the ids
+        (the salt: ``$ROBUSTCE_LEDGER_SALT``, else the ledger's own).
     retry_after_s : the ``Retry-After`` of a 429.
     in_process : methods whose synchronous explain requests (without extra certificates) run
         on one thread of the server process instead of a worker (cheap methods such as
@@ -60,6 +65,8 @@ class ServeSettings:
     token: str | None = None
     audit_log: str | None = None
     store: str | None = None
+    ledger: str | None = None
+    ledger_hash_ids: bool = False
     retry_after_s: int = 1
     in_process: tuple[str, ...] = ()
 

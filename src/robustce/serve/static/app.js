@@ -104,6 +104,7 @@ async function selectModel(id) {
   const picks = state.applicants.map((a, i) => [String(i), `applicant ${a.id}`, false]);
   setOptions("applicant", [["", state.applicants.length ? "— fill in by hand —"
     : "— none in the model's data: fill in by hand —", true], ...picks]);
+  await loadPromises();
 }
 
 function fieldInput(f) {
@@ -289,7 +290,8 @@ async function submit(ev) {
   const query = readForm();
   const certify = { delta, apas: { alpha: 0.999, R: 0.995 }, time_limit_s: 10 };
   const params = m.shift_params[method] ? { [m.shift_params[method]]: delta } : {};
-  const requests = [{ items: [{ id: "applicant", features: query }], method, params,
+  const applicantId = $("applicant-id").value.trim() || null;  // the ledger's key for the applicant
+  const requests = [{ items: [{ id: applicantId, features: query }], method, params,
     target_class: m.default_target_class, time_limit_s: 20, certify }];
   if ($("more").checked && method !== "nearest_neighbour" && m.methods.includes("nearest_neighbour")) {
     requests.push({ ...requests[0], method: "nearest_neighbour", params: { n_neighbours: 4 } });
@@ -301,11 +303,54 @@ async function submit(ev) {
     state.lastCase = { model: { id: m.id, hash: m.hash }, applicant: query, requests, responses,
       exported: new Date().toISOString() };
     showResult(query, responses);
+    if (applicantId) await loadPromises();  // the options just given are promises now
   } catch (e) {
     showError(e.message);
   } finally {
     $("submit").disabled = false; $("busy").hidden = true;
   }
+}
+
+// --- earlier promises (a service started with --ledger) --------------------------------------
+/** What a promise asked for: each changed feature, from the applicant's value to the promised one. */
+function promiseWords(p) {
+  const parts = p.changed.map((name) => `${name}: ${fmt(p.applicant_row[name])} → ${fmt(p.promised_row[name])}`);
+  return parts.length ? parts.join("; ") : "no change";
+}
+
+function promiseRow(p) {
+  const today = p.honoured_by_served_model;
+  const verdict = today === null ? badge("maybe", "unknown (another model's features)")
+    : badge(today ? "ok" : "no", today ? "yes" : "no");
+  const issuer = p.issued_by.slice(0, 12) + (p.issued_by_served_model ? " (today's model)" : "");
+  const row = el("tr", { className: "promise" },
+    el("td", {}, p.issued_at.slice(0, 10)), el("td", {}, p.method), el("td", {}, promiseWords(p)),
+    el("td", {}, p.certificate.kind + (p.certificate.verdict ? ` (${p.certificate.verdict})` : "")),
+    el("td", {}, issuer), el("td", { className: "honoured" }, verdict));
+  row.dataset.promiseId = String(p.id);
+  return row;
+}
+
+/** The applicant's earlier promises, each with today's model's verdict; hidden without an id
+ * or when the service keeps no ledger (404). */
+async function loadPromises() {
+  const id = $("applicant-id").value.trim(), m = state.model;
+  if (!id || !m) { $("promises").hidden = true; return; }
+  let view;
+  try {
+    view = await api(`/v1/models/${encodeURIComponent(m.id)}/promises?applicant=${encodeURIComponent(id)}`);
+  } catch (e) {
+    $("promises").hidden = e.message.startsWith("404");
+    $("promises-summary").textContent = e.message;
+    $("promise-rows").replaceChildren();
+    return;
+  }
+  const n = view.promises.length;
+  $("promises-summary").textContent = n ? `Applicant ${view.applicant}: ${n} earlier promise${n === 1 ? "" : "s"}; ` +
+    `today's model still honours ${view.honoured}, breaks ${view.broken}.`
+    : `No earlier promise to applicant ${view.applicant}.`;
+  $("promise-rows").replaceChildren(...view.promises.map(promiseRow));
+  $("promises").hidden = false;
 }
 
 function exportCase() {
@@ -319,8 +364,13 @@ function exportCase() {
 
 $("model").addEventListener("change", (e) => selectModel(e.target.value));
 $("applicant").addEventListener("change", (e) => {
-  if (e.target.value !== "") fillForm(state.applicants[Number(e.target.value)].features);
+  if (e.target.value === "") return;
+  const a = state.applicants[Number(e.target.value)];
+  fillForm(a.features);
+  $("applicant-id").value = String(a.id);
+  loadPromises();
 });
+$("applicant-id").addEventListener("change", loadPromises);
 $("token-form").addEventListener("submit", (e) => e.preventDefault());
 $("token").addEventListener("change", (e) => {
   if (e.target.value === apiToken) return;  // unchanged: keep the form as filled in
