@@ -109,8 +109,11 @@ def test_table_file_states_the_cells(quick_run):
     out, cell, stdout = quick_run
     text = (out / "res" / "table.md").read_text()
     e = cell["horizons"][0]["by_method"]["milp_nearest"]
-    line = next(x for x in text.splitlines() if "| milp_nearest |" in x and "/ 25 |" in x)
-    assert f"{e['honoured']} / {e['n']}" in line and f"{e['honour_rate']:.3f}" in line
+    rows = [x for x in text.splitlines() if "| milp_nearest |" in x]
+    head = next(x for x in rows if "| none | 25 / 25 |" in x)  # the headline's row
+    assert f"| {e['honour_rate']:.2f} [{e['ci'][0]:.2f}, {e['ci'][1]:.2f}] |" in head
+    detail = next(x for x in rows if "| 25 / 25 | 1 |" in x)  # by method, j = 1
+    assert f"| {e['honoured']} / {e['n']} | {e['honour_rate']:.3f} |" in detail
     assert text in stdout
     # a rerun skips the cell already there (resumable)
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), MPLBACKEND="Agg")
