@@ -30,10 +30,11 @@ N_ITEMS, CHUNK = 5, 2
 
 class FakeService:
     """What :class:`~robustce.serve.jobs.JobRunner` asks of the service: its models, the chunk
-    size, ``explain`` (each result names its item; ``block_after`` calls, it waits for ever)
-    and ``log`` (the audit records, kept in order)."""
+    size, its ledger (none here), ``explain`` (each result names its item; ``block_after``
+    calls, it waits for ever) and ``log`` (the audit records, kept in order)."""
 
     def __init__(self, block_after: int | None = None):
+        self.ledger = None
         self.models = {"loan": SimpleNamespace(id="loan", hash="h1")}
         self.settings = SimpleNamespace(job_chunk=CHUNK, retry_after_s=1)
         self.block_after = block_after

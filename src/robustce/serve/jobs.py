@@ -145,8 +145,8 @@ class JobRunner:
             return
         model = self.service.models.get(row.model_id)
         status, error, ledger_error = "done", None, None
-        ledger = self.service.ledger
         try:
+            ledger = self.service.ledger
             if model is None or model.hash != row.model_hash:
                 raise RuntimeError(f"model {row.model_id!r} with hash {row.model_hash} is not served here")
             request = await asyncio.to_thread(ExplainRequest.model_validate, row.request)
