@@ -178,6 +178,7 @@ def test_small_group_is_reported_not_an_error(loan, tmp_path):
     assert "reported, not compared" in (tmp_path / "g" / "report.md").read_text()
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_scheduler_that_does_not_answer_fails_fast(loan, tmp_path):
     pytest.importorskip("distributed")
     t0 = time.perf_counter()

@@ -118,6 +118,7 @@ def test_the_empty_set_gives_the_nearest_ce(booster):
                                atol=1e-6)
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_robustness_costs_distance(booster):
     est, model, data, df = booster
     queries = df[est.predict(df) == 0].iloc[:6]

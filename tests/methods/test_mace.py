@@ -611,7 +611,8 @@ def test_milp_backend_trees_match_brute_force(mixed_more, kind, norm, with_data)
     assert _check_against_brute_force(model, queries, res, norm, slack=1e-9) >= 3
 
 
-@pytest.mark.parametrize("norm", ["l1", "l0", "linf"])
+@pytest.mark.parametrize("norm", [pytest.param("l1", marks=pytest.mark.slow), "l0",
+                                  pytest.param("linf", marks=pytest.mark.slow)])
 def test_milp_backend_agrees_with_smt_on_forests(mixed_more, norm):
     """A 10-tree forest of full depth: both backends find every CE, their distances agree
     within ε and each lower bound lies below the other's CE."""
@@ -654,7 +655,8 @@ def test_milp_backend_on_trees_honours_actionability_overrides(mixed_more):
                    - b.certificates.loc[found, "delta_max"]) <= EPS + 1e-9).all()
 
 
-@pytest.mark.parametrize("norm", ["l1", "linf", "l0"])
+@pytest.mark.parametrize("norm", [pytest.param("l1", marks=pytest.mark.slow),
+                                  pytest.param("linf", marks=pytest.mark.slow), "l0"])
 def test_milp_hint_on_forests_keeps_the_smt_certificate(mixed_more, norm):
     """hint="milp" on a forest: the distance matches plain SMT within ε, z3 still proves the
     lower bound (at least one SAT call per query), with fewer SAT calls overall."""

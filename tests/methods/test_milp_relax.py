@@ -73,7 +73,7 @@ def _coarse_lattice(q: np.ndarray) -> np.ndarray:
                      for f in (0.0, 1.0)])
 
 
-@pytest.mark.parametrize("make", [_wide, _coarse])
+@pytest.mark.parametrize("make", [pytest.param(_wide, marks=pytest.mark.slow), _coarse])
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # seed 1: make test-all
 def test_relax_first_matches_brute_force_over_the_lattice(make, seed, monkeypatch):
     """The fine grid as the library relaxes it; the coarse grid relaxed too (the fineness
@@ -170,7 +170,7 @@ def test_segment_point_reaches_the_margin_between_query_and_step():
     assert n_shorter
 
 
-@pytest.mark.parametrize("make", [_wide, _coarse])
+@pytest.mark.parametrize("make", [pytest.param(_wide, marks=pytest.mark.slow), _coarse])
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # seed 1: make test-all
 def test_relaxation_claims_only_optima_within_the_gap(make, seed, monkeypatch):
     """:meth:`MILPNearest._from_relaxation` alone, from a far incumbent (a feasible lattice

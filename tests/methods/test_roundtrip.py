@@ -190,7 +190,8 @@ def test_round_trip_runs_once_per_batch(monkeypatch):
     assert calls["inverse"] == 1  # the round trip's; Explanations takes its decoded rows
 
 
-@pytest.mark.parametrize("method", ["nearest_neighbour", "milp_nearest", "wachter", "dice"])
+@pytest.mark.parametrize("method", ["nearest_neighbour", "milp_nearest", "wachter",
+                                    pytest.param("dice", marks=pytest.mark.slow)])
 def test_the_raw_ces_are_the_decoded_encoded_ces(method):
     """``counterfactuals`` (the raw rows, taken from the round trip's decode) is exactly
     ``inverse_transform(counterfactuals_encoded)``, dtypes included, with some queries

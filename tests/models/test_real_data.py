@@ -73,6 +73,7 @@ def test_diabetes_families(shared_datasets):
     _check(report, base_floor=0.68, family_floor=0.72, inc_lr=params["lr"], inc_steps=steps)
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_adult_families_subsampled(shared_datasets):
     params = {"hidden_layers": (20, 10), "epochs": 8, "batch_size": 64, "lr": 5e-3}
     base, fam, inc, report, _ = _families("adult", params, n_rows=5_000)

@@ -93,7 +93,7 @@ def test_integer_splits_route_as_scikit_learn_synthetic(kind):
     np.testing.assert_array_equal(model.predict(X), pipe.predict(X))
 
 
-@pytest.mark.parametrize("kind", ["tree", "forest", "boosting"])
+@pytest.mark.parametrize("kind", ["tree", pytest.param("forest", marks=pytest.mark.slow), "boosting"])
 def test_integer_splits_route_as_scikit_learn_taiwan(shared_datasets, kind):
     path = shared_datasets / TAIWAN
     if not path.is_file():

@@ -256,6 +256,7 @@ def test_own_mlp_network_stays_plain():
 # --- certificates vs attacks on the user's parameters ---------------------------------------------
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_certified_points_of_a_pipeline_survive_user_weight_shifts(pipeline, data):
     pipe, model = pipeline
     ds, _ = data

@@ -80,7 +80,8 @@ def _brute_worst(model, x, target, delta, eps):
     return best
 
 
-@pytest.mark.parametrize("kind", ["forest2", "forest3", "boosted2", "boosted3"])
+@pytest.mark.parametrize("kind", ["forest2", pytest.param("forest3", marks=pytest.mark.slow), "boosted2",
+                                  pytest.param("boosted3", marks=pytest.mark.slow)])
 def test_worst_case_equals_brute_force_on_tiny_ensembles(kind):
     rng = np.random.default_rng({"forest2": 0, "forest3": 1, "boosted2": 2, "boosted3": 3}[kind])
     d = 2

@@ -28,6 +28,7 @@ def _tool():
     return module
 
 
+@pytest.mark.slow  # moved out of `make test` (issue 53: ≤ 10 min quiet); CI runs it in `make test-slow`
 def test_the_page_shows_what_the_service_answers(tmp_path, model_dir):
     copy = tmp_path / "serve.md"
     shutil.copy(DOC, copy)
