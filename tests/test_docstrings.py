@@ -130,7 +130,7 @@ DOCTEST_MODULES = ("robustce.data.dataset", "robustce.data.registry", "robustce.
                    "robustce.methods.counternet", "robustce.methods.rocoursenet",
                    "robustce.data.constraints",
                    "robustce.robustness.retrain", "robustce.methods.retrain_robust",
-                   "robustce.models.black_box", "robustce.models.families.procedure",
+                   "robustce.models.opaque", "robustce.models.families.procedure",
                    "robustce.data.encoder",
                    "robustce.errors",
                    "robustce.explanations",

@@ -1,5 +1,5 @@
 """The (δ, α) certificate from sampled retrains (robustness/retrain.py), its retrain procedure
-(models/families/procedure.py) and the black-box model path (models/black_box.py).
+(models/families/procedure.py) and the black-box model path (models/opaque.py).
 
 Soundness is checked on synthetic procedures whose true share is known: a "retrain" is a coin
 model that accepts row j with probability p_j, independently per model and row, so one

@@ -4,7 +4,6 @@ retrain procedure (:class:`RetrainProcedure`) and black-box models (:func:`black
 
 from robustce.models import boosters  # noqa: F401  (registers XGBoost/LightGBM with from_sklearn)
 from robustce.models.base import Model
-from robustce.models.black_box import BlackBoxModel, black_box
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.families import (
     FamilyValidity,
@@ -20,6 +19,7 @@ from robustce.models.families import (
 from robustce.models.mlp import MLP
 from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
+from robustce.models.opaque import BlackBoxModel, black_box
 from robustce.models.persistence import ModelFileError, load
 from robustce.models.sklearn import SklearnModel, wrap
 from robustce.models.sklearn_import import (

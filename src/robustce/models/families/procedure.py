@@ -88,7 +88,7 @@ def _call_member(retrain: Callable[[int], Any], encoder: Encoder | None, random_
             raise ValidationError(
                 f"retrain returned a {type(out).__name__}, not a robustce model: give the "
                 "procedure encoder= (or a Dataset) to score its raw rows as a black box")
-        from robustce.models.black_box import BlackBoxModel
+        from robustce.models.opaque import BlackBoxModel
 
         return BlackBoxModel(out, encoder)
     raise ValidationError(f"retrain(seed) must return a robustce model or an object with "
@@ -97,7 +97,7 @@ def _call_member(retrain: Callable[[int], Any], encoder: Encoder | None, random_
 
 def _spec_of(model: Any) -> tuple[Any, Encoder | None]:
     """What to refit for ``model`` and the model space to keep (None: fit one on the data)."""
-    from robustce.models.black_box import BlackBoxModel
+    from robustce.models.opaque import BlackBoxModel
     from robustce.models.sklearn import SklearnModel
 
     if isinstance(model, BlackBoxModel):
