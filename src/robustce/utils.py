@@ -15,7 +15,8 @@ import numpy as np
 
 from robustce.errors import ValidationError
 
-__all__ = ["atomic_write", "check_destination", "check_random_state", "package_version", "replace_dir",
+__all__ = ["atomic_write", "check_destination", "check_random_state", "package_version",
+           "percentile_interval", "replace_dir",
            "temp_dir_beside"]
 
 
@@ -129,3 +130,17 @@ def check_destination(path: str | os.PathLike, what: str, *, directory: bool = T
         raise ValidationError(f"{what} {path} cannot be written: {parent} refuses new entries "
                               f"({exc.strerror or exc})") from None
     return path
+
+
+def percentile_interval(samples: np.ndarray, point: float) -> tuple[float, float]:
+    """The 95 % percentile interval of bootstrap replicates ``samples`` (non-finite ones
+    dropped), extended to the point estimate where the replicates lie on one side of it (a
+    skewed bootstrap distribution): every interval contains its value. NaN, NaN without a
+    finite replicate. Used by the audit's group figures and the ledger's honour rates."""
+    s = samples[np.isfinite(samples)]
+    if len(s) == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(s, [2.5, 97.5])
+    if np.isfinite(point):
+        lo, hi = min(lo, point), max(hi, point)
+    return float(lo), float(hi)

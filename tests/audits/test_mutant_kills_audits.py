@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustce.audits.groups import _ci
+from robustce.utils import percentile_interval as _ci
 
 
 def test_one_sided_replicates_give_an_interval_reaching_the_value():

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from robustce.utils import percentile_interval
+
 __all__ = ["METRICS", "GroupAccumulator"]
 
 # metric -> (numerator column or None for 1, denominator: "all" or "found")
@@ -150,7 +152,7 @@ class GroupAccumulator:
                     if not self.measured[m]:
                         continue
                     r = ratio[lv][i]
-                    lo, hi = _ci(r[1:], r[0])
+                    lo, hi = percentile_interval(r[1:], r[0])
                     row = {"group": g, "level": lv, "n_declined": self.count[(g, lv)],
                            "metric": m, "value": r[0], "ci_low": lo, "ci_high": hi,
                            "reference": ref, "too_few": too_few,
@@ -158,7 +160,7 @@ class GroupAccumulator:
                     if not too_few and lv != ref:
                         d = r - ratio[ref][i]
                         row["gap"] = d[0]
-                        row["gap_low"], row["gap_high"] = _ci(d[1:], d[0])
+                        row["gap_low"], row["gap_high"] = percentile_interval(d[1:], d[0])
                     rows.append(row)
         return pd.DataFrame(rows)
 
@@ -193,7 +195,7 @@ class GroupAccumulator:
                     continue
                 low = others[0]
                 d = R[high] - R[low]
-                lo, hi = _ci(d[1:], d[0])
+                lo, hi = percentile_interval(d[1:], d[0])
                 rows.append({"group": g, "measure": f"{m}_spread", "value": d[0],
                              "ci_low": lo, "ci_high": hi,
                              "highest": _names(levels, top), "lowest": _names(levels, bottom),
@@ -212,16 +214,3 @@ def _names(levels: list[str], positions: list[int]) -> str:
     if len(names) == 1:
         return names[0]
     return ", ".join(names[:-1]) + f" and {names[-1]} (tie)"
-
-
-def _ci(samples: np.ndarray, point: float) -> tuple[float, float]:
-    """The 95 % percentile interval of the replicates, extended to the point estimate where
-    the replicates lie on one side of it (a skewed bootstrap distribution): every interval
-    contains its value."""
-    s = samples[np.isfinite(samples)]
-    if len(s) == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(s, [2.5, 97.5])
-    if np.isfinite(point):
-        lo, hi = min(lo, point), max(hi, point)
-    return float(lo), float(hi)

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from robustce.utils import percentile_interval
+
 __all__ = ["RateAccumulator"]
 
 
@@ -66,20 +68,8 @@ class RateAccumulator:
             num, den = self.num[(d, level)], self.den[(d, level)]
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = num / den
-            lo, hi = _interval(ratio[1:], ratio[0])
+            lo, hi = percentile_interval(ratio[1:], ratio[0])
             out[level] = {"n": int(round(den[0])), "honoured": int(round(num[0])),
                           "honour_rate": float(ratio[0]) if den[0] else None,
                           "ci": [None if np.isnan(lo) else lo, None if np.isnan(hi) else hi]}
         return out
-
-
-def _interval(samples: np.ndarray, point: float) -> tuple[float, float]:
-    """The 95 % percentile interval of the replicates, widened to contain ``point`` (NaN
-    without replicates)."""
-    s = samples[np.isfinite(samples)]
-    if len(s) == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(s, [2.5, 97.5])
-    if np.isfinite(point):
-        lo, hi = min(lo, point), max(hi, point)
-    return float(lo), float(hi)

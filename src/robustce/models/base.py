@@ -22,7 +22,7 @@ from robustce.data.encoder import Encoder
 from robustce.errors import ConstantModelWarning, NotFittedError, UnsupportedModelError
 from robustce.models.network import ReLUNetwork, class_margin
 
-__all__ = ["Model", "favourable_in", "model_name", "warn_if_constant"]
+__all__ = ["Model", "favourable_in", "logits_of_proba", "model_name", "warn_if_constant"]
 
 
 def warn_if_constant(predictions: Any, what: str, hint: str = "") -> bool:
@@ -180,6 +180,16 @@ class Model(ABC):
             if i < len(layers) - 1:
                 h = torch.relu(h)
         return h
+
+
+def logits_of_proba(p: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Logits of class probabilities ``p`` (n, k), clipped at ``eps``: the log-odds of class 1
+    as one column for two classes, else the log-probabilities — for models that only give
+    probabilities (imported forests, black boxes)."""
+    p = np.clip(p, eps, 1.0)
+    if p.shape[1] == 2:
+        return (np.log(p[:, 1]) - np.log(p[:, 0]))[:, None]
+    return np.log(p)
 
 
 def favourable_in(data: Any, class_names: Any) -> int | None:

@@ -29,12 +29,11 @@ import pandas as pd
 from robustce.data.dataset import Dataset
 from robustce.data.encoder import Encoder
 from robustce.errors import NotFittedError, UnsupportedModelError, ValidationError
-from robustce.models.base import Model, favourable_in
+from robustce.models.base import Model, favourable_in, logits_of_proba
 from robustce.models.network import ReLUNetwork
 
 __all__ = ["BlackBoxModel", "black_box"]
 
-_EPS = 1e-12
 _INPUTS = ("frame", "array")
 
 
@@ -121,10 +120,7 @@ class BlackBoxModel(Model):
         return p
 
     def logits(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
-        p = np.clip(self.predict_proba(X), _EPS, 1.0)
-        if p.shape[1] == 2:
-            return (np.log(p[:, 1]) - np.log(p[:, 0]))[:, None]
-        return np.log(p)
+        return logits_of_proba(self.predict_proba(X))
 
     def predict(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
         """The scorer's argmax class (ties: the lower class)."""

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from robustce.data.encoder import Encoder
-from robustce.models.base import Model
+from robustce.models.base import Model, logits_of_proba
 from robustce.models.boosting import AdditiveTrees
 from robustce.models.network import ReLUNetwork
 from robustce.models.network_model import NetworkModel
@@ -19,7 +19,6 @@ from robustce.models.trees import TreeView, forest_predict_proba
 
 __all__ = ["ImportedBoostedModel", "ImportedNetworkModel", "ImportedTreeModel"]
 
-_EPS = 1e-12
 
 
 class _Imported:
@@ -128,10 +127,7 @@ class ImportedTreeModel(_Imported, Model):
         return forest_predict_proba(self._trees, self.encode(X))
 
     def logits(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
-        p = np.clip(self.predict_proba(X), _EPS, 1.0)
-        if p.shape[1] == 2:
-            return (np.log(p[:, 1]) - np.log(p[:, 0]))[:, None]
-        return np.log(p)
+        return logits_of_proba(self.predict_proba(X))
 
     def predict(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
         return np.argmax(self.predict_proba(X), axis=1)
